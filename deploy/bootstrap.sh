@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs every build, test and benchmark dependency of sumcache from Debian's
+# packages. Skips what is already installed; safe to run again.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config clang libfuzzer-14-dev
+  libevent-dev libcurl4-openssl-dev libxxhash-dev libssl-dev
+  libprotobuf-c-dev protobuf-c-compiler libconfig-dev libcriterion-dev
+  nginx-light squid wrk curl procps iproute2 util-linux
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+    missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "bootstrap: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "bootstrap: installing ${missing[*]}"
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+# One index refresh per run; install fails loudly if a package cannot be had.
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+
+# Debian starts the daemons it installs; sumcache's tests and benchmarks start
+# their own nginx and Squid with their own configs, so the system copies must
+# not hold ports or the cache directory.
+for svc in nginx squid; do
+  if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
+    $SUDO systemctl stop "$svc" || true
+    $SUDO systemctl disable "$svc" >/dev/null 2>&1 || true
+  fi
+  if [ -f "/run/$svc.pid" ]; then
+    $SUDO kill "$(cat "/run/$svc.pid")" 2>/dev/null || true
+  fi
+done
+echo "bootstrap: done"

@@ -1,0 +1,93 @@
+/*
+ * RFC 9111 rules for a shared cache: what may be stored, for how long it is
+ * fresh, how old a stored response is, and what a request will accept.
+ * Pure functions over parsed heads; the store and the proxy call them.
+ */
+#ifndef CACHECTL_H
+#define CACHECTL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "http_parse.h"
+
+#define CC_ABSENT (-1)
+
+/* Cache-Control directives of one message (all its Cache-Control fields). */
+struct cc {
+	bool no_store;
+	bool no_cache;       /* unqualified, or Pragma: no-cache in a request */
+	bool private_;       /* unqualified private */
+	bool public_;
+	bool must_revalidate; /* must-revalidate or proxy-revalidate */
+	bool only_if_cached;
+	int64_t max_age;   /* seconds, or CC_ABSENT */
+	int64_t s_maxage;
+	int64_t max_stale; /* INT64_MAX for a bare max-stale */
+	int64_t min_fresh;
+};
+
+void cc_parse(const struct http_head *h, bool is_request, struct cc *cc);
+
+/* HTTP-date in any of the three RFC 9110 forms; -1 when invalid. */
+time_t http_date_parse(const char *s, size_t n);
+/* IMF-fixdate into buf (at least 30 bytes). */
+void http_date_format(time_t t, char *buf);
+
+/* Heuristic freshness cap: 10 % of Last-Modified age, at most a day. */
+#define CACHECTL_HEURISTIC_MAX 86400
+
+/*
+ * Whether a response to a GET may be stored by a shared cache. Returns true,
+ * or false with *why naming the rule that forbids it (for the log).
+ */
+bool cachectl_storable(const struct http_head *req, const struct cc *reqcc,
+    const struct http_head *resp, const struct cc *respcc, const char **why);
+
+/* Freshness lifetime in seconds (RFC 9111 4.2.1); response_time stands in
+ * for a missing Date. */
+int64_t cachectl_lifetime(const struct http_head *resp,
+    const struct cc *respcc, time_t response_time);
+
+/* corrected_initial_age (RFC 9111 4.2.3). */
+int64_t cachectl_initial_age(const struct http_head *resp,
+    time_t request_time, time_t response_time);
+
+/* What a request will accept from a stored response. */
+enum cachectl_verdict {
+	CACHECTL_FRESH = 1,      /* serve it */
+	CACHECTL_STALE_OK = 2,   /* stale, but max-stale allows it */
+	CACHECTL_REVALIDATE = 3, /* ask the origin first */
+};
+
+struct cachectl_entry {
+	int64_t lifetime;
+	int64_t age;          /* current age now */
+	bool must_revalidate; /* response must-revalidate/proxy-revalidate */
+	bool no_cache;        /* response no-cache: always revalidate */
+};
+
+enum cachectl_verdict cachectl_judge(const struct cachectl_entry *e,
+    const struct cc *reqcc);
+
+/* Statuses a cache may store without explicit freshness (RFC 9110 15.1). */
+bool cachectl_heuristic_status(int status);
+
+/*
+ * Secondary cache key (RFC 9111 4.1): for each field name in the Vary value
+ * v, appends "name:values\n" of req to out[*len..cap). Returns false when
+ * it does not fit.
+ */
+bool cachectl_varykey(const struct http_head *req, const char *v,
+    size_t vlen, char *out, size_t cap, size_t *len);
+
+/*
+ * Whether req's If-None-Match (or, without it, If-Modified-Since) is
+ * satisfied by a response with this ETag (may be NULL) and Last-Modified
+ * (-1 if none): the client gets 304.
+ */
+bool cachectl_not_modified(const struct http_head *req, const char *etag,
+    size_t elen, time_t last_modified);
+
+#endif

@@ -1,0 +1,417 @@
+/*
+ * Client connections.
+ *
+ * One bufferevent per client. Requests are answered strictly one at a time:
+ * a pipelined request stays in the input buffer until the previous response
+ * is fully queued, which answers pipelines in order with no response
+ * buffering of our own. Parsing also waits while the output holds more than
+ * CLIENT_OUT_HIGH, so a client that sends but never reads cannot make us
+ * buffer without bound.
+ *
+ * Timers: a connection with no request in progress has header_timeout to
+ * complete a head once its first byte arrived (then 408) and idle_timeout
+ * between requests (then a quiet close); a request body that stalls for
+ * idle_timeout is abandoned. A client that stops reading its response is
+ * cut by the bufferevent write timeout.
+ */
+#include "client.h"
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "request.h"
+#include "sc_assert.h"
+#include "tunnel.h"
+
+static void client_next_request(struct client *c);
+
+static void
+timer_set(struct client *c, uint32_t ms)
+{
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+	evtimer_add(c->timer, &tv);
+}
+
+static void
+client_free(struct client *c)
+{
+	struct server *s = c->srv;
+
+	/* the parse loop still holds c: it frees it on the way out */
+	if (c->in_loop) {
+		c->dead = true;
+		if (c->bev)
+			bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+		return;
+	}
+	txn_free(&c->txn);
+	if (c->bev)
+		bufferevent_free(c->bev);
+	event_free(c->timer);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->clients = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	s->m.active_clients--;
+	free(c);
+	server_check_drained(s);
+}
+
+struct evbuffer *
+client_out(struct client *c)
+{
+	return bufferevent_get_output(c->bev);
+}
+
+void
+client_sent(struct txn *t, size_t n)
+{
+	t->bytes_out += n;
+	t->srv->m.client_bytes_out += n;
+}
+
+/* Flush what is queued, then close. */
+static void
+client_close_after_output(struct client *c)
+{
+	c->closing = true;
+	evtimer_del(c->timer);
+	bufferevent_disable(c->bev, EV_READ);
+	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+	/* inside the parse loop, the loop frees it on the way out */
+	if (evbuffer_get_length(client_out(c)) == 0 && !c->in_loop)
+		client_free(c);
+}
+
+void
+client_fail(struct client *c)
+{
+	client_free(c);
+}
+
+void
+client_txn_done(struct client *c)
+{
+	struct txn *t = c->txn;
+	bool keep = t->keep_alive && !c->srv->draining;
+
+	txn_account(t);
+	txn_free(&c->txn);
+	if (!keep) {
+		client_close_after_output(c);
+		return;
+	}
+	bufferevent_enable(c->bev, EV_READ);
+	if (!c->in_loop)
+		client_next_request(c);
+}
+
+void
+client_body_resume(struct client *c)
+{
+	if (!c->closing)
+		bufferevent_enable(c->bev, EV_READ);
+}
+
+/* A parse error or refusal before any transaction exists. */
+static void
+client_reject(struct client *c, struct txn *t, int status, const char *why)
+{
+	c->txn = t;
+	t->keep_alive = false;
+	request_error(t, status, "NONE_NONE", why, true);
+}
+
+static struct txn *
+txn_new(struct client *c)
+{
+	struct txn *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return NULL;
+	t->srv = c->srv;
+	t->c = c;
+	t->req.content_length = -1;
+	t->code = "NONE_NONE";
+	t->hier = "HIER_NONE";
+	evutil_gettimeofday(&t->start, NULL);
+	return t;
+}
+
+/* Leading CRLFs between pipelined requests are skipped (RFC 9112 2.2). */
+static void
+skip_empty_lines(struct evbuffer *in)
+{
+	for (int i = 0; i < 4; i++) {
+		unsigned char two[2];
+		if (evbuffer_copyout(in, two, 2) != 2 || two[0] != '\r' ||
+		    two[1] != '\n')
+			return;
+		evbuffer_drain(in, 2);
+	}
+}
+
+/* 0: need more; 1: a transaction was started; -1: connection closing;
+ * -2: the connection became a tunnel and c is gone */
+static int
+parse_one(struct client *c)
+{
+	struct server *s = c->srv;
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	const struct http_limits *lim = &s->limits;
+
+	if (c->scan == 0)
+		skip_empty_lines(in);
+	size_t have = evbuffer_get_length(in);
+	if (have == 0)
+		return 0;
+	if (!c->head_started) {
+		c->head_started = true;
+		timer_set(c, s->conf.header_timeout_ms);
+	}
+	size_t window = have < lim->max_head + 4 ? have : lim->max_head + 4;
+	const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)window);
+	size_t end = http_head_end(p, window, &c->scan);
+	struct txn *t;
+	if (end == 0) {
+		bool line_done = memchr(p, '\n', window) != NULL;
+		int status = 0;
+		if (!line_done && window > lim->max_line + 2)
+			status = 414;
+		else if (window >= lim->max_head + 4)
+			status = 431;
+		if (status == 0)
+			return 0;
+		if ((t = txn_new(c)) == NULL)
+			return -1;
+		s->m.parse_errors++;
+		client_reject(c, t, status, status == 414 ?
+		    "request line too long" : "header section too large");
+		return -1;
+	}
+	if ((t = txn_new(c)) == NULL)
+		return -1;
+	const char *why;
+	int rc = http_parse_request(p, end, lim, &t->req, &why);
+	evbuffer_drain(in, end);
+	c->scan = 0;
+	c->head_started = false;
+	evtimer_del(c->timer);
+	if (rc < 0) {
+		s->m.parse_errors++;
+		client_reject(c, t, http_err_status(rc), why);
+		return -1;
+	}
+	t->keep_alive = t->req.version == 11 ? !t->req.conn_close :
+	    t->req.conn_keep_alive;
+	c->txn = t;
+	if (!c->allowed) {
+		s->m.client_denied++;
+		t->keep_alive = false;
+		request_error(t, 403, "TCP_DENIED",
+		    "access denied: your address is not in the allow list",
+		    true);
+		return -1;
+	}
+	if (http_token_eq(t->req.method, t->req.method_len, "CONNECT"))
+		return tunnel_start(t) ? -2 : 1;
+	/* everything below may finish (and even close) synchronously */
+	request_start(t);
+	return 1;
+}
+
+static void
+client_next_request(struct client *c)
+{
+	c->in_loop = true;
+	while (!c->dead && c->txn == NULL && !c->closing &&
+	    evbuffer_get_length(client_out(c)) < CLIENT_OUT_HIGH) {
+		int rc = parse_one(c);
+		if (rc == 0 && !c->dead) {
+			if (!c->head_started)
+				timer_set(c, c->srv->conf.idle_timeout_ms);
+			break;
+		}
+		if (rc < 0)
+			break;
+		/* a transaction still running keeps the loop waiting;
+		 * client_txn_done() restarts it */
+	}
+	c->in_loop = false;
+	if (c->dead || (c->closing && evbuffer_get_length(client_out(c)) == 0))
+		client_free(c);
+}
+
+static void
+on_read(struct bufferevent *bev, void *arg)
+{
+	struct client *c = arg;
+	struct txn *t = c->txn;
+
+	(void)bev;
+	if (c->closing) {
+		evbuffer_drain(bufferevent_get_input(c->bev), (size_t)-1);
+		return;
+	}
+	if (t == NULL) {
+		client_next_request(c);
+		return;
+	}
+	if (t->body_kind != BODY_NONE && !t->body_done) {
+		timer_set(c, c->srv->conf.idle_timeout_ms);
+		if (request_feed_body(t, bufferevent_get_input(c->bev)) < 0)
+			return;
+		if (t->body != NULL && evbuffer_get_length(t->body) >
+		    CLIENT_BODY_HIGH)
+			bufferevent_disable(c->bev, EV_READ);
+		return;
+	}
+	/* the next pipelined request waits; stop reading once it is a full
+	 * head's worth so a flood cannot grow the buffer */
+	if (evbuffer_get_length(bufferevent_get_input(c->bev)) >
+	    c->srv->limits.max_head + 4)
+		bufferevent_disable(c->bev, EV_READ);
+}
+
+static void
+on_write(struct bufferevent *bev, void *arg)
+{
+	struct client *c = arg;
+
+	(void)bev;
+	if (c->closing) {
+		if (evbuffer_get_length(client_out(c)) == 0)
+			client_free(c);
+		return;
+	}
+	if (c->txn != NULL)
+		request_output_drained(c->txn);
+	else
+		client_next_request(c);
+}
+
+static void
+on_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct client *c = arg;
+
+	(void)bev;
+	if (c->txn != NULL && !c->closing)
+		c->srv->m.client_aborts++;
+	(void)what;
+	client_free(c);
+}
+
+static void
+on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct client *c = arg;
+	struct txn *t;
+
+	(void)fd;
+	(void)what;
+	if (c->closing)
+		return;
+	if (c->txn != NULL) {
+		/* a request body stalled */
+		c->srv->m.client_aborts++;
+		client_free(c);
+		return;
+	}
+	if (!c->head_started) {
+		client_free(c); /* idle keep-alive connection */
+		return;
+	}
+	c->srv->m.header_timeouts++;
+	if ((t = txn_new(c)) == NULL) {
+		client_free(c);
+		return;
+	}
+	client_reject(c, t, 408, "request head not received in time");
+}
+
+void
+client_accept(struct server *s, evutil_socket_t fd, const struct sockaddr *sa)
+{
+	struct client *c = calloc(1, sizeof(*c));
+
+	if (c == NULL) {
+		evutil_closesocket(fd);
+		return;
+	}
+	c->srv = s;
+	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->timer = evtimer_new(s->base, on_timer, c);
+	if (c->bev == NULL || c->timer == NULL) {
+		if (c->bev)
+			bufferevent_free(c->bev);
+		else
+			evutil_closesocket(fd);
+		if (c->timer)
+			event_free(c->timer);
+		free(c);
+		return;
+	}
+	c->allowed = acl_allows(&s->conf.allow, sa);
+	if (sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr,
+		    c->addr, sizeof(c->addr));
+	else if (sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6,
+		    &((const struct sockaddr_in6 *)sa)->sin6_addr, c->addr,
+		    sizeof(c->addr));
+	else
+		strcpy(c->addr, "-");
+	c->next = s->clients;
+	if (s->clients)
+		s->clients->prev = c;
+	s->clients = c;
+	s->m.client_connections++;
+	s->m.active_clients++;
+	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+	bufferevent_setwatermark(c->bev, EV_WRITE, CLIENT_OUT_HIGH / 4, 0);
+	struct timeval wto = {s->conf.idle_timeout_ms / 1000,
+	    (s->conf.idle_timeout_ms % 1000) * 1000};
+	bufferevent_set_timeouts(c->bev, NULL, &wto);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	/* a connection that never sends a byte is closed quietly */
+	timer_set(c, s->conf.header_timeout_ms);
+}
+
+struct bufferevent *
+client_detach(struct client *c)
+{
+	struct bufferevent *bev = c->bev;
+
+	c->bev = NULL;
+	bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+	client_free(c);
+	return bev;
+}
+
+void
+client_drain_all(struct server *s)
+{
+	struct client *c = s->clients, *next;
+
+	for (; c != NULL; c = next) {
+		next = c->next;
+		if (c->txn == NULL && !c->closing)
+			client_close_after_output(c);
+	}
+}
+
+void
+client_free_all(struct server *s)
+{
+	while (s->clients != NULL)
+		client_free(s->clients);
+}

@@ -1,0 +1,46 @@
+/* Client connections: accept, read and parse requests, write responses. */
+#ifndef CLIENT_H
+#define CLIENT_H
+
+#include <event2/util.h>
+
+#include "proxy.h"
+
+/* Output above this stops origin reads and pipelined parsing until the
+ * client has taken it (back-pressure). */
+#define CLIENT_OUT_HIGH (256 * 1024)
+/* Request body buffered for the origin above this stops client reads. */
+#define CLIENT_BODY_HIGH (256 * 1024)
+
+void client_accept(struct server *s, evutil_socket_t fd,
+    const struct sockaddr *sa);
+
+/* The client's output buffer; what is added is counted in t->bytes_out by
+ * client_sent(). */
+struct evbuffer *client_out(struct client *c);
+void client_sent(struct txn *t, size_t n);
+
+/* The transaction's response is fully queued: log it and go on. */
+void client_txn_done(struct client *c);
+
+/* The response cannot be completed (origin died mid-body): close at once so
+ * the client sees a truncated message, never a wrong one. */
+void client_fail(struct client *c);
+
+/* More request body may be read (the origin took what was buffered). */
+void client_body_resume(struct client *c);
+
+/* Hands the socket to a tunnel; frees the client and its transaction. */
+struct bufferevent *client_detach(struct client *c);
+
+/* Shutdown: close idle connections, make busy ones close after their
+ * response. */
+void client_drain_all(struct server *s);
+
+/* Closes every client at once (exit after the shutdown bound). */
+void client_free_all(struct server *s);
+
+/* Called whenever a client or tunnel ends: finishes a drain. */
+void server_check_drained(struct server *s);
+
+#endif

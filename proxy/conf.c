@@ -1,0 +1,519 @@
+/*
+ * Directive table and the config file reader.
+ *
+ * The file is libconfig syntax ("name = value;"), read with libconfig so
+ * that quoting, comments, includes and line numbers are somebody's
+ * well-tested code. Each scalar setting is turned into text and handed to
+ * the same per-type parser as a -o override, so the two can never disagree.
+ * A repeatable directive takes a list ("allow = [\"10.0.0.0/8\", ...];") or
+ * may appear once per -o; the first value a user gives replaces the default.
+ */
+#include "conf.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <libconfig.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+typedef int conf_parse_f(struct conf *c, size_t off, const char *v,
+    const char **why);
+
+struct directive {
+	const char *name;
+	conf_parse_f *parse;
+	size_t off;
+	const char *dflt;  /* text fed to parse for the default; NULL = none */
+	bool repeatable;
+	const char *help;
+};
+
+static int
+parse_string(struct conf *c, size_t off, const char *v, const char **why)
+{
+	char **p = (char **)((char *)c + off);
+	char *n = strdup(v);
+
+	if (n == NULL) {
+		*why = "out of memory";
+		return -1;
+	}
+	free(*p);
+	*p = n;
+	return 0;
+}
+
+static int
+parse_node_name(struct conf *c, size_t off, const char *v, const char **why)
+{
+	char host[256];
+
+	if (*v == '\0') {
+		if (gethostname(host, sizeof(host)) != 0)
+			strcpy(host, "sumcache");
+		host[sizeof(host) - 1] = '\0';
+		v = host;
+	}
+	for (const char *p = v; *p; p++) {
+		/* node_name goes into Via, so it must be a token */
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || strchr("-._", *p))) {
+			*why = "node_name may hold only letters, digits, - . _";
+			return -1;
+		}
+	}
+	return parse_string(c, off, v, why);
+}
+
+/* "64", "64k", "16 MB", "1G" (binary multiples) */
+static int
+parse_size(struct conf *c, size_t off, const char *v, const char **why)
+{
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+
+	if (end == v || errno || *v == '-') {
+		*why = "expected a size such as 64KB or 256MB";
+		return -1;
+	}
+	while (*end == ' ')
+		end++;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (shift && (*end == 'b' || *end == 'B'))
+		end++;
+	else if (!shift && (*end == 'b' || *end == 'B'))
+		end++;
+	if (*end != '\0' || n > (SIZE_MAX >> shift)) {
+		*why = "expected a size such as 64KB or 256MB";
+		return -1;
+	}
+	*(size_t *)((char *)c + off) = (size_t)n << shift;
+	return 0;
+}
+
+/* "250ms", "30s", "5m", plain number = seconds */
+static int
+parse_duration(struct conf *c, size_t off, const char *v, const char **why)
+{
+	char *end;
+	errno = 0;
+	unsigned long long n = strtoull(v, &end, 10);
+	unsigned long long ms;
+
+	if (end == v || errno || *v == '-')
+		goto bad;
+	while (*end == ' ')
+		end++;
+	if (strcmp(end, "ms") == 0)
+		ms = n;
+	else if (*end == '\0' || strcmp(end, "s") == 0)
+		ms = n * 1000;
+	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+		ms = n * 60000;
+	else
+		goto bad;
+	if (ms > UINT32_MAX)
+		goto bad;
+	*(uint32_t *)((char *)c + off) = (uint32_t)ms;
+	return 0;
+bad:
+	*why = "expected a duration such as 250ms, 30s or 5m";
+	return -1;
+}
+
+static int
+parse_count(struct conf *c, size_t off, const char *v, const char **why)
+{
+	char *end;
+	errno = 0;
+	unsigned long n = strtoul(v, &end, 10);
+
+	if (end == v || *end || errno || n == 0 || n > 100000 || *v == '-') {
+		*why = "expected a count from 1 to 100000";
+		return -1;
+	}
+	*(uint32_t *)((char *)c + off) = (uint32_t)n;
+	return 0;
+}
+
+static int
+parse_hostport(struct conf *c, size_t off, const char *v, const char **why)
+{
+	char host[256];
+	uint16_t port;
+
+	if (conf_split_hostport(v, host, sizeof(host), &port) < 0) {
+		*why = "expected address:port, such as 127.0.0.1:3128";
+		return -1;
+	}
+	return parse_string(c, off, v, why);
+}
+
+static int
+parse_allow(struct conf *c, size_t off, const char *v, const char **why)
+{
+	(void)off;
+	return acl_add(&c->allow, v, why);
+}
+
+static int
+parse_port(struct conf *c, size_t off, const char *v, const char **why)
+{
+	char *end;
+	unsigned long p = strtoul(v, &end, 10);
+
+	(void)off;
+	if (end == v || *end || p == 0 || p > 65535) {
+		*why = "expected a port number";
+		return -1;
+	}
+	if (c->n_connect_ports == CONF_MAX_PORTS) {
+		*why = "too many connect_ports";
+		return -1;
+	}
+	c->connect_ports[c->n_connect_ports++] = (uint16_t)p;
+	return 0;
+}
+
+static int
+parse_sharing(struct conf *c, size_t off, const char *v, const char **why)
+{
+	(void)off;
+	if (strcmp(v, "none") == 0) {
+		c->sharing = SHARING_NONE;
+		return 0;
+	}
+	if (strcmp(v, "summary") == 0 || strcmp(v, "icp") == 0) {
+		*why = "this build has no peer exchange yet; only 'none' works";
+		return -1;
+	}
+	*why = "expected none, summary or icp";
+	return -1;
+}
+
+#define OFF(f) offsetof(struct conf, f)
+
+static const struct directive directives[] = {
+	{"node_name", parse_node_name, OFF(node_name), "", false,
+	    "name in Via and peer messages; default: the host name"},
+	{"http_listen", parse_hostport, OFF(http_listen), "127.0.0.1:3128",
+	    false, "address and port for client connections"},
+	{"cache_mem", parse_size, OFF(cache_mem), "256MB", false,
+	    "memory budget for cached objects, headers and keys included"},
+	{"max_object_size", parse_size, OFF(max_object_size), "16MB", false,
+	    "largest response body that is cached (larger ones stream through)"},
+	{"allow", parse_allow, 0, "127.0.0.0/8 ::1/128", true,
+	    "client networks allowed to use the proxy (CIDR, repeatable)"},
+	{"connect_ports", parse_port, 0, "443", true,
+	    "ports CONNECT may reach (repeatable)"},
+	{"access_log", parse_string, OFF(access_log), "stdout", false,
+	    "access log in Squid's native format: a path, stdout or none"},
+	{"sharing", parse_sharing, 0, "none", false,
+	    "cache sharing with peers: none (summary and icp come later)"},
+	{"header_timeout", parse_duration, OFF(header_timeout_ms), "30s",
+	    false, "time a client has to send a complete request head"},
+	{"idle_timeout", parse_duration, OFF(idle_timeout_ms), "60s", false,
+	    "how long an idle persistent client connection is kept"},
+	{"connect_timeout", parse_duration, OFF(connect_timeout_ms), "10s",
+	    false, "time to connect to an origin (then 502)"},
+	{"origin_timeout", parse_duration, OFF(origin_timeout_ms), "60s",
+	    false, "time an origin may stay silent (then 504)"},
+	{"tunnel_idle_timeout", parse_duration, OFF(tunnel_idle_timeout_ms),
+	    "5m", false, "a CONNECT tunnel with no traffic this long closes"},
+	{"shutdown_timeout", parse_duration, OFF(shutdown_timeout_ms), "10s",
+	    false, "on SIGTERM, how long in-flight requests may take"},
+	{"max_header_size", parse_size, OFF(max_header_size), "64KB", false,
+	    "largest request header section (then 431)"},
+	{"max_request_line", parse_size, OFF(max_request_line), "8KB", false,
+	    "longest request line (then 414)"},
+	{"max_headers", parse_count, OFF(max_headers), "100", false,
+	    "most header fields in a request (then 431)"},
+};
+
+#define NDIRECTIVES (sizeof(directives) / sizeof(directives[0]))
+
+static const struct directive *
+find_directive(const char *name, size_t len)
+{
+	for (size_t i = 0; i < NDIRECTIVES; i++)
+		if (strlen(directives[i].name) == len &&
+		    strncmp(directives[i].name, name, len) == 0)
+			return &directives[i];
+	return NULL;
+}
+
+static void
+reset_repeatable(struct conf *c, const struct directive *d)
+{
+	if (d->parse == parse_allow)
+		acl_clear(&c->allow);
+	else if (d->parse == parse_port)
+		c->n_connect_ports = 0;
+}
+
+/* Sets one value from the user: the first one for a repeatable directive
+ * drops the default list. */
+static int
+apply(struct conf *c, const struct directive *d, const char *v,
+    const char **why)
+{
+	uint64_t bit = 1ull << (d - directives);
+
+	if (d->repeatable && !(c->set_mask & bit))
+		reset_repeatable(c, d);
+	c->set_mask |= bit;
+	return d->parse(c, d->off, v, why);
+}
+
+int
+conf_defaults(struct conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (size_t i = 0; i < NDIRECTIVES; i++) {
+		const struct directive *d = &directives[i];
+		const char *why;
+		char buf[128];
+
+		if (d->dflt == NULL)
+			continue;
+		if (!d->repeatable) {
+			if (d->parse(c, d->off, d->dflt, &why) < 0)
+				return -1;
+			continue;
+		}
+		/* defaults of repeatable directives are space-separated */
+		const char *p = d->dflt;
+		while (*p) {
+			size_t n = strcspn(p, " ");
+			if (n >= sizeof(buf))
+				return -1;
+			memcpy(buf, p, n);
+			buf[n] = '\0';
+			if (d->parse(c, d->off, buf, &why) < 0)
+				return -1;
+			p += n;
+			while (*p == ' ')
+				p++;
+		}
+	}
+	return 0;
+}
+
+static int
+setting_text(config_setting_t *s, char *buf, size_t len)
+{
+	switch (config_setting_type(s)) {
+	case CONFIG_TYPE_STRING:
+		snprintf(buf, len, "%s", config_setting_get_string(s));
+		return 0;
+	case CONFIG_TYPE_INT:
+		snprintf(buf, len, "%d", config_setting_get_int(s));
+		return 0;
+	case CONFIG_TYPE_INT64:
+		snprintf(buf, len, "%lld", config_setting_get_int64(s));
+		return 0;
+	case CONFIG_TYPE_BOOL:
+		snprintf(buf, len, "%s", config_setting_get_bool(s) ?
+		    "on" : "off");
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+static int
+file_error(char *err, size_t elen, const char *file, int line,
+    const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(err, elen, "%s:%d: ", file, line);
+
+	va_start(ap, fmt);
+	if (n >= 0 && (size_t)n < elen)
+		vsnprintf(err + n, elen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int
+conf_load_file(struct conf *c, const char *path, char *err, size_t elen)
+{
+	config_t cfg;
+	int rc = -1;
+
+	config_init(&cfg);
+	if (config_read_file(&cfg, path) != CONFIG_TRUE) {
+		if (config_error_type(&cfg) == CONFIG_ERR_FILE_IO)
+			snprintf(err, elen, "%s: cannot read: %s", path,
+			    strerror(errno));
+		else
+			file_error(err, elen, config_error_file(&cfg) ?
+			    config_error_file(&cfg) : path,
+			    config_error_line(&cfg), "%s",
+			    config_error_text(&cfg));
+		goto fail;
+	}
+	config_setting_t *root = config_root_setting(&cfg);
+	for (int i = 0; i < config_setting_length(root); i++) {
+		config_setting_t *s = config_setting_get_elem(root, (unsigned)i);
+		const char *name = config_setting_name(s);
+		const char *file = config_setting_source_file(s);
+		int line = (int)config_setting_source_line(s);
+		const struct directive *d = find_directive(name, strlen(name));
+		const char *why;
+		char buf[1024];
+
+		if (file == NULL)
+			file = path;
+		if (d == NULL) {
+			file_error(err, elen, file, line,
+			    "unknown directive '%s'", name);
+			goto fail;
+		}
+		int type = config_setting_type(s);
+		if (type == CONFIG_TYPE_LIST || type == CONFIG_TYPE_ARRAY) {
+			if (!d->repeatable) {
+				file_error(err, elen, file, line,
+				    "%s takes one value, not a list", name);
+				goto fail;
+			}
+			for (int j = 0; j < config_setting_length(s); j++) {
+				config_setting_t *e =
+				    config_setting_get_elem(s, (unsigned)j);
+				if (setting_text(e, buf, sizeof(buf)) < 0) {
+					file_error(err, elen, file, line,
+					    "%s: list elements must be "
+					    "strings or numbers", name);
+					goto fail;
+				}
+				if (apply(c, d, buf, &why) < 0) {
+					file_error(err, elen, file, line,
+					    "%s \"%s\": %s", name, buf, why);
+					goto fail;
+				}
+			}
+			continue;
+		}
+		if (setting_text(s, buf, sizeof(buf)) < 0) {
+			file_error(err, elen, file, line,
+			    "%s: expected a string or a number", name);
+			goto fail;
+		}
+		if (apply(c, d, buf, &why) < 0) {
+			file_error(err, elen, file, line, "%s \"%s\": %s", name,
+			    buf, why);
+			goto fail;
+		}
+	}
+	rc = 0;
+fail:
+	config_destroy(&cfg);
+	return rc;
+}
+
+int
+conf_override(struct conf *c, const char *nv, char *err, size_t elen)
+{
+	const char *eq = strchr(nv, '=');
+	const char *why;
+
+	if (eq == NULL) {
+		snprintf(err, elen, "-o %s: expected name=value", nv);
+		return -1;
+	}
+	const struct directive *d = find_directive(nv, (size_t)(eq - nv));
+	if (d == NULL) {
+		snprintf(err, elen, "-o %s: unknown directive '%.*s'", nv,
+		    (int)(eq - nv), nv);
+		return -1;
+	}
+	if (apply(c, d, eq + 1, &why) < 0) {
+		snprintf(err, elen, "-o %s: %s", nv, why);
+		return -1;
+	}
+	return 0;
+}
+
+int
+conf_validate(const struct conf *c, char *err, size_t elen)
+{
+	if (c->max_object_size > c->cache_mem) {
+		snprintf(err, elen, "max_object_size (%zu) exceeds cache_mem "
+		    "(%zu)", c->max_object_size, c->cache_mem);
+		return -1;
+	}
+	if (c->max_request_line > c->max_header_size) {
+		snprintf(err, elen, "max_request_line exceeds max_header_size");
+		return -1;
+	}
+	if (c->max_header_size < 1024) {
+		snprintf(err, elen, "max_header_size must be at least 1KB");
+		return -1;
+	}
+	return 0;
+}
+
+void
+conf_print_help(FILE *f)
+{
+	fprintf(f, "Directives (config file: name = value; or -o "
+	    "name=value):\n");
+	for (size_t i = 0; i < NDIRECTIVES; i++) {
+		const struct directive *d = &directives[i];
+		fprintf(f, "  %-20s %s%s\n  %-20s default: %s\n", d->name,
+		    d->help, d->repeatable ? " (repeatable)" : "", "",
+		    d->dflt && *d->dflt ? d->dflt : "(computed)");
+	}
+}
+
+void
+conf_clear(struct conf *c)
+{
+	free(c->node_name);
+	free(c->http_listen);
+	free(c->access_log);
+	acl_clear(&c->allow);
+	memset(c, 0, sizeof(*c));
+}
+
+int
+conf_split_hostport(const char *s, char *host, size_t hlen, uint16_t *port)
+{
+	const char *colon;
+	const char *h = s;
+	size_t n;
+
+	if (*s == '[') {
+		const char *rb = strchr(s, ']');
+		if (rb == NULL || rb[1] != ':')
+			return -1;
+		h = s + 1;
+		n = (size_t)(rb - h);
+		colon = rb + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon == NULL)
+			return -1;
+		n = (size_t)(colon - s);
+	}
+	if (n == 0 || n >= hlen)
+		return -1;
+	char *end;
+	unsigned long p = strtoul(colon + 1, &end, 10);
+	if (colon[1] == '\0' || *end != '\0' || p > 65535)
+		return -1;
+	memcpy(host, h, n);
+	host[n] = '\0';
+	*port = (uint16_t)p;
+	return 0;
+}

@@ -1,0 +1,68 @@
+/*
+ * Configuration: one table of directives drives the config file, -o
+ * overrides, the -t check, --help and the documented defaults.
+ */
+#ifndef CONF_H
+#define CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "acl.h"
+
+enum sharing {
+	SHARING_NONE = 0,
+};
+
+#define CONF_MAX_PORTS 32
+
+struct conf {
+	char *node_name;
+	char *http_listen;       /* "addr:port" as given */
+	size_t cache_mem;
+	size_t max_object_size;
+	struct acl allow;
+	uint16_t connect_ports[CONF_MAX_PORTS];
+	unsigned n_connect_ports;
+	char *access_log;        /* path, "stdout" or "none" */
+	enum sharing sharing;
+	uint32_t header_timeout_ms;
+	uint32_t idle_timeout_ms;
+	uint32_t connect_timeout_ms;
+	uint32_t origin_timeout_ms;
+	uint32_t tunnel_idle_timeout_ms;
+	uint32_t shutdown_timeout_ms;
+	size_t max_header_size;
+	size_t max_request_line;
+	uint32_t max_headers;
+	/* which repeatable directives the user has set (defaults replaced) */
+	uint64_t set_mask;
+};
+
+/* Fills *c with every directive's default. 0, or -1 on ENOMEM. */
+int conf_defaults(struct conf *c);
+
+/*
+ * Reads a libconfig file over the current values. On error returns -1 and
+ * writes "file:line: reason" into err.
+ */
+int conf_load_file(struct conf *c, const char *path, char *err, size_t elen);
+
+/* Applies one "name=value" override (-o). -1 with the reason in err. */
+int conf_override(struct conf *c, const char *nv, char *err, size_t elen);
+
+/* Cross-directive checks after everything is read. */
+int conf_validate(const struct conf *c, char *err, size_t elen);
+
+/* Prints every directive with its default and help text. */
+void conf_print_help(FILE *f);
+
+void conf_clear(struct conf *c);
+
+/* Splits "addr:port" / "[v6]:port"; -1 when malformed. */
+int conf_split_hostport(const char *s, char *host, size_t hlen,
+    uint16_t *port);
+
+#endif

@@ -1,0 +1,736 @@
+/*
+ * Origin fetches.
+ *
+ * One curl easy handle per fetch, run on the shared multi (origin.c). curl
+ * frames the exchange with the origin (chunked decoding, Content-Length,
+ * connection reuse); we rebuild the head for the client from the origin's
+ * fields minus hop-by-hop ones, and frame the body ourselves.
+ *
+ * Back-pressure: the write callback returns CURL_WRITEFUNC_PAUSE while the
+ * client's output holds more than CLIENT_OUT_HIGH; the client's write
+ * callback unpauses. The request body goes the other way the same way:
+ * the read callback pauses when the client has not sent more yet. So a
+ * response of any size through a slow client costs a bounded buffer.
+ *
+ * The body is also copied into a store_body while it stays within
+ * max_object_size and the response is storable; on a clean finish it
+ * becomes a store object.
+ *
+ * The origin silence timer (origin_timeout) runs while we wait for the
+ * origin, never while we are the ones who paused.
+ */
+#include "fetch.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "client.h"
+#include "origin.h"
+#include "request.h"
+#include "sc_assert.h"
+
+#define RESPONSE_HEAD_MAX (256 * 1024)
+
+struct fetch {
+	struct txn *t;
+	enum fetch_kind kind;
+	CURL *easy;
+	struct curl_slist *hdrs;
+	struct origin_xfer xfer;
+	struct event *timer;
+	bool running;
+	struct evbuffer *headbuf;  /* response head lines so far */
+	struct http_head resp;
+	bool head_done;            /* final head written to the client */
+	bool not_modified;         /* revalidation answered 304 */
+	bool recv_paused;
+	bool send_paused;
+	bool chunked_out;
+	const char *proto_error;
+	struct store_body *body;   /* copy for the store, or NULL */
+	char *stored_head;         /* filtered fields for the store */
+	size_t stored_head_len;
+	time_t request_time;
+	char origin_ip[64];
+};
+
+static void
+arm_timer(struct fetch *f)
+{
+	uint32_t ms = f->t->srv->conf.origin_timeout_ms;
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+
+	evtimer_add(f->timer, &tv);
+}
+
+static void
+apply_pause(struct fetch *f)
+{
+	int mask = (f->recv_paused ? CURLPAUSE_RECV : 0) |
+	    (f->send_paused ? CURLPAUSE_SEND : 0);
+
+	curl_easy_pause(f->easy, mask);
+}
+
+void
+fetch_free(struct fetch **fp)
+{
+	struct fetch *f = *fp;
+
+	if (f == NULL)
+		return;
+	*fp = NULL;
+	if (f->running)
+		origin_cancel(f->t->srv->origin, f->easy);
+	if (f->easy)
+		curl_easy_cleanup(f->easy);
+	curl_slist_free_all(f->hdrs);
+	if (f->timer)
+		event_free(f->timer);
+	if (f->headbuf)
+		evbuffer_free(f->headbuf);
+	http_head_clear(&f->resp);
+	store_body_unref(&f->body);
+	free(f->stored_head);
+	free(f);
+}
+
+/* ---- request to the origin ---- */
+
+static bool
+add_header(struct fetch *f, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static bool
+add_header(struct fetch *f, const char *fmt, ...)
+{
+	char line[8192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return false;
+	struct curl_slist *l = curl_slist_append(f->hdrs, line);
+	if (l == NULL)
+		return false;
+	f->hdrs = l;
+	return true;
+}
+
+static bool
+skip_request_field(const struct fetch *f, const struct http_field *fl)
+{
+	static const char *const own[] = {"host", "content-length", "expect"};
+	const struct http_head *req = &f->t->req;
+
+	if (http_field_hop_by_hop(req, fl))
+		return true;
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (http_field_is(fl, own[i]))
+			return true;
+	/* a revalidation carries our validators, not the client's */
+	return f->kind == FETCH_REVALIDATE &&
+	    (http_field_is(fl, "if-none-match") ||
+		http_field_is(fl, "if-modified-since"));
+}
+
+static bool
+build_request_headers(struct fetch *f)
+{
+	const struct http_head *req = &f->t->req;
+	bool ok = true;
+
+	for (unsigned i = 0; i < req->nfields && ok; i++) {
+		const struct http_field *fl = &req->fields[i];
+		if (skip_request_field(f, fl))
+			continue;
+		/* curl drops "Name:" lines; "Name;" sends an empty value */
+		if (fl->vlen == 0)
+			ok = add_header(f, "%.*s;", (int)fl->nlen, fl->name);
+		else
+			ok = add_header(f, "%.*s: %.*s", (int)fl->nlen,
+			    fl->name, (int)fl->vlen, fl->value);
+	}
+	ok = ok && add_header(f, "Via: %s", f->t->srv->via);
+	/* no Expect round trip to the origin: we already have the body */
+	ok = ok && add_header(f, "Expect:");
+	if (ok && http_field_find(req, "accept") == NULL)
+		ok = add_header(f, "Accept:");
+	if (ok && f->kind == FETCH_REVALIDATE) {
+		const char *v;
+		size_t vl;
+		if (store_head_find(f->t->stale, "etag", &v, &vl))
+			ok = add_header(f, "If-None-Match: %.*s", (int)vl, v);
+		if (ok && store_head_find(f->t->stale, "last-modified", &v,
+		    &vl))
+			ok = add_header(f, "If-Modified-Since: %.*s", (int)vl,
+			    v);
+	}
+	return ok;
+}
+
+/* ---- response from the origin ---- */
+
+/* Appends f's response fields that a cache keeps: no hop-by-hop, no
+ * framing, no Age (recomputed on every hit). */
+static bool
+kept_field(const struct http_head *resp, const struct http_field *fl,
+    bool keep_age)
+{
+	return !http_field_hop_by_hop(resp, fl) &&
+	    !http_field_is(fl, "content-length") &&
+	    (keep_age || !http_field_is(fl, "age"));
+}
+
+static bool
+filter_fields(const struct http_head *resp, struct evbuffer *out,
+    bool keep_age)
+{
+	for (unsigned i = 0; i < resp->nfields; i++) {
+		const struct http_field *fl = &resp->fields[i];
+		if (!kept_field(resp, fl, keep_age))
+			continue;
+		if (evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)fl->nlen,
+		    fl->name, (int)fl->vlen, fl->value) < 0)
+			return false;
+	}
+	return true;
+}
+
+static void
+forward_interim(struct fetch *f)
+{
+	struct txn *t = f->t;
+	struct evbuffer *out = client_out(t->c);
+	size_t before = evbuffer_get_length(out);
+
+	/* HTTP/1.0 clients do not understand 1xx; 101 needs Upgrade, which
+	 * we never forward */
+	if (t->req.version != 11 || f->resp.status == 101)
+		return;
+	evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n", f->resp.status,
+	    (int)f->resp.reason_len, f->resp.reason);
+	filter_fields(&f->resp, out, true);
+	evbuffer_add(out, "\r\n", 2);
+	client_sent(t, evbuffer_get_length(out) - before);
+}
+
+static void
+invalidate_one(struct server *s, const struct url *base, const char *v,
+    size_t vl)
+{
+	struct url u;
+	const char *why;
+
+	if (vl > 0 && v[0] == '/') {
+		/* path-absolute: same origin as the request */
+		char buf[8192];
+		int n = snprintf(buf, sizeof(buf), "%.*s%.*s",
+		    (int)base->path_off, base->norm, (int)vl, v);
+		if (n < 0 || (size_t)n >= sizeof(buf) ||
+		    url_parse_absolute(buf, (size_t)n, &u, &why) < 0)
+			return;
+	} else if (url_parse_absolute(v, vl, &u, &why) < 0) {
+		return;
+	}
+	/* RFC 9111 4.4: only URLs on the request's own host */
+	if (u.host_len == base->host_len && u.port == base->port &&
+	    memcmp(u.norm + u.host_off, base->norm + base->host_off,
+		u.host_len) == 0)
+		s->m.invalidations += store_invalidate(s->store, u.norm, u.len);
+	url_clear(&u);
+}
+
+static void
+invalidate_after_unsafe(struct fetch *f)
+{
+	struct txn *t = f->t;
+	struct server *s = t->srv;
+	static const char *const safe[] = {"GET", "HEAD", "OPTIONS", "TRACE"};
+
+	if (f->resp.status >= 400)
+		return;
+	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
+		if (http_token_eq(t->req.method, t->req.method_len, safe[i]))
+			return;
+	s->m.invalidations += store_invalidate(s->store, t->url.norm,
+	    t->url.len);
+	const struct http_field *fl;
+	if ((fl = http_field_find(&f->resp, "location")) != NULL)
+		invalidate_one(s, &t->url, fl->value, fl->vlen);
+	if ((fl = http_field_find(&f->resp, "content-location")) != NULL)
+		invalidate_one(s, &t->url, fl->value, fl->vlen);
+}
+
+/* Decides storing and writes the client's head. false aborts the fetch. */
+static bool
+final_head(struct fetch *f)
+{
+	struct txn *t = f->t;
+	struct server *s = t->srv;
+	const struct http_head *resp = &f->resp;
+	struct cc respcc;
+	const char *why;
+	const struct http_field *ct = http_field_find(resp, "content-type");
+
+	if (ct != NULL)
+		snprintf(t->ctype, sizeof(t->ctype), "%.*s", (int)ct->vlen,
+		    ct->value);
+	invalidate_after_unsafe(f);
+	if (f->kind == FETCH_REVALIDATE && resp->status == 304) {
+		f->not_modified = true;
+		return true; /* answered from the store when done */
+	}
+	cc_parse(resp, false, &respcc);
+	bool has_te = http_field_find(resp, "transfer-encoding") != NULL;
+	int64_t clen = has_te ? -1 : resp->content_length;
+	if (f->kind != FETCH_FORWARD && t->is_get &&
+	    cachectl_storable(&t->req, &t->reqcc, resp, &respcc, &why) &&
+	    (clen < 0 || (uint64_t)clen <= s->conf.max_object_size)) {
+		f->body = store_body_new(clen > 0 ? (size_t)clen : 0);
+		struct evbuffer *h = evbuffer_new();
+		if (h != NULL && filter_fields(resp, h, false)) {
+			f->stored_head_len = evbuffer_get_length(h);
+			f->stored_head = malloc(f->stored_head_len + 1);
+			if (f->stored_head != NULL)
+				evbuffer_remove(h, f->stored_head,
+				    f->stored_head_len);
+		}
+		if (h != NULL)
+			evbuffer_free(h);
+		if (f->stored_head == NULL)
+			store_body_unref(&f->body);
+	}
+
+	struct evbuffer *out = client_out(t->c);
+	size_t before = evbuffer_get_length(out);
+	bool no_body = t->is_head || resp->status == 204 ||
+	    resp->status == 304;
+	t->status = resp->status;
+	t->result = RESULT_MISS;
+	evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n", resp->status,
+	    (int)resp->reason_len, resp->reason);
+	filter_fields(resp, out, true);
+	evbuffer_add_printf(out, "Via: %s\r\nX-Cache: MISS from %s\r\n",
+	    s->via, s->conf.node_name);
+	if (no_body) {
+		if (clen >= 0 && resp->status != 204)
+			evbuffer_add_printf(out, "Content-Length: %lld\r\n",
+			    (long long)clen);
+	} else if (clen >= 0) {
+		evbuffer_add_printf(out, "Content-Length: %lld\r\n",
+		    (long long)clen);
+	} else if (t->req.version == 11) {
+		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
+		f->chunked_out = true;
+	} else {
+		t->keep_alive = false; /* the close ends the body */
+	}
+	if (t->body_kind != BODY_NONE && !t->body_done)
+		t->keep_alive = false;
+	if (s->draining)
+		t->keep_alive = false;
+	if (!t->keep_alive)
+		evbuffer_add(out, "Connection: close\r\n", 19);
+	else if (t->req.version == 10)
+		evbuffer_add(out, "Connection: keep-alive\r\n", 24);
+	evbuffer_add(out, "\r\n", 2);
+	client_sent(t, evbuffer_get_length(out) - before);
+	return true;
+}
+
+static size_t
+on_header(char *buf, size_t size, size_t n, void *arg)
+{
+	struct fetch *f = arg;
+	size_t len = size * n;
+	const char *why;
+
+	if (f->head_done)
+		return len; /* trailers: not forwarded */
+	arm_timer(f);
+	/* lenient with origins on one point: a bare LF ends a line too */
+	if (len >= 1 && buf[len - 1] == '\n' && (len < 2 || buf[len - 2] !=
+	    '\r')) {
+		evbuffer_add(f->headbuf, buf, len - 1);
+		evbuffer_add(f->headbuf, "\r\n", 2);
+	} else {
+		evbuffer_add(f->headbuf, buf, len);
+	}
+	if (evbuffer_get_length(f->headbuf) > RESPONSE_HEAD_MAX) {
+		f->proto_error = "response head too large";
+		return 0;
+	}
+	if (!(len <= 2 && buf[len - 1] == '\n'))
+		return len; /* not the blank line yet */
+
+	size_t hlen = evbuffer_get_length(f->headbuf);
+	const char *p = (const char *)evbuffer_pullup(f->headbuf, -1);
+	struct http_limits lim = {RESPONSE_HEAD_MAX, RESPONSE_HEAD_MAX, 1000};
+	http_head_clear(&f->resp);
+	int rc = http_parse_response(p, hlen, &lim, &f->resp, &why);
+	evbuffer_drain(f->headbuf, hlen);
+	if (rc < 0) {
+		f->proto_error = why;
+		return 0;
+	}
+	if (f->resp.status < 200) {
+		forward_interim(f);
+		return len;
+	}
+	f->head_done = true;
+	char *ip = NULL;
+	if (curl_easy_getinfo(f->easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK &&
+	    ip != NULL)
+		snprintf(f->origin_ip, sizeof(f->origin_ip), "%s", ip);
+	return final_head(f) ? len : 0;
+}
+
+static size_t
+on_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct fetch *f = arg;
+	struct txn *t = f->t;
+	size_t len = size * n;
+
+	if (!f->head_done || f->not_modified)
+		return len;
+	struct evbuffer *out = client_out(t->c);
+	if (evbuffer_get_length(out) > CLIENT_OUT_HIGH) {
+		f->recv_paused = true;
+		evtimer_del(f->timer);
+		return CURL_WRITEFUNC_PAUSE;
+	}
+	arm_timer(f);
+	size_t before = evbuffer_get_length(out);
+	if (f->chunked_out)
+		evbuffer_add_printf(out, "%zx\r\n", len);
+	evbuffer_add(out, data, len);
+	if (f->chunked_out)
+		evbuffer_add(out, "\r\n", 2);
+	client_sent(t, evbuffer_get_length(out) - before);
+	if (f->body != NULL) {
+		if (f->body->len + len > t->srv->conf.max_object_size ||
+		    store_body_append(&f->body, data, len) < 0)
+			store_body_unref(&f->body);
+	}
+	return len;
+}
+
+static size_t
+on_read_body(char *buf, size_t size, size_t n, void *arg)
+{
+	struct fetch *f = arg;
+	struct txn *t = f->t;
+	size_t had = evbuffer_get_length(t->body);
+	int got = evbuffer_remove(t->body, buf, size * n);
+
+	if (got > 0) {
+		if (had > CLIENT_BODY_HIGH &&
+		    evbuffer_get_length(t->body) <= CLIENT_BODY_HIGH)
+			client_body_resume(t->c);
+		return (size_t)got;
+	}
+	if (t->body_done)
+		return 0;
+	f->send_paused = true;
+	return CURL_READFUNC_PAUSE;
+}
+
+void
+fetch_body_ready(struct fetch *f)
+{
+	if (f->send_paused) {
+		f->send_paused = false;
+		apply_pause(f);
+	}
+}
+
+void
+fetch_output_drained(struct fetch *f)
+{
+	if (f->recv_paused) {
+		f->recv_paused = false;
+		arm_timer(f);
+		apply_pause(f);
+	}
+}
+
+/* ---- completion ---- */
+
+static struct store_obj *
+make_object(struct fetch *f, const struct http_head *resp, const char *head,
+    size_t hlen, struct store_body *body)
+{
+	struct txn *t = f->t;
+	time_t now = time(NULL);
+	struct cc respcc;
+	char vkey[2048];
+	size_t vlen = 0;
+
+	cc_parse(resp, false, &respcc);
+	for (unsigned i = 0; i < resp->nfields; i++)
+		if (http_field_is(&resp->fields[i], "vary") &&
+		    !cachectl_varykey(&t->req, resp->fields[i].value,
+			resp->fields[i].vlen, vkey, sizeof(vkey), &vlen))
+			return NULL; /* too many varying fields to key */
+	struct store_meta meta = {
+		.status = resp->status,
+		.response_time = now,
+		.initial_age = cachectl_initial_age(resp, f->request_time, now),
+		.lifetime = cachectl_lifetime(resp, &respcc, now),
+		.must_revalidate = respcc.must_revalidate,
+		.no_cache = respcc.no_cache,
+	};
+	return store_obj_new(t->url.norm, t->url.len, head, hlen, vkey, vlen,
+	    &meta, body);
+}
+
+/* 304: the stored fields updated with the 304's, same body. */
+static struct store_obj *
+refreshed_object(struct fetch *f)
+{
+	struct txn *t = f->t;
+	struct store_obj *old = t->stale;
+	struct evbuffer *h = evbuffer_new();
+	struct store_obj *o = NULL;
+	const char *n, *v, *why;
+	size_t nl, vl, pos = 0;
+	struct http_head merged;
+
+	if (h == NULL)
+		return NULL;
+	evbuffer_add_printf(h, "HTTP/1.1 %d X\r\n", old->meta.status);
+	while (store_head_next(old, &pos, &n, &nl, &v, &vl)) {
+		bool replaced = false;
+		for (unsigned i = 0; i < f->resp.nfields && !replaced; i++) {
+			const struct http_field *fl = &f->resp.fields[i];
+			replaced = fl->nlen == nl &&
+			    strncasecmp(fl->name, n, nl) == 0 &&
+			    kept_field(&f->resp, fl, false);
+		}
+		if (!replaced)
+			evbuffer_add_printf(h, "%.*s: %.*s\r\n", (int)nl, n,
+			    (int)vl, v);
+	}
+	filter_fields(&f->resp, h, false);
+	evbuffer_add(h, "\r\n", 2);
+	size_t len = evbuffer_get_length(h);
+	const char *p = (const char *)evbuffer_pullup(h, -1);
+	struct http_limits lim = {RESPONSE_HEAD_MAX, RESPONSE_HEAD_MAX, 2000};
+	if (http_parse_response(p, len, &lim, &merged, &why) == 0) {
+		const char *fields = strstr(merged.buf, "\r\n") + 2;
+		size_t flen = merged.len - (size_t)(fields - merged.buf) - 2;
+		o = make_object(f, &merged, fields, flen, old->body);
+		http_head_clear(&merged);
+	}
+	evbuffer_free(h);
+	return o;
+}
+
+static void
+fail_before_head(struct fetch *f, int status, const char *cause)
+{
+	struct txn *t = f->t;
+	struct server *s = t->srv;
+
+	if (f->kind == FETCH_REVALIDATE && !t->stale->meta.must_revalidate) {
+		/* RFC 9111 4.2.4: a stale copy beats an error when the
+		 * origin cannot be reached and the origin did not forbid it */
+		s->m.revalidate_failed++;
+		request_serve_object(t, t->stale, "TCP_REFRESH_FAIL_OLD");
+		return;
+	}
+	request_error(t, status, "TCP_MISS", cause, false);
+}
+
+static void
+finish_error(struct fetch *f, CURLcode rc)
+{
+	struct txn *t = f->t;
+	struct server *s = t->srv;
+	char cause[512];
+
+	if (f->head_done) {
+		/* mid-body: the client must see a truncated message */
+		s->m.origin_protocol++;
+		t->code = "TCP_MISS_ABORTED";
+		txn_account(t);
+		client_fail(t->c);
+		return;
+	}
+	switch (rc) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_SSL_CONNECT_ERROR:
+		s->m.origin_unreachable++;
+		snprintf(cause, sizeof(cause), "origin unreachable: %s (%s)",
+		    curl_easy_strerror(rc), t->url.norm);
+		fail_before_head(f, 502, cause);
+		return;
+	case CURLE_OPERATION_TIMEDOUT:
+		s->m.origin_timeout++;
+		snprintf(cause, sizeof(cause), "origin timed out (%s)",
+		    t->url.norm);
+		fail_before_head(f, 504, cause);
+		return;
+	default:
+		s->m.origin_protocol++;
+		snprintf(cause, sizeof(cause), "bad response from origin: %s "
+		    "(%s)", f->proto_error ? f->proto_error :
+		    curl_easy_strerror(rc), t->url.norm);
+		fail_before_head(f, 502, cause);
+		return;
+	}
+}
+
+static void
+finish_ok(struct fetch *f)
+{
+	struct txn *t = f->t;
+	struct server *s = t->srv;
+
+	if (f->not_modified) {
+		struct store_obj *o = refreshed_object(f);
+		s->m.revalidated_unmodified++;
+		if (o != NULL) {
+			store_insert(s->store, o);
+			request_serve_object(t, o, "TCP_REFRESH_UNMODIFIED");
+			store_obj_unref(&o);
+		} else {
+			request_serve_object(t, t->stale,
+			    "TCP_REFRESH_UNMODIFIED");
+		}
+		return;
+	}
+	if (f->kind == FETCH_REVALIDATE)
+		s->m.revalidated_modified++;
+	if (f->chunked_out) {
+		evbuffer_add(client_out(t->c), "0\r\n\r\n", 5);
+		client_sent(t, 5);
+	}
+	if (f->body != NULL && (f->resp.content_length < 0 ||
+	    (uint64_t)f->resp.content_length == f->body->len)) {
+		store_body_shrink(&f->body);
+		struct store_obj *o = make_object(f, &f->resp, f->stored_head,
+		    f->stored_head_len, f->body);
+		if (o != NULL)
+			store_insert(s->store, o);
+		store_obj_unref(&o);
+	} else if (f->kind == FETCH_REVALIDATE) {
+		/* the new response is not storable: the old one is wrong */
+		store_invalidate(s->store, t->url.norm, t->url.len);
+	}
+	client_txn_done(t->c);
+}
+
+static void
+on_done(void *arg, CURLcode rc)
+{
+	struct fetch *f = arg;
+
+	f->running = false;
+	evtimer_del(f->timer);
+	if (rc == CURLE_OK && f->head_done)
+		finish_ok(f);
+	else
+		finish_error(f, rc == CURLE_OK ? CURLE_GOT_NOTHING : rc);
+	/* f may be gone: the transaction was finished above */
+}
+
+static void
+on_silence(evutil_socket_t fd, short what, void *arg)
+{
+	struct fetch *f = arg;
+
+	(void)fd;
+	(void)what;
+	origin_cancel(f->t->srv->origin, f->easy);
+	f->running = false;
+	finish_error(f, CURLE_OPERATION_TIMEDOUT);
+}
+
+int
+fetch_start(struct txn *t, enum fetch_kind kind)
+{
+	struct server *s = t->srv;
+	struct fetch *f = calloc(1, sizeof(*f));
+
+	if (f == NULL)
+		return -1;
+	f->t = t;
+	f->kind = kind;
+	f->resp.content_length = -1;
+	f->request_time = time(NULL);
+	f->easy = curl_easy_init();
+	f->timer = evtimer_new(s->base, on_silence, f);
+	f->headbuf = evbuffer_new();
+	if (f->easy == NULL || f->timer == NULL || f->headbuf == NULL ||
+	    !build_request_headers(f))
+		goto fail;
+	CURL *e = f->easy;
+	curl_easy_setopt(e, CURLOPT_URL, t->url.norm);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	/* never send our own fetches through a proxy from the environment */
+	curl_easy_setopt(e, CURLOPT_PROXY, "");
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+	    (long)s->conf.connect_timeout_ms);
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 65536L);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, f->hdrs);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, f);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, f);
+	if (t->is_head) {
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	} else if (!t->is_get) {
+		char method[64];
+		snprintf(method, sizeof(method), "%.*s",
+		    (int)t->req.method_len, t->req.method);
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+	}
+	if (t->body_kind != BODY_NONE) {
+		curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read_body);
+		curl_easy_setopt(e, CURLOPT_READDATA, f);
+		curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)(
+		    t->body_kind == BODY_LENGTH ? t->req.content_length : -1));
+		/* CUSTOMREQUEST above keeps the method; UPLOAD alone is PUT */
+		if (t->is_get) {
+			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "GET");
+		}
+	} else if (t->req.content_length == 0 && !t->is_get && !t->is_head) {
+		/* keep "Content-Length: 0" on an empty POST or PUT */
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L);
+	}
+	f->xfer = (struct origin_xfer){on_done, f};
+	if (origin_start(s->origin, e, &f->xfer) < 0)
+		goto fail;
+	f->running = true;
+	t->fetch = f;
+	s->m.origin_requests++;
+	arm_timer(f);
+	const struct http_field *ex = http_field_find(&t->req, "expect");
+	if (ex != NULL && t->body_kind != BODY_NONE && t->req.version == 11 &&
+	    http_token_eq(ex->value, ex->vlen, "100-continue")) {
+		evbuffer_add(client_out(t->c), "HTTP/1.1 100 Continue\r\n\r\n",
+		    25);
+		client_sent(t, 25);
+	}
+	return 0;
+fail:
+	fetch_free(&f);
+	return -1;
+}

@@ -1,0 +1,291 @@
+/*
+ * sumcache: command line, server set-up, signals and the event loop.
+ *
+ * Shutdown (SIGTERM, SIGINT): stop accepting, close idle connections, let
+ * requests in flight finish for up to shutdown_timeout, then exit 0.
+ * SIGHUP reopens the access log (after rotation).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#include "client.h"
+#include "origin.h"
+#include "proxy.h"
+#include "tunnel.h"
+
+#ifndef SUMCACHE_VERSION
+#define SUMCACHE_VERSION "0.1.0"
+#endif
+
+static void
+usage(FILE *f)
+{
+	fprintf(f, "usage: sumcache [-c FILE] [-o name=value]... [-t] [-h] "
+	    "[-V]\n"
+	    "  -c FILE       configuration file (libconfig syntax)\n"
+	    "  -o name=value set a directive; repeatable\n"
+	    "  -t            check the configuration and exit\n"
+	    "  -h, --help    this text\n"
+	    "  -V, --version print the version\n\n");
+	conf_print_help(f);
+}
+
+void
+server_check_drained(struct server *s)
+{
+	if (s->draining && s->clients == NULL && s->ntunnels == 0)
+		event_base_loopbreak(s->base);
+}
+
+static void
+on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+    int salen, void *arg)
+{
+	(void)l;
+	(void)salen;
+	client_accept(arg, fd, sa);
+}
+
+static void
+on_accept_error(struct evconnlistener *l, void *arg)
+{
+	(void)l;
+	(void)arg;
+	/* EMFILE and friends: the listener keeps going */
+	fprintf(stderr, "sumcache: accept: %s\n",
+	    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+static void
+on_shutdown_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *s = arg;
+
+	(void)fd;
+	(void)what;
+	fprintf(stderr, "sumcache: shutdown_timeout passed; closing %s\n",
+	    "remaining connections");
+	event_base_loopbreak(s->base);
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct server *s = arg;
+
+	(void)what;
+	if (sig == SIGHUP) {
+		if (accesslog_reopen(s->log) < 0)
+			fprintf(stderr, "sumcache: cannot reopen %s: %s\n",
+			    s->conf.access_log, strerror(errno));
+		return;
+	}
+	if (s->draining)
+		return;
+	fprintf(stderr, "sumcache: signal %d: draining\n", (int)sig);
+	s->draining = true;
+	evconnlistener_disable(s->listener);
+	uint32_t ms = s->conf.shutdown_timeout_ms;
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	evtimer_add(s->shutdown_timer, &tv);
+	client_drain_all(s);
+	server_check_drained(s);
+}
+
+static void
+on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *s = arg;
+
+	(void)fd;
+	(void)what;
+	accesslog_flush(s->log);
+}
+
+static int
+read_config(struct conf *c, const char *file, char **ovr, int novr)
+{
+	char err[1024];
+
+	if (conf_defaults(c) < 0) {
+		fprintf(stderr, "sumcache: out of memory\n");
+		return -1;
+	}
+	if (file != NULL && conf_load_file(c, file, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sumcache: %s\n", err);
+		return -1;
+	}
+	for (int i = 0; i < novr; i++) {
+		if (conf_override(c, ovr[i], err, sizeof(err)) < 0) {
+			fprintf(stderr, "sumcache: %s\n", err);
+			return -1;
+		}
+	}
+	if (conf_validate(c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sumcache: %s%s%s\n", file ? file : "",
+		    file ? ": " : "", err);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+server_init(struct server *s)
+{
+	struct sockaddr_storage ss;
+	int sslen = sizeof(ss);
+	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+
+	snprintf(s->via, sizeof(s->via), "1.1 %s", s->conf.node_name);
+	s->limits = (struct http_limits){
+		.max_line = s->conf.max_request_line,
+		.max_head = s->conf.max_header_size,
+		.max_fields = s->conf.max_headers,
+	};
+	if (evutil_parse_sockaddr_port(s->conf.http_listen,
+	    (struct sockaddr *)&ss, &sslen) < 0) {
+		fprintf(stderr, "sumcache: http_listen %s: not an address:port\n",
+		    s->conf.http_listen);
+		return -1;
+	}
+	s->base = event_base_new();
+	if (s->base == NULL)
+		return -1;
+	s->dns = evdns_base_new(s->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+	if (s->dns == NULL)
+		s->dns = evdns_base_new(s->base, 0);
+	s->store = store_new(s->conf.cache_mem);
+	s->origin = origin_new(s->base);
+	s->log = accesslog_open(s->conf.access_log);
+	if (s->log == NULL) {
+		fprintf(stderr, "sumcache: access_log %s: %s\n",
+		    s->conf.access_log, strerror(errno));
+		return -1;
+	}
+	if (s->dns == NULL || s->store == NULL || s->origin == NULL)
+		return -1;
+	s->listener = evconnlistener_new_bind(s->base, on_accept, s,
+	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+	    1024, (struct sockaddr *)&ss, sslen);
+	if (s->listener == NULL) {
+		fprintf(stderr, "sumcache: cannot listen on %s: %s\n",
+		    s->conf.http_listen, strerror(errno));
+		return -1;
+	}
+	evconnlistener_set_error_cb(s->listener, on_accept_error);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		s->signals[i] = evsignal_new(s->base, sigs[i], on_signal, s);
+		if (s->signals[i] == NULL || evsignal_add(s->signals[i],
+		    NULL) < 0)
+			return -1;
+	}
+	s->shutdown_timer = evtimer_new(s->base, on_shutdown_timeout, s);
+	s->flush_timer = event_new(s->base, -1, EV_PERSIST, on_flush, s);
+	if (s->shutdown_timer == NULL || s->flush_timer == NULL)
+		return -1;
+	struct timeval tv = {0, 250000};
+	evtimer_add(s->flush_timer, &tv);
+	return 0;
+}
+
+static void
+server_fini(struct server *s)
+{
+	if (s->base != NULL) {
+		client_free_all(s);
+		tunnel_free_all(s);
+	}
+	for (size_t i = 0; i < sizeof(s->signals) / sizeof(s->signals[0]); i++)
+		if (s->signals[i])
+			event_free(s->signals[i]);
+	if (s->shutdown_timer)
+		event_free(s->shutdown_timer);
+	if (s->flush_timer)
+		event_free(s->flush_timer);
+	if (s->listener)
+		evconnlistener_free(s->listener);
+	origin_free(&s->origin);
+	store_free(&s->store);
+	accesslog_close(&s->log);
+	if (s->dns)
+		evdns_base_free(s->dns, 0);
+	if (s->base)
+		event_base_free(s->base);
+	conf_clear(&s->conf);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	struct server s;
+	const char *file = NULL;
+	char **ovr = calloc((size_t)argc, sizeof(*ovr));
+	int novr = 0, check = 0, opt, rc = 1;
+
+	memset(&s, 0, sizeof(s));
+	if (ovr == NULL)
+		return 1;
+	while ((opt = getopt_long(argc, argv, "c:o:thV", longopts, NULL)) !=
+	    -1) {
+		switch (opt) {
+		case 'c': file = optarg; break;
+		case 'o': ovr[novr++] = optarg; break;
+		case 't': check = 1; break;
+		case 'h': usage(stdout); free(ovr); return 0;
+		case 'V':
+			printf("sumcache %s\n", SUMCACHE_VERSION);
+			free(ovr);
+			return 0;
+		default: usage(stderr); free(ovr); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "sumcache: unexpected argument '%s'\n",
+		    argv[optind]);
+		free(ovr);
+		return 2;
+	}
+	if (read_config(&s.conf, file, ovr, novr) < 0)
+		goto out;
+	if (check) {
+		printf("sumcache: configuration OK\n");
+		rc = 0;
+		goto out;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		goto out;
+	if (server_init(&s) < 0) {
+		fprintf(stderr, "sumcache: start-up failed\n");
+		goto out_curl;
+	}
+	fprintf(stderr, "sumcache %s: node %s listening on %s\n",
+	    SUMCACHE_VERSION, s.conf.node_name, s.conf.http_listen);
+	event_base_dispatch(s.base);
+	fprintf(stderr, "sumcache: stopped\n");
+	rc = 0;
+out_curl:
+	server_fini(&s);
+	curl_global_cleanup();
+	free(ovr);
+	return rc;
+out:
+	conf_clear(&s.conf);
+	free(ovr);
+	return rc;
+}

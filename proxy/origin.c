@@ -1,0 +1,160 @@
+/*
+ * curl multi-socket glue.
+ *
+ * curl tells us which sockets to watch (socket callback) and when to call it
+ * back (timer callback); we turn those into libevent events and report
+ * readiness with curl_multi_socket_action. Each socket's event is stored in
+ * curl's per-socket pointer (curl_multi_assign), so there is no table of
+ * our own. Completed transfers are collected after every action.
+ */
+#include "origin.h"
+
+#include <stdlib.h>
+
+#include <event2/event.h>
+
+#include "sc_assert.h"
+
+struct origin {
+	struct event_base *base;
+	CURLM *multi;
+	struct event *timer;
+};
+
+static void
+check_done(struct origin *o)
+{
+	CURLMsg *msg;
+	int left;
+
+	while ((msg = curl_multi_info_read(o->multi, &left)) != NULL) {
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		CURL *easy = msg->easy_handle;
+		CURLcode rc = msg->data.result;
+		struct origin_xfer *x = NULL;
+		curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
+		curl_multi_remove_handle(o->multi, easy);
+		SC_ASSERT(x != NULL);
+		x->done(x->arg, rc);
+	}
+}
+
+static void
+on_socket_event(evutil_socket_t fd, short what, void *arg)
+{
+	struct origin *o = arg;
+	int action = ((what & EV_READ) ? CURL_CSELECT_IN : 0) |
+	    ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
+	int running;
+
+	curl_multi_socket_action(o->multi, fd, action, &running);
+	check_done(o);
+}
+
+static void
+on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct origin *o = arg;
+	int running;
+
+	(void)fd;
+	(void)what;
+	curl_multi_socket_action(o->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	check_done(o);
+}
+
+static int
+socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct origin *o = userp;
+	struct event *ev = socketp;
+
+	(void)easy;
+	if (what == CURL_POLL_REMOVE) {
+		if (ev != NULL) {
+			event_free(ev);
+			curl_multi_assign(o->multi, s, NULL);
+		}
+		return 0;
+	}
+	short kind = EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) |
+	    ((what & CURL_POLL_OUT) ? EV_WRITE : 0);
+	if (ev != NULL) {
+		event_del(ev);
+		event_assign(ev, o->base, s, kind, on_socket_event, o);
+	} else {
+		ev = event_new(o->base, s, kind, on_socket_event, o);
+		if (ev == NULL)
+			return -1;
+		curl_multi_assign(o->multi, s, ev);
+	}
+	event_add(ev, NULL);
+	return 0;
+}
+
+static int
+timer_cb(CURLM *multi, long timeout_ms, void *userp)
+{
+	struct origin *o = userp;
+
+	(void)multi;
+	if (timeout_ms < 0) {
+		evtimer_del(o->timer);
+		return 0;
+	}
+	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+	evtimer_add(o->timer, &tv);
+	return 0;
+}
+
+struct origin *
+origin_new(struct event_base *base)
+{
+	struct origin *o = calloc(1, sizeof(*o));
+
+	if (o == NULL)
+		return NULL;
+	o->base = base;
+	o->multi = curl_multi_init();
+	o->timer = evtimer_new(base, on_timer, o);
+	if (o->multi == NULL || o->timer == NULL) {
+		origin_free(&o);
+		return NULL;
+	}
+	curl_multi_setopt(o->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
+	curl_multi_setopt(o->multi, CURLMOPT_SOCKETDATA, o);
+	curl_multi_setopt(o->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+	curl_multi_setopt(o->multi, CURLMOPT_TIMERDATA, o);
+	/* idle connections kept for reuse, across all origins */
+	curl_multi_setopt(o->multi, CURLMOPT_MAXCONNECTS, 256L);
+	return o;
+}
+
+void
+origin_free(struct origin **op)
+{
+	struct origin *o = *op;
+
+	if (o == NULL)
+		return;
+	*op = NULL;
+	if (o->multi)
+		curl_multi_cleanup(o->multi);
+	if (o->timer)
+		event_free(o->timer);
+	free(o);
+}
+
+int
+origin_start(struct origin *o, CURL *easy, struct origin_xfer *x)
+{
+	curl_easy_setopt(easy, CURLOPT_PRIVATE, x);
+	return curl_multi_add_handle(o->multi, easy) == CURLM_OK ? 0 : -1;
+}
+
+void
+origin_cancel(struct origin *o, CURL *easy)
+{
+	curl_multi_remove_handle(o->multi, easy);
+}

@@ -1,0 +1,109 @@
+/*
+ * Types shared by the daemon's modules: the server, a client connection and
+ * the transaction (one request and its response) a client is running.
+ * Prototypes of each module live in its own header.
+ */
+#ifndef PROXY_H
+#define PROXY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/time.h>
+
+#include "accesslog.h"
+#include "cachectl.h"
+#include "conf.h"
+#include "http_parse.h"
+#include "metrics.h"
+#include "store.h"
+#include "url.h"
+
+struct event;
+struct event_base;
+struct evdns_base;
+struct evconnlistener;
+struct bufferevent;
+struct evbuffer;
+struct origin;
+struct fetch;
+struct tunnel;
+
+/* The one mutable root; everything else hangs off it. */
+struct server {
+	struct event_base *base;
+	struct evdns_base *dns;
+	struct conf conf;
+	struct http_limits limits;
+	struct store *store;
+	struct origin *origin;
+	struct accesslog *log;
+	struct metrics m;
+	struct evconnlistener *listener;
+	struct event *signals[4];
+	struct event *flush_timer;
+	struct event *shutdown_timer;
+	struct client *clients;
+	struct tunnel *tunnels;
+	unsigned ntunnels;
+	bool draining;
+	char via[160];   /* "1.1 node_name" */
+};
+
+struct client {
+	struct server *srv;
+	struct bufferevent *bev;
+	struct client *prev, *next;
+	struct event *timer;  /* header, idle or body-stall timeout */
+	struct txn *txn;      /* request being answered, or NULL */
+	size_t scan;          /* http_head_end progress */
+	bool allowed;
+	bool closing;         /* flush the output, then close */
+	bool head_started;    /* bytes of a next request have arrived */
+	bool in_loop;         /* inside client_next_request */
+	bool dead;            /* freed while in_loop: free on loop exit */
+	char addr[64];
+};
+
+/* How a response counts in sumcache_requests_total. */
+enum txn_result {
+	RESULT_INTERNAL = 0, /* /metrics and the like: not counted */
+	RESULT_LOCAL_HIT = 1,
+	RESULT_MISS = 2,
+	RESULT_ERROR = 3,
+};
+
+enum body_kind {
+	BODY_NONE = 0,
+	BODY_LENGTH = 1,
+	BODY_CHUNKED = 2,
+};
+
+struct txn {
+	struct server *srv;
+	struct client *c;
+	struct http_head req;
+	struct url url;
+	struct cc reqcc;
+	bool is_get;
+	bool is_head;
+	bool keep_alive;      /* the connection may carry another request */
+	struct timeval start;
+	/* request body, decoded, waiting for the origin */
+	enum body_kind body_kind;
+	uint64_t body_left;
+	struct http_chunked chunk;
+	bool body_done;
+	struct evbuffer *body;
+	/* what is answering it */
+	struct fetch *fetch;
+	struct store_obj *stale;  /* stored copy under revalidation */
+	/* for the access log and metrics */
+	enum txn_result result;
+	int status;
+	uint64_t bytes_out;
+	const char *code;
+	const char *hier;
+	char ctype[80];
+};
+
+#endif

@@ -1,0 +1,445 @@
+/*
+ * Answering one request.
+ *
+ * Order of decisions, following RFC 9111 for a shared cache:
+ *   origin-form target      -> an internal page (/metrics) or 400
+ *   CONNECT                 -> tunnel.c (dispatched by client.c)
+ *   GET/HEAD                -> cache lookup (key: normalized URL, Vary)
+ *       fresh, or stale within the client's max-stale -> served from memory
+ *       stale with a validator -> conditional GET to the origin
+ *       nothing usable        -> only-if-cached ? 504 : origin
+ *   any other method        -> forwarded (fetch.c); a successful unsafe
+ *                              method invalidates the URL
+ *
+ * Hits are written with the body as a zero-copy reference: the client's
+ * output buffer points into the stored body and holds a reference on it.
+ */
+#include "request.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "client.h"
+#include "fetch.h"
+#include "sc_assert.h"
+
+const char *
+http_reason(int status)
+{
+	switch (status) {
+	case 100: return "Continue";
+	case 200: return "OK";
+	case 203: return "Non-Authoritative Information";
+	case 204: return "No Content";
+	case 206: return "Partial Content";
+	case 300: return "Multiple Choices";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 304: return "Not Modified";
+	case 307: return "Temporary Redirect";
+	case 308: return "Permanent Redirect";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 410: return "Gone";
+	case 414: return "URI Too Long";
+	case 431: return "Request Header Fields Too Large";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	case 505: return "HTTP Version Not Supported";
+	default: return status < 300 ? "OK" : status < 400 ? "Redirect" :
+	    status < 500 ? "Client Error" : "Server Error";
+	}
+}
+
+/* Connection field for the response; decides keep-alive for good. */
+static void
+add_connection(struct txn *t, struct evbuffer *out)
+{
+	/* unread request body would be parsed as the next request */
+	if (t->body_kind != BODY_NONE && !t->body_done)
+		t->keep_alive = false;
+	if (t->srv->draining)
+		t->keep_alive = false;
+	if (!t->keep_alive)
+		evbuffer_add(out, "Connection: close\r\n", 19);
+	else if (t->req.version == 10)
+		evbuffer_add(out, "Connection: keep-alive\r\n", 24);
+}
+
+void
+request_error(struct txn *t, int status, const char *code, const char *cause,
+    bool close)
+{
+	struct evbuffer *out = client_out(t->c);
+	size_t before = evbuffer_get_length(out);
+	char body[512];
+	int n = snprintf(body, sizeof(body), "sumcache: %d %s: %s\n", status,
+	    http_reason(status), cause);
+
+	if (n < 0 || (size_t)n >= sizeof(body))
+		n = (int)strlen(body);
+	if (close)
+		t->keep_alive = false;
+	t->status = status;
+	t->code = code;
+	t->result = RESULT_ERROR;
+	snprintf(t->ctype, sizeof(t->ctype), "text/plain");
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
+	    "Content-Length: %d\r\nCache-Control: no-store\r\nVia: %s\r\n",
+	    status, http_reason(status), n, t->srv->via);
+	add_connection(t, out);
+	evbuffer_add(out, "\r\n", 2);
+	if (!t->is_head)
+		evbuffer_add(out, body, (size_t)n);
+	client_sent(t, evbuffer_get_length(out) - before);
+	client_txn_done(t->c);
+}
+
+void
+txn_account(struct txn *t)
+{
+	struct server *s = t->srv;
+	struct accesslog_entry e = {
+		.start = t->start, .client = t->c->addr, .code = t->code,
+		.status = t->status, .bytes = t->bytes_out,
+		.method = t->req.method ? t->req.method : "NONE",
+		.method_len = t->req.method ? (int)t->req.method_len : 4,
+		.url = t->url.norm ? t->url.norm : "error:invalid-request",
+		.hier = t->hier, .hier_host = "-",
+		.content_type = t->ctype, .content_type_len = (int)strlen(t->ctype),
+	};
+
+	switch (t->result) {
+	case RESULT_LOCAL_HIT: s->m.req_local_hit++; break;
+	case RESULT_MISS: s->m.req_miss++; break;
+	case RESULT_ERROR: s->m.req_error++; break;
+	case RESULT_INTERNAL: return; /* internal pages are not logged */
+	}
+	evutil_gettimeofday(&e.end, NULL);
+	accesslog_write(s->log, &e);
+}
+
+void
+txn_free(struct txn **tp)
+{
+	struct txn *t = *tp;
+
+	if (t == NULL)
+		return;
+	*tp = NULL;
+	fetch_free(&t->fetch);
+	store_obj_unref(&t->stale);
+	http_head_clear(&t->req);
+	url_clear(&t->url);
+	if (t->body)
+		evbuffer_free(t->body);
+	free(t);
+}
+
+/* ---- hits ---- */
+
+static bool
+vary_matches(const struct store_obj *o, void *arg)
+{
+	const struct txn *t = arg;
+	char key[2048];
+	size_t len = 0, pos = 0, nl, vl;
+	const char *n, *v;
+
+	if (o->vary_len == 0)
+		return true;
+	while (store_head_next(o, &pos, &n, &nl, &v, &vl))
+		if (http_token_eq(n, nl, "vary") &&
+		    !cachectl_varykey(&t->req, v, vl, key, sizeof(key), &len))
+			return false;
+	return len == o->vary_len && memcmp(key, o->varykey, len) == 0;
+}
+
+static int64_t
+current_age(const struct store_obj *o, time_t now)
+{
+	int64_t resident = (int64_t)(now - o->meta.response_time);
+
+	return o->meta.initial_age + (resident > 0 ? resident : 0);
+}
+
+static bool
+client_not_modified(const struct txn *t, const struct store_obj *o)
+{
+	const char *etag = NULL, *lmv;
+	size_t elen = 0, lml;
+	time_t lm = -1;
+
+	if (http_field_find(&t->req, "if-none-match") == NULL &&
+	    http_field_find(&t->req, "if-modified-since") == NULL)
+		return false;
+	store_head_find(o, "etag", &etag, &elen);
+	if (store_head_find(o, "last-modified", &lmv, &lml))
+		lm = http_date_parse(lmv, lml);
+	return cachectl_not_modified(&t->req, etag, elen, lm);
+}
+
+void
+request_serve_object(struct txn *t, struct store_obj *o, const char *code)
+{
+	struct evbuffer *out = client_out(t->c);
+	size_t before = evbuffer_get_length(out);
+	bool not_modified = o->meta.status == 200 && client_not_modified(t, o);
+	int status = not_modified ? 304 : o->meta.status;
+	bool body = !t->is_head && status != 304 && status != 204;
+	int64_t age = current_age(o, time(NULL));
+	const char *ct;
+	size_t ctl;
+
+	t->status = status;
+	t->code = not_modified && strcmp(code, "TCP_MEM_HIT") == 0 ?
+	    "TCP_IMS_HIT" : code;
+	t->result = strcmp(code, "TCP_REFRESH_MODIFIED") == 0 ?
+	    RESULT_MISS : RESULT_LOCAL_HIT;
+	if (store_head_find(o, "content-type", &ct, &ctl))
+		snprintf(t->ctype, sizeof(t->ctype), "%.*s", (int)ctl, ct);
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
+	    http_reason(status));
+	evbuffer_add(out, o->head, o->head_len);
+	evbuffer_add_printf(out, "Age: %lld\r\nVia: %s\r\nX-Cache: HIT from "
+	    "%s\r\n", (long long)(age < 2147483648LL ? age : 2147483648LL),
+	    t->srv->via, t->srv->conf.node_name);
+	if (status != 304 && status != 204)
+		evbuffer_add_printf(out, "Content-Length: %zu\r\n",
+		    o->body->len);
+	add_connection(t, out);
+	evbuffer_add(out, "\r\n", 2);
+	if (body && o->body->len > 0) {
+		store_body_ref(o->body);
+		evbuffer_add_reference(out, o->body->data, o->body->len,
+		    store_body_release_cb, o->body);
+	}
+	client_sent(t, evbuffer_get_length(out) - before);
+	client_txn_done(t->c);
+}
+
+/* ---- internal pages ---- */
+
+static void
+serve_metrics(struct txn *t)
+{
+	struct server *s = t->srv;
+	const struct store_stats *st = store_stats(s->store);
+	struct evbuffer *body = evbuffer_new();
+	struct evbuffer *out = client_out(t->c);
+
+	if (body == NULL) {
+		request_error(t, 503, "NONE_NONE", "out of memory", true);
+		return;
+	}
+	s->m.cache_objects = st->objects;
+	s->m.cache_bytes = st->bytes;
+	s->m.evictions = st->evictions;
+	metrics_render(&s->m, body);
+	t->status = 200;
+	t->result = RESULT_INTERNAL;
+	evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; "
+	    "version=0.0.4\r\nCache-Control: no-store\r\nContent-Length: %zu\r\n",
+	    evbuffer_get_length(body));
+	add_connection(t, out);
+	evbuffer_add(out, "\r\n", 2);
+	if (!t->is_head)
+		evbuffer_add_buffer(out, body);
+	evbuffer_free(body);
+	client_txn_done(t->c);
+}
+
+static void
+serve_internal(struct txn *t)
+{
+	const char *p = t->req.target;
+	size_t n = t->req.target_len;
+
+	if ((t->is_get || t->is_head) && http_token_eq(p, n, "/metrics")) {
+		serve_metrics(t);
+		return;
+	}
+	request_error(t, 400, "NONE_NONE", "this is a forward proxy: the "
+	    "request target must be an absolute URL", false);
+}
+
+/* ---- bodies ---- */
+
+static bool
+setup_body(struct txn *t)
+{
+	if (t->req.chunked)
+		t->body_kind = BODY_CHUNKED;
+	else if (t->req.content_length > 0)
+		t->body_kind = BODY_LENGTH;
+	else
+		return true;
+	t->body_left = t->req.chunked ? 0 : (uint64_t)t->req.content_length;
+	t->body = evbuffer_new();
+	return t->body != NULL;
+}
+
+int
+request_feed_body(struct txn *t, struct evbuffer *in)
+{
+	size_t avail = evbuffer_get_length(in);
+
+	while (avail > 0 && !t->body_done) {
+		if (t->body_kind == BODY_LENGTH) {
+			size_t n = avail < t->body_left ? avail :
+			    (size_t)t->body_left;
+			evbuffer_remove_buffer(in, t->body, n);
+			t->body_left -= n;
+			avail -= n;
+			t->body_done = t->body_left == 0;
+			continue;
+		}
+		/* chunked: decode from a contiguous window of the input */
+		size_t win = avail < 65536 ? avail : 65536;
+		const char *p = (const char *)evbuffer_pullup(in,
+		    (ev_ssize_t)win);
+		const char *data, *why;
+		size_t dlen;
+		ssize_t used = http_chunked_feed(&t->chunk, p, win, &data,
+		    &dlen, &why);
+		if (used < 0) {
+			t->srv->m.parse_errors++;
+			/* the response may be under way: just close */
+			if (t->status == 0 && t->fetch == NULL) {
+				request_error(t, 400, "NONE_NONE", why, true);
+			} else {
+				t->code = "TCP_MISS_ABORTED";
+				client_fail(t->c);
+			}
+			return -1;
+		}
+		if (dlen > 0)
+			evbuffer_add(t->body, data, dlen);
+		evbuffer_drain(in, (size_t)used);
+		avail -= (size_t)used;
+		t->body_done = http_chunked_done(&t->chunk);
+	}
+	if (t->fetch != NULL)
+		fetch_body_ready(t->fetch);
+	return 0;
+}
+
+void
+request_output_drained(struct txn *t)
+{
+	if (t->fetch != NULL)
+		fetch_output_drained(t->fetch);
+}
+
+/* ---- dispatch ---- */
+
+static void
+start_fetch(struct txn *t, enum fetch_kind kind)
+{
+	if (fetch_start(t, kind) < 0) {
+		request_error(t, 503, "NONE_NONE", "cannot start origin fetch",
+		    true);
+		return;
+	}
+	/* body bytes that arrived with the head */
+	if (t->body_kind != BODY_NONE && t->c->bev != NULL)
+		request_feed_body(t, bufferevent_get_input(t->c->bev));
+}
+
+static bool
+has_validator(const struct store_obj *o)
+{
+	const char *v;
+	size_t vl;
+
+	return store_head_find(o, "etag", &v, &vl) ||
+	    store_head_find(o, "last-modified", &v, &vl);
+}
+
+static void
+lookup(struct txn *t)
+{
+	struct server *s = t->srv;
+	struct store_obj *o = store_lookup(s->store, t->url.norm, t->url.len,
+	    vary_matches, t);
+
+	if (o == NULL) {
+		if (t->reqcc.only_if_cached) {
+			request_error(t, 504, "TCP_MISS", "not in cache "
+			    "(only-if-cached)", false);
+			return;
+		}
+		t->code = "TCP_MISS";
+		start_fetch(t, FETCH_MISS);
+		return;
+	}
+	struct cachectl_entry e = {
+		.lifetime = o->meta.lifetime,
+		.age = current_age(o, time(NULL)),
+		.must_revalidate = o->meta.must_revalidate,
+		.no_cache = o->meta.no_cache,
+	};
+	enum cachectl_verdict v = cachectl_judge(&e, &t->reqcc);
+	if (v != CACHECTL_REVALIDATE) {
+		request_serve_object(t, o, v == CACHECTL_FRESH ? "TCP_MEM_HIT" :
+		    "TCP_STALE_HIT");
+		store_obj_unref(&o);
+		return;
+	}
+	if (t->reqcc.only_if_cached) {
+		store_obj_unref(&o);
+		request_error(t, 504, "TCP_MISS", "no fresh copy in cache "
+		    "(only-if-cached)", false);
+		return;
+	}
+	if (t->is_get && has_validator(o)) {
+		t->stale = o;
+		t->code = "TCP_REFRESH_MODIFIED";
+		start_fetch(t, FETCH_REVALIDATE);
+		return;
+	}
+	store_obj_unref(&o);
+	t->code = t->reqcc.no_cache ? "TCP_CLIENT_REFRESH_MISS" : "TCP_MISS";
+	start_fetch(t, FETCH_MISS);
+}
+
+void
+request_start(struct txn *t)
+{
+	const char *why;
+
+	t->is_get = http_token_eq(t->req.method, t->req.method_len, "GET");
+	t->is_head = http_token_eq(t->req.method, t->req.method_len, "HEAD");
+	if (!setup_body(t)) {
+		request_error(t, 503, "NONE_NONE", "out of memory", true);
+		return;
+	}
+	t->body_done = t->body_kind == BODY_NONE;
+	if (t->req.target_len > 0 && t->req.target[0] == '/') {
+		serve_internal(t);
+		return;
+	}
+	if (url_parse_absolute(t->req.target, t->req.target_len, &t->url,
+	    &why) < 0) {
+		t->srv->m.parse_errors++;
+		request_error(t, 400, "NONE_NONE", why, false);
+		return;
+	}
+	cc_parse(&t->req, true, &t->reqcc);
+	t->hier = "HIER_DIRECT";
+	if (t->is_get || t->is_head) {
+		lookup(t);
+		return;
+	}
+	t->code = "TCP_MISS";
+	start_fetch(t, FETCH_FORWARD);
+}

@@ -1,0 +1,36 @@
+/* Answering one request: internal pages, cache lookups, origin fetches. */
+#ifndef REQUEST_H
+#define REQUEST_H
+
+#include "proxy.h"
+
+/* A complete, valid head has been parsed into t->req: act on it. */
+void request_start(struct txn *t);
+
+/* Moves request body bytes from in to the transaction. Returns -1 on a
+ * framing error (the response has been written and the connection must
+ * close), 0 otherwise. */
+int request_feed_body(struct txn *t, struct evbuffer *in);
+
+/* The client's output fell below the low mark. */
+void request_output_drained(struct txn *t);
+
+/* Writes a short text error response; close forces Connection: close. */
+void request_error(struct txn *t, int status, const char *code,
+    const char *cause, bool close);
+
+/* Answers from a stored object (304 when the client's conditionals
+ * match); code is the access-log code. Finishes the transaction. */
+void request_serve_object(struct txn *t, struct store_obj *o,
+    const char *code);
+
+/* The client went away: stop any fetch and forget the transaction. */
+void txn_free(struct txn **t);
+
+/* Writes the access log line and the request counters. */
+void txn_account(struct txn *t);
+
+/* Reason phrase for a status code. */
+const char *http_reason(int status);
+
+#endif

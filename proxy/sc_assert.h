@@ -1,0 +1,26 @@
+/*
+ * Assertions for programmer errors only: broken invariants inside sumcache.
+ * Never use these for anything a client, an origin, a peer or a config file
+ * can cause; those get an error return, a log line and a counter.
+ * They are always on, in every build, because a proxy that goes on after its
+ * own state is corrupt can serve one user's data to another.
+ */
+#ifndef SC_ASSERT_H
+#define SC_ASSERT_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define SC_ASSERT(cond)                                                        \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "sumcache: assertion failed: %s "     \
+			    "(%s:%d, %s)\n", #cond, __FILE__, __LINE__,        \
+			    __func__);                                         \
+			abort();                                               \
+		}                                                              \
+	} while (0)
+
+#define SC_NEVER(why) SC_ASSERT(!(why))
+
+#endif

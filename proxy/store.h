@@ -1,0 +1,132 @@
+/*
+ * The memory object store: complete responses keyed by normalized URL (and
+ * by Vary variant), bounded by a byte budget, evicted with SIEVE.
+ */
+#ifndef STORE_H
+#define STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/*
+ * A response body. Built by one writer while a fetch runs, then frozen and
+ * shared read-only by every object version and every client sending it.
+ */
+struct store_body {
+	uint32_t refs;
+	size_t len;
+	size_t cap;
+	char data[];
+};
+
+/* New body with room for cap bytes and one reference; NULL on ENOMEM. */
+struct store_body *store_body_new(size_t cap);
+/* Appends while the caller holds the only reference; -1 on ENOMEM. */
+int store_body_append(struct store_body **b, const void *p, size_t n);
+/* Gives back unused capacity before the body is shared. */
+void store_body_shrink(struct store_body **b);
+struct store_body *store_body_ref(struct store_body *b);
+void store_body_unref(struct store_body **b);
+/* Matches libevent's evbuffer_ref_cleanup_cb: drops the reference a
+ * zero-copy send took (extra is the body). */
+void store_body_release_cb(const void *data, size_t len, void *extra);
+
+struct store_meta {
+	int status;
+	time_t response_time;  /* when we got the response */
+	int64_t initial_age;   /* corrected_initial_age, RFC 9111 4.2.3 */
+	int64_t lifetime;      /* freshness lifetime */
+	bool must_revalidate;
+	bool no_cache;
+};
+
+/*
+ * An immutable stored response. Reference counted: the store holds one
+ * reference while the object is in it; a transaction that keeps an object
+ * past the lookup's callback holds another.
+ */
+struct store_obj {
+	struct store_obj *hnext;        /* hash chain */
+	struct store_obj *newer, *older; /* SIEVE queue */
+	uint64_t hash;
+	uint32_t refs;
+	bool visited;
+	bool in_store;
+	struct store_meta meta;
+	struct store_body *body;
+	size_t charge;       /* bytes counted against the budget */
+	uint32_t key_len;
+	uint32_t head_len;
+	uint32_t vary_len;
+	const char *head;    /* "Name: value\r\n"... no framing fields */
+	const char *varykey; /* selected request header values, "" if none */
+	char key[];          /* key NUL head NUL varykey NUL */
+};
+
+/*
+ * New object with one reference. Copies key, head and varykey; takes a
+ * reference to body (the caller keeps its own). NULL on ENOMEM.
+ */
+struct store_obj *store_obj_new(const char *key, size_t klen,
+    const char *head, size_t hlen, const char *varykey, size_t vlen,
+    const struct store_meta *meta, struct store_body *body);
+struct store_obj *store_obj_ref(struct store_obj *o);
+
+/* Iterates the stored head's fields; false at the end. */
+bool store_head_next(const struct store_obj *o, size_t *pos,
+    const char **name, size_t *nlen, const char **val, size_t *vlen);
+/* First field called name (case-insensitive), or false. */
+bool store_head_find(const struct store_obj *o, const char *name,
+    const char **val, size_t *vlen);
+void store_obj_unref(struct store_obj **o);
+
+/* Observers see every object that enters or leaves the store. */
+typedef void store_event_f(void *arg, const struct store_obj *o);
+
+struct store_observer {
+	store_event_f *inserted;
+	store_event_f *removed;
+	void *arg;
+};
+
+struct store_stats {
+	uint64_t objects;
+	uint64_t bytes;
+	uint64_t evictions;   /* removed to make room */
+	uint64_t invalidations;
+	uint64_t inserts;
+};
+
+struct store;
+
+/* New empty store for budget bytes; NULL on ENOMEM. */
+struct store *store_new(size_t budget);
+void store_free(struct store **s);
+/* Adds an observer; at most STORE_MAX_OBSERVERS. Returns 0 or -1. */
+#define STORE_MAX_OBSERVERS 4
+int store_observe(struct store *s, const struct store_observer *ob);
+
+typedef bool store_match_f(const struct store_obj *o, void *arg);
+
+/*
+ * Finds the object for key whose variant match() accepts (match may be NULL
+ * for "any"). Returns a new reference or NULL; marks it recently used.
+ */
+struct store_obj *store_lookup(struct store *s, const char *key, size_t klen,
+    store_match_f *match, void *arg);
+
+/*
+ * Inserts o (the store takes its own reference), replacing an object with
+ * the same key and variant and evicting others to fit the budget. Returns
+ * false, storing nothing, when o alone exceeds the budget.
+ */
+bool store_insert(struct store *s, struct store_obj *o);
+
+/* Removes every variant of key; returns how many. */
+unsigned store_invalidate(struct store *s, const char *key, size_t klen);
+
+const struct store_stats *store_stats(const struct store *s);
+
+#endif
