@@ -313,8 +313,9 @@ request_feed_body(struct txn *t, struct evbuffer *in)
 		    &dlen, &why);
 		if (used < 0) {
 			t->srv->m.parse_errors++;
-			/* the response may be under way: just close */
-			if (t->status == 0 && t->fetch == NULL) {
+			/* once a response is under way, only a close can
+			 * tell the client */
+			if (t->status == 0) {
 				request_error(t, 400, "NONE_NONE", why, true);
 			} else {
 				t->code = "TCP_MISS_ABORTED";
@@ -345,14 +346,14 @@ request_output_drained(struct txn *t)
 static void
 start_fetch(struct txn *t, enum fetch_kind kind)
 {
-	if (fetch_start(t, kind) < 0) {
+	/* body bytes that arrived with the head are checked before the
+	 * origin hears of the request: a framing error never reaches it */
+	if (t->body_kind != BODY_NONE &&
+	    request_feed_body(t, bufferevent_get_input(t->c->bev)) < 0)
+		return;
+	if (fetch_start(t, kind) < 0)
 		request_error(t, 503, "NONE_NONE", "cannot start origin fetch",
 		    true);
-		return;
-	}
-	/* body bytes that arrived with the head */
-	if (t->body_kind != BODY_NONE && t->c->bev != NULL)
-		request_feed_body(t, bufferevent_get_input(t->c->bev));
 }
 
 static bool

@@ -1,0 +1,383 @@
+/*
+ * Test harness; see harness.h. Paths of the binaries come from CMake
+ * (SUMCACHE_BIN, ORIGIN_BIN).
+ */
+#include "harness.h"
+
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+int
+harness_free_port(void)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert(bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	cr_assert(getsockname(fd, (struct sockaddr *)&sin, &len) == 0);
+	close(fd);
+	return ntohs(sin.sin_port);
+}
+
+pid_t
+harness_spawn(char *const argv[], const char *out_path)
+{
+	pid_t pid = fork();
+
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int fd = open(out_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+			close(fd);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+bool
+harness_wait_port(int port, int ms)
+{
+	for (int waited = 0; waited < ms; waited += 10) {
+		struct sockaddr_in sin = {.sin_family = AF_INET,
+		    .sin_port = htons((uint16_t)port)};
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		int rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+		close(fd);
+		if (rc == 0)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+int
+harness_stop(pid_t pid, int sig, int ms)
+{
+	int status;
+
+	if (pid <= 0)
+		return -1;
+	kill(pid, sig);
+	for (int waited = 0; waited < ms; waited += 10) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return status;
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+void
+env_start(struct env *e, const char *const *opts)
+{
+	char port[16], out[300], *argv[64];
+	int n = 0;
+
+	memset(e, 0, sizeof(*e));
+	snprintf(e->dir, sizeof(e->dir), "/tmp/sumcache-test.%d", getpid());
+	mkdir(e->dir, 0755);
+	e->oport = harness_free_port();
+	snprintf(port, sizeof(port), "%d", e->oport);
+	snprintf(out, sizeof(out), "%s/origin.out", e->dir);
+	char *oargv[] = {ORIGIN_BIN, port, NULL};
+	e->origin = harness_spawn(oargv, out);
+	cr_assert(harness_wait_port(e->oport, 5000), "origin did not start");
+
+	static char listen[64], logopt[320], portopt[64];
+	e->pport = harness_free_port();
+	snprintf(listen, sizeof(listen), "http_listen=127.0.0.1:%d", e->pport);
+	snprintf(e->log, sizeof(e->log), "%s/access.log", e->dir);
+	snprintf(logopt, sizeof(logopt), "access_log=%s", e->log);
+	snprintf(portopt, sizeof(portopt), "node_name=test-node");
+	argv[n++] = SUMCACHE_BIN;
+	argv[n++] = "-o";
+	argv[n++] = listen;
+	argv[n++] = "-o";
+	argv[n++] = logopt;
+	argv[n++] = "-o";
+	argv[n++] = portopt;
+	for (; opts && *opts && n < 60; opts++) {
+		argv[n++] = "-o";
+		argv[n++] = (char *)*opts;
+	}
+	argv[n] = NULL;
+	snprintf(out, sizeof(out), "%s/sumcache.out", e->dir);
+	e->proxy = harness_spawn(argv, out);
+	cr_assert(harness_wait_port(e->pport, 10000), "sumcache did not start");
+}
+
+void
+env_stop(struct env *e)
+{
+	harness_stop(e->origin, SIGTERM, 5000);
+	if (e->proxy == 0)
+		return; /* the test stopped it and checked how */
+	int st = harness_stop(e->proxy, SIGTERM, 15000);
+	/* a proxy that crashed or leaked (ASan) fails the test here */
+	cr_expect(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	    "sumcache exited badly (status %d); see %s/sumcache.out", st,
+	    e->dir);
+}
+
+struct sink {
+	char *p;
+	size_t n;
+};
+
+static size_t
+sink_write(char *data, size_t size, size_t n, void *arg)
+{
+	struct sink *s = arg;
+	size_t len = size * n;
+	char *np = realloc(s->p, s->n + len + 1);
+
+	cr_assert(np != NULL);
+	memcpy(np + s->n, data, len);
+	s->p = np;
+	s->n += len;
+	s->p[s->n] = '\0';
+	return len;
+}
+
+struct upload {
+	const char *p;
+	size_t left;
+};
+
+static size_t
+upload_read(char *buf, size_t size, size_t n, void *arg)
+{
+	struct upload *u = arg;
+	size_t len = size * n;
+
+	if (len > u->left)
+		len = u->left;
+	/* small pieces so a chunked upload has several chunks */
+	if (len > 1000)
+		len = 1000;
+	memcpy(buf, u->p, len);
+	u->p += len;
+	u->left -= len;
+	return len;
+}
+
+void
+proxy_request(const struct env *e, const char *method, const char *url,
+    const char *const *extra, const char *body, size_t blen, bool chunked,
+    struct resp *r)
+{
+	CURL *c = curl_easy_init();
+	struct curl_slist *h = NULL;
+	struct sink b = {0}, hd = {0};
+	char proxy[64];
+	struct upload up = {body, blen};
+
+	memset(r, 0, sizeof(*r));
+	snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%d", e->pport);
+	for (; extra && *extra; extra++)
+		h = curl_slist_append(h, *extra);
+	if (chunked)
+		h = curl_slist_append(h, "Transfer-Encoding: chunked");
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_PROXY, proxy);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, sink_write);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &hd);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	else if (strcmp(method, "GET") != 0)
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	if (body != NULL) {
+		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(c, CURLOPT_READFUNCTION, upload_read);
+		curl_easy_setopt(c, CURLOPT_READDATA, &up);
+		curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE,
+		    chunked ? (curl_off_t)-1 : (curl_off_t)blen);
+	}
+	CURLcode rc = curl_easy_perform(c);
+	cr_assert(rc == CURLE_OK, "%s %s: %s", method, url,
+	    curl_easy_strerror(rc));
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	r->body = b.p ? b.p : calloc(1, 1);
+	r->len = b.n;
+	r->head = hd.p ? hd.p : calloc(1, 1);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+}
+
+void
+proxy_get(const struct env *e, const char *url, const char *const *extra,
+    struct resp *r)
+{
+	proxy_request(e, "GET", url, extra, NULL, 0, false, r);
+}
+
+void
+resp_free(struct resp *r)
+{
+	free(r->body);
+	free(r->head);
+	memset(r, 0, sizeof(*r));
+}
+
+const char *
+resp_header(const struct resp *r, const char *name)
+{
+	static char val[1024];
+	size_t nl = strlen(name);
+
+	/* the last head wins (after 1xx interim heads) */
+	const char *last = r->head, *p;
+	while ((p = strstr(last + 1, "\r\n\r\nHTTP/")) != NULL)
+		last = p + 4;
+	for (p = last; p && *p; p = strstr(p, "\r\n")) {
+		if (p[0] == '\r')
+			p += 2;
+		if (strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
+			const char *v = p + nl + 1;
+			while (*v == ' ')
+				v++;
+			size_t n = strcspn(v, "\r\n");
+			snprintf(val, sizeof(val), "%.*s", (int)n, v);
+			return val;
+		}
+	}
+	return NULL;
+}
+
+static char *
+direct_get(int port, const char *path)
+{
+	char req[256];
+	bool closed;
+
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+	    "Connection: close\r\n\r\n", path);
+	return raw_exchange(port, req, strlen(req), 5000, &closed);
+}
+
+int
+origin_count(const struct env *e, const char *needle, int *conditional)
+{
+	char *log = direct_get(e->oport, "/__log");
+	int n = 0, cond = 0;
+	char *save, *line = strstr(log, "\r\n\r\n");
+
+	for (line = line ? strtok_r(line + 4, "\n", &save) : NULL; line;
+	    line = strtok_r(NULL, "\n", &save)) {
+		if (strstr(line, "/__log") || !strstr(line, needle))
+			continue;
+		n++;
+		if (line[strlen(line) - 1] == '1')
+			cond++;
+	}
+	free(log);
+	if (conditional)
+		*conditional = cond;
+	return n;
+}
+
+char *
+raw_exchange(int port, const char *req, size_t len, int ms, bool *closed)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+	    .sin_port = htons((uint16_t)port)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	size_t cap = 65536, n = 0;
+	char *buf = malloc(cap + 1);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert(connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	for (size_t off = 0; off < len;) {
+		ssize_t w = send(fd, req + off, len - off, MSG_NOSIGNAL);
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	*closed = false;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		long spent = (t1.tv_sec - t0.tv_sec) * 1000 +
+		    (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		if (spent >= ms)
+			break;
+		struct pollfd pfd = {fd, POLLIN, 0};
+		if (poll(&pfd, 1, (int)(ms - spent)) <= 0)
+			break;
+		if (n == cap) {
+			cap *= 2;
+			buf = realloc(buf, cap + 1);
+		}
+		ssize_t r = recv(fd, buf + n, cap - n, 0);
+		if (r <= 0) {
+			*closed = true;
+			break;
+		}
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	return buf;
+}
+
+double
+proxy_metric(const struct env *e, const char *series)
+{
+	char *m = direct_get(e->pport, "/metrics");
+	double v = -1;
+	size_t sl = strlen(series);
+
+	for (char *p = m; (p = strstr(p, series)) != NULL; p += sl) {
+		if ((p == m || p[-1] == '\n') && p[sl] == ' ') {
+			v = strtod(p + sl + 1, NULL);
+			break;
+		}
+	}
+	free(m);
+	return v;
+}
+
+long
+proc_rss_kb(pid_t pid)
+{
+	char path[64], line[256];
+	long kb = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}

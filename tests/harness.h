@@ -1,0 +1,67 @@
+/*
+ * Integration-test harness: real processes on loopback. Starts the
+ * test origin and the sumcache binary on free ports, talks to them with
+ * libcurl or raw sockets, and stops them by PID.
+ */
+#ifndef HARNESS_H
+#define HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+struct env {
+	pid_t origin;
+	pid_t proxy;
+	int oport;
+	int pport;
+	char dir[256];  /* per-test scratch directory */
+	char log[300];  /* the proxy's access log */
+};
+
+struct resp {
+	long status;
+	char *body;
+	size_t len;
+	char *head;     /* all response head lines */
+};
+
+int harness_free_port(void);
+pid_t harness_spawn(char *const argv[], const char *out_path);
+bool harness_wait_port(int port, int ms);
+/* Sends sig and waits up to ms; returns the exit status or -1. */
+int harness_stop(pid_t pid, int sig, int ms);
+
+/* Origin plus one sumcache with extra "-o name=value" arguments (NULL
+ * terminated). */
+void env_start(struct env *e, const char *const *opts);
+void env_stop(struct env *e);
+
+/* GET through the proxy; extra is a NULL-terminated list of header lines. */
+void proxy_get(const struct env *e, const char *url,
+    const char *const *extra, struct resp *r);
+/* Any method through the proxy with an optional body; chunked uploads the
+ * body with Transfer-Encoding: chunked. */
+void proxy_request(const struct env *e, const char *method, const char *url,
+    const char *const *extra, const char *body, size_t blen, bool chunked,
+    struct resp *r);
+void resp_free(struct resp *r);
+/* Value of a response header (first match), or NULL; static storage. */
+const char *resp_header(const struct resp *r, const char *name);
+
+/* How many requests the origin received whose target contains needle;
+ * *conditional (if not NULL) counts those that were conditional. */
+int origin_count(const struct env *e, const char *needle, int *conditional);
+
+/* Writes raw bytes to the proxy and reads until the proxy closes or ms
+ * pass; returns what was read (malloc'd) and whether it closed. */
+char *raw_exchange(int port, const char *req, size_t len, int ms,
+    bool *closed);
+
+/* A metric's value from /metrics (family{labels} or a bare name). */
+double proxy_metric(const struct env *e, const char *series);
+
+/* VmRSS of a process in KiB. */
+long proc_rss_kb(pid_t pid);
+
+#endif

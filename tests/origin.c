@@ -1,0 +1,386 @@
+/*
+ * test-origin: a small HTTP/1.1 origin for sumcache's integration tests,
+ * shaped by the request path so each test gets exactly the response it
+ * needs, and counting what it receives (GET /__log).
+ *
+ *   /obj/NAME?max_age=N&size=N&etag=1&lm=1&nostore=1&private=1&cc=no-cache
+ *                    deterministic body; answers 304 to a matching
+ *                    If-None-Match; a 304 carries X-Revalidated: N
+ *   /vary/NAME       Vary: Accept-Language, body names the language
+ *   /echo            the request body back, X-Method, X-Body-Length,
+ *                    X-Request-Chunked
+ *   /big?size=N      N bytes streamed as fast as the peer reads them
+ *   /slow?ms=N       the response after N ms
+ *   /hints           a 103 Early Hints, then 200
+ *   /chunked         a chunked response
+ *   /__log           one line per request received: METHOD TARGET COND
+ *
+ * Uses sumcache's own request parser: this is test equipment, not a model
+ * of robustness.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "http_parse.h"
+
+struct conn {
+	struct bufferevent *bev;
+	struct http_head req;
+	bool have_head;
+	bool chunked_req;
+	uint64_t body_left;
+	struct http_chunked ch;
+	struct evbuffer *body;
+	uint64_t big_left;   /* bytes of /big still to send */
+	struct event *delay;
+	char path[1024];
+	char query[1024];
+};
+
+static struct event_base *base;
+static struct evbuffer *reqlog;
+static unsigned revalidations;
+
+static long
+qparam(const struct conn *c, const char *name, long dflt)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "%s=", name);
+	for (const char *p = c->query; p && *p;) {
+		if (strncmp(p, key, strlen(key)) == 0)
+			return strtol(p + strlen(key), NULL, 10);
+		p = strchr(p, '&');
+		if (p)
+			p++;
+	}
+	return dflt;
+}
+
+static const char *
+qstr(const struct conn *c, const char *name, char *out, size_t len)
+{
+	char key[64];
+	snprintf(key, sizeof(key), "%s=", name);
+	for (const char *p = c->query; p && *p;) {
+		if (strncmp(p, key, strlen(key)) == 0) {
+			size_t n = strcspn(p + strlen(key), "&");
+			snprintf(out, len, "%.*s", (int)n, p + strlen(key));
+			return out;
+		}
+		p = strchr(p, '&');
+		if (p)
+			p++;
+	}
+	return NULL;
+}
+
+static void
+conn_free(struct conn *c)
+{
+	http_head_clear(&c->req);
+	if (c->delay)
+		event_free(c->delay);
+	evbuffer_free(c->body);
+	bufferevent_free(c->bev);
+	free(c);
+}
+
+static void
+fill(char *buf, size_t n, const char *name, size_t offset)
+{
+	size_t nl = strlen(name);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = name[(offset + i) % nl];
+}
+
+static void
+respond(struct conn *c)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	const struct http_field *inm = http_field_find(&c->req, "if-none-match");
+	const struct http_field *ims =
+	    http_field_find(&c->req, "if-modified-since");
+	char date[64], tmp[256];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	evbuffer_add_printf(reqlog, "%.*s %.*s %d\n", (int)c->req.method_len,
+	    c->req.method, (int)c->req.target_len, c->req.target,
+	    inm != NULL || ims != NULL);
+
+	if (strcmp(c->path, "/__log") == 0) {
+		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Length: %zu"
+		    "\r\n\r\n", evbuffer_get_length(reqlog));
+		evbuffer_add_buffer_reference(out, reqlog);
+		return;
+	}
+	if (strncmp(c->path, "/obj/", 5) == 0) {
+		long size = qparam(c, "size", 100);
+		char etag[64] = "";
+		if (qparam(c, "etag", 0))
+			snprintf(etag, sizeof(etag), "\"%s-%ld\"", c->path + 5,
+			    qparam(c, "version", 1));
+		if (inm != NULL && *etag && (size_t)inm->vlen == strlen(etag) &&
+		    memcmp(inm->value, etag, inm->vlen) == 0) {
+			revalidations++;
+			evbuffer_add_printf(out, "HTTP/1.1 304 Not Modified\r\n"
+			    "Date: %s\r\nETag: %s\r\nX-Revalidated: %u\r\n"
+			    "Cache-Control: max-age=%ld\r\n\r\n", date, etag,
+			    revalidations, qparam(c, "max_age", 0));
+			return;
+		}
+		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nDate: %s\r\n"
+		    "Content-Type: application/octet-stream\r\n"
+		    "Content-Length: %ld\r\n", date, size);
+		if (*etag)
+			evbuffer_add_printf(out, "ETag: %s\r\n", etag);
+		if (qparam(c, "lm", 0))
+			evbuffer_add_printf(out, "Last-Modified: Mon, 01 Jan "
+			    "2024 00:00:00 GMT\r\n");
+		if (qparam(c, "max_age", -1) >= 0)
+			evbuffer_add_printf(out, "Cache-Control: max-age=%ld"
+			    "%s%s\r\n", qparam(c, "max_age", 0),
+			    qparam(c, "nostore", 0) ? ", no-store" : "",
+			    qparam(c, "private", 0) ? ", private" : "");
+		if (qstr(c, "cc", tmp, sizeof(tmp)))
+			evbuffer_add_printf(out, "Cache-Control: %s\r\n", tmp);
+		evbuffer_add(out, "\r\n", 2);
+		if (!http_token_eq(c->req.method, c->req.method_len, "HEAD")) {
+			char *b = malloc((size_t)size);
+			fill(b, (size_t)size, c->path + 5, 0);
+			evbuffer_add(out, b, (size_t)size);
+			free(b);
+		}
+		return;
+	}
+	if (strncmp(c->path, "/vary/", 6) == 0) {
+		const struct http_field *al =
+		    http_field_find(&c->req, "accept-language");
+		int n = snprintf(tmp, sizeof(tmp), "lang=%.*s\n",
+		    al ? (int)al->vlen : 4, al ? al->value : "none");
+		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nDate: %s\r\n"
+		    "Cache-Control: max-age=300\r\nVary: Accept-Language\r\n"
+		    "Content-Length: %d\r\n\r\n%s", date, n, tmp);
+		return;
+	}
+	if (strcmp(c->path, "/echo") == 0) {
+		size_t n = evbuffer_get_length(c->body);
+		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nX-Method: %.*s\r\n"
+		    "X-Body-Length: %zu\r\nX-Request-Chunked: %d\r\n"
+		    "Content-Length: %zu\r\n\r\n", (int)c->req.method_len,
+		    c->req.method, n, c->chunked_req, n);
+		evbuffer_add_buffer(out, c->body);
+		return;
+	}
+	if (strcmp(c->path, "/big") == 0) {
+		c->big_left = (uint64_t)qparam(c, "size", 1 << 20);
+		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nCache-Control: "
+		    "no-store\r\nContent-Length: %llu\r\n\r\n",
+		    (unsigned long long)c->big_left);
+		return; /* the body follows in on_write */
+	}
+	if (strcmp(c->path, "/hints") == 0) {
+		evbuffer_add_printf(out, "HTTP/1.1 103 Early Hints\r\nLink: "
+		    "</style.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\n"
+		    "Content-Length: 5\r\n\r\nhints");
+		return;
+	}
+	if (strcmp(c->path, "/chunked") == 0) {
+		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nTransfer-Encoding: "
+		    "chunked\r\nCache-Control: max-age=60\r\n\r\n"
+		    "5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n");
+		return;
+	}
+	evbuffer_add_printf(out, "HTTP/1.1 404 Not Found\r\nContent-Length: 0"
+	    "\r\n\r\n");
+}
+
+static void on_read(struct bufferevent *bev, void *arg);
+
+static void
+on_delay(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	(void)fd;
+	(void)what;
+	evbuffer_add_printf(bufferevent_get_output(c->bev), "HTTP/1.1 200 OK"
+	    "\r\nContent-Length: 4\r\n\r\nslow");
+	c->have_head = false;
+	http_head_clear(&c->req);
+}
+
+static void
+finish_request(struct conn *c)
+{
+	if (strcmp(c->path, "/slow") == 0) {
+		long ms = qparam(c, "ms", 1000);
+		struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+		evbuffer_add_printf(reqlog, "%.*s %.*s 0\n",
+		    (int)c->req.method_len, c->req.method,
+		    (int)c->req.target_len, c->req.target);
+		if (c->delay == NULL)
+			c->delay = evtimer_new(base, on_delay, c);
+		evtimer_add(c->delay, &tv);
+		return;
+	}
+	respond(c);
+	c->have_head = false;
+	http_head_clear(&c->req);
+	evbuffer_drain(c->body, evbuffer_get_length(c->body));
+}
+
+static void
+on_read(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+
+	while (evbuffer_get_length(in) > 0) {
+		if (!c->have_head) {
+			if (c->delay && evtimer_pending(c->delay, NULL))
+				return;
+			size_t len = evbuffer_get_length(in), scan = 0;
+			const char *p = (const char *)evbuffer_pullup(in, -1);
+			size_t end = http_head_end(p, len, &scan);
+			const char *why;
+			struct http_limits lim = {65536, 65536, 1000};
+			if (end == 0)
+				return;
+			if (http_parse_request(p, end, &lim, &c->req, &why) < 0) {
+				fprintf(stderr, "origin: bad request: %s\n", why);
+				conn_free(c);
+				return;
+			}
+			evbuffer_drain(in, end);
+			c->have_head = true;
+			c->chunked_req = c->req.chunked;
+			memset(&c->ch, 0, sizeof(c->ch));
+			c->body_left = c->req.content_length > 0 ?
+			    (uint64_t)c->req.content_length : 0;
+			size_t tl = c->req.target_len;
+			const char *q = memchr(c->req.target, '?', tl);
+			size_t pl = q ? (size_t)(q - c->req.target) : tl;
+			snprintf(c->path, sizeof(c->path), "%.*s", (int)pl,
+			    c->req.target);
+			snprintf(c->query, sizeof(c->query), "%.*s",
+			    q ? (int)(tl - pl - 1) : 0, q ? q + 1 : "");
+		}
+		if (c->chunked_req) {
+			const char *p = (const char *)evbuffer_pullup(in, -1);
+			const char *data, *why;
+			size_t dlen;
+			ssize_t used = http_chunked_feed(&c->ch, p,
+			    evbuffer_get_length(in), &data, &dlen, &why);
+			if (used < 0) {
+				conn_free(c);
+				return;
+			}
+			evbuffer_add(c->body, data, dlen);
+			evbuffer_drain(in, (size_t)used);
+			if (!http_chunked_done(&c->ch))
+				continue;
+		} else if (c->body_left > 0) {
+			size_t n = evbuffer_get_length(in);
+			if (n > c->body_left)
+				n = (size_t)c->body_left;
+			evbuffer_remove_buffer(in, c->body, n);
+			c->body_left -= n;
+			if (c->body_left > 0)
+				return;
+		}
+		finish_request(c);
+	}
+	if (c->have_head && !c->chunked_req && c->body_left == 0 &&
+	    strcmp(c->path, "/slow") != 0)
+		finish_request(c);
+}
+
+static void
+on_write(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	static char chunk[65536];
+
+	while (c->big_left > 0 &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) < 262144) {
+		size_t n = c->big_left < sizeof(chunk) ? c->big_left :
+		    sizeof(chunk);
+		fill(chunk, n, "big", 0);
+		bufferevent_write(bev, chunk, n);
+		c->big_left -= n;
+	}
+}
+
+static void
+on_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	(void)what;
+	conn_free(arg);
+}
+
+static void
+on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+    int salen, void *arg)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	(void)l;
+	(void)sa;
+	(void)salen;
+	(void)arg;
+	c->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->body = evbuffer_new();
+	c->req.content_length = -1;
+	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+	bufferevent_setwatermark(c->bev, EV_WRITE, 65536, 0);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+static void
+on_term(evutil_socket_t sig, short what, void *arg)
+{
+	(void)sig;
+	(void)what;
+	(void)arg;
+	event_base_loopbreak(base);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: test-origin PORT\n");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	sin.sin_port = htons((uint16_t)atoi(argv[1]));
+	sin.sin_addr.s_addr = htonl(0x7f000001);
+	base = event_base_new();
+	reqlog = evbuffer_new();
+	struct evconnlistener *l = evconnlistener_new_bind(base, on_accept,
+	    NULL, LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE, 128,
+	    (struct sockaddr *)&sin, sizeof(sin));
+	if (l == NULL) {
+		perror("test-origin: listen");
+		return 1;
+	}
+	struct event *term = evsignal_new(base, SIGTERM, on_term, NULL);
+	evsignal_add(term, NULL);
+	event_base_dispatch(base);
+	event_free(term);
+	evconnlistener_free(l);
+	evbuffer_free(reqlog);
+	event_base_free(base);
+	return 0;
+}

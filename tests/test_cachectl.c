@@ -1,0 +1,179 @@
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cachectl.h"
+
+static struct http_head
+resp(const char *fields)
+{
+	static char buf[4096];
+	struct http_head h;
+	const char *why;
+	struct http_limits lim = {4096, 4096, 100};
+
+	snprintf(buf, sizeof(buf), "HTTP/1.1 200 OK\r\n%s\r\n", fields);
+	cr_assert_eq(http_parse_response(buf, strlen(buf), &lim, &h, &why), 0,
+	    "%s", why);
+	return h;
+}
+
+static struct http_head
+req(const char *fields)
+{
+	static char buf[4096];
+	struct http_head h;
+	const char *why;
+	struct http_limits lim = {4096, 4096, 100};
+
+	snprintf(buf, sizeof(buf), "GET http://a/ HTTP/1.1\r\nHost: a\r\n%s\r\n",
+	    fields);
+	cr_assert_eq(http_parse_request(buf, strlen(buf), &lim, &h, &why), 0,
+	    "%s", why);
+	return h;
+}
+
+Test(cachectl, dates_in_three_forms)
+{
+	const char *forms[] = {"Sun, 06 Nov 1994 08:49:37 GMT",
+	    "Sunday, 06-Nov-94 08:49:37 GMT", "Sun Nov  6 08:49:37 1994"};
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(http_date_parse(forms[i], strlen(forms[i])),
+		    784111777, "%s", forms[i]);
+	cr_assert_eq(http_date_parse("0", 1), -1);
+	char buf[30];
+	http_date_format(784111777, buf);
+	cr_assert_str_eq(buf, "Sun, 06 Nov 1994 08:49:37 GMT");
+}
+
+Test(cachectl, lifetime_precedence)
+{
+	time_t now = 784111777;
+	struct cc cc;
+	struct http_head h;
+
+	h = resp("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+	    "Cache-Control: max-age=60, s-maxage=30\r\n"
+	    "Expires: Sun, 06 Nov 1994 09:49:37 GMT\r\n");
+	cc_parse(&h, false, &cc);
+	cr_assert_eq(cachectl_lifetime(&h, &cc, now), 30);
+	http_head_clear(&h);
+	h = resp("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+	    "Expires: Sun, 06 Nov 1994 09:49:37 GMT\r\n");
+	cc_parse(&h, false, &cc);
+	cr_assert_eq(cachectl_lifetime(&h, &cc, now), 3600);
+	http_head_clear(&h);
+	h = resp("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nExpires: 0\r\n");
+	cc_parse(&h, false, &cc);
+	cr_assert_eq(cachectl_lifetime(&h, &cc, now), 0);
+	http_head_clear(&h);
+	/* heuristic: 10 % of the Last-Modified age */
+	h = resp("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+	    "Last-Modified: Sun, 06 Nov 1994 06:49:37 GMT\r\n");
+	cc_parse(&h, false, &cc);
+	cr_assert_eq(cachectl_lifetime(&h, &cc, now), 720);
+	http_head_clear(&h);
+	h = resp("Cache-Control: max-age=60, no-cache\r\n");
+	cc_parse(&h, false, &cc);
+	cr_assert_eq(cachectl_lifetime(&h, &cc, now), 0);
+	http_head_clear(&h);
+}
+
+Test(cachectl, age_calculation)
+{
+	struct http_head h = resp("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+	    "Age: 10\r\n");
+	/* apparent age 5, corrected age 10 + 2 s of response delay */
+	cr_assert_eq(cachectl_initial_age(&h, 784111780, 784111782), 12);
+	http_head_clear(&h);
+	h = resp("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n");
+	cr_assert_eq(cachectl_initial_age(&h, 784111877, 784111877), 100);
+	http_head_clear(&h);
+}
+
+Test(cachectl, storable_rules)
+{
+	struct { const char *req, *resp; bool ok; } v[] = {
+		{"", "Cache-Control: max-age=60\r\n", true},
+		{"", "Cache-Control: no-store, max-age=60\r\n", false},
+		{"Cache-Control: no-store\r\n", "Cache-Control: max-age=60\r\n",
+		    false},
+		{"", "Cache-Control: private, max-age=60\r\n", false},
+		{"", "Cache-Control: private=\"x\", max-age=60\r\n", true},
+		{"Authorization: Basic eA==\r\n",
+		    "Cache-Control: max-age=60\r\n", false},
+		{"Authorization: Basic eA==\r\n",
+		    "Cache-Control: s-maxage=60\r\n", true},
+		{"Authorization: Basic eA==\r\n",
+		    "Cache-Control: public, max-age=60\r\n", true},
+		{"", "Cache-Control: max-age=60\r\nVary: *\r\n", false},
+		{"", "Cache-Control: max-age=60\r\nSet-Cookie: a=b\r\n", false},
+		{"", "ETag: \"x\"\r\n", true},
+		{"", "Server: x\r\n", false},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct http_head q = req(v[i].req), r = resp(v[i].resp);
+		struct cc qc, rc;
+		const char *why = "";
+		cc_parse(&q, true, &qc);
+		cc_parse(&r, false, &rc);
+		cr_expect_eq(cachectl_storable(&q, &qc, &r, &rc, &why), v[i].ok,
+		    "case %zu (%s)", i, why);
+		http_head_clear(&q);
+		http_head_clear(&r);
+	}
+}
+
+Test(cachectl, request_directives)
+{
+	struct cachectl_entry fresh = {.lifetime = 100, .age = 50};
+	struct cachectl_entry stale = {.lifetime = 100, .age = 130};
+	struct cachectl_entry stale_mr = {.lifetime = 100, .age = 130,
+	    .must_revalidate = true};
+	struct { const char *req; const struct cachectl_entry *e; int want; }
+	v[] = {
+		{"", &fresh, CACHECTL_FRESH},
+		{"", &stale, CACHECTL_REVALIDATE},
+		{"Cache-Control: no-cache\r\n", &fresh, CACHECTL_REVALIDATE},
+		{"Pragma: no-cache\r\n", &fresh, CACHECTL_REVALIDATE},
+		{"Cache-Control: max-age=10\r\n", &fresh, CACHECTL_REVALIDATE},
+		{"Cache-Control: min-fresh=60\r\n", &fresh,
+		    CACHECTL_REVALIDATE},
+		{"Cache-Control: min-fresh=40\r\n", &fresh, CACHECTL_FRESH},
+		{"Cache-Control: max-stale=60\r\n", &stale, CACHECTL_STALE_OK},
+		{"Cache-Control: max-stale=10\r\n", &stale,
+		    CACHECTL_REVALIDATE},
+		{"Cache-Control: max-stale\r\n", &stale, CACHECTL_STALE_OK},
+		{"Cache-Control: max-stale\r\n", &stale_mr,
+		    CACHECTL_REVALIDATE},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct http_head q = req(v[i].req);
+		struct cc qc;
+		cc_parse(&q, true, &qc);
+		cr_expect_eq(cachectl_judge(v[i].e, &qc), v[i].want, "case %zu",
+		    i);
+		http_head_clear(&q);
+	}
+}
+
+Test(cachectl, conditionals_and_vary_key)
+{
+	struct http_head q = req("If-None-Match: \"a\", W/\"b\"\r\n"
+	    "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+	    "Accept-Language: en\r\nAccept-Language: fr\r\n");
+	cr_assert(cachectl_not_modified(&q, "\"b\"", 3, -1));
+	cr_assert(!cachectl_not_modified(&q, "\"c\"", 3, 0),
+	    "If-None-Match wins over If-Modified-Since");
+	char key[64];
+	size_t len = 0;
+	cr_assert(cachectl_varykey(&q, "Accept-Language, X-None", 23, key,
+	    sizeof(key), &len));
+	key[len] = '\0';
+	cr_assert_str_eq(key, "accept-language:en, fr\nx-none:\n");
+	http_head_clear(&q);
+	q = req("If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n");
+	cr_assert(cachectl_not_modified(&q, NULL, 0, 784111777));
+	cr_assert(!cachectl_not_modified(&q, NULL, 0, 784111778));
+	http_head_clear(&q);
+}

@@ -1,0 +1,88 @@
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include "conf.h"
+
+static const char *
+write_file(const char *text)
+{
+	static char path[64];
+	snprintf(path, sizeof(path), "/tmp/sumcache-conf.%d", getpid());
+	FILE *f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+Test(conf, defaults_are_safe)
+{
+	struct conf c;
+	struct sockaddr_in lo = {.sin_family = AF_INET}, out = lo;
+
+	cr_assert_eq(conf_defaults(&c), 0);
+	cr_assert_str_eq(c.http_listen, "127.0.0.1:3128");
+	cr_assert_eq(c.cache_mem, 256u << 20);
+	cr_assert_eq(c.n_connect_ports, 1);
+	cr_assert_eq(c.connect_ports[0], 443);
+	inet_pton(AF_INET, "127.0.0.1", &lo.sin_addr);
+	inet_pton(AF_INET, "8.8.8.8", &out.sin_addr);
+	cr_assert(acl_allows(&c.allow, (struct sockaddr *)&lo));
+	cr_assert(!acl_allows(&c.allow, (struct sockaddr *)&out),
+	    "never an open proxy by default");
+	conf_clear(&c);
+}
+
+Test(conf, file_and_overrides)
+{
+	struct conf c;
+	char err[256];
+	const char *p = write_file("# sample\nnode_name = \"n1\";\n"
+	    "cache_mem = \"64 MB\";\nallow = [\"10.0.0.0/8\", \"::1\"];\n"
+	    "connect_ports = [443, 8443];\nheader_timeout = \"250ms\";\n");
+
+	conf_defaults(&c);
+	cr_assert_eq(conf_load_file(&c, p, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(c.node_name, "n1");
+	cr_assert_eq(c.cache_mem, 64u << 20);
+	cr_assert_eq(c.allow.n, 2, "the file's list replaces the default");
+	cr_assert_eq(c.n_connect_ports, 2);
+	cr_assert_eq(c.header_timeout_ms, 250);
+	cr_assert_eq(conf_override(&c, "max_object_size=1m", err, sizeof(err)),
+	    0, "%s", err);
+	cr_assert_eq(c.max_object_size, 1u << 20);
+	cr_assert_eq(conf_override(&c, "allow=192.168.0.0/16", err,
+	    sizeof(err)), 0);
+	cr_assert_eq(c.allow.n, 3, "later values append");
+	conf_clear(&c);
+}
+
+Test(conf, errors_name_file_and_line)
+{
+	struct conf c;
+	char err[256], want[128];
+	struct { const char *text; int line; const char *msg; } v[] = {
+		{"node_name = \"a\";\nbogus = 1;\n", 2, "unknown directive"},
+		{"\n\ncache_mem = \"lots\";\n", 3, "expected a size"},
+		{"allow = [\"10.0.0.0/33\"];\n", 1, "bad prefix length"},
+		{"node_name = \"a\"\nx y;\n", 2, "syntax error"},
+		{"http_listen = [\"a:1\"];\n", 1, "not a list"},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		const char *p = write_file(v[i].text);
+		conf_defaults(&c);
+		cr_expect_eq(conf_load_file(&c, p, err, sizeof(err)), -1);
+		snprintf(want, sizeof(want), "%s:%d: ", p, v[i].line);
+		cr_expect(strncmp(err, want, strlen(want)) == 0 &&
+		    strstr(err, v[i].msg) != NULL, "case %zu: %s", i, err);
+		conf_clear(&c);
+	}
+	conf_defaults(&c);
+	cr_assert_eq(conf_override(&c, "sharing=gossip", err, sizeof(err)), -1);
+	cr_assert_eq(conf_override(&c, "nonsense", err, sizeof(err)), -1);
+	cr_assert_eq(conf_override(&c, "node_name=a b", err, sizeof(err)), -1);
+	conf_clear(&c);
+}

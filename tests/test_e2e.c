@@ -1,0 +1,426 @@
+/*
+ * End-to-end: the real sumcache binary between libcurl (or raw sockets) and
+ * the test origin, all on loopback.
+ */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <curl/curl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static struct env E;
+
+static void
+up(void)
+{
+	env_start(&E, NULL);
+}
+
+static void
+down(void)
+{
+	env_stop(&E);
+}
+
+static char *
+url(const char *path)
+{
+	static char buf[8][512];
+	static int i;
+	i = (i + 1) % 8;
+	snprintf(buf[i], sizeof(buf[i]), "http://127.0.0.1:%d%s", E.oport,
+	    path);
+	return buf[i];
+}
+
+TestSuite(e2e, .init = up, .fini = down, .timeout = 120);
+
+Test(e2e, miss_then_hit_origin_sees_one_request)
+{
+	struct resp a, b;
+
+	proxy_get(&E, url("/obj/a?max_age=60&size=3000"), NULL, &a);
+	proxy_get(&E, url("/obj/a?max_age=60&size=3000"), NULL, &b);
+	cr_assert_eq(a.status, 200);
+	cr_assert_eq(b.status, 200);
+	cr_assert_eq(a.len, 3000);
+	cr_assert_eq(b.len, 3000);
+	cr_assert(memcmp(a.body, b.body, 3000) == 0);
+	cr_assert_str_eq(resp_header(&a, "X-Cache"), "MISS from test-node");
+	cr_assert_str_eq(resp_header(&b, "X-Cache"), "HIT from test-node");
+	cr_assert_not_null(resp_header(&b, "Age"));
+	cr_assert(strstr(resp_header(&b, "Via"), "1.1 test-node") != NULL);
+	cr_assert_eq(origin_count(&E, "/obj/a", NULL), 1);
+	cr_assert_eq(proxy_metric(&E,
+	    "sumcache_requests_total{result=\"local_hit\"}"), 1);
+	cr_assert_eq(proxy_metric(&E, "sumcache_cache_objects"), 1);
+	resp_free(&a);
+	resp_free(&b);
+}
+
+Test(e2e, stale_entry_revalidated_with_304)
+{
+	struct resp a, b;
+	int cond;
+
+	proxy_get(&E, url("/obj/r?max_age=0&etag=1"), NULL, &a);
+	proxy_get(&E, url("/obj/r?max_age=0&etag=1"), NULL, &b);
+	cr_assert_eq(b.status, 200);
+	cr_assert_eq(origin_count(&E, "/obj/r", &cond), 2);
+	cr_assert_eq(cond, 1, "the origin saw a conditional request");
+	/* the 304's fields update the stored ones, the body is kept */
+	cr_assert_str_eq(resp_header(&b, "X-Revalidated"), "1");
+	cr_assert_eq(b.len, 100);
+	cr_assert(memcmp(a.body, b.body, 100) == 0);
+	cr_assert_eq(proxy_metric(&E,
+	    "sumcache_revalidations_total{result=\"unmodified\"}"), 1);
+	resp_free(&a);
+	resp_free(&b);
+}
+
+Test(e2e, vary_keeps_variants_apart)
+{
+	const char *en[] = {"Accept-Language: en", NULL};
+	const char *fr[] = {"Accept-Language: fr", NULL};
+	struct resp a, b, c;
+
+	proxy_get(&E, url("/vary/v"), en, &a);
+	proxy_get(&E, url("/vary/v"), fr, &b);
+	proxy_get(&E, url("/vary/v"), en, &c);
+	cr_assert_str_eq(a.body, "lang=en\n");
+	cr_assert_str_eq(b.body, "lang=fr\n");
+	cr_assert_str_eq(c.body, "lang=en\n");
+	cr_assert_str_eq(resp_header(&c, "X-Cache"), "HIT from test-node");
+	cr_assert_eq(origin_count(&E, "/vary/v", NULL), 2);
+	resp_free(&a);
+	resp_free(&b);
+	resp_free(&c);
+}
+
+Test(e2e, no_store_and_private_never_cached)
+{
+	struct resp r;
+
+	for (int i = 0; i < 2; i++) {
+		proxy_get(&E, url("/obj/ns?max_age=60&nostore=1"), NULL, &r);
+		cr_assert_eq(r.status, 200);
+		resp_free(&r);
+		proxy_get(&E, url("/obj/pv?max_age=60&private=1"), NULL, &r);
+		resp_free(&r);
+	}
+	cr_assert_eq(origin_count(&E, "/obj/ns", NULL), 2);
+	cr_assert_eq(origin_count(&E, "/obj/pv", NULL), 2);
+	cr_assert_eq(proxy_metric(&E, "sumcache_cache_objects"), 0);
+}
+
+Test(e2e, only_if_cached_miss_is_504)
+{
+	const char *oic[] = {"Cache-Control: only-if-cached", NULL};
+	struct resp r;
+
+	proxy_get(&E, url("/obj/oic?max_age=60"), oic, &r);
+	cr_assert_eq(r.status, 504);
+	cr_assert_eq(origin_count(&E, "/obj/oic", NULL), 0);
+	resp_free(&r);
+	proxy_get(&E, url("/obj/oic?max_age=60"), NULL, &r);
+	resp_free(&r);
+	proxy_get(&E, url("/obj/oic?max_age=60"), oic, &r);
+	cr_assert_eq(r.status, 200, "once cached, only-if-cached is a hit");
+	resp_free(&r);
+}
+
+Test(e2e, head_and_conditional_answered_from_cache)
+{
+	const char *inm[] = {"If-None-Match: \"c-1\"", NULL};
+	struct resp a, h, c;
+
+	proxy_get(&E, url("/obj/c?max_age=60&etag=1&size=500"), NULL, &a);
+	proxy_request(&E, "HEAD", url("/obj/c?max_age=60&etag=1&size=500"),
+	    NULL, NULL, 0, false, &h);
+	proxy_get(&E, url("/obj/c?max_age=60&etag=1&size=500"), inm, &c);
+	cr_assert_eq(h.status, 200);
+	cr_assert_eq(h.len, 0);
+	cr_assert_str_eq(resp_header(&h, "Content-Length"), "500");
+	cr_assert_eq(c.status, 304);
+	cr_assert_eq(c.len, 0);
+	cr_assert_eq(origin_count(&E, "/obj/c", NULL), 1);
+	resp_free(&a);
+	resp_free(&h);
+	resp_free(&c);
+}
+
+Test(e2e, post_and_chunked_upload_forwarded)
+{
+	char body[5000];
+	struct resp a, b;
+
+	for (size_t i = 0; i < sizeof(body); i++)
+		body[i] = (char)('a' + i % 26);
+	proxy_request(&E, "POST", url("/echo"), NULL, body, sizeof(body),
+	    false, &a);
+	cr_assert_eq(a.status, 200);
+	cr_assert_str_eq(resp_header(&a, "X-Method"), "POST");
+	cr_assert_eq(a.len, sizeof(body));
+	cr_assert(memcmp(a.body, body, sizeof(body)) == 0);
+	proxy_request(&E, "PUT", url("/echo"), NULL, body, sizeof(body), true,
+	    &b);
+	cr_assert_eq(b.status, 200);
+	cr_assert_str_eq(resp_header(&b, "X-Method"), "PUT");
+	cr_assert_eq(b.len, sizeof(body));
+	cr_assert(memcmp(b.body, body, sizeof(body)) == 0);
+	resp_free(&a);
+	resp_free(&b);
+}
+
+Test(e2e, unsafe_method_invalidates)
+{
+	struct resp r;
+
+	proxy_get(&E, url("/obj/inv?max_age=60"), NULL, &r);
+	resp_free(&r);
+	proxy_request(&E, "POST", url("/obj/inv?max_age=60"), NULL, "x", 1,
+	    false, &r);
+	resp_free(&r);
+	proxy_get(&E, url("/obj/inv?max_age=60"), NULL, &r);
+	cr_assert_str_eq(resp_header(&r, "X-Cache"), "MISS from test-node");
+	resp_free(&r);
+	cr_assert_eq(origin_count(&E, "GET /obj/inv", NULL) +
+	    origin_count(&E, "POST /obj/inv", NULL), 3);
+}
+
+Test(e2e, origin_down_is_502)
+{
+	char u[128];
+	struct resp r;
+
+	snprintf(u, sizeof(u), "http://127.0.0.1:%d/x",
+	    harness_free_port());
+	proxy_get(&E, u, NULL, &r);
+	cr_assert_eq(r.status, 502);
+	cr_assert(strstr(r.body, "unreachable") != NULL, "%s", r.body);
+	resp_free(&r);
+	cr_assert_eq(proxy_metric(&E,
+	    "sumcache_origin_errors_total{cause=\"unreachable\"}"), 1);
+}
+
+Test(e2e, interim_1xx_forwarded)
+{
+	char req[256];
+	bool closed;
+
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n"
+	    "Connection: close\r\n\r\n", url("/hints"));
+	char *out = raw_exchange(E.pport, req, strlen(req), 5000, &closed);
+	char *h103 = strstr(out, "HTTP/1.1 103 ");
+	char *h200 = strstr(out, "HTTP/1.1 200 ");
+	cr_assert(h103 != NULL && h200 != NULL && h103 < h200, "%s", out);
+	cr_assert(strstr(out, "Link: </style.css>") != NULL);
+	free(out);
+}
+
+Test(e2e, pipelined_requests_answered_in_order)
+{
+	char req[1024];
+	bool closed;
+
+	snprintf(req, sizeof(req),
+	    "GET %s HTTP/1.1\r\nHost: x\r\n\r\n"
+	    "GET %s HTTP/1.1\r\nHost: x\r\n\r\n"
+	    "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+	    url("/obj/p1?max_age=60&size=10"), url("/chunked"),
+	    url("/obj/p2?max_age=60&size=10"));
+	char *out = raw_exchange(E.pport, req, strlen(req), 5000, &closed);
+	char *a = strstr(out, "p1p1p1p1p1");
+	char *b = strstr(out, "hello");
+	char *c = strstr(out, "p2p2p2p2p2");
+	cr_assert(a && b && c && a < b && b < c, "%s", out);
+	cr_assert(closed);
+	free(out);
+}
+
+Test(e2e, client_acl_refuses_others)
+{
+	const char *opts[] = {"allow=10.1.0.0/16", NULL};
+	struct env e2;
+	struct resp r;
+	char u[128];
+
+	env_start(&e2, opts);
+	snprintf(u, sizeof(u), "http://127.0.0.1:%d/obj/x?max_age=1", e2.oport);
+	proxy_get(&e2, u, NULL, &r);
+	cr_assert_eq(r.status, 403);
+	cr_assert_eq(origin_count(&e2, "/obj/x", NULL), 0);
+	resp_free(&r);
+	env_stop(&e2);
+}
+
+struct slow_arg {
+	struct env *e;
+	long status;
+	char body[16];
+};
+
+static void *
+slow_request(void *p)
+{
+	struct slow_arg *a = p;
+	struct resp r;
+	char u[128];
+
+	snprintf(u, sizeof(u), "http://127.0.0.1:%d/slow?ms=1000", a->e->oport);
+	proxy_get(a->e, u, NULL, &r);
+	a->status = r.status;
+	snprintf(a->body, sizeof(a->body), "%s", r.body);
+	resp_free(&r);
+	return NULL;
+}
+
+Test(e2e, sigterm_drains_in_flight_requests)
+{
+	struct slow_arg a = {.e = &E};
+	pthread_t th;
+
+	pthread_create(&th, NULL, slow_request, &a);
+	usleep(300000);
+	int st = harness_stop(E.proxy, SIGTERM, 10000);
+	pthread_join(th, NULL);
+	cr_assert_eq(a.status, 200);
+	cr_assert_str_eq(a.body, "slow");
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	cr_assert(!harness_wait_port(E.pport, 100), "still listening");
+	E.proxy = 0;
+}
+
+Test(e2e, origin_timeout_is_504)
+{
+	const char *opts[] = {"origin_timeout=300ms", NULL};
+	struct env e2;
+	struct resp r;
+	char u[128];
+
+	env_start(&e2, opts);
+	snprintf(u, sizeof(u), "http://127.0.0.1:%d/slow?ms=3000", e2.oport);
+	proxy_get(&e2, u, NULL, &r);
+	cr_assert_eq(r.status, 504);
+	cr_assert(strstr(r.body, "timed out") != NULL, "%s", r.body);
+	resp_free(&r);
+	env_stop(&e2);
+}
+
+/* ---- a large response through a slow client ---- */
+
+struct big {
+	pid_t proxy;
+	long rss0;
+	long rss_max;
+	size_t got;
+};
+
+static size_t
+big_sink(char *d, size_t size, size_t n, void *arg)
+{
+	struct big *b = arg;
+
+	(void)d;
+	b->got += size * n;
+	long rss = proc_rss_kb(b->proxy);
+	if (rss > b->rss_max)
+		b->rss_max = rss;
+	return size * n;
+}
+
+Test(e2e, hundred_megabytes_stream_with_bounded_memory)
+{
+	struct big b = {.proxy = E.proxy};
+	char u[128], proxy[64];
+	CURL *c = curl_easy_init();
+
+	b.rss0 = proc_rss_kb(E.proxy);
+	snprintf(u, sizeof(u), "http://127.0.0.1:%d/big?size=104857600",
+	    E.oport);
+	snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%d", E.pport);
+	curl_easy_setopt(c, CURLOPT_URL, u);
+	curl_easy_setopt(c, CURLOPT_PROXY, proxy);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, big_sink);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	/* slower than the origin, so the proxy must hold the origin back */
+	curl_easy_setopt(c, CURLOPT_MAX_RECV_SPEED_LARGE,
+	    (curl_off_t)40 * 1024 * 1024);
+	cr_assert_eq(curl_easy_perform(c), CURLE_OK);
+	curl_easy_cleanup(c);
+	cr_assert_eq(b.got, 104857600u);
+	cr_log_info("proxy RSS %ld KiB at start, %ld KiB at most", b.rss0,
+	    b.rss_max);
+	cr_assert_lt(b.rss_max - b.rss0, 32 * 1024,
+	    "proxy grew by %ld KiB", b.rss_max - b.rss0);
+}
+
+/* ---- CONNECT ---- */
+
+static pid_t
+start_echo(int port)
+{
+	pid_t pid = fork();
+
+	cr_assert(pid >= 0);
+	if (pid != 0)
+		return pid;
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+	    .sin_port = htons((uint16_t)port)};
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(ls, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+	    listen(ls, 4) < 0)
+		_exit(1);
+	int fd = accept(ls, NULL, NULL);
+	char buf[4096];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		if (write(fd, buf, (size_t)n) != n)
+			break;
+	_exit(0);
+}
+
+Test(e2e, connect_tunnel_relays_both_ways)
+{
+	int eport = harness_free_port();
+	char opt[64], req[256];
+	struct env e2;
+	bool closed;
+
+	snprintf(opt, sizeof(opt), "connect_ports=%d", eport);
+	const char *opts[] = {opt, NULL};
+	pid_t echo = start_echo(eport);
+	cr_assert(harness_wait_port(eport, 3000));
+	/* harness_wait_port used the echo server's only accept: restart */
+	waitpid(echo, NULL, 0);
+	echo = start_echo(eport);
+	usleep(100000);
+	env_start(&e2, opts);
+	snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: "
+	    "127.0.0.1:%d\r\n\r\nping through the tunnel", eport, eport);
+	char *out = raw_exchange(e2.pport, req, strlen(req), 1500, &closed);
+	cr_assert(strncmp(out, "HTTP/1.1 200", 12) == 0, "%s", out);
+	cr_assert(strstr(out, "\r\n\r\nping through the tunnel") != NULL,
+	    "%s", out);
+	free(out);
+	/* a port not in connect_ports is refused */
+	snprintf(req, sizeof(req), "CONNECT 127.0.0.1:25 HTTP/1.1\r\nHost: "
+	    "127.0.0.1:25\r\n\r\n");
+	out = raw_exchange(e2.pport, req, strlen(req), 1500, &closed);
+	cr_assert(strncmp(out, "HTTP/1.1 403", 12) == 0, "%s", out);
+	free(out);
+	kill(echo, SIGTERM);
+	waitpid(echo, NULL, 0);
+	env_stop(&e2);
+}

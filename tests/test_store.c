@@ -1,0 +1,133 @@
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "store.h"
+
+static struct store_obj *
+obj(const char *key, size_t body_len, const char *vary)
+{
+	struct store_body *b = store_body_new(body_len);
+	struct store_meta m = {.status = 200};
+	char data[4096];
+
+	memset(data, 'x', sizeof(data));
+	cr_assert(store_body_append(&b, data, body_len) == 0);
+	struct store_obj *o = store_obj_new(key, strlen(key), "A: b\r\n", 6,
+	    vary, strlen(vary), &m, b);
+	store_body_unref(&b);
+	return o;
+}
+
+struct counts {
+	int in, out;
+};
+
+static void
+count_in(void *arg, const struct store_obj *o)
+{
+	(void)o;
+	((struct counts *)arg)->in++;
+}
+
+static void
+count_out(void *arg, const struct store_obj *o)
+{
+	(void)o;
+	((struct counts *)arg)->out++;
+}
+
+Test(store, insert_lookup_replace_and_observe)
+{
+	struct store *s = store_new(1 << 20);
+	struct counts c = {0};
+	struct store_observer ob = {count_in, count_out, &c};
+
+	store_observe(s, &ob);
+	struct store_obj *a = obj("http://a/", 100, "");
+	cr_assert(store_insert(s, a));
+	store_obj_unref(&a);
+	struct store_obj *got = store_lookup(s, "http://a/", 9, NULL, NULL);
+	cr_assert_not_null(got);
+	cr_assert_eq(got->body->len, 100);
+	store_obj_unref(&got);
+	a = obj("http://a/", 200, "");
+	cr_assert(store_insert(s, a));
+	store_obj_unref(&a);
+	cr_assert_eq(store_stats(s)->objects, 1, "same variant replaced");
+	a = obj("http://a/", 50, "accept-language:fr\n");
+	store_insert(s, a);
+	store_obj_unref(&a);
+	cr_assert_eq(store_stats(s)->objects, 2, "another variant added");
+	cr_assert_eq(store_invalidate(s, "http://a/", 9), 2);
+	cr_assert_eq(c.in, 3);
+	cr_assert_eq(c.out, 3);
+	cr_assert_eq(store_stats(s)->bytes, 0);
+	store_free(&s);
+	cr_assert_null(s);
+}
+
+Test(store, budget_is_kept_and_sieve_spares_visited)
+{
+	struct store *s = store_new(64 * 1024);
+	char key[64];
+
+	for (int i = 0; i < 200; i++) {
+		snprintf(key, sizeof(key), "http://k/%d", i);
+		struct store_obj *o = obj(key, 1000, "");
+		cr_assert(store_insert(s, o));
+		store_obj_unref(&o);
+		/* object 0 is hit every time: SIEVE must keep it */
+		struct store_obj *h = store_lookup(s, "http://k/0", 10, NULL,
+		    NULL);
+		cr_assert_not_null(h, "hot object evicted at insert %d", i);
+		store_obj_unref(&h);
+		cr_assert_leq(store_stats(s)->bytes, 64 * 1024);
+	}
+	cr_assert_gt(store_stats(s)->evictions, 100);
+	store_free(&s);
+}
+
+Test(store, eviction_never_frees_a_body_in_use)
+{
+	struct store *s = store_new(8 * 1024);
+	struct store_obj *o = obj("http://big/", 4000, "");
+
+	store_insert(s, o);
+	store_obj_unref(&o);
+	struct store_obj *h = store_lookup(s, "http://big/", 11, NULL, NULL);
+	/* what a hit does: hold the body, let go of the object */
+	struct store_body *b = store_body_ref(h->body);
+	store_obj_unref(&h);
+	o = obj("http://other/", 5000, "");
+	store_insert(s, o); /* evicts http://big/ */
+	store_obj_unref(&o);
+	cr_assert_null(store_lookup(s, "http://big/", 11, NULL, NULL));
+	cr_assert_eq(b->refs, 1);
+	cr_assert_eq(b->data[3999], 'x', "still readable after eviction");
+	store_body_release_cb(b->data, b->len, b);
+	store_free(&s);
+}
+
+Test(store, too_big_is_refused)
+{
+	struct store *s = store_new(1024);
+	struct store_obj *o = obj("http://x/", 2000, "");
+
+	cr_assert(!store_insert(s, o));
+	cr_assert_eq(store_stats(s)->objects, 0);
+	store_obj_unref(&o);
+	store_free(&s);
+}
+
+Test(store, head_fields)
+{
+	struct store_obj *o = obj("http://h/", 1, "");
+	const char *v;
+	size_t vl;
+
+	cr_assert(store_head_find(o, "a", &v, &vl));
+	cr_assert(vl == 1 && v[0] == 'b');
+	cr_assert(!store_head_find(o, "etag", &v, &vl));
+	store_obj_unref(&o);
+}
