@@ -127,7 +127,8 @@ decode(const char *in, size_t len, char *out, int *err, bool *done)
 			*err = 1;
 			break;
 		}
-		memcpy(out + n, data, dlen);
+		if (dlen > 0)
+			memcpy(out + n, data, dlen);
 		n += dlen;
 		i += (size_t)used;
 	}

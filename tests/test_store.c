@@ -9,7 +9,7 @@ obj(const char *key, size_t body_len, const char *vary)
 {
 	struct store_body *b = store_body_new(body_len);
 	struct store_meta m = {.status = 200};
-	char data[4096];
+	char data[8192];
 
 	memset(data, 'x', sizeof(data));
 	cr_assert(store_body_append(&b, data, body_len) == 0);

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs what is missing, then builds and runs every sumcache test twice:
+# a normal build and an AddressSanitizer + UBSan build, warnings as errors.
+# The parser's fuzz target runs briefly on its seed corpus at the end.
+#   FUZZ_SECONDS=N   how long the fuzzer runs (default 20; 0 skips it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+./deploy/bootstrap.sh
+
+jobs=$(nproc)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+suite() {
+  local dir=$1; shift
+  echo "== build $dir ($*)"
+  cmake -S . -B "$dir" -DSUMCACHE_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs" >/dev/null
+  echo "== unit tests ($dir)"
+  "$dir/tests/unit-tests" --jobs "$jobs" 2>&1 | tee -a "$log"
+  echo "== end-to-end tests ($dir)"
+  "$dir/tests/e2e-tests" --jobs "$jobs" 2>&1 | tee -a "$log"
+}
+
+status=0
+suite build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo || status=1
+
+# ASan's quarantine would hold freed buffers and hide (or fake) memory
+# growth; a small one keeps the bounded-memory test meaningful.
+export ASAN_OPTIONS=quarantine_size_mb=16:detect_leaks=1:abort_on_error=0
+export LSAN_OPTIONS=suppressions=$root/tests/lsan.supp
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+suite build-asan -DCMAKE_BUILD_TYPE=Debug -DSUMCACHE_SANITIZE=ON || status=1
+
+fuzz_seconds=${FUZZ_SECONDS:-20}
+if [ "$fuzz_seconds" -gt 0 ]; then
+  echo "== fuzz-http for ${fuzz_seconds}s"
+  CC=clang cmake -S . -B build-fuzz -DSUMCACHE_FUZZ=ON -DSUMCACHE_TESTS=OFF \
+    -DSUMCACHE_WERROR=ON >/dev/null
+  cmake --build build-fuzz --target fuzz-http -j"$jobs" >/dev/null
+  corpus=build-fuzz/corpus-http
+  mkdir -p "$corpus"
+  cp tests/fuzz/corpus/http/* "$corpus"/
+  if build-fuzz/fuzz-http -max_total_time="$fuzz_seconds" -max_len=4096 \
+      "$corpus" > build-fuzz/fuzz-http.log 2>&1; then
+    echo "fuzz: 1 passed, 0 failed" | tee -a "$log"
+    grep -E '^#[0-9]+.*DONE' build-fuzz/fuzz-http.log || tail -n 2 build-fuzz/fuzz-http.log
+  else
+    tail -n 40 build-fuzz/fuzz-http.log
+    echo "fuzz: 0 passed, 1 failed" | tee -a "$log"
+    status=1
+  fi
+fi
+
+# One closing line over every suite above.
+awk '
+  /Synthesis: Tested:/ { for (i = 1; i <= NF; i++) {
+      if ($i == "Passing:") p += $(i + 1)
+      if ($i == "Failing:" || $i == "Crashing:") f += $(i + 1) } }
+  /^fuzz: / { p += $2; f += $4 }
+  END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' "$log" || status=1
+exit $status
