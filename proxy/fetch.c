@@ -57,7 +57,6 @@ struct fetch {
 	char *stored_head;         /* filtered fields for the store */
 	size_t stored_head_len;
 	time_t request_time;
-	char origin_ip[64];
 };
 
 static void
@@ -388,9 +387,10 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 	}
 	f->head_done = true;
 	char *ip = NULL;
+	f->t->hier = "HIER_DIRECT";
 	if (curl_easy_getinfo(f->easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK &&
 	    ip != NULL)
-		snprintf(f->origin_ip, sizeof(f->origin_ip), "%s", ip);
+		snprintf(f->t->hier_host, sizeof(f->t->hier_host), "%s", ip);
 	return final_head(f) ? len : 0;
 }
 

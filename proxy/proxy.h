@@ -102,7 +102,8 @@ struct txn {
 	int status;
 	uint64_t bytes_out;
 	const char *code;
-	const char *hier;
+	const char *hier;     /* Squid hierarchy code */
+	char hier_host[64];   /* address that answered, or "-" */
 	char ctype[80];
 };
 

@@ -114,7 +114,8 @@ txn_account(struct txn *t)
 		.method = t->req.method ? t->req.method : "NONE",
 		.method_len = t->req.method ? (int)t->req.method_len : 4,
 		.url = t->url.norm ? t->url.norm : "error:invalid-request",
-		.hier = t->hier, .hier_host = "-",
+		.hier = t->hier,
+		.hier_host = t->hier_host[0] ? t->hier_host : "-",
 		.content_type = t->ctype, .content_type_len = (int)strlen(t->ctype),
 	};
 
@@ -436,7 +437,6 @@ request_start(struct txn *t)
 		return;
 	}
 	cc_parse(&t->req, true, &t->reqcc);
-	t->hier = "HIER_DIRECT";
 	if (t->is_get || t->is_head) {
 		lookup(t);
 		return;

@@ -381,3 +381,32 @@ proc_rss_kb(pid_t pid)
 	fclose(f);
 	return kb;
 }
+
+pid_t
+harness_echo_server(int port)
+{
+	pid_t pid = fork();
+
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		struct sockaddr_in sin = {.sin_family = AF_INET,
+		    .sin_port = htons((uint16_t)port)};
+		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0);
+		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(ls, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+		    listen(ls, 8) < 0)
+			_exit(1);
+		for (;;) {
+			int fd = accept(ls, NULL, NULL);
+			char buf[4096];
+			ssize_t n;
+			while ((n = read(fd, buf, sizeof(buf))) > 0)
+				if (write(fd, buf, (size_t)n) != n)
+					break;
+			close(fd);
+		}
+	}
+	cr_assert(harness_wait_port(port, 3000), "echo server did not start");
+	return pid;
+}

@@ -61,6 +61,10 @@ char *raw_exchange(int port, const char *req, size_t len, int ms,
 /* A metric's value from /metrics (family{labels} or a bare name). */
 double proxy_metric(const struct env *e, const char *series);
 
+/* A TCP echo server on 127.0.0.1:port (one connection at a time), ready
+ * when this returns. */
+pid_t harness_echo_server(int port);
+
 /* VmRSS of a process in KiB. */
 long proc_rss_kb(pid_t pid);
 

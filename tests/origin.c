@@ -13,7 +13,10 @@
  *   /slow?ms=N       the response after N ms
  *   /hints           a 103 Early Hints, then 200
  *   /chunked         a chunked response
+ *   /headers         the request head as received, in the body; the
+ *                    response carries hop-by-hop fields a proxy must drop
  *   /__log           one line per request received: METHOD TARGET COND
+ *   /__conns         how many connections were accepted
  *
  * Uses sumcache's own request parser: this is test equipment, not a model
  * of robustness.
@@ -47,6 +50,7 @@ struct conn {
 static struct event_base *base;
 static struct evbuffer *reqlog;
 static unsigned revalidations;
+static unsigned connections;
 
 static long
 qparam(const struct conn *c, const char *name, long dflt)
@@ -121,6 +125,20 @@ respond(struct conn *c)
 		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Length: %zu"
 		    "\r\n\r\n", evbuffer_get_length(reqlog));
 		evbuffer_add_buffer_reference(out, reqlog);
+		return;
+	}
+	if (strcmp(c->path, "/__conns") == 0) {
+		int n = snprintf(tmp, sizeof(tmp), "%u", connections);
+		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Length: %d"
+		    "\r\n\r\n%s", n, tmp);
+		return;
+	}
+	if (strcmp(c->path, "/headers") == 0) {
+		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nConnection: "
+		    "X-Internal\r\nX-Internal: secret\r\nKeep-Alive: "
+		    "timeout=5\r\nX-Kept: yes\r\nContent-Length: %zu\r\n\r\n",
+		    c->req.len);
+		evbuffer_add(out, c->req.buf, c->req.len);
 		return;
 	}
 	if (strncmp(c->path, "/obj/", 5) == 0) {
@@ -339,6 +357,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	(void)arg;
 	c->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->body = evbuffer_new();
+	connections++;
 	c->req.content_length = -1;
 	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
 	bufferevent_setwatermark(c->bev, EV_WRITE, 65536, 0);

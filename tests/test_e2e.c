@@ -366,31 +366,6 @@ Test(e2e, hundred_megabytes_stream_with_bounded_memory)
 
 /* ---- CONNECT ---- */
 
-static pid_t
-start_echo(int port)
-{
-	pid_t pid = fork();
-
-	cr_assert(pid >= 0);
-	if (pid != 0)
-		return pid;
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-	    .sin_port = htons((uint16_t)port)};
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0);
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(ls, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
-	    listen(ls, 4) < 0)
-		_exit(1);
-	int fd = accept(ls, NULL, NULL);
-	char buf[4096];
-	ssize_t n;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		if (write(fd, buf, (size_t)n) != n)
-			break;
-	_exit(0);
-}
-
 Test(e2e, connect_tunnel_relays_both_ways)
 {
 	int eport = harness_free_port();
@@ -400,12 +375,7 @@ Test(e2e, connect_tunnel_relays_both_ways)
 
 	snprintf(opt, sizeof(opt), "connect_ports=%d", eport);
 	const char *opts[] = {opt, NULL};
-	pid_t echo = start_echo(eport);
-	cr_assert(harness_wait_port(eport, 3000));
-	/* harness_wait_port used the echo server's only accept: restart */
-	waitpid(echo, NULL, 0);
-	echo = start_echo(eport);
-	usleep(100000);
+	pid_t echo = harness_echo_server(eport);
 	env_start(&e2, opts);
 	snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: "
 	    "127.0.0.1:%d\r\n\r\nping through the tunnel", eport, eport);

@@ -1,0 +1,157 @@
+/*
+ * End-to-end: what a proxy must add, drop and reuse, and how it is
+ * operated (config check, log reopening).
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static struct env E;
+
+static void
+up(void)
+{
+	env_start(&E, NULL);
+}
+
+static void
+down(void)
+{
+	env_stop(&E);
+}
+
+TestSuite(ops, .init = up, .fini = down, .timeout = 60);
+
+Test(ops, hop_by_hop_fields_dropped_both_ways)
+{
+	const char *extra[] = {"Connection: X-Secret", "X-Secret: 1",
+	    "Proxy-Authorization: Basic eA==", "Keep-Alive: timeout=1",
+	    "TE: trailers", "Upgrade: h2c", "X-End-To-End: 1", NULL};
+	struct resp r;
+	char u[128];
+
+	snprintf(u, sizeof(u), "http://127.0.0.1:%d/headers", E.oport);
+	proxy_get(&E, u, extra, &r);
+	cr_assert_eq(r.status, 200);
+	/* r.body is the head the origin received */
+	const char *gone[] = {"X-Secret:", "Proxy-Authorization:",
+	    "Keep-Alive:", "TE:", "Upgrade:", "Proxy-Connection:"};
+	for (size_t i = 0; i < sizeof(gone) / sizeof(gone[0]); i++)
+		cr_expect(strstr(r.body, gone[i]) == NULL, "%s forwarded:\n%s",
+		    gone[i], r.body);
+	cr_assert(strstr(r.body, "X-End-To-End: 1") != NULL);
+	cr_assert(strstr(r.body, "Via: 1.1 test-node") != NULL, "%s", r.body);
+	cr_assert_null(resp_header(&r, "X-Internal"));
+	cr_assert_null(resp_header(&r, "Keep-Alive"));
+	cr_assert_str_eq(resp_header(&r, "X-Kept"), "yes");
+	resp_free(&r);
+}
+
+Test(ops, origin_connections_are_reused)
+{
+	struct resp r;
+	char u[128];
+
+	for (int i = 0; i < 5; i++) {
+		snprintf(u, sizeof(u), "http://127.0.0.1:%d/obj/reuse%d",
+		    E.oport, i);
+		proxy_get(&E, u, NULL, &r);
+		cr_assert_eq(r.status, 200);
+		resp_free(&r);
+	}
+	bool closed;
+	const char *q = "GET /__conns HTTP/1.1\r\nHost: o\r\n"
+	    "Connection: close\r\n\r\n";
+	char *out = raw_exchange(E.oport, q, strlen(q), 3000, &closed);
+	/* one connection from the proxy, one for this query, and the ones
+	 * origin_count()/harness_wait_port made: none of those ran here */
+	char *body = strstr(out, "\r\n\r\n");
+	cr_assert_not_null(body);
+	int conns = atoi(body + 4);
+	cr_assert_leq(conns, 3, "origin saw %d connections for 5 misses",
+	    conns);
+	free(out);
+}
+
+Test(ops, sighup_reopens_the_access_log)
+{
+	struct resp r;
+	char u[128], moved[400];
+
+	snprintf(u, sizeof(u), "http://127.0.0.1:%d/obj/log1", E.oport);
+	proxy_get(&E, u, NULL, &r);
+	resp_free(&r);
+	snprintf(moved, sizeof(moved), "%s.1", E.log);
+	usleep(400000); /* one flush interval */
+	cr_assert_eq(rename(E.log, moved), 0);
+	kill(E.proxy, SIGHUP);
+	usleep(200000);
+	snprintf(u, sizeof(u), "http://127.0.0.1:%d/obj/log2", E.oport);
+	proxy_get(&E, u, NULL, &r);
+	resp_free(&r);
+	usleep(400000);
+	FILE *f = fopen(E.log, "r");
+	cr_assert_not_null(f, "no new log after SIGHUP");
+	char line[1024] = "";
+	cr_assert_not_null(fgets(line, sizeof(line), f));
+	fclose(f);
+	cr_assert(strstr(line, "TCP_MISS/200") && strstr(line, "/obj/log2"),
+	    "%s", line);
+	cr_assert(strstr(line, "HIER_DIRECT/127.0.0.1"), "%s", line);
+}
+
+Test(ops, tunnel_idle_timeout_closes)
+{
+	int eport = harness_free_port();
+	char cp[64], req[256];
+	bool closed;
+
+	pid_t echo = harness_echo_server(eport);
+	snprintf(cp, sizeof(cp), "connect_ports=%d", eport);
+	const char *opts[] = {"tunnel_idle_timeout=300ms", cp, NULL};
+	struct env e2;
+	env_start(&e2, opts);
+	snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: "
+	    "127.0.0.1:%d\r\n\r\n", eport, eport);
+	char *out = raw_exchange(e2.pport, req, strlen(req), 5000, &closed);
+	cr_assert(strncmp(out, "HTTP/1.1 200", 12) == 0, "%s", out);
+	cr_assert(closed, "idle tunnel still open after 5 s");
+	free(out);
+	kill(echo, SIGTERM);
+	waitpid(echo, NULL, 0);
+	env_stop(&e2);
+}
+
+Test(ops, config_check_names_file_and_line)
+{
+	char path[300], cmd[700];
+	snprintf(path, sizeof(path), "%s/bad.conf", E.dir);
+	FILE *f = fopen(path, "w");
+	fputs("node_name = \"ok\";\ncache_mem = \"12 parsecs\";\n", f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "%s -t -c %s 2>&1", SUMCACHE_BIN, path);
+	FILE *p = popen(cmd, "r");
+	char out[512] = "";
+	size_t n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	int st = pclose(p);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0);
+	char want[400];
+	snprintf(want, sizeof(want), "%s:2: cache_mem", path);
+	cr_assert(strstr(out, want) != NULL, "%s", out);
+	f = fopen(path, "w");
+	fputs("cache_mem = \"64MB\";\nallow = [\"10.0.0.0/8\"];\n", f);
+	fclose(f);
+	p = popen(cmd, "r");
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+	cr_assert(strstr(out, "configuration OK") != NULL);
+}
