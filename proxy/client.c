@@ -17,6 +17,8 @@
 #include "client.h"
 
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -348,6 +350,10 @@ client_accept(struct server *s, evutil_socket_t fd, const struct sockaddr *sa)
 		return;
 	}
 	c->srv = s;
+	/* responses go out as soon as they are queued: with Nagle on, the
+	 * tail of a response waits for the client's delayed ACK (40 ms) */
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->timer = evtimer_new(s->base, on_timer, c);
 	if (c->bev == NULL || c->timer == NULL) {
@@ -377,6 +383,9 @@ client_accept(struct server *s, evutil_socket_t fd, const struct sockaddr *sa)
 	s->m.client_connections++;
 	s->m.active_clients++;
 	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+	/* libevent writes 16 KB per call by default; a hit of a few hundred
+	 * KB should leave in one writev */
+	bufferevent_set_max_single_write(c->bev, 4 * CLIENT_OUT_HIGH);
 	bufferevent_setwatermark(c->bev, EV_WRITE, CLIENT_OUT_HIGH / 4, 0);
 	struct timeval wto = {s->conf.idle_timeout_ms / 1000,
 	    (s->conf.idle_timeout_ms % 1000) * 1000};

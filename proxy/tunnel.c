@@ -14,6 +14,8 @@
  */
 #include "tunnel.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +141,9 @@ on_event(struct bufferevent *bev, short what, void *arg)
 		tn->status = 200;
 		/* the connect timeout must not become a read timeout */
 		bufferevent_set_timeouts(tn->side[1], NULL, NULL);
+		int one = 1;
+		setsockopt(bufferevent_getfd(tn->side[1]), IPPROTO_TCP,
+		    TCP_NODELAY, &one, sizeof(one));
 		tn->log.bytes += sizeof(ok) - 1;
 		evbuffer_add(bufferevent_get_output(tn->side[0]), ok,
 		    sizeof(ok) - 1);

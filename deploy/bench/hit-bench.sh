@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# hit-bench: sumcache against Squid 5.7 and nginx direct on this machine,
+# interleaved round by round (../shared/BENCHMARKS.md):
+#   - 1 KB / 16 KB / 256 KB cache hits through sumcache and Squid, and the
+#     same files from nginx directly (the ceiling);
+#   - 1 KB / 16 KB misses (no-store) through both proxies;
+#   - resident memory per cached 1 KB object (100k objects).
+# wrk runs on CPU 0; the server under test and the origin nginx on CPU 1.
+# Prints absolute medians and the ratios sumcache/Squid and sumcache/nginx.
+#
+#   ROUNDS=5 DURATION=10 CONNS=50 MEM_OBJECTS=100000 deploy/bench/hit-bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+ROUNDS=${ROUNDS:-5}
+DURATION=${DURATION:-10}
+CONNS=${CONNS:-50}
+MEM_OBJECTS=${MEM_OBJECTS:-100000}
+ORIGIN_PORT=${ORIGIN_PORT:-18081}
+SQUID_PORT=${SQUID_PORT:-13128}
+SC_PORT=${SC_PORT:-23128}
+
+./deploy/bootstrap.sh >/dev/null
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSUMCACHE_TESTS=OFF >/dev/null
+cmake --build build-bench -j"$(nproc)" >/dev/null
+
+work=$(mktemp -d /tmp/sumcache-bench.XXXXXX)
+chmod 755 "$work"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  sleep 0.5
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+
+wait_port() {
+  for _ in $(seq 200); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    sleep 0.05
+  done
+  echo "hit-bench: nothing on port $1 (see $work)" >&2
+  exit 1
+}
+
+# ---- origin: nginx serving random-byte files ----
+mkdir -p "$work/www"
+for s in 1 16 256; do head -c $((s * 1024)) /dev/urandom >"$work/www/${s}k.bin"; done
+cat >"$work/nginx.conf" <<EON
+daemon off;
+master_process off;
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$ORIGIN_PORT reuseport;
+    root $work/www;
+    location / { add_header Cache-Control "max-age=3600"; }
+    location /nostore/ { alias $work/www/; add_header Cache-Control "no-store"; }
+    location /m/ { try_files /1k.bin =404; add_header Cache-Control "max-age=3600"; }
+  }
+}
+EON
+taskset -c 1 nginx -c "$work/nginx.conf" &
+pids+=($!)
+
+# ---- Squid 5.7, memory cache only, one process ----
+mkdir -p "$work/squid"
+chown proxy:proxy "$work/squid" 2>/dev/null || true
+cat >"$work/squid.conf" <<EOS
+http_port 127.0.0.1:$SQUID_PORT
+http_access allow localhost
+http_access deny all
+cache_mem 512 MB
+maximum_object_size_in_memory 1 MB
+memory_replacement_policy lru
+workers 1
+pid_filename $work/squid/squid.pid
+cache_log $work/squid/cache.log
+access_log none
+coredump_dir $work/squid
+shutdown_lifetime 1 seconds
+via on
+EOS
+taskset -c 1 squid -N -f "$work/squid.conf" &
+pids+=($!)
+squid_pid=$!
+
+# ---- sumcache ----
+taskset -c 1 build-bench/sumcache -o http_listen=127.0.0.1:$SC_PORT \
+  -o access_log=none -o cache_mem=512MB >"$work/sumcache.log" 2>&1 &
+pids+=($!)
+sc_pid=$!
+
+wait_port "$ORIGIN_PORT"; wait_port "$SQUID_PORT"; wait_port "$SC_PORT"
+# a port answered by something else (a stale server) would measure that
+for p in "${pids[@]}"; do
+  kill -0 "$p" 2>/dev/null || { echo "hit-bench: a server died at start; see $work" >&2; exit 1; }
+done
+nginx_pid=$(cat "$work/nginx.pid")
+
+origin="http://127.0.0.1:$ORIGIN_PORT"
+# Warm both caches and prove that the second fetch is a hit.
+for s in 1 16 256; do
+  for port in $SC_PORT $SQUID_PORT; do
+    curl -s -o /dev/null -x "127.0.0.1:$port" "$origin/${s}k.bin"
+    hit=$(curl -s -o /dev/null -D - -x "127.0.0.1:$port" "$origin/${s}k.bin" |
+      tr -d '\r' | grep -i '^X-Cache:' || true)
+    case "$hit" in
+      *HIT*) ;;
+      *) echo "hit-bench: ${s}k.bin is not a hit on port $port ($hit)" >&2; exit 1 ;;
+    esac
+  done
+done
+
+lua() { # $1 = absolute URL or path
+  cat >"$work/req.lua" <<EOL
+init = function(args)
+  wrk.path = "$1"
+  wrk.headers["Host"] = "127.0.0.1:$ORIGIN_PORT"
+end
+EOL
+  echo "$work/req.lua"
+}
+
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+
+# run NAME PORT TARGET PID -> appends "name rps p50ms p99ms cpu_s_per_10k"
+run() {
+  local name=$1 port=$2 target=$3 pid=$4 out t0 t1
+  t0=$(ticks "$pid")
+  out=$(taskset -c 0 wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency \
+    -s "$(lua "$target")" "http://127.0.0.1:$port" 2>&1)
+  t1=$(ticks "$pid")
+  echo "$out" | awk -v name="$name" -v dt=$((t1 - t0)) -v hz="$hz" '
+    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0;
+                     if (v ~ /s$/) return v * 1000; return v }
+    /^ +50%/ { p50 = ms($2) } /^ +99%/ { p99 = ms($2) }
+    /requests in/ { n = $1 }
+    /^Requests\/sec:/ { rps = $2 }
+    /Non-2xx/ { bad = $NF }
+    END { if (bad > 0) { print "hit-bench: " name ": " bad " non-2xx" > "/dev/stderr"; exit 1 }
+          printf "%s %.0f %.3f %.3f %.3f\n", name, rps, p50, p99, (dt / hz) / (n / 10000) }'
+}
+
+results="$work/results.txt"
+: >"$results"
+for r in $(seq "$ROUNDS"); do
+  echo "round $r/$ROUNDS" >&2
+  for s in 1 16 256; do
+    run "hit${s}k_sumcache" $SC_PORT "$origin/${s}k.bin" $sc_pid >>"$results"
+    run "hit${s}k_squid" $SQUID_PORT "$origin/${s}k.bin" $squid_pid >>"$results"
+    run "hit${s}k_nginx" $ORIGIN_PORT "/${s}k.bin" $nginx_pid >>"$results"
+  done
+  for s in 1 16; do
+    run "miss${s}k_sumcache" $SC_PORT "$origin/nostore/${s}k.bin" $sc_pid >>"$results"
+    run "miss${s}k_squid" $SQUID_PORT "$origin/nostore/${s}k.bin" $squid_pid >>"$results"
+  done
+done
+
+# ---- memory per cached object ----
+fill() { # port pid -> RSS growth in KiB per object
+  local port=$1 pid=$2 before after
+  # one curl process, a keep-alive connection per parallel slot
+  awk -v n="$MEM_OBJECTS" -v o="$ORIGIN_PORT" 'BEGIN {
+    for (i = 1; i <= n; i++) printf "url = \"http://127.0.0.1:%d/m/%d\"\noutput = \"/dev/null\"\n", o, i }' \
+    >"$work/fill.curl"
+  before=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+  taskset -c 0 curl -s -Z --parallel-max 8 -x "127.0.0.1:$port" -K "$work/fill.curl"
+  after=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+  awk -v a="$after" -v b="$before" -v n="$MEM_OBJECTS" 'BEGIN { printf "%.2f", (a - b) / n }'
+}
+echo "memory: filling $MEM_OBJECTS objects of 1 KB" >&2
+mem_sc=$(fill $SC_PORT $sc_pid)
+mem_squid=$(fill $SQUID_PORT $squid_pid)
+objects=$(curl -s "http://127.0.0.1:$SC_PORT/metrics" | awk '/^sumcache_cache_objects / {print $2}')
+
+# ---- report ----
+awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" '
+  { rps[$1] = rps[$1] " " $2; p50[$1] = p50[$1] " " $3; p99[$1] = p99[$1] " " $4; cpu[$1] = cpu[$1] " " $5 }
+  function median(s,   a, n, i, j, t) {
+    n = split(s, a, " ")
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+  END {
+    printf "hit-bench: %d interleaved rounds, wrk -t1 -c%d -d%ds, medians\n\n", rounds, conns, dur
+    printf "%-18s %10s %9s %9s %12s\n", "run", "req/s", "p50 ms", "p99 ms", "CPU s/10k"
+    n = split("hit1k hit16k hit256k miss1k miss16k", w, " ")
+    for (i = 1; i <= n; i++) for (k = 1; k <= 3; k++) {
+      split("sumcache squid nginx", who, " "); key = w[i] "_" who[k]
+      if (!(key in rps)) continue
+      printf "%-18s %10.0f %9.3f %9.3f %12.3f\n", key, median(rps[key]), median(p50[key]), median(p99[key]), median(cpu[key])
+    }
+    printf "\n%-10s %16s %16s\n", "workload", "sumcache/Squid", "sumcache/nginx"
+    for (i = 1; i <= n; i++) {
+      s = median(rps[w[i] "_sumcache"]); q = median(rps[w[i] "_squid"])
+      ng = (w[i] "_nginx" in rps) ? sprintf("%16.2f", s / median(rps[w[i] "_nginx"])) : sprintf("%16s", "-")
+      printf "%-10s %16.2f %s\n", w[i], s / q, ng
+    }
+  }' "$results"
+printf '\nresident memory per cached 1 KB object (%s objects; sumcache holds %s):\n' "$MEM_OBJECTS" "$objects"
+printf '  sumcache %s KiB   Squid %s KiB\n' "$mem_sc" "$mem_squid"
+echo
+echo "raw rounds: $results"
