@@ -173,7 +173,7 @@ fill() { # port pid -> RSS growth in KiB per object
     for (i = 1; i <= n; i++) printf "url = \"http://127.0.0.1:%d/m/%d\"\noutput = \"/dev/null\"\n", o, i }' \
     >"$work/fill.curl"
   before=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
-  taskset -c 0 curl -s -Z --parallel-max 8 -x "127.0.0.1:$port" -K "$work/fill.curl"
+  taskset -c 0 curl -s -Z --parallel-max 8 -x "127.0.0.1:$port" -K "$work/fill.curl" 2>/dev/null
   after=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
   awk -v a="$after" -v b="$before" -v n="$MEM_OBJECTS" 'BEGIN { printf "%.2f", (a - b) / n }'
 }
