@@ -30,6 +30,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "bodyfd.h"
 #include "client.h"
 #include "origin.h"
 #include "request.h"
@@ -619,7 +620,10 @@ finish_ok(struct fetch *f)
 	}
 	if (f->body != NULL && (f->resp.content_length < 0 ||
 	    (uint64_t)f->resp.content_length == f->body->len)) {
-		store_body_shrink(&f->body);
+		/* large bodies go to a memfd for sendfile; the rest, or a
+		 * large one when no memfd can be had, stay on the heap */
+		if (f->body->len < BODYFD_MIN || !bodyfd_convert(&f->body))
+			store_body_shrink(&f->body);
 		struct store_obj *o = make_object(f, &f->resp, f->stored_head,
 		    f->stored_head_len, f->body);
 		if (o != NULL)

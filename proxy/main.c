@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <curl/curl.h>
 #include <event2/dns.h>
@@ -110,6 +111,19 @@ on_flush(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	accesslog_flush(s->log);
+}
+
+/* Every connection and every large cached body (bodyfd.c) holds a
+ * descriptor: use all the hard limit allows, as nginx and Squid do. */
+static void
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 static int
@@ -268,6 +282,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	raise_fd_limit();
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		goto out;
 	if (server_init(&s) < 0) {

@@ -23,6 +23,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
+#include "bodyfd.h"
 #include "client.h"
 #include "fetch.h"
 #include "sc_assert.h"
@@ -219,11 +220,8 @@ request_serve_object(struct txn *t, struct store_obj *o, const char *code)
 		    o->body->len);
 	add_connection(t, out);
 	evbuffer_add(out, "\r\n", 2);
-	if (body && o->body->len > 0) {
-		store_body_ref(o->body);
-		evbuffer_add_reference(out, o->body->data, o->body->len,
-		    store_body_release_cb, o->body);
-	}
+	if (body)
+		bodyfd_send(o->body, out);
 	client_sent(t, evbuffer_get_length(out) - before);
 	client_txn_done(t->c);
 }

@@ -55,6 +55,8 @@ store_body_new(size_t cap)
 	b->refs = 1;
 	b->len = 0;
 	b->cap = cap;
+	b->ext = NULL;
+	b->ext_free = NULL;
 	return b;
 }
 
@@ -94,6 +96,18 @@ store_body_shrink(struct store_body **bp)
 	}
 }
 
+void
+store_body_drop_data(struct store_body **bp)
+{
+	struct store_body *b = *bp;
+
+	SC_ASSERT(b->refs == 1);
+	b = realloc(b, sizeof(*b));
+	if (b != NULL)
+		*bp = b;
+	(*bp)->cap = 0;
+}
+
 struct store_body *
 store_body_ref(struct store_body *b)
 {
@@ -111,8 +125,11 @@ store_body_unref(struct store_body **bp)
 		return;
 	*bp = NULL;
 	SC_ASSERT(b->refs > 0);
-	if (--b->refs == 0)
-		free(b);
+	if (--b->refs > 0)
+		return;
+	if (b->ext != NULL)
+		b->ext_free(b->ext);
+	free(b);
 }
 
 void

@@ -14,10 +14,14 @@
  * A response body. Built by one writer while a fetch runs, then frozen and
  * shared read-only by every object version and every client sending it.
  */
+typedef void store_ext_free_f(void *ext);
+
 struct store_body {
 	uint32_t refs;
 	size_t len;
 	size_t cap;
+	void *ext;   /* the body held outside data[] (bodyfd.c), or NULL */
+	store_ext_free_f *ext_free;
 	char data[];
 };
 
@@ -27,6 +31,9 @@ struct store_body *store_body_new(size_t cap);
 int store_body_append(struct store_body **b, const void *p, size_t n);
 /* Gives back unused capacity before the body is shared. */
 void store_body_shrink(struct store_body **b);
+/* Frees the heap copy of the data once ext holds the body elsewhere;
+ * len is kept, data[] must not be read afterwards. */
+void store_body_drop_data(struct store_body **b);
 struct store_body *store_body_ref(struct store_body *b);
 void store_body_unref(struct store_body **b);
 /* Matches libevent's evbuffer_ref_cleanup_cb: drops the reference a

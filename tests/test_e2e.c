@@ -67,6 +67,47 @@ Test(e2e, miss_then_hit_origin_sees_one_request)
 	resp_free(&b);
 }
 
+Test(e2e, large_object_hits_are_identical)
+{
+	/* large bodies are stored in a memfd and sent with sendfile */
+	const char *u = url("/obj/large?max_age=0&etag=1&size=300001");
+	struct resp a, b, c, h;
+
+	proxy_get(&E, u, NULL, &a);
+	proxy_get(&E, url("/obj/large?max_age=0&etag=1&size=300001"), NULL,
+	    &b);
+	cr_assert_eq(a.len, 300001);
+	cr_assert_eq(b.len, 300001);
+	cr_assert(memcmp(a.body, b.body, a.len) == 0);
+	cr_assert_str_eq(resp_header(&b, "X-Revalidated"), "1",
+	    "a 304 refresh shares the memfd body");
+	proxy_get(&E, url("/obj/large?max_age=0&etag=1&size=300001"), NULL,
+	    &c);
+	cr_assert(c.len == a.len && memcmp(a.body, c.body, a.len) == 0);
+	proxy_request(&E, "HEAD", url("/obj/large?max_age=0&etag=1&size=300001"),
+	    NULL, NULL, 0, false, &h);
+	cr_assert_str_eq(resp_header(&h, "Content-Length"), "300001");
+	cr_assert_eq(origin_count(&E, "/obj/large", NULL), 4);
+	resp_free(&a);
+	resp_free(&b);
+	resp_free(&c);
+	resp_free(&h);
+}
+
+Test(e2e, large_fresh_object_is_a_hit)
+{
+	struct resp a, b;
+
+	proxy_get(&E, url("/obj/lf?max_age=60&size=200000"), NULL, &a);
+	proxy_get(&E, url("/obj/lf?max_age=60&size=200000"), NULL, &b);
+	cr_assert_str_eq(resp_header(&b, "X-Cache"), "HIT from test-node");
+	cr_assert(a.len == 200000 && b.len == 200000 &&
+	    memcmp(a.body, b.body, a.len) == 0);
+	cr_assert_eq(origin_count(&E, "/obj/lf", NULL), 1);
+	resp_free(&a);
+	resp_free(&b);
+}
+
 Test(e2e, stale_entry_revalidated_with_304)
 {
 	struct resp a, b;

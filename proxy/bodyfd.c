@@ -1,0 +1,66 @@
+/*
+ * memfd-backed bodies.
+ *
+ * A converted body keeps its store_body header (length, reference count)
+ * and holds a libevent file segment in b->ext; its heap data is released.
+ * libevent reference-counts the segment itself: every evbuffer chain that
+ * is still sending it keeps the file open after the store has dropped the
+ * body, so eviction never cuts a transfer short.
+ *
+ * The pages live in the kernel's shmem, outside our heap, but they are
+ * charged to cache_mem exactly as heap bodies are (store_obj.charge).
+ */
+#define _GNU_SOURCE /* memfd_create */
+#include "bodyfd.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+static void
+segment_free(void *seg)
+{
+	evbuffer_file_segment_free(seg);
+}
+
+bool
+bodyfd_convert(struct store_body **bp)
+{
+	struct store_body *b = *bp;
+	int fd = memfd_create("sumcache-body", MFD_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	for (size_t off = 0; off < b->len;) {
+		ssize_t n = write(fd, b->data + off, b->len - off);
+		if (n <= 0) {
+			close(fd);
+			return false;
+		}
+		off += (size_t)n;
+	}
+	struct evbuffer_file_segment *seg = evbuffer_file_segment_new(fd, 0,
+	    (ev_off_t)b->len, EVBUF_FS_CLOSE_ON_FREE);
+	if (seg == NULL) {
+		close(fd);
+		return false;
+	}
+	store_body_drop_data(bp);
+	(*bp)->ext = seg;
+	(*bp)->ext_free = segment_free;
+	return true;
+}
+
+void
+bodyfd_send(struct store_body *b, struct evbuffer *out)
+{
+	if (b->len == 0)
+		return;
+	if (b->ext != NULL) {
+		evbuffer_add_file_segment(out, b->ext, 0, (ev_off_t)b->len);
+		return;
+	}
+	store_body_ref(b);
+	evbuffer_add_reference(out, b->data, b->len, store_body_release_cb, b);
+}
