@@ -5,6 +5,7 @@
 # both running. Stop them with:  ./deploy/quickstart.sh stop
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. deploy/lib.sh
 run=run
 mkdir -p "$run"
 
@@ -28,14 +29,6 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 stop
 
-wait_port() {
-  for _ in $(seq 100); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "quickstart: nothing listens on port $1; see $run/*.log" >&2
-  exit 1
-}
 
 build/tests/test-origin 8081 >"$run/origin.log" 2>&1 &
 echo $! >"$run/origin.pid"

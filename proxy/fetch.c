@@ -369,8 +369,10 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 		f->proto_error = "response head too large";
 		return 0;
 	}
-	if (!(len <= 2 && buf[len - 1] == '\n'))
-		return len; /* not the blank line yet */
+	bool blank = (len == 2 && buf[0] == '\r' && buf[1] == '\n') ||
+	    (len == 1 && buf[0] == '\n');
+	if (!blank)
+		return len; /* not the end of the head yet */
 
 	size_t hlen = evbuffer_get_length(f->headbuf);
 	const char *p = (const char *)evbuffer_pullup(f->headbuf, -1);

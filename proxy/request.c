@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -342,9 +343,55 @@ request_output_drained(struct txn *t)
 
 /* ---- dispatch ---- */
 
+/*
+ * Whether a Via element was added by a proxy called node: the request has
+ * been through us already. Via elements are "protocol received-by
+ * [comment]".
+ */
+static bool
+via_names(const struct http_head *h, const char *node)
+{
+	size_t nl = strlen(node);
+
+	for (unsigned i = 0; i < h->nfields; i++) {
+		const struct http_field *f = &h->fields[i];
+		const char *e;
+		size_t el, pos = 0;
+
+		if (!http_field_is(f, "via"))
+			continue;
+		while (http_list_next(f->value, f->vlen, &pos, &e, &el)) {
+			const char *sp = memchr(e, ' ', el);
+			if (sp == NULL)
+				continue;
+			const char *by = sp + 1;
+			size_t bl = strcspn(by, " \t,");
+			if (by + bl > e + el)
+				bl = (size_t)(e + el - by);
+			if (bl == nl && strncasecmp(by, node, nl) == 0)
+				return true;
+		}
+	}
+	return false;
+}
+
+/* A request that has been through us must not leave us again: answered
+ * from the cache or refused, as Squid does. */
+static bool
+refuse_loop(struct txn *t)
+{
+	if (!t->via_loop)
+		return false;
+	request_error(t, 403, "TCP_DENIED", "forwarding loop: Via already "
+	    "names this proxy", false);
+	return true;
+}
+
 static void
 start_fetch(struct txn *t, enum fetch_kind kind)
 {
+	if (refuse_loop(t))
+		return;
 	/* body bytes that arrived with the head are checked before the
 	 * origin hears of the request: a framing error never reaches it */
 	if (t->body_kind != BODY_NONE &&
@@ -435,6 +482,7 @@ request_start(struct txn *t)
 		return;
 	}
 	cc_parse(&t->req, true, &t->reqcc);
+	t->via_loop = via_names(&t->req, t->srv->conf.node_name);
 	if (t->is_get || t->is_head) {
 		lookup(t);
 		return;

@@ -11,7 +11,7 @@
 #   ROUNDS=5 DURATION=10 CONNS=50 MEM_OBJECTS=100000 deploy/bench/hit-bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-root=$(pwd)
+. deploy/lib.sh
 ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-10}
 CONNS=${CONNS:-50}
@@ -34,14 +34,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_port() {
-  for _ in $(seq 200); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-    sleep 0.05
-  done
-  echo "hit-bench: nothing on port $1 (see $work)" >&2
-  exit 1
-}
 
 # ---- origin: nginx serving random-byte files ----
 mkdir -p "$work/www"
