@@ -13,6 +13,7 @@
 #define _GNU_SOURCE /* memfd_create */
 #include "bodyfd.h"
 
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -40,15 +41,20 @@ bodyfd_convert(struct store_body **bp)
 		}
 		off += (size_t)n;
 	}
+	struct store_ext *ext = malloc(sizeof(*ext));
 	struct evbuffer_file_segment *seg = evbuffer_file_segment_new(fd, 0,
 	    (ev_off_t)b->len, EVBUF_FS_CLOSE_ON_FREE);
-	if (seg == NULL) {
-		close(fd);
+	if (seg == NULL || ext == NULL) {
+		free(ext);
+		if (seg != NULL)
+			evbuffer_file_segment_free(seg); /* closes fd */
+		else
+			close(fd);
 		return false;
 	}
+	*ext = (struct store_ext){seg, segment_free};
 	store_body_drop_data(bp);
-	(*bp)->ext = seg;
-	(*bp)->ext_free = segment_free;
+	(*bp)->ext = ext;
 	return true;
 }
 
@@ -58,7 +64,8 @@ bodyfd_send(struct store_body *b, struct evbuffer *out)
 	if (b->len == 0)
 		return;
 	if (b->ext != NULL) {
-		evbuffer_add_file_segment(out, b->ext, 0, (ev_off_t)b->len);
+		evbuffer_add_file_segment(out, b->ext->handle, 0,
+		    (ev_off_t)b->len);
 		return;
 	}
 	store_body_ref(b);

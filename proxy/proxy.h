@@ -87,7 +87,6 @@ struct txn {
 	bool is_get;
 	bool is_head;
 	bool keep_alive;      /* the connection may carry another request */
-	bool via_loop;        /* our node_name is already in Via */
 	struct timeval start;
 	/* request body, decoded, waiting for the origin */
 	enum body_kind body_kind;

@@ -164,7 +164,7 @@ vary_matches(const struct store_obj *o, void *arg)
 		if (http_token_eq(n, nl, "vary") &&
 		    !cachectl_varykey(&t->req, v, vl, key, sizeof(key), &len))
 			return false;
-	return len == o->vary_len && memcmp(key, o->varykey, len) == 0;
+	return len == o->vary_len && memcmp(key, store_obj_varykey(o), len) == 0;
 }
 
 static int64_t
@@ -212,7 +212,7 @@ request_serve_object(struct txn *t, struct store_obj *o, const char *code)
 		snprintf(t->ctype, sizeof(t->ctype), "%.*s", (int)ctl, ct);
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
 	    http_reason(status));
-	evbuffer_add(out, o->head, o->head_len);
+	evbuffer_add(out, store_obj_head(o), o->head_len);
 	evbuffer_add_printf(out, "Age: %lld\r\nVia: %s\r\nX-Cache: HIT from "
 	    "%s\r\n", (long long)(age < 2147483648LL ? age : 2147483648LL),
 	    t->srv->via, t->srv->conf.node_name);
@@ -375,23 +375,9 @@ via_names(const struct http_head *h, const char *node)
 	return false;
 }
 
-/* A request that has been through us must not leave us again: answered
- * from the cache or refused, as Squid does. */
-static bool
-refuse_loop(struct txn *t)
-{
-	if (!t->via_loop)
-		return false;
-	request_error(t, 403, "TCP_DENIED", "forwarding loop: Via already "
-	    "names this proxy", false);
-	return true;
-}
-
 static void
 start_fetch(struct txn *t, enum fetch_kind kind)
 {
-	if (refuse_loop(t))
-		return;
 	/* body bytes that arrived with the head are checked before the
 	 * origin hears of the request: a framing error never reaches it */
 	if (t->body_kind != BODY_NONE &&
@@ -482,7 +468,10 @@ request_start(struct txn *t)
 		return;
 	}
 	cc_parse(&t->req, true, &t->reqcc);
-	t->via_loop = via_names(&t->req, t->srv->conf.node_name);
+	/* PROTOCOLS.md 4: a request that has been through us goes to the
+	 * origin, never to a peer again; with no peers yet it is counted */
+	if (via_names(&t->req, t->srv->conf.node_name))
+		t->srv->m.forwarding_loops++;
 	if (t->is_get || t->is_head) {
 		lookup(t);
 		return;

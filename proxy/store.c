@@ -56,7 +56,6 @@ store_body_new(size_t cap)
 	b->len = 0;
 	b->cap = cap;
 	b->ext = NULL;
-	b->ext_free = NULL;
 	return b;
 }
 
@@ -127,8 +126,10 @@ store_body_unref(struct store_body **bp)
 	SC_ASSERT(b->refs > 0);
 	if (--b->refs > 0)
 		return;
-	if (b->ext != NULL)
-		b->ext_free(b->ext);
+	if (b->ext != NULL) {
+		b->ext->free(b->ext->handle);
+		free(b->ext);
+	}
 	free(b);
 }
 
@@ -160,11 +161,9 @@ store_obj_new(const char *key, size_t klen, const char *head, size_t hlen,
 	p += klen + 1;
 	memcpy(p, head, hlen);
 	p[hlen] = '\0';
-	o->head = p;
 	p += hlen + 1;
 	memcpy(p, varykey, vlen);
 	p[vlen] = '\0';
-	o->varykey = p;
 	o->key_len = (uint32_t)klen;
 	o->head_len = (uint32_t)hlen;
 	o->vary_len = (uint32_t)vlen;
@@ -206,7 +205,7 @@ bool
 store_head_next(const struct store_obj *o, size_t *pos, const char **name,
     size_t *nlen, const char **val, size_t *vlen)
 {
-	const char *h = o->head, *end = o->head + o->head_len;
+	const char *h = store_obj_head(o), *end = h + o->head_len;
 	const char *p = h + *pos;
 
 	if (p >= end)
@@ -394,7 +393,8 @@ store_insert(struct store *s, struct store_obj *o)
 		next = old->hnext;
 		if (same_key(old, o->hash, o->key, o->key_len) &&
 		    old->vary_len == o->vary_len &&
-		    memcmp(old->varykey, o->varykey, o->vary_len) == 0)
+		    memcmp(store_obj_varykey(old), store_obj_varykey(o),
+			o->vary_len) == 0)
 			unlink_obj(s, old);
 	}
 	while (s->stats.bytes + o->charge > s->budget)

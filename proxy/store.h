@@ -14,14 +14,19 @@
  * A response body. Built by one writer while a fetch runs, then frozen and
  * shared read-only by every object version and every client sending it.
  */
-typedef void store_ext_free_f(void *ext);
+typedef void store_ext_free_f(void *handle);
+
+/* A body held outside data[] (bodyfd.c); freed with the body. */
+struct store_ext {
+	void *handle;
+	store_ext_free_f *free;
+};
 
 struct store_body {
 	uint32_t refs;
 	size_t len;
 	size_t cap;
-	void *ext;   /* the body held outside data[] (bodyfd.c), or NULL */
-	store_ext_free_f *ext_free;
+	struct store_ext *ext; /* owned; NULL for a heap body */
 	char data[];
 };
 
@@ -41,10 +46,10 @@ void store_body_unref(struct store_body **b);
 void store_body_release_cb(const void *data, size_t len, void *extra);
 
 struct store_meta {
-	int status;
 	time_t response_time;  /* when we got the response */
 	int64_t initial_age;   /* corrected_initial_age, RFC 9111 4.2.3 */
 	int64_t lifetime;      /* freshness lifetime */
+	int status;
 	bool must_revalidate;
 	bool no_cache;
 };
@@ -67,10 +72,23 @@ struct store_obj {
 	uint32_t key_len;
 	uint32_t head_len;
 	uint32_t vary_len;
-	const char *head;    /* "Name: value\r\n"... no framing fields */
-	const char *varykey; /* selected request header values, "" if none */
-	char key[];          /* key NUL head NUL varykey NUL */
+	/* key NUL head NUL varykey NUL: the head is the stored fields,
+	 * "Name: value\r\n" each, without framing; the varykey holds the
+	 * request values Vary selected ("" without Vary) */
+	char key[];
 };
+
+static inline const char *
+store_obj_head(const struct store_obj *o)
+{
+	return o->key + o->key_len + 1;
+}
+
+static inline const char *
+store_obj_varykey(const struct store_obj *o)
+{
+	return o->key + o->key_len + 1 + o->head_len + 1;
+}
 
 /*
  * New object with one reference. Copies key, head and varykey; takes a
