@@ -1,0 +1,204 @@
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cbf.h"
+
+static uint64_t rng_state = 0x243f6a8885a308d3ull;
+
+static uint64_t
+rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static void
+key_of(uint64_t id, struct sumkey *k)
+{
+	char url[64];
+	int n = snprintf(url, sizeof(url), "http://host%llu.example/o/%llu",
+	    (unsigned long long)(id % 977), (unsigned long long)id);
+	sumkey_make(SUM_XXH3, SUM_METHOD_GET, url, (size_t)n, k);
+}
+
+Test(cbf, no_false_negatives_with_interleaved_removes, .timeout = 120)
+{
+	const uint64_t n = 1000000;
+	struct cbf *f = cbf_new(SUM_XXH3, cbf_size_for(n, 16), 4, 1);
+	struct sumkey k;
+
+	cr_assert_not_null(f);
+	for (uint64_t i = 0; i < n; i++) {
+		key_of(i, &k);
+		cbf_add(f, &k);
+		/* remove an earlier key now and then, as evictions do */
+		if (i % 3 == 2) {
+			key_of(i - 2, &k);
+			cr_assert(cbf_remove(f, &k));
+		}
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		key_of(i, &k);
+		bool removed = i % 3 == 0 && i + 2 < n;
+		if (!removed)
+			cr_assert(cbf_contains(f, &k), "false negative: %llu",
+			    (unsigned long long)i);
+	}
+	cr_assert_eq(f->bad_removes, 0);
+	cr_assert_eq(f->entries, n - (n / 3));
+	cbf_free(&f);
+}
+
+Test(cbf, false_positive_rate_matches_theory, .timeout = 300)
+{
+	const uint64_t n = 50000;
+	unsigned ratios[] = {8, 16, 32}, ks[] = {4, 6};
+
+	for (int r = 0; r < 3; r++) {
+		for (int q = 0; q < 2; q++) {
+			uint64_t m = n * ratios[r];
+			unsigned k = ks[q];
+			double theory = pow(1 - exp(-(double)k * n / m), k);
+			/* enough probes for ~2000 expected false positives */
+			uint64_t probes = (uint64_t)(2000 / theory);
+			if (probes < 1000000)
+				probes = 1000000;
+			struct cbf *f = cbf_new(SUM_XXH3, m, k, 1);
+			struct sumkey key;
+			for (uint64_t i = 0; i < n; i++) {
+				key_of(i, &key);
+				cbf_add(f, &key);
+			}
+			uint64_t fp = 0;
+			for (uint64_t i = 0; i < probes; i++) {
+				uint64_t x = rnd();
+				key.bytes[0] = 0;
+				memcpy(key.bytes, &x, 8);
+				x = rnd();
+				memcpy(key.bytes + 8, &x, 8);
+				fp += cbf_contains(f, &key);
+			}
+			double measured = (double)fp / (double)probes;
+			cr_log_info("m/n %u k %u: fp %.5f%% theory %.5f%% "
+			    "(%llu probes)", ratios[r], k, 100 * measured,
+			    100 * theory, (unsigned long long)probes);
+			cr_expect(fabs(measured - theory) <= 0.1 * theory,
+			    "m/n %u k %u: measured %g, theory %g", ratios[r],
+			    k, measured, theory);
+			cbf_free(&f);
+		}
+	}
+}
+
+Test(cbf, saturation_never_decrements)
+{
+	struct cbf *f = cbf_new(SUM_XXH3, 1024, 4, 1);
+	struct sumkey k;
+
+	key_of(42, &k);
+	for (int i = 0; i < 20; i++)
+		cbf_add(f, &k);
+	cr_assert_eq(f->saturations, 4 * 5, "5 of 20 increments lost per "
+	    "counter");
+	for (int i = 0; i < 20; i++)
+		cr_assert(cbf_remove(f, &k));
+	cr_assert(cbf_contains(f, &k), "a saturated counter stays set");
+	cbf_free(&f);
+}
+
+Test(cbf, removing_what_cannot_be_there_changes_nothing)
+{
+	struct cbf *f = cbf_new(SUM_XXH3, 4096, 4, 1);
+	struct sumkey a, b;
+
+	key_of(1, &a);
+	key_of(2, &b);
+	cbf_add(f, &a);
+	uint64_t before = cbf_popcount(f);
+	cr_assert(!cbf_remove(f, &b));
+	cr_assert_eq(f->bad_removes, 1);
+	cr_assert_eq(cbf_popcount(f), before);
+	cr_assert(cbf_contains(f, &a));
+	cr_assert_eq(f->entries, 1);
+	cbf_free(&f);
+}
+
+Test(cbf, delta_lists_changed_bits_since_publication)
+{
+	struct cbf *f = cbf_new(SUM_XXH3, 1u << 16, 4, 1);
+	struct cbf_delta d;
+	struct sumkey k;
+
+	for (int i = 0; i < 100; i++) {
+		key_of((uint64_t)i, &k);
+		cbf_add(f, &k);
+	}
+	cr_assert_eq(cbf_delta(f, &d), 0);
+	cr_assert_eq(d.nset, cbf_popcount(f));
+	cr_assert_eq(d.ncleared, 0);
+	for (size_t i = 1; i < d.nset; i++)
+		cr_assert_lt(d.set[i - 1], d.set[i], "ascending");
+	cbf_delta_clear(&d);
+	cbf_mark_published(f);
+	cr_assert_eq(f->changes, 0);
+	key_of(7, &k);
+	cbf_remove(f, &k);
+	cbf_add(f, &k); /* back where it was: no bit changed in the end */
+	cr_assert_eq(cbf_delta(f, &d), 0);
+	cr_assert_eq(d.nset + d.ncleared, 0);
+	cr_assert_eq(f->changes, 2, "the threshold still counts both");
+	cbf_delta_clear(&d);
+	key_of(1000, &k);
+	cbf_add(f, &k);
+	key_of(3, &k);
+	cbf_remove(f, &k);
+	cr_assert_eq(cbf_delta(f, &d), 0);
+	cr_assert_gt(d.nset + d.ncleared, 0);
+	for (size_t i = 0; i < d.ncleared; i++)
+		cr_assert(!(f->bits[d.cleared[i] >> 6] >> (d.cleared[i] & 63) & 1));
+	cbf_delta_clear(&d);
+	cbf_free(&f);
+}
+
+Test(cbf, sizing)
+{
+	unsigned k;
+
+	cr_assert_eq(cbf_size_for(1000, 16), 16000);
+	uint64_t m = cbf_size_for_fpr(1000000, 0.01, &k);
+	/* 9.585 bits per entry and k = 7 for 1 % */
+	cr_assert(m > 9580000 && m < 9590000, "%llu", (unsigned long long)m);
+	cr_assert_eq(k, 7);
+	cr_assert_null(cbf_new(SUM_SQUID_MD5, 4096, 6, 1), "squid needs k=4");
+	cr_assert_null(cbf_new(SUM_XXH3, 10, 4, 1));
+}
+
+Test(cbf, rebuild_in_a_new_epoch)
+{
+	struct cbf *old = cbf_new(SUM_XXH3, 1024, 4, 7);
+	struct sumkey k;
+
+	for (int i = 0; i < 200; i++) {
+		key_of((uint64_t)i, &k);
+		cbf_add(old, &k);
+	}
+	/* grown: the same keys re-added to a larger filter, next epoch */
+	struct cbf *grown = cbf_new(SUM_XXH3, 8192, 4, old->epoch + 1);
+	for (int i = 0; i < 200; i++) {
+		key_of((uint64_t)i, &k);
+		cbf_add(grown, &k);
+	}
+	for (int i = 0; i < 200; i++) {
+		key_of((uint64_t)i, &k);
+		cr_assert(cbf_contains(grown, &k));
+	}
+	cr_assert_eq(grown->epoch, 8);
+	cr_assert_lt((double)cbf_popcount(grown) / 8192,
+	    (double)cbf_popcount(old) / 1024, "sparser after growing");
+	cbf_free(&old);
+	cbf_free(&grown);
+}
