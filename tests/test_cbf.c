@@ -63,8 +63,8 @@ Test(cbf, false_positive_rate_matches_theory, .timeout = 300)
 			uint64_t m = n * ratios[r];
 			unsigned k = ks[q];
 			double theory = pow(1 - exp(-(double)k * n / m), k);
-			/* enough probes for ~2000 expected false positives */
-			uint64_t probes = (uint64_t)(2000 / theory);
+			/* ~1000 expected false positives: 10 % is three sigma */
+			uint64_t probes = (uint64_t)(1000 / theory);
 			if (probes < 1000000)
 				probes = 1000000;
 			struct cbf *f = cbf_new(SUM_XXH3, m, k, 1);
