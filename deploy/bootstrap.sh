@@ -10,6 +10,26 @@ packages=(
   nginx-light squid wrk curl procps iproute2 util-linux
 )
 
+# Debian starts the daemons it installs (and a reboot starts them again);
+# sumcache's tests, quickstart and benchmarks run their own nginx and Squid
+# with their own configs, so the system copies must not hold port 3128 (the
+# Squid package's default, and ours) or port 80.
+stop_system_daemons() {
+  for svc in nginx squid; do
+    if command -v systemctl >/dev/null &&
+       systemctl is-active --quiet "$svc" 2>/dev/null; then
+      $SUDO systemctl stop "$svc" || true
+      $SUDO systemctl disable "$svc" >/dev/null 2>&1 || true
+    fi
+    if [ -s "/run/$svc.pid" ]; then
+      $SUDO kill "$(cat "/run/$svc.pid")" 2>/dev/null || true
+    fi
+  done
+}
+
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
@@ -17,28 +37,16 @@ for p in "${packages[@]}"; do
 done
 
 if [ ${#missing[@]} -eq 0 ]; then
+  stop_system_daemons
   echo "bootstrap: all ${#packages[@]} packages present"
   exit 0
 fi
 
 echo "bootstrap: installing ${missing[*]}"
-SUDO=
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
 export DEBIAN_FRONTEND=noninteractive
 # One index refresh per run; install fails loudly if a package cannot be had.
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 
-# Debian starts the daemons it installs; sumcache's tests and benchmarks start
-# their own nginx and Squid with their own configs, so the system copies must
-# not hold ports or the cache directory.
-for svc in nginx squid; do
-  if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
-    $SUDO systemctl stop "$svc" || true
-    $SUDO systemctl disable "$svc" >/dev/null 2>&1 || true
-  fi
-  if [ -f "/run/$svc.pid" ]; then
-    $SUDO kill "$(cat "/run/$svc.pid")" 2>/dev/null || true
-  fi
-done
+stop_system_daemons
 echo "bootstrap: done"
