@@ -123,8 +123,10 @@ cbf_add(struct cbf *f, const struct sumkey *key)
 			f->saturations++;
 			continue;
 		}
-		if (c == 0)
+		if (c == 0) {
 			f->bits[pos[i] >> 6] |= 1ull << (pos[i] & 63);
+			f->ones++;
+		}
 		set_counter(f, pos[i], c + 1);
 	}
 	f->entries++;
@@ -147,8 +149,10 @@ cbf_remove(struct cbf *f, const struct sumkey *key)
 		unsigned c = counter(f, pos[i]);
 		if (c == CBF_COUNTER_MAX)
 			continue; /* saturated: stays set for good */
-		if (c == 1)
+		if (c == 1) {
 			f->bits[pos[i] >> 6] &= ~(1ull << (pos[i] & 63));
+			f->ones--;
+		}
 		set_counter(f, pos[i], c - 1);
 	}
 	if (f->entries > 0)

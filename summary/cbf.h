@@ -22,6 +22,7 @@ struct cbf {
 	uint8_t *counters;    /* 4 bits each, two per byte, low nibble even */
 	uint64_t *bits;       /* projection: bit set while counter > 0 */
 	uint64_t *published;  /* projection as last published */
+	uint64_t ones;        /* bits set in the projection */
 	uint64_t entries;     /* adds minus accepted removes */
 	uint64_t changes;     /* adds and removes since the last publication */
 	uint64_t saturations; /* increments lost at CBF_COUNTER_MAX */
@@ -60,7 +61,8 @@ void cbf_delta_clear(struct cbf_delta *d);
 /* The current projection becomes the published one; changes restart. */
 void cbf_mark_published(struct cbf *f);
 
-/* Number of bits set in the projection. */
+/* Number of bits set in the projection, counted afresh (f->ones keeps it
+ * up to date; this is the check). */
 uint64_t cbf_popcount(const struct cbf *f);
 
 #endif

@@ -2,8 +2,9 @@
  * Summary keys: how a request (method and normalized URL) becomes hash
  * positions in a Bloom filter. Two schemes behind one interface:
  *
- *   xxh3       XXH3-128 of the URL; position i = (h1 + i * h2) mod m, any
- *              k, any m (double hashing, Kirsch and Mitzenmacher).
+ *   xxh3       XXH3-128 of the URL; position i = (h1 + i * h2) scaled
+ *              onto [0, m) by a multiply-shift; any k, any m (double
+ *              hashing, Kirsch and Mitzenmacher).
  *   squid-md5  MD5 of (method byte || URL), as Squid Cache Digests key
  *              objects; position i = big-endian 32-bit word i mod m, k = 4.
  *

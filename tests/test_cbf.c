@@ -50,6 +50,7 @@ Test(cbf, no_false_negatives_with_interleaved_removes, .timeout = 120)
 	}
 	cr_assert_eq(f->bad_removes, 0);
 	cr_assert_eq(f->entries, n - (n / 3));
+	cr_assert_eq(f->ones, cbf_popcount(f));
 	cbf_free(&f);
 }
 

@@ -43,8 +43,8 @@ Test(sumkey, xxh3_positions_in_range_and_distinct)
 	for (int i = 0; i < 8; i++) {
 		cr_assert_lt(pos[i], 1u << 20);
 		for (int j = 0; j < i; j++)
-			cr_assert_neq(pos[i], pos[j],
-			    "odd step over a power of two never repeats");
+			cr_assert_neq(pos[i], pos[j], "positions %d and %d "
+			    "meet", i, j);
 	}
 	struct sumkey k2;
 	sumkey_make(SUM_XXH3, SUM_METHOD_HEAD, "http://a/", 9, &k2);

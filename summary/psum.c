@@ -1,0 +1,339 @@
+/*
+ * Peer summaries and their messages.
+ *
+ * The array is kept as 64-bit words on a little-endian host, which makes
+ * its byte image exactly the wire and Squid-digest layout (bit b in byte
+ * b/8 at 1 << (b % 8)), so checksums and raw transfers need no conversion.
+ *
+ * A delta lists bits to set and bits to clear (set/clear, never toggle: a
+ * replayed delta changes nothing). It is applied in place with an undo
+ * log of the bits it actually flipped; if the result's checksum is not the
+ * sender's, the log puts every bit back. A full message is decoded into a
+ * fresh array and swapped in only when complete and verified.
+ */
+#include "psum.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "summary arrays are little-endian words; port sum_checksum first"
+#endif
+
+static size_t
+nwords(uint64_t m)
+{
+	return (size_t)((m + 63) / 64);
+}
+
+static size_t
+nbytes(uint64_t m)
+{
+	return (size_t)((m + 7) / 8);
+}
+
+uint64_t
+sum_checksum(const uint64_t *bits, uint64_t m)
+{
+	return XXH64(bits, nbytes(m), 0);
+}
+
+static bool
+params_ok(enum sum_scheme scheme, uint64_t m, unsigned k)
+{
+	return m >= 64 && m <= SUM_MAX_BITS && k >= 1 && k <= CBF_MAX_K &&
+	    (scheme == SUM_XXH3 ||
+		(scheme == SUM_SQUID_MD5 && k == SUM_SQUID_K));
+}
+
+struct psum *
+psum_new(enum sum_scheme scheme, uint64_t m, unsigned k)
+{
+	if (!params_ok(scheme, m, k))
+		return NULL;
+	struct psum *p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	p->bits = calloc(nwords(m), sizeof(uint64_t));
+	if (p->bits == NULL) {
+		free(p);
+		return NULL;
+	}
+	p->scheme = scheme;
+	p->m = m;
+	p->k = k;
+	p->checksum = sum_checksum(p->bits, m);
+	return p;
+}
+
+void
+psum_free(struct psum **pp)
+{
+	struct psum *p = *pp;
+
+	if (p == NULL)
+		return;
+	*pp = NULL;
+	free(p->bits);
+	free(p);
+}
+
+static bool
+bit(const uint64_t *bits, uint64_t b)
+{
+	return (bits[b >> 6] >> (b & 63)) & 1;
+}
+
+bool
+psum_contains(const struct psum *p, const struct sumkey *key)
+{
+	uint64_t pos[CBF_MAX_K];
+
+	sumkey_positions(p->scheme, key, p->k, p->m, pos);
+	for (unsigned i = 0; i < p->k; i++)
+		if (!bit(p->bits, pos[i]))
+			return false;
+	return true;
+}
+
+double
+psum_fill(const struct psum *p)
+{
+	return (double)p->ones / (double)p->m;
+}
+
+double
+psum_fpr(const struct psum *p)
+{
+	return pow(psum_fill(p), p->k);
+}
+
+static uint64_t
+popcount(const uint64_t *bits, uint64_t m)
+{
+	uint64_t n = 0;
+
+	for (size_t w = 0; w < nwords(m); w++)
+		n += (uint64_t)__builtin_popcountll(bits[w]);
+	return n;
+}
+
+/* ---- full summaries ---- */
+
+int
+sum_encode_full(const uint64_t *bits, uint64_t m, struct sum_buf *out)
+{
+	uint64_t ones = popcount(bits, m);
+	uint64_t *pos = ones ? malloc((size_t)ones * sizeof(*pos)) : NULL;
+	size_t n = 0;
+
+	if (ones && pos == NULL)
+		return -1;
+	for (size_t w = 0; w < nwords(m); w++)
+		for (uint64_t x = bits[w]; x; x &= x - 1)
+			pos[n++] = (uint64_t)w * 64 +
+			    (unsigned)__builtin_ctzll(x);
+	size_t rice = rice_size(pos, n, rice_best_param(pos, n));
+	int rc;
+	if (rice < nbytes(m)) {
+		uint8_t kind = SUM_FULL_RICE;
+		rc = sum_buf_put(out, &kind, 1) < 0 ? -1 :
+		    rice_encode(out, pos, n);
+	} else {
+		uint8_t kind = SUM_FULL_RAW;
+		rc = sum_buf_put(out, &kind, 1) < 0 ||
+		    sum_buf_put(out, bits, nbytes(m)) < 0 ? -1 : 0;
+	}
+	free(pos);
+	return rc;
+}
+
+static int
+decode_full(const uint8_t *in, size_t len, uint64_t m, uint64_t *bits)
+{
+	if (len < 1)
+		return SUM_ERR_MALFORMED;
+	if (in[0] == SUM_FULL_RAW) {
+		if (len - 1 != nbytes(m))
+			return SUM_ERR_MALFORMED;
+		memcpy(bits, in + 1, nbytes(m));
+		/* bits past m would make two arrays with one meaning */
+		if (m % 8 && (in[len - 1] >> (m % 8)) != 0)
+			return SUM_ERR_MALFORMED;
+		return 0;
+	}
+	if (in[0] != SUM_FULL_RICE)
+		return SUM_ERR_MALFORMED;
+	uint64_t *pos;
+	size_t n;
+	long used = rice_decode(in + 1, len - 1, m, &pos, &n);
+	if (used < 0)
+		return (int)used;
+	if ((size_t)used != len - 1) {
+		free(pos);
+		return SUM_ERR_MALFORMED;
+	}
+	for (size_t i = 0; i < n; i++)
+		bits[pos[i] >> 6] |= 1ull << (pos[i] & 63);
+	free(pos);
+	return 0;
+}
+
+int
+psum_load_full(struct psum *p, enum sum_scheme scheme, uint64_t m,
+    unsigned k, uint32_t epoch, uint64_t seq, const uint8_t *in, size_t len,
+    uint64_t checksum)
+{
+	if (!params_ok(scheme, m, k))
+		return SUM_ERR_PARAMS;
+	uint64_t *bits = calloc(nwords(m), sizeof(uint64_t));
+	if (bits == NULL)
+		return SUM_ERR_NOMEM;
+	int rc = decode_full(in, len, m, bits);
+	if (rc == 0 && sum_checksum(bits, m) != checksum)
+		rc = SUM_ERR_CHECKSUM;
+	if (rc < 0) {
+		free(bits);
+		return rc;
+	}
+	free(p->bits);
+	p->bits = bits;
+	p->scheme = scheme;
+	p->m = m;
+	p->k = k;
+	p->epoch = epoch;
+	p->seq = seq;
+	p->ones = popcount(bits, m);
+	p->checksum = checksum;
+	p->loaded = true;
+	return 0;
+}
+
+/* ---- deltas ---- */
+
+int
+sum_encode_delta(const struct cbf_delta *d, struct sum_buf *out)
+{
+	return rice_encode(out, d->set, d->nset) < 0 ||
+	    rice_encode(out, d->cleared, d->ncleared) < 0 ? -1 : 0;
+}
+
+/* Sets (or clears) the listed bits, recording those that flipped. */
+static void
+apply_list(struct psum *p, const uint64_t *pos, size_t n, bool set,
+    uint64_t *undo, size_t *nundo)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (bit(p->bits, pos[i]) == set)
+			continue;
+		p->bits[pos[i] >> 6] ^= 1ull << (pos[i] & 63);
+		undo[(*nundo)++] = pos[i];
+	}
+}
+
+/* Whether two ascending lists share a position. */
+static bool
+overlap(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
+{
+	size_t i = 0, j = 0;
+
+	while (i < na && j < nb) {
+		if (a[i] == b[j])
+			return true;
+		if (a[i] < b[j])
+			i++;
+		else
+			j++;
+	}
+	return false;
+}
+
+int
+psum_apply_delta(struct psum *p, uint32_t epoch, uint64_t seq,
+    const uint8_t *in, size_t len, uint64_t checksum)
+{
+	uint64_t *set = NULL, *clr = NULL, *undo = NULL;
+	size_t nset = 0, nclr = 0, nundo = 0;
+	int rc;
+
+	if (!p->loaded || epoch != p->epoch || seq != p->seq + 1)
+		return SUM_ERR_GAP;
+	long a = rice_decode(in, len, p->m, &set, &nset);
+	if (a < 0)
+		return (int)a;
+	long b = rice_decode(in + a, len - (size_t)a, p->m, &clr, &nclr);
+	if (b < 0) {
+		rc = (int)b;
+		goto out;
+	}
+	rc = SUM_ERR_MALFORMED;
+	if ((size_t)(a + b) != len || overlap(set, nset, clr, nclr))
+		goto out;
+	rc = SUM_ERR_NOMEM;
+	if (nset + nclr > 0 &&
+	    (undo = malloc((nset + nclr) * sizeof(*undo))) == NULL)
+		goto out;
+	apply_list(p, set, nset, true, undo, &nundo);
+	size_t nflip_set = nundo;
+	apply_list(p, clr, nclr, false, undo, &nundo);
+	if (sum_checksum(p->bits, p->m) != checksum) {
+		for (size_t i = 0; i < nundo; i++)
+			p->bits[undo[i] >> 6] ^= 1ull << (undo[i] & 63);
+		rc = SUM_ERR_CHECKSUM;
+		goto out;
+	}
+	p->ones += nflip_set;
+	p->ones -= nundo - nflip_set;
+	p->seq = seq;
+	p->checksum = checksum;
+	rc = 0;
+out:
+	free(set);
+	free(clr);
+	free(undo);
+	return rc;
+}
+
+/* ---- publishing ---- */
+
+int
+sum_publish(struct cbf *f, struct sum_buf *out, bool *full,
+    uint64_t *checksum)
+{
+	struct cbf_delta d;
+	struct sum_buf delta = {0}, whole = {0};
+	int rc = -1;
+
+	if (cbf_delta(f, &d) < 0)
+		return -1;
+	if (sum_encode_delta(&d, &delta) < 0)
+		goto out;
+	/*
+	 * A full summary costs at least one bit per set position (Rice) and
+	 * at most the raw array; encoding it is O(m), so it is only built
+	 * when the delta is not already below that floor.
+	 */
+	size_t floor = (size_t)(f->ones / 8);
+	if (floor > (f->m + 7) / 8 + 1)
+		floor = (size_t)((f->m + 7) / 8 + 1);
+	*full = false;
+	if (delta.len > floor) {
+		if (sum_encode_full(f->bits, f->m, &whole) < 0)
+			goto out;
+		*full = whole.len <= delta.len;
+	}
+	struct sum_buf *pick = *full ? &whole : &delta;
+	if (sum_buf_put(out, pick->p, pick->len) < 0)
+		goto out;
+	*checksum = sum_checksum(f->bits, f->m);
+	cbf_mark_published(f);
+	rc = 0;
+out:
+	cbf_delta_clear(&d);
+	free(delta.p);
+	free(whole.p);
+	return rc;
+}

@@ -1,0 +1,290 @@
+/*
+ * Summary messages: Rice lists, full and delta summaries, publishing, and
+ * the decoders' strictness under truncation and corruption.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "psum.h"
+
+static uint64_t rs = 0x9e3779b97f4a7c15ull;
+
+static uint64_t
+rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+
+static void
+key_of(uint64_t id, struct sumkey *k)
+{
+	char url[64];
+	int n = snprintf(url, sizeof(url), "http://h%llu/%llu",
+	    (unsigned long long)(id % 101), (unsigned long long)id);
+	sumkey_make(SUM_XXH3, SUM_METHOD_GET, url, (size_t)n, k);
+}
+
+/* n distinct sorted positions below m */
+static uint64_t *
+random_positions(uint64_t m, size_t n)
+{
+	uint8_t *seen = calloc((size_t)m, 1);
+	uint64_t *v = malloc((n ? n : 1) * sizeof(*v));
+	size_t k = 0;
+
+	while (k < n) {
+		uint64_t p = rnd() % m;
+		if (!seen[p]) {
+			seen[p] = 1;
+			k++;
+		}
+	}
+	k = 0;
+	for (uint64_t p = 0; p < m; p++)
+		if (seen[p])
+			v[k++] = p;
+	free(seen);
+	return v;
+}
+
+Test(rice, round_trips_over_random_lists)
+{
+	for (int round = 0; round < 300; round++) {
+		uint64_t m = 64 + rnd() % 100000;
+		size_t n = (size_t)(rnd() % (round % 3 == 0 ? m : m / 50 + 1));
+		uint64_t *pos = random_positions(m, n), *got;
+		struct sum_buf b = {0};
+		size_t gn;
+
+		cr_assert_eq(rice_encode(&b, pos, n), 0);
+		long used = rice_decode(b.p, b.len, m, &got, &gn);
+		cr_assert_eq(used, (long)b.len, "round %d", round);
+		cr_assert_eq(gn, n);
+		cr_assert(n == 0 || memcmp(got, pos, n * sizeof(*pos)) == 0);
+		cr_assert_eq(b.len, rice_size(pos, n, rice_best_param(pos, n)));
+		/* a position at or past m is refused */
+		if (n > 0)
+			cr_assert_lt(rice_decode(b.p, b.len, pos[n - 1], &got,
+			    &gn), 0);
+		free(pos);
+		free(b.p);
+	}
+}
+
+/* A filter, its publisher, and a receiver kept in step. */
+struct pair {
+	struct cbf *f;
+	struct psum *p;
+	uint64_t seq;
+};
+
+static int
+publish(struct pair *x, uint8_t **msg, size_t *len, bool *full,
+    uint64_t *sum)
+{
+	struct sum_buf b = {0};
+
+	cr_assert_eq(sum_publish(x->f, &b, full, sum), 0);
+	*msg = b.p;
+	*len = b.len;
+	x->seq++;
+	return *full ? psum_load_full(x->p, x->f->scheme, x->f->m, x->f->k,
+	    x->f->epoch, x->seq, b.p, b.len, *sum) :
+	    psum_apply_delta(x->p, x->f->epoch, x->seq, b.p, b.len, *sum);
+}
+
+static void
+assert_same(const struct pair *x)
+{
+	cr_assert_eq(x->p->m, x->f->m);
+	cr_assert(memcmp(x->p->bits, x->f->bits, (x->f->m + 7) / 8) == 0,
+	    "receiver differs from sender");
+	cr_assert_eq(x->p->ones, cbf_popcount(x->f));
+	cr_assert_eq(x->f->ones, cbf_popcount(x->f), "kept count drifted");
+}
+
+Test(psum, publish_then_deltas_keep_receiver_identical)
+{
+	struct pair x = {cbf_new(SUM_XXH3, 160000, 4, 3), NULL, 0};
+	struct sumkey k;
+	uint8_t *msg;
+	size_t len;
+	bool full;
+	uint64_t sum;
+
+	x.p = psum_new(SUM_XXH3, 64, 4);
+	for (uint64_t i = 0; i < 10000; i++) {
+		key_of(i, &k);
+		cbf_add(x.f, &k);
+	}
+	cr_assert_eq(publish(&x, &msg, &len, &full, &sum), 0);
+	cr_assert(full, "the first publication is a full summary");
+	free(msg);
+	assert_same(&x);
+	uint64_t next = 10000, oldest = 0;
+	for (int round = 0; round < 20; round++) {
+		/* 1 % churn: 100 in, 100 out */
+		for (int i = 0; i < 100; i++) {
+			key_of(next++, &k);
+			cbf_add(x.f, &k);
+			key_of(oldest++, &k);
+			cr_assert(cbf_remove(x.f, &k));
+		}
+		cr_assert_eq(publish(&x, &msg, &len, &full, &sum), 0);
+		cr_assert(!full, "a 1 %% change goes as a delta");
+		assert_same(&x);
+		/* the same delta again is a sequence gap: nothing changes */
+		cr_assert_eq(psum_apply_delta(x.p, x.f->epoch, x.seq, msg, len,
+		    sum), SUM_ERR_GAP);
+		assert_same(&x);
+		free(msg);
+	}
+	key_of(5000, &k);
+	cr_assert(psum_contains(x.p, &k));
+	psum_free(&x.p);
+	cbf_free(&x.f);
+}
+
+Test(psum, full_is_raw_when_dense_and_rice_when_sparse)
+{
+	uint64_t m = 8192;
+	uint64_t *bits = calloc(m / 64, 8);
+	struct sum_buf b = {0};
+
+	bits[3] = 1;
+	cr_assert_eq(sum_encode_full(bits, m, &b), 0);
+	cr_assert_eq(b.p[0], SUM_FULL_RICE);
+	cr_assert_lt(b.len, 16);
+	struct psum *p = psum_new(SUM_XXH3, 64, 4);
+	cr_assert_eq(psum_load_full(p, SUM_XXH3, m, 4, 1, 1, b.p, b.len,
+	    sum_checksum(bits, m)), 0);
+	cr_assert_eq(p->ones, 1);
+	memset(bits, 0x55, m / 8);
+	b.len = 0;
+	cr_assert_eq(sum_encode_full(bits, m, &b), 0);
+	cr_assert_eq(b.p[0], SUM_FULL_RAW);
+	cr_assert_eq(b.len, 1 + m / 8);
+	cr_assert_eq(psum_load_full(p, SUM_XXH3, m, 4, 1, 2, b.p, b.len,
+	    sum_checksum(bits, m)), 0);
+	cr_assert_eq(p->ones, m / 2);
+	/* the wrong checksum leaves the summary as it was */
+	bits[0] = 0;
+	b.len = 0;
+	sum_encode_full(bits, m, &b);
+	cr_assert_eq(psum_load_full(p, SUM_XXH3, m, 4, 1, 3, b.p, b.len, 42),
+	    SUM_ERR_CHECKSUM);
+	cr_assert_eq(p->ones, m / 2);
+	cr_assert_eq(p->seq, 2);
+	free(b.p);
+	free(bits);
+	psum_free(&p);
+}
+
+/* Every truncation and every single-byte change of msg: refused with the
+ * receiver untouched, or (when the change is harmless) the sender's array. */
+static void
+torture(struct psum *p, bool full, const uint8_t *msg, size_t len,
+    uint32_t epoch, uint64_t seq, uint64_t sum, const uint64_t *want)
+{
+	size_t bytes = (p->m + 7) / 8;
+	uint64_t *before = malloc(bytes + 8);
+	uint8_t *copy = malloc(len);
+	memcpy(before, p->bits, bytes);
+	uint64_t seq0 = p->seq, m = p->m;
+
+	for (size_t cut = 0; cut <= len; cut++) {
+		for (int flip = -1; flip < (cut == len ? (int)len : 0); flip++) {
+			memcpy(copy, msg, len);
+			if (flip >= 0)
+				copy[flip] ^= (uint8_t)(1 + rnd() % 255);
+			int rc = full ? psum_load_full(p, SUM_XXH3, m, p->k,
+			    epoch, seq, copy, cut, sum) :
+			    psum_apply_delta(p, epoch, seq, copy, cut, sum);
+			if (rc == 0) {
+				cr_assert(memcmp(p->bits, want, bytes) == 0,
+				    "accepted a wrong summary (cut %zu, flip "
+				    "%d)", cut, flip);
+				/* undo for the next try */
+				memcpy(p->bits, before, bytes);
+				p->seq = seq0;
+				continue;
+			}
+			cr_assert(memcmp(p->bits, before, bytes) == 0,
+			    "refused message changed the summary (cut %zu, "
+			    "flip %d, rc %d)", cut, flip, rc);
+			cr_assert_eq(p->seq, seq0);
+		}
+	}
+	free(before);
+	free(copy);
+}
+
+Test(psum, truncation_and_corruption_never_corrupt_the_summary,
+    .timeout = 120)
+{
+	struct pair x = {cbf_new(SUM_XXH3, 20000, 4, 1), NULL, 0};
+	struct sumkey k;
+	uint8_t *msg;
+	size_t len;
+	bool full;
+	uint64_t sum;
+
+	x.p = psum_new(SUM_XXH3, 64, 4);
+	for (uint64_t i = 0; i < 300; i++) {
+		key_of(i, &k);
+		cbf_add(x.f, &k);
+	}
+	cr_assert_eq(publish(&x, &msg, &len, &full, &sum), 0);
+	free(msg);
+	for (uint64_t i = 300; i < 310; i++) {
+		key_of(i, &k);
+		cbf_add(x.f, &k);
+		key_of(i - 300, &k);
+		cbf_remove(x.f, &k);
+	}
+	/* a delta the receiver has not applied yet */
+	struct sum_buf b = {0};
+	cr_assert_eq(sum_publish(x.f, &b, &full, &sum), 0);
+	cr_assert(!full);
+	torture(x.p, false, b.p, b.len, x.f->epoch, x.seq + 1, sum,
+	    x.f->bits);
+	/* and a full summary of the same state, both encodings */
+	struct sum_buf fb = {0};
+	cr_assert_eq(sum_encode_full(x.f->bits, x.f->m, &fb), 0);
+	torture(x.p, true, fb.p, fb.len, x.f->epoch, x.seq + 1, sum,
+	    x.f->bits);
+	free(b.p);
+	free(fb.p);
+	psum_free(&x.p);
+	cbf_free(&x.f);
+}
+
+Test(psum, deltas_need_the_next_sequence_and_epoch)
+{
+	struct psum *p = psum_new(SUM_XXH3, 1024, 4);
+	struct sum_buf b = {0};
+	struct cbf_delta d = {0};
+
+	cr_assert_eq(psum_apply_delta(p, 0, 1, NULL, 0, 0), SUM_ERR_GAP,
+	    "no delta before a full summary");
+	sum_encode_full(p->bits, 1024, &b);
+	cr_assert_eq(psum_load_full(p, SUM_XXH3, 1024, 4, 5, 10, b.p, b.len,
+	    p->checksum), 0);
+	b.len = 0;
+	sum_encode_delta(&d, &b);
+	cr_assert_eq(psum_apply_delta(p, 5, 12, b.p, b.len, p->checksum),
+	    SUM_ERR_GAP);
+	cr_assert_eq(psum_apply_delta(p, 6, 11, b.p, b.len, p->checksum),
+	    SUM_ERR_GAP);
+	cr_assert_eq(psum_apply_delta(p, 5, 11, b.p, b.len, p->checksum), 0);
+	cr_assert_eq(p->seq, 11);
+	cr_assert_eq(psum_load_full(p, SUM_SQUID_MD5, 1024, 6, 5, 12, b.p,
+	    b.len, 0), SUM_ERR_PARAMS);
+	free(b.p);
+	psum_free(&p);
+}
