@@ -19,6 +19,10 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <netinet/in.h>
+
+#include <event2/util.h>
+
 typedef int conf_parse_f(struct conf *c, size_t off, const char *v,
     const char **why);
 
@@ -146,13 +150,19 @@ parse_count(struct conf *c, size_t off, const char *v, const char **why)
 	return 0;
 }
 
+/* Checked with the parser main() binds with, so -t catches what start-up
+ * would refuse: a numeric address and a port ("[::1]:3128" for IPv6). */
 static int
 parse_hostport(struct conf *c, size_t off, const char *v, const char **why)
 {
-	char host[256];
-	uint16_t port;
+	struct sockaddr_storage ss;
+	int len = sizeof(ss);
 
-	if (conf_split_hostport(v, host, sizeof(host), &port) < 0) {
+	int rc = evutil_parse_sockaddr_port(v, (struct sockaddr *)&ss, &len);
+	uint16_t port = rc < 0 ? 0 : ss.ss_family == AF_INET ?
+	    ((struct sockaddr_in *)&ss)->sin_port :
+	    ((struct sockaddr_in6 *)&ss)->sin6_port;
+	if (port == 0) {
 		*why = "expected address:port, such as 127.0.0.1:3128";
 		return -1;
 	}
@@ -484,36 +494,4 @@ conf_clear(struct conf *c)
 	free(c->access_log);
 	acl_clear(&c->allow);
 	memset(c, 0, sizeof(*c));
-}
-
-int
-conf_split_hostport(const char *s, char *host, size_t hlen, uint16_t *port)
-{
-	const char *colon;
-	const char *h = s;
-	size_t n;
-
-	if (*s == '[') {
-		const char *rb = strchr(s, ']');
-		if (rb == NULL || rb[1] != ':')
-			return -1;
-		h = s + 1;
-		n = (size_t)(rb - h);
-		colon = rb + 1;
-	} else {
-		colon = strrchr(s, ':');
-		if (colon == NULL)
-			return -1;
-		n = (size_t)(colon - s);
-	}
-	if (n == 0 || n >= hlen)
-		return -1;
-	char *end;
-	unsigned long p = strtoul(colon + 1, &end, 10);
-	if (colon[1] == '\0' || *end != '\0' || p > 65535)
-		return -1;
-	memcpy(host, h, n);
-	host[n] = '\0';
-	*port = (uint16_t)p;
-	return 0;
 }

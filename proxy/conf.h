@@ -61,8 +61,4 @@ void conf_print_help(FILE *f);
 
 void conf_clear(struct conf *c);
 
-/* Splits "addr:port" / "[v6]:port"; -1 when malformed. */
-int conf_split_hostport(const char *s, char *host, size_t hlen,
-    uint16_t *port);
-
 #endif

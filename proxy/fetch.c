@@ -334,14 +334,7 @@ final_head(struct fetch *f)
 	} else {
 		t->keep_alive = false; /* the close ends the body */
 	}
-	if (t->body_kind != BODY_NONE && !t->body_done)
-		t->keep_alive = false;
-	if (s->draining)
-		t->keep_alive = false;
-	if (!t->keep_alive)
-		evbuffer_add(out, "Connection: close\r\n", 19);
-	else if (t->req.version == 10)
-		evbuffer_add(out, "Connection: keep-alive\r\n", 24);
+	request_connection_field(t, out);
 	evbuffer_add(out, "\r\n", 2);
 	client_sent(t, evbuffer_get_length(out) - before);
 	return true;

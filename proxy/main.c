@@ -60,9 +60,11 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 static void
 on_accept_error(struct evconnlistener *l, void *arg)
 {
+	struct server *s = arg;
+
 	(void)l;
-	(void)arg;
-	/* EMFILE and friends: the listener keeps going */
+	/* EMFILE and friends: counted, logged, and the listener goes on */
+	s->m.accept_errors++;
 	fprintf(stderr, "sumcache: accept: %s\n",
 	    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 }

@@ -28,6 +28,8 @@ struct evbuffer;
 	    "result=\"failed\"", "")                                         \
 	X(client_connections, counter, "sumcache_client_connections_total",  \
 	    "", "Client connections accepted")                               \
+	X(accept_errors, counter, "sumcache_accept_errors_total", "",      \
+	    "Failed accept() calls (descriptors or memory exhausted)")       \
 	X(client_denied, counter, "sumcache_client_denied_total", "",        \
 	    "Requests refused by the allow list (403)")                      \
 	X(parse_errors, counter, "sumcache_client_parse_errors_total", "",   \

@@ -39,7 +39,7 @@ struct server {
 	struct accesslog *log;
 	struct metrics m;
 	struct evconnlistener *listener;
-	struct event *signals[4];
+	struct event *signals[3]; /* TERM, INT, HUP */
 	struct event *flush_timer;
 	struct event *shutdown_timer;
 	struct client *clients;

@@ -62,9 +62,8 @@ http_reason(int status)
 	}
 }
 
-/* Connection field for the response; decides keep-alive for good. */
-static void
-add_connection(struct txn *t, struct evbuffer *out)
+void
+request_connection_field(struct txn *t, struct evbuffer *out)
 {
 	/* unread request body would be parsed as the next request */
 	if (t->body_kind != BODY_NONE && !t->body_done)
@@ -98,7 +97,7 @@ request_error(struct txn *t, int status, const char *code, const char *cause,
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
 	    "Content-Length: %d\r\nCache-Control: no-store\r\nVia: %s\r\n",
 	    status, http_reason(status), n, t->srv->via);
-	add_connection(t, out);
+	request_connection_field(t, out);
 	evbuffer_add(out, "\r\n", 2);
 	if (!t->is_head)
 		evbuffer_add(out, body, (size_t)n);
@@ -206,8 +205,7 @@ request_serve_object(struct txn *t, struct store_obj *o, const char *code)
 	t->status = status;
 	t->code = not_modified && strcmp(code, "TCP_MEM_HIT") == 0 ?
 	    "TCP_IMS_HIT" : code;
-	t->result = strcmp(code, "TCP_REFRESH_MODIFIED") == 0 ?
-	    RESULT_MISS : RESULT_LOCAL_HIT;
+	t->result = RESULT_LOCAL_HIT;
 	if (store_head_find(o, "content-type", &ct, &ctl))
 		snprintf(t->ctype, sizeof(t->ctype), "%.*s", (int)ctl, ct);
 	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
@@ -219,7 +217,7 @@ request_serve_object(struct txn *t, struct store_obj *o, const char *code)
 	if (status != 304 && status != 204)
 		evbuffer_add_printf(out, "Content-Length: %zu\r\n",
 		    o->body->len);
-	add_connection(t, out);
+	request_connection_field(t, out);
 	evbuffer_add(out, "\r\n", 2);
 	if (body)
 		bodyfd_send(o->body, out);
@@ -250,7 +248,7 @@ serve_metrics(struct txn *t)
 	evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; "
 	    "version=0.0.4\r\nCache-Control: no-store\r\nContent-Length: %zu\r\n",
 	    evbuffer_get_length(body));
-	add_connection(t, out);
+	request_connection_field(t, out);
 	evbuffer_add(out, "\r\n", 2);
 	if (!t->is_head)
 		evbuffer_add_buffer(out, body);

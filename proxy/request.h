@@ -15,6 +15,10 @@ int request_feed_body(struct txn *t, struct evbuffer *in);
 /* The client's output fell below the low mark. */
 void request_output_drained(struct txn *t);
 
+/* Appends the response's Connection field and settles t->keep_alive: no
+ * reuse with request body left unread, while draining, or on request. */
+void request_connection_field(struct txn *t, struct evbuffer *out);
+
 /* Writes a short text error response; close forces Connection: close. */
 void request_error(struct txn *t, int status, const char *code,
     const char *cause, bool close);

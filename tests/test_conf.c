@@ -84,5 +84,14 @@ Test(conf, errors_name_file_and_line)
 	cr_assert_eq(conf_override(&c, "sharing=gossip", err, sizeof(err)), -1);
 	cr_assert_eq(conf_override(&c, "nonsense", err, sizeof(err)), -1);
 	cr_assert_eq(conf_override(&c, "node_name=a b", err, sizeof(err)), -1);
+	/* http_listen is checked the way start-up binds it */
+	cr_assert_eq(conf_override(&c, "http_listen=[::1]:3128", err,
+	    sizeof(err)), 0, "%s", err);
+	const char *bad[] = {"http_listen=localhost:3128",
+	    "http_listen=127.0.0.1", "http_listen=::1",
+	    "http_listen=127.0.0.1:0", "http_listen=1.2.3.4:99999"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(conf_override(&c, bad[i], err, sizeof(err)), -1,
+		    "%s accepted", bad[i]);
 	conf_clear(&c);
 }
