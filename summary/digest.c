@@ -120,8 +120,7 @@ digest_parse(const uint8_t *in, size_t len, struct psum **out,
 		return SUM_ERR_NOMEM;
 	}
 	memcpy(p->bits, in + DIGEST_HEADER, info->mask_size);
-	for (uint64_t w = 0; w < (m + 63) / 64; w++)
-		p->ones += (uint64_t)__builtin_popcountll(p->bits[w]);
+	p->ones = sum_popcount(p->bits, m);
 	if ((double)p->ones > DIGEST_MAX_FILL * (double)m) {
 		psum_free(&p);
 		*why = "more than 65 % of the bits set";

@@ -111,8 +111,8 @@ psum_fpr(const struct psum *p)
 	return pow(psum_fill(p), p->k);
 }
 
-static uint64_t
-popcount(const uint64_t *bits, uint64_t m)
+uint64_t
+sum_popcount(const uint64_t *bits, uint64_t m)
 {
 	uint64_t n = 0;
 
@@ -126,7 +126,7 @@ popcount(const uint64_t *bits, uint64_t m)
 int
 sum_encode_full(const uint64_t *bits, uint64_t m, struct sum_buf *out)
 {
-	uint64_t ones = popcount(bits, m);
+	uint64_t ones = sum_popcount(bits, m);
 	uint64_t *pos = ones ? malloc((size_t)ones * sizeof(*pos)) : NULL;
 	size_t n = 0;
 
@@ -206,7 +206,7 @@ psum_load_full(struct psum *p, enum sum_scheme scheme, uint64_t m,
 	p->k = k;
 	p->epoch = epoch;
 	p->seq = seq;
-	p->ones = popcount(bits, m);
+	p->ones = sum_popcount(bits, m);
 	p->checksum = checksum;
 	p->loaded = true;
 	return 0;

@@ -39,6 +39,8 @@ struct psum {
 /* XXH64 (seed 0) of the array as ceil(m/8) bytes, bit b in byte b/8 at
  * 1 << (b % 8): the same bytes on every host and on the wire. */
 uint64_t sum_checksum(const uint64_t *bits, uint64_t m);
+/* Bits set in an array of m bits. */
+uint64_t sum_popcount(const uint64_t *bits, uint64_t m);
 
 /* Empty summary; NULL on ENOMEM or bad parameters. */
 struct psum *psum_new(enum sum_scheme scheme, uint64_t m, unsigned k);

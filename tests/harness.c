@@ -129,6 +129,20 @@ env_start(struct env *e, const char *const *opts)
 	cr_assert(harness_wait_port(e->pport, 10000), "sumcache did not start");
 }
 
+struct env E;
+
+void
+env_up(void)
+{
+	env_start(&E, NULL);
+}
+
+void
+env_down(void)
+{
+	env_stop(&E);
+}
+
 void
 env_stop(struct env *e)
 {

@@ -32,6 +32,12 @@ bool harness_wait_port(int port, int ms);
 /* Sends sig and waits up to ms; returns the exit status or -1. */
 int harness_stop(pid_t pid, int sig, int ms);
 
+/* The environment of the running test (each Criterion test is a process
+ * of its own), and suite fixtures that start and stop it with defaults. */
+extern struct env E;
+void env_up(void);
+void env_down(void);
+
 /* Origin plus one sumcache with extra "-o name=value" arguments (NULL
  * terminated). */
 void env_start(struct env *e, const char *const *opts);

@@ -17,19 +17,6 @@
 
 #include "harness.h"
 
-static struct env E;
-
-static void
-up(void)
-{
-	env_start(&E, NULL);
-}
-
-static void
-down(void)
-{
-	env_stop(&E);
-}
 
 static char *
 url(const char *path)
@@ -42,7 +29,7 @@ url(const char *path)
 	return buf[i];
 }
 
-TestSuite(e2e, .init = up, .fini = down, .timeout = 120);
+TestSuite(e2e, .init = env_up, .fini = env_down, .timeout = 120);
 
 Test(e2e, miss_then_hit_origin_sees_one_request)
 {

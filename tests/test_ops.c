@@ -12,21 +12,8 @@
 
 #include "harness.h"
 
-static struct env E;
 
-static void
-up(void)
-{
-	env_start(&E, NULL);
-}
-
-static void
-down(void)
-{
-	env_stop(&E);
-}
-
-TestSuite(ops, .init = up, .fini = down, .timeout = 60);
+TestSuite(ops, .init = env_up, .fini = env_down, .timeout = 60);
 
 Test(ops, hop_by_hop_fields_dropped_both_ways)
 {
@@ -180,4 +167,62 @@ Test(ops, config_check_names_file_and_line)
 	st = pclose(p);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
 	cr_assert(strstr(out, "configuration OK") != NULL);
+}
+
+Test(ops, object_size_limit_and_memory_budget)
+{
+	const char *opts[] = {"max_object_size=64KB", "cache_mem=256KB", NULL};
+	struct env e2;
+	struct resp r;
+	char u[128];
+
+	env_start(&e2, opts);
+	/* over max_object_size: streamed through, never stored */
+	snprintf(u, sizeof(u), "http://127.0.0.1:%d/obj/huge?max_age=60&"
+	    "size=100000", e2.oport);
+	for (int i = 0; i < 2; i++) {
+		proxy_get(&e2, u, NULL, &r);
+		cr_assert_eq(r.len, 100000);
+		cr_assert_str_eq(resp_header(&r, "X-Cache"),
+		    "MISS from test-node");
+		resp_free(&r);
+	}
+	cr_assert_eq(origin_count(&e2, "/obj/huge", NULL), 2);
+	/* twenty 30 KB objects in a 256 KB budget: evictions keep it */
+	for (int i = 0; i < 20; i++) {
+		snprintf(u, sizeof(u), "http://127.0.0.1:%d/obj/fill%d?"
+		    "max_age=60&size=30000", e2.oport, i);
+		proxy_get(&e2, u, NULL, &r);
+		cr_assert_eq(r.status, 200);
+		resp_free(&r);
+	}
+	cr_assert_leq(proxy_metric(&e2, "sumcache_cache_bytes"), 256 * 1024);
+	cr_assert_geq(proxy_metric(&e2, "sumcache_evictions_total"), 12);
+	cr_assert_leq(proxy_metric(&e2, "sumcache_cache_objects"), 8);
+	/* the newest one is still a hit */
+	proxy_get(&e2, u, NULL, &r);
+	cr_assert_str_eq(resp_header(&r, "X-Cache"), "HIT from test-node");
+	resp_free(&r);
+	env_stop(&e2);
+}
+
+Test(ops, connect_to_a_dead_port_is_502)
+{
+	int dead = harness_free_port();
+	char cp[64], req[256];
+	bool closed;
+
+	snprintf(cp, sizeof(cp), "connect_ports=%d", dead);
+	const char *opts[] = {cp, NULL};
+	struct env e2;
+	env_start(&e2, opts);
+	snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: "
+	    "127.0.0.1:%d\r\n\r\n", dead, dead);
+	char *out = raw_exchange(e2.pport, req, strlen(req), 3000, &closed);
+	cr_assert(strncmp(out, "HTTP/1.1 502 ", 13) == 0, "%s", out);
+	cr_assert(closed);
+	free(out);
+	cr_assert_eq(proxy_metric(&e2,
+	    "sumcache_origin_errors_total{cause=\"unreachable\"}"), 1);
+	env_stop(&e2);
 }

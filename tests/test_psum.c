@@ -98,6 +98,30 @@ publish(struct pair *x, uint8_t **msg, size_t *len, bool *full,
 	    psum_apply_delta(x->p, x->f->epoch, x->seq, b.p, b.len, *sum);
 }
 
+static void assert_same(const struct pair *x);
+
+/* A filter of m bits with keys 0..n-1, published in full to a receiver. */
+static void
+pair_start(struct pair *x, uint64_t m, uint64_t n)
+{
+	struct sumkey k;
+	uint8_t *msg;
+	size_t len;
+	bool full;
+	uint64_t sum;
+
+	*x = (struct pair){cbf_new(SUM_XXH3, m, 4, 3), psum_new(SUM_XXH3, 64,
+	    4), 0};
+	for (uint64_t i = 0; i < n; i++) {
+		key_of(i, &k);
+		cbf_add(x->f, &k);
+	}
+	cr_assert_eq(publish(x, &msg, &len, &full, &sum), 0);
+	cr_assert(full, "the first publication is a full summary");
+	free(msg);
+	assert_same(x);
+}
+
 static void
 assert_same(const struct pair *x)
 {
@@ -110,22 +134,14 @@ assert_same(const struct pair *x)
 
 Test(psum, publish_then_deltas_keep_receiver_identical)
 {
-	struct pair x = {cbf_new(SUM_XXH3, 160000, 4, 3), NULL, 0};
+	struct pair x;
 	struct sumkey k;
 	uint8_t *msg;
 	size_t len;
 	bool full;
 	uint64_t sum;
 
-	x.p = psum_new(SUM_XXH3, 64, 4);
-	for (uint64_t i = 0; i < 10000; i++) {
-		key_of(i, &k);
-		cbf_add(x.f, &k);
-	}
-	cr_assert_eq(publish(&x, &msg, &len, &full, &sum), 0);
-	cr_assert(full, "the first publication is a full summary");
-	free(msg);
-	assert_same(&x);
+	pair_start(&x, 160000, 10000);
 	uint64_t next = 10000, oldest = 0;
 	for (int round = 0; round < 20; round++) {
 		/* 1 % churn: 100 in, 100 out */
@@ -227,20 +243,12 @@ torture(struct psum *p, bool full, const uint8_t *msg, size_t len,
 Test(psum, truncation_and_corruption_never_corrupt_the_summary,
     .timeout = 120)
 {
-	struct pair x = {cbf_new(SUM_XXH3, 20000, 4, 1), NULL, 0};
+	struct pair x;
 	struct sumkey k;
-	uint8_t *msg;
-	size_t len;
 	bool full;
 	uint64_t sum;
 
-	x.p = psum_new(SUM_XXH3, 64, 4);
-	for (uint64_t i = 0; i < 300; i++) {
-		key_of(i, &k);
-		cbf_add(x.f, &k);
-	}
-	cr_assert_eq(publish(&x, &msg, &len, &full, &sum), 0);
-	free(msg);
+	pair_start(&x, 20000, 300);
 	for (uint64_t i = 300; i < 310; i++) {
 		key_of(i, &k);
 		cbf_add(x.f, &k);

@@ -11,8 +11,6 @@
 
 #include "harness.h"
 
-static struct env E;
-
 static void
 up(void)
 {
@@ -20,13 +18,7 @@ up(void)
 	env_start(&E, opts);
 }
 
-static void
-down(void)
-{
-	env_stop(&E);
-}
-
-TestSuite(strict, .init = up, .fini = down, .timeout = 60);
+TestSuite(strict, .init = up, .fini = env_down, .timeout = 60);
 
 struct vector {
 	const char *name;
