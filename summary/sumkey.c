@@ -15,6 +15,7 @@
  */
 #include "sumkey.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include <openssl/evp.h>
@@ -37,27 +38,69 @@ store_le64(uint8_t *p, uint64_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
+struct sumkey_hasher {
+	enum sum_scheme scheme;
+	EVP_MD *md5;      /* squid-md5 only */
+	EVP_MD_CTX *ctx;
+};
+
+struct sumkey_hasher *
+sumkey_hasher_new(enum sum_scheme scheme)
+{
+	struct sumkey_hasher *h = calloc(1, sizeof(*h));
+
+	if (h == NULL)
+		return NULL;
+	h->scheme = scheme;
+	if (scheme == SUM_SQUID_MD5) {
+		h->md5 = EVP_MD_fetch(NULL, "MD5", NULL);
+		h->ctx = EVP_MD_CTX_new();
+		if (h->md5 == NULL || h->ctx == NULL)
+			sumkey_hasher_free(&h);
+	}
+	return h;
+}
+
 void
-sumkey_make(enum sum_scheme scheme, enum sum_method method, const char *url,
+sumkey_hasher_free(struct sumkey_hasher **hp)
+{
+	struct sumkey_hasher *h = *hp;
+
+	if (h == NULL)
+		return;
+	EVP_MD_CTX_free(h->ctx);
+	EVP_MD_free(h->md5);
+	free(h);
+	*hp = NULL;
+}
+
+enum sum_scheme
+sumkey_hasher_scheme(const struct sumkey_hasher *h)
+{
+	return h->scheme;
+}
+
+int
+sumkey_make(struct sumkey_hasher *h, enum sum_method method, const char *url,
     size_t len, struct sumkey *key)
 {
-	if (scheme == SUM_XXH3) {
-		XXH128_hash_t h = XXH3_128bits(url, len);
-		store_le64(key->bytes, h.low64);
-		store_le64(key->bytes + 8, h.high64);
-		return;
+	if (h->scheme == SUM_XXH3) {
+		XXH128_hash_t x = XXH3_128bits(url, len);
+		store_le64(key->bytes, x.low64);
+		store_le64(key->bytes + 8, x.high64);
+		return 0;
 	}
-	/* EVP rather than the deprecated MD5() of OpenSSL 3 */
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	uint8_t m = (uint8_t)method;
 	unsigned int n = 0;
 
-	if (ctx == NULL || EVP_DigestInit_ex(ctx, EVP_md5(), NULL) != 1 ||
-	    EVP_DigestUpdate(ctx, &m, 1) != 1 ||
-	    EVP_DigestUpdate(ctx, url, len) != 1 ||
-	    EVP_DigestFinal_ex(ctx, key->bytes, &n) != 1 || n != 16)
+	if (EVP_DigestInit_ex2(h->ctx, h->md5, NULL) != 1 ||
+	    EVP_DigestUpdate(h->ctx, &m, 1) != 1 ||
+	    EVP_DigestUpdate(h->ctx, url, len) != 1 ||
+	    EVP_DigestFinal_ex(h->ctx, key->bytes, &n) != 1 || n != 16) {
 		memset(key->bytes, 0, sizeof(key->bytes));
-	EVP_MD_CTX_free(ctx);
+		return -1;
+	}
+	return 0;
 }
 
 void

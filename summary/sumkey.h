@@ -34,9 +34,20 @@ struct sumkey {
 	uint8_t bytes[16]; /* XXH3-128 (h1 low, h2 high) or the MD5 digest */
 };
 
-/* Hashes a normalized URL under a scheme. method matters only for
- * squid-md5. */
-void sumkey_make(enum sum_scheme scheme, enum sum_method method,
+/*
+ * A hasher for one scheme. squid-md5 keeps its MD5 implementation and
+ * context between keys: OpenSSL 3 fetches the algorithm and allocates a
+ * context per use otherwise, which was 60 % of a key's cost.
+ */
+struct sumkey_hasher;
+
+struct sumkey_hasher *sumkey_hasher_new(enum sum_scheme scheme);
+void sumkey_hasher_free(struct sumkey_hasher **h);
+enum sum_scheme sumkey_hasher_scheme(const struct sumkey_hasher *h);
+
+/* Hashes a normalized URL. method matters only for squid-md5. Returns 0,
+ * or -1 when the crypto library fails (key zeroed). */
+int sumkey_make(struct sumkey_hasher *h, enum sum_method method,
     const char *url, size_t len, struct sumkey *key);
 
 /*

@@ -19,10 +19,14 @@ rnd(void)
 static void
 key_of(uint64_t id, struct sumkey *k)
 {
+	static struct sumkey_hasher *h;
+
+	if (h == NULL)
+		h = sumkey_hasher_new(SUM_XXH3);
 	char url[64];
 	int n = snprintf(url, sizeof(url), "http://host%llu.example/o/%llu",
 	    (unsigned long long)(id % 977), (unsigned long long)id);
-	sumkey_make(SUM_XXH3, SUM_METHOD_GET, url, (size_t)n, k);
+	sumkey_make(h, SUM_METHOD_GET, url, (size_t)n, k);
 }
 
 Test(cbf, no_false_negatives_with_interleaved_removes, .timeout = 120)

@@ -6,6 +6,17 @@
 static const char *urls[] = {"http://www.squid-cache.org/",
     "http://www.oreilly.com/", "ftp://ftp.ircache.net/"};
 
+static void
+md5_key(const char *url, struct sumkey *k)
+{
+	static struct sumkey_hasher *h;
+
+	if (h == NULL)
+		h = sumkey_hasher_new(SUM_SQUID_MD5);
+	cr_assert_not_null(h);
+	cr_assert_eq(sumkey_make(h, SUM_METHOD_GET, url, strlen(url), k), 0);
+}
+
 static struct sum_buf
 build(uint32_t capacity, uint8_t bpe)
 {
@@ -15,8 +26,7 @@ build(uint32_t capacity, uint8_t bpe)
 	struct sumkey k;
 
 	for (int i = 0; i < 3; i++) {
-		sumkey_make(SUM_SQUID_MD5, SUM_METHOD_GET, urls[i],
-		    strlen(urls[i]), &k);
+		md5_key(urls[i], &k);
 		cbf_add(f, &k);
 	}
 	cr_assert_eq(digest_build(f, capacity, bpe, &b), 0);
@@ -45,8 +55,7 @@ Test(digest, build_then_parse)
 	cr_assert_eq(info.count, 3);
 	for (int i = 0; i < 3; i++) {
 		struct sumkey k;
-		sumkey_make(SUM_SQUID_MD5, SUM_METHOD_GET, urls[i],
-		    strlen(urls[i]), &k);
+		md5_key(urls[i], &k);
 		cr_assert(psum_contains(p, &k), "%s", urls[i]);
 	}
 	cr_assert_eq(p->ones, 12);

@@ -23,10 +23,14 @@ rnd(void)
 static void
 key_of(uint64_t id, struct sumkey *k)
 {
+	static struct sumkey_hasher *h;
+
+	if (h == NULL)
+		h = sumkey_hasher_new(SUM_XXH3);
 	char url[64];
 	int n = snprintf(url, sizeof(url), "http://h%llu/%llu",
 	    (unsigned long long)(id % 101), (unsigned long long)id);
-	sumkey_make(SUM_XXH3, SUM_METHOD_GET, url, (size_t)n, k);
+	sumkey_make(h, SUM_METHOD_GET, url, (size_t)n, k);
 }
 
 /* n distinct sorted positions below m */
