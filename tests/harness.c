@@ -91,10 +91,9 @@ harness_stop(pid_t pid, int sig, int ms)
 }
 
 void
-env_start(struct env *e, const char *const *opts)
+origin_start(struct env *e)
 {
-	char port[16], out[300], *argv[64];
-	int n = 0;
+	char port[16], out[300];
 
 	memset(e, 0, sizeof(*e));
 	snprintf(e->dir, sizeof(e->dir), "/tmp/sumcache-test.%d", getpid());
@@ -105,6 +104,15 @@ env_start(struct env *e, const char *const *opts)
 	char *oargv[] = {ORIGIN_BIN, port, NULL};
 	e->origin = harness_spawn(oargv, out);
 	cr_assert(harness_wait_port(e->oport, 5000), "origin did not start");
+}
+
+void
+env_start(struct env *e, const char *const *opts)
+{
+	char out[300], *argv[64];
+	int n = 0;
+
+	origin_start(e);
 
 	static char listen[64], logopt[320], portopt[64];
 	e->pport = harness_free_port();
@@ -203,6 +211,14 @@ proxy_request(const struct env *e, const char *method, const char *url,
     const char *const *extra, const char *body, size_t blen, bool chunked,
     struct resp *r)
 {
+	http_request(e->pport, method, url, extra, body, blen, chunked, r);
+}
+
+void
+http_request(int via_port, const char *method, const char *url,
+    const char *const *extra, const char *body, size_t blen, bool chunked,
+    struct resp *r)
+{
 	CURL *c = curl_easy_init();
 	struct curl_slist *h = NULL;
 	struct sink b = {0}, hd = {0};
@@ -210,13 +226,14 @@ proxy_request(const struct env *e, const char *method, const char *url,
 	struct upload up = {body, blen};
 
 	memset(r, 0, sizeof(*r));
-	snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%d", e->pport);
+	snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%d", via_port);
 	for (; extra && *extra; extra++)
 		h = curl_slist_append(h, *extra);
 	if (chunked)
 		h = curl_slist_append(h, "Transfer-Encoding: chunked");
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_PROXY, proxy);
+	if (via_port > 0)
+		curl_easy_setopt(c, CURLOPT_PROXY, proxy);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, sink_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);

@@ -38,6 +38,9 @@ extern struct env E;
 void env_up(void);
 void env_down(void);
 
+/* The test origin alone, in a fresh scratch directory. */
+void origin_start(struct env *e);
+
 /* Origin plus one sumcache with extra "-o name=value" arguments (NULL
  * terminated). */
 void env_start(struct env *e, const char *const *opts);
@@ -49,6 +52,11 @@ void proxy_get(const struct env *e, const char *url,
 /* Any method through the proxy with an optional body; chunked uploads the
  * body with Transfer-Encoding: chunked. */
 void proxy_request(const struct env *e, const char *method, const char *url,
+    const char *const *extra, const char *body, size_t blen, bool chunked,
+    struct resp *r);
+/* The same through any proxy port, or straight to the URL's server when
+ * via_port is 0. */
+void http_request(int via_port, const char *method, const char *url,
     const char *const *extra, const char *body, size_t blen, bool chunked,
     struct resp *r);
 void resp_free(struct resp *r);

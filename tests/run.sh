@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing, then builds and runs every sumcache test twice:
+# Installs what is missing, then builds and runs every sumcache test twice
+# (unit, end-to-end, and against a real Squid):
 # a normal build and an AddressSanitizer + UBSan build, warnings as errors.
 # The parser's fuzz target runs briefly on its seed corpus at the end.
 #   FUZZ_SECONDS=N   how long the fuzzer runs (default 20; 0 skips it)
@@ -22,6 +23,8 @@ suite() {
   "$dir/tests/unit-tests" --jobs "$jobs" 2>&1 | tee -a "$log"
   echo "== end-to-end tests ($dir)"
   "$dir/tests/e2e-tests" --jobs "$jobs" 2>&1 | tee -a "$log"
+  echo "== interoperability tests with Squid ($dir)"
+  "$dir/tests/squid-tests" --jobs "$jobs" 2>&1 | tee -a "$log"
 }
 
 status=0
