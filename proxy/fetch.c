@@ -32,7 +32,7 @@
 
 #include "bodyfd.h"
 #include "client.h"
-#include "origin.h"
+#include "curlev.h"
 #include "request.h"
 #include "sc_assert.h"
 
@@ -43,7 +43,7 @@ struct fetch {
 	enum fetch_kind kind;
 	CURL *easy;
 	struct curl_slist *hdrs;
-	struct origin_xfer xfer;
+	struct curlev_xfer xfer;
 	struct event *timer;
 	bool running;
 	struct evbuffer *headbuf;  /* response head lines so far */
@@ -87,7 +87,7 @@ fetch_free(struct fetch **fp)
 		return;
 	*fp = NULL;
 	if (f->running)
-		origin_cancel(f->t->srv->origin, f->easy);
+		curlev_cancel(f->t->srv->curl, f->easy);
 	if (f->easy)
 		curl_easy_cleanup(f->easy);
 	curl_slist_free_all(f->hdrs);
@@ -652,7 +652,7 @@ on_silence(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	origin_cancel(f->t->srv->origin, f->easy);
+	curlev_cancel(f->t->srv->curl, f->easy);
 	f->running = false;
 	finish_error(f, CURLE_OPERATION_TIMEDOUT);
 }
@@ -714,8 +714,8 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
 		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L);
 	}
-	f->xfer = (struct origin_xfer){on_done, f};
-	if (origin_start(s->origin, e, &f->xfer) < 0)
+	f->xfer = (struct curlev_xfer){on_done, f};
+	if (curlev_start(s->curl, e, &f->xfer) < 0)
 		goto fail;
 	f->running = true;
 	t->fetch = f;

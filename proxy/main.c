@@ -20,7 +20,7 @@
 #include <event2/util.h>
 
 #include "client.h"
-#include "origin.h"
+#include "curlev.h"
 #include "proxy.h"
 #include "tunnel.h"
 
@@ -181,14 +181,14 @@ server_init(struct server *s)
 	if (s->dns == NULL)
 		s->dns = evdns_base_new(s->base, 0);
 	s->store = store_new(s->conf.cache_mem);
-	s->origin = origin_new(s->base);
+	s->curl = curlev_new(s->base);
 	s->log = accesslog_open(s->conf.access_log);
 	if (s->log == NULL) {
 		fprintf(stderr, "sumcache: access_log %s: %s\n",
 		    s->conf.access_log, strerror(errno));
 		return -1;
 	}
-	if (s->dns == NULL || s->store == NULL || s->origin == NULL)
+	if (s->dns == NULL || s->store == NULL || s->curl == NULL)
 		return -1;
 	s->listener = evconnlistener_new_bind(s->base, on_accept, s,
 	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
@@ -230,7 +230,7 @@ server_fini(struct server *s)
 		event_free(s->flush_timer);
 	if (s->listener)
 		evconnlistener_free(s->listener);
-	origin_free(&s->origin);
+	curlev_free(&s->curl);
 	store_free(&s->store);
 	accesslog_close(&s->log);
 	if (s->dns)

@@ -24,7 +24,7 @@ struct evdns_base;
 struct evconnlistener;
 struct bufferevent;
 struct evbuffer;
-struct origin;
+struct curlev;
 struct fetch;
 struct tunnel;
 
@@ -35,7 +35,7 @@ struct server {
 	struct conf conf;
 	struct http_limits limits;
 	struct store *store;
-	struct origin *origin;
+	struct curlev *curl;     /* origin and peer transfers */
 	struct accesslog *log;
 	struct metrics m;
 	struct evconnlistener *listener;

@@ -17,7 +17,7 @@
 #include <string.h>
 
 int
-sum_buf_put(struct sum_buf *b, const void *p, size_t n)
+sum_buf_reserve(struct sum_buf *b, size_t n)
 {
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 256;
@@ -29,6 +29,14 @@ sum_buf_put(struct sum_buf *b, const void *p, size_t n)
 		b->p = np;
 		b->cap = cap;
 	}
+	return 0;
+}
+
+int
+sum_buf_put(struct sum_buf *b, const void *p, size_t n)
+{
+	if (sum_buf_reserve(b, n) < 0)
+		return -1;
 	if (n > 0)
 		memcpy(b->p + b->len, p, n);
 	b->len += n;

@@ -48,6 +48,8 @@ enum sum_err {
 	SUM_ERR_CHECKSUM = -5,  /* decoded, but the result is not the sender's */
 };
 
+/* Appends n bytes; or makes room for n more (len unchanged). 0 or -1. */
 int sum_buf_put(struct sum_buf *b, const void *p, size_t n);
+int sum_buf_reserve(struct sum_buf *b, size_t n);
 
 #endif

@@ -7,7 +7,7 @@
  * curl's per-socket pointer (curl_multi_assign), so there is no table of
  * our own. Completed transfers are collected after every action.
  */
-#include "origin.h"
+#include "curlev.h"
 
 #include <stdlib.h>
 
@@ -15,14 +15,14 @@
 
 #include "sc_assert.h"
 
-struct origin {
+struct curlev {
 	struct event_base *base;
 	CURLM *multi;
 	struct event *timer;
 };
 
 static void
-check_done(struct origin *o)
+check_done(struct curlev *o)
 {
 	CURLMsg *msg;
 	int left;
@@ -32,7 +32,7 @@ check_done(struct origin *o)
 			continue;
 		CURL *easy = msg->easy_handle;
 		CURLcode rc = msg->data.result;
-		struct origin_xfer *x = NULL;
+		struct curlev_xfer *x = NULL;
 		curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
 		curl_multi_remove_handle(o->multi, easy);
 		SC_ASSERT(x != NULL);
@@ -43,7 +43,7 @@ check_done(struct origin *o)
 static void
 on_socket_event(evutil_socket_t fd, short what, void *arg)
 {
-	struct origin *o = arg;
+	struct curlev *o = arg;
 	int action = ((what & EV_READ) ? CURL_CSELECT_IN : 0) |
 	    ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
 	int running;
@@ -55,7 +55,7 @@ on_socket_event(evutil_socket_t fd, short what, void *arg)
 static void
 on_timer(evutil_socket_t fd, short what, void *arg)
 {
-	struct origin *o = arg;
+	struct curlev *o = arg;
 	int running;
 
 	(void)fd;
@@ -67,7 +67,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 static int
 socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 {
-	struct origin *o = userp;
+	struct curlev *o = userp;
 	struct event *ev = socketp;
 
 	(void)easy;
@@ -96,7 +96,7 @@ socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 static int
 timer_cb(CURLM *multi, long timeout_ms, void *userp)
 {
-	struct origin *o = userp;
+	struct curlev *o = userp;
 
 	(void)multi;
 	if (timeout_ms < 0) {
@@ -108,10 +108,10 @@ timer_cb(CURLM *multi, long timeout_ms, void *userp)
 	return 0;
 }
 
-struct origin *
-origin_new(struct event_base *base)
+struct curlev *
+curlev_new(struct event_base *base)
 {
-	struct origin *o = calloc(1, sizeof(*o));
+	struct curlev *o = calloc(1, sizeof(*o));
 
 	if (o == NULL)
 		return NULL;
@@ -119,7 +119,7 @@ origin_new(struct event_base *base)
 	o->multi = curl_multi_init();
 	o->timer = evtimer_new(base, on_timer, o);
 	if (o->multi == NULL || o->timer == NULL) {
-		origin_free(&o);
+		curlev_free(&o);
 		return NULL;
 	}
 	curl_multi_setopt(o->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
@@ -132,9 +132,9 @@ origin_new(struct event_base *base)
 }
 
 void
-origin_free(struct origin **op)
+curlev_free(struct curlev **op)
 {
-	struct origin *o = *op;
+	struct curlev *o = *op;
 
 	if (o == NULL)
 		return;
@@ -147,14 +147,14 @@ origin_free(struct origin **op)
 }
 
 int
-origin_start(struct origin *o, CURL *easy, struct origin_xfer *x)
+curlev_start(struct curlev *o, CURL *easy, struct curlev_xfer *x)
 {
 	curl_easy_setopt(easy, CURLOPT_PRIVATE, x);
 	return curl_multi_add_handle(o->multi, easy) == CURLM_OK ? 0 : -1;
 }
 
 void
-origin_cancel(struct origin *o, CURL *easy)
+curlev_cancel(struct curlev *o, CURL *easy)
 {
 	curl_multi_remove_handle(o->multi, easy);
 }

@@ -3,33 +3,33 @@
  * later peer) transfer shares one multi handle, its connection cache and its
  * DNS cache, and never blocks the loop.
  */
-#ifndef ORIGIN_H
-#define ORIGIN_H
+#ifndef CURLEV_H
+#define CURLEV_H
 
 #include <curl/curl.h>
 
 struct event_base;
-struct origin;
+struct curlev;
 
-typedef void origin_done_f(void *arg, CURLcode rc);
+typedef void curlev_done_f(void *arg, CURLcode rc);
 
 /* Per-transfer completion hook; lives inside the caller's transfer state. */
-struct origin_xfer {
-	origin_done_f *done;
+struct curlev_xfer {
+	curlev_done_f *done;
 	void *arg;
 };
 
-struct origin *origin_new(struct event_base *base);
-void origin_free(struct origin **o);
+struct curlev *curlev_new(struct event_base *base);
+void curlev_free(struct curlev **o);
 
 /*
  * Starts easy on the loop; x->done(x->arg, rc) runs once when it finishes,
  * after the handle was removed from the multi. The caller keeps ownership
  * of easy and x. Returns 0 or -1.
  */
-int origin_start(struct origin *o, CURL *easy, struct origin_xfer *x);
+int curlev_start(struct curlev *o, CURL *easy, struct curlev_xfer *x);
 
 /* Stops a transfer that has not finished; done is not called. */
-void origin_cancel(struct origin *o, CURL *easy);
+void curlev_cancel(struct curlev *o, CURL *easy);
 
 #endif

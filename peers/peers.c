@@ -1,0 +1,1068 @@
+/*
+ * See peers.h.
+ *
+ * Order and recovery. Deltas only make sense in sequence, so each peer has
+ * a queue and at most one push in flight. Nothing is retried blindly: a
+ * push that fails marks the peer down and empties its queue; when the peer
+ * answers a probe again it gets our full summary, and a receiver that
+ * finds a gap pulls the full summary itself. So every path back to
+ * agreement goes through a full summary and a checksum.
+ *
+ * Epochs are the Unix time (in seconds) when this node's filter was made,
+ * so a restarted node's messages are newer than anything it sent before.
+ */
+#include "peers.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <netinet/in.h>
+
+#include <curl/curl.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "curlev.h"
+#include "sc_assert.h"
+
+#define PROBE_EVERY_MS 250
+#define BACKOFF_MIN_MS 500
+#define BACKOFF_MAX_MS 30000
+#define PUSHQ_MAX 32
+#define SUMMARY_PATH "/sumcache/v1/summary"
+
+/* A signed message shared by every peer's queue. */
+struct msg {
+	unsigned refs;
+	enum ipm_type type;
+	struct sum_buf buf;
+};
+
+struct pushq {
+	struct msg *m;
+	struct pushq *next;
+};
+
+struct peers {
+	struct event_base *base;
+	struct curlev *curl;
+	struct peers_conf conf;
+	uint8_t *key;
+	struct peer *v;
+	size_t n;
+	struct cbf *local;
+	struct sumkey_hasher *hasher;
+	uint64_t seq;                 /* of the last publication */
+	struct msg *pull_msg;         /* full summary of seq, made lazily */
+	struct event *publish_ev;     /* publish at the end of this turn */
+	struct event *interval_timer;
+	struct event *probe_timer;
+	uint64_t last_publish_ms;
+	uint64_t publications[2];     /* [0] delta, [1] full */
+	uint64_t rejected[REJ_NREASONS];
+	uint64_t pulls_answered;
+};
+
+/* One transfer to a peer: a push or a pull. */
+struct xfer {
+	struct peers *ps;
+	struct peer *p;
+	CURL *easy;
+	struct curl_slist *hdrs;
+	struct curlev_xfer cx;
+	struct msg *m;          /* push: what is sent */
+	struct sum_buf resp;    /* pull: what comes back */
+	bool too_big;
+};
+
+static const char *const ipm_names[IPM_NTYPES] = {
+	"summary_full", "summary_delta", "summary_pull", "icp_query",
+	"icp_reply", "peer_request", "peer_response",
+};
+
+static const char *const reject_names[REJ_NREASONS] = {
+	"not_peer", "bad_mac", "malformed", "too_big", "old", "params", "gap",
+	"checksum",
+};
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- configuration ---- */
+
+int
+peer_spec_parse(const char *text, struct peer_spec *ps, const char **why)
+{
+	char buf[512], *save, *tok;
+	int i = 0;
+
+	memset(ps, 0, sizeof(*ps));
+	ps->type = PEER_SUMCACHE;
+	if (strlen(text) >= sizeof(buf)) {
+		*why = "too long";
+		return -1;
+	}
+	strcpy(buf, text);
+	for (tok = strtok_r(buf, " \t", &save); tok != NULL;
+	    tok = strtok_r(NULL, " \t", &save), i++) {
+		if (i == 0) {
+			size_t n = strlen(tok);
+			if (n > WIRE_MAX_SENDER) {
+				*why = "peer name too long";
+				return -1;
+			}
+			for (const char *c = tok; *c; c++)
+				if (!((*c >= 'a' && *c <= 'z') ||
+				    (*c >= 'A' && *c <= 'Z') ||
+				    (*c >= '0' && *c <= '9') ||
+				    strchr("-._", *c))) {
+					*why = "peer name may hold only "
+					    "letters, digits, - . _";
+					return -1;
+				}
+			memcpy(ps->name, tok, n + 1);
+			continue;
+		}
+		if (i == 1) {
+			char *colon = strrchr(tok, ':');
+			char *end;
+			unsigned long port = colon ? strtoul(colon + 1, &end,
+			    10) : 0;
+			if (colon == NULL || colon == tok || *end ||
+			    port == 0 || port > 65535 ||
+			    (size_t)(colon - tok) >= sizeof(ps->host)) {
+				*why = "expected NAME HOST:PORT";
+				return -1;
+			}
+			/* [v6]:port */
+			const char *h = tok;
+			size_t hl = (size_t)(colon - tok);
+			if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+				h++;
+				hl -= 2;
+			}
+			memcpy(ps->host, h, hl);
+			ps->host[hl] = '\0';
+			ps->port = (uint16_t)port;
+			continue;
+		}
+		if (strcmp(tok, "proxy_only") == 0) {
+			ps->proxy_only = true;
+		} else if (strcmp(tok, "type=sumcache") == 0) {
+			ps->type = PEER_SUMCACHE;
+		} else if (strncmp(tok, "icp=", 4) == 0) {
+			char *end;
+			unsigned long port = strtoul(tok + 4, &end, 10);
+			if (*end || port == 0 || port > 65535) {
+				*why = "icp= needs a port";
+				return -1;
+			}
+			ps->icp_port = (uint16_t)port;
+		} else if (strncmp(tok, "type=", 5) == 0) {
+			*why = "unknown peer type (this build speaks sumcache)";
+			return -1;
+		} else {
+			*why = "unknown peer option (proxy_only, type=, icp=)";
+			return -1;
+		}
+	}
+	if (i < 2) {
+		*why = "expected NAME HOST:PORT";
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- messages ---- */
+
+static void
+msg_unref(struct msg **mp)
+{
+	struct msg *m = *mp;
+
+	*mp = NULL;
+	if (m == NULL || --m->refs > 0)
+		return;
+	free(m->buf.p);
+	free(m);
+}
+
+/* Signs a summary of the local filter: payload as encoded by summary/. */
+static struct msg *
+make_msg(struct peers *ps, bool full, const struct sum_buf *payload,
+    uint64_t checksum)
+{
+	struct msg *m = calloc(1, sizeof(*m));
+	struct wire_summary w = {
+		.epoch = ps->local->epoch,
+		.seq = ps->seq,
+		.scheme = ps->local->scheme,
+		.m = ps->local->m,
+		.k = ps->local->k,
+		.full = full,
+		.payload = payload->p,
+		.payload_len = payload->len,
+		.checksum = checksum,
+		.entries = ps->local->entries,
+	};
+
+	if (m == NULL)
+		return NULL;
+	snprintf(w.sender, sizeof(w.sender), "%s", ps->conf.node_name);
+	m->refs = 1;
+	m->type = full ? IPM_SUMMARY_FULL : IPM_SUMMARY_DELTA;
+	if (wire_encode(&w, ps->key, ps->conf.keylen, &m->buf) < 0)
+		msg_unref(&m);
+	return m;
+}
+
+/* The full summary of what was last published, for pulls and for peers
+ * that come back. */
+static struct msg *
+full_msg(struct peers *ps)
+{
+	if (ps->pull_msg == NULL) {
+		struct sum_buf b = {0};
+		if (sum_encode_full(ps->local->published, ps->local->m, &b) ==
+		    0)
+			ps->pull_msg = make_msg(ps, true, &b, sum_checksum(
+			    ps->local->published, ps->local->m));
+		free(b.p);
+	}
+	if (ps->pull_msg != NULL)
+		ps->pull_msg->refs++;
+	return ps->pull_msg;
+}
+
+/* ---- transfers ---- */
+
+static void xfer_free(struct xfer **xp);
+static void push_next(struct peer *p);
+static void pull(struct peer *p);
+
+static struct xfer *
+xfer_new(struct peer *p)
+{
+	struct peers *ps = p->owner;
+	struct xfer *x = calloc(1, sizeof(*x));
+	char url[400];
+
+	if (x == NULL)
+		return NULL;
+	x->ps = ps;
+	x->p = p;
+	x->easy = curl_easy_init();
+	if (x->easy == NULL) {
+		free(x);
+		return NULL;
+	}
+	snprintf(url, sizeof(url), "%s%s", p->proxy_url, SUMMARY_PATH);
+	CURL *e = x->easy;
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_PROXY, "");
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+	    (long)ps->conf.connect_timeout_ms);
+	/* a full summary of the largest size still moves in well under
+	 * this on any LAN; a peer slower than that is as good as down */
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
+	    (long)ps->conf.timeout_ms * 4);
+	x->hdrs = curl_slist_append(NULL,
+	    "Content-Type: application/x-protobuf");
+	x->hdrs = curl_slist_append(x->hdrs, "Expect:");
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
+	return x;
+}
+
+static void
+xfer_free(struct xfer **xp)
+{
+	struct xfer *x = *xp;
+
+	if (x == NULL)
+		return;
+	*xp = NULL;
+	curl_easy_cleanup(x->easy);
+	curl_slist_free_all(x->hdrs);
+	msg_unref(&x->m);
+	free(x->resp.p);
+	free(x);
+}
+
+static void
+note_rtt(struct peer *p, double ms)
+{
+	p->rtt_ms = p->rtt_ms == 0 ? ms : 0.8 * p->rtt_ms + 0.2 * ms;
+}
+
+static void
+pushq_clear(struct peer *p)
+{
+	while (p->pushq != NULL) {
+		struct pushq *q = p->pushq;
+		p->pushq = q->next;
+		msg_unref(&q->m);
+		free(q);
+	}
+}
+
+static void
+peer_down(struct peer *p, const char *why)
+{
+	if (p->up) {
+		p->downs++;
+		fprintf(stderr, "sumcache: peer %s (%s:%u) down: %s\n",
+		    p->spec.name, p->spec.host, p->spec.port, why);
+	}
+	p->up = false;
+	pushq_clear(p);
+	uint64_t now = now_ms();
+	p->backoff_ms = p->backoff_ms == 0 ? BACKOFF_MIN_MS :
+	    p->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
+	    p->backoff_ms * 2;
+	p->probe_at_ms = now + p->backoff_ms;
+}
+
+static void
+enqueue(struct peer *p, struct msg *m)
+{
+	size_t n = 0;
+	struct pushq **tail = &p->pushq;
+
+	for (; *tail != NULL; tail = &(*tail)->next)
+		n++;
+	if (n >= PUSHQ_MAX) {
+		/* the peer is far behind: it will see the gap and pull */
+		pushq_clear(p);
+		tail = &p->pushq;
+	}
+	struct pushq *q = calloc(1, sizeof(*q));
+	if (q == NULL)
+		return;
+	m->refs++;
+	q->m = m;
+	*tail = q;
+	push_next(p);
+}
+
+static void
+on_push_done(void *arg, CURLcode rc)
+{
+	struct xfer *x = arg;
+	struct peer *p = x->p;
+	long status = 0;
+	double secs = 0;
+
+	p->pushing = false;
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME, &secs);
+	if (rc != CURLE_OK) {
+		peer_down(p, curl_easy_strerror(rc));
+	} else {
+		note_rtt(p, secs * 1000);
+		p->msgs[IPM_SENT][x->m->type]++;
+		p->bytes[IPM_SENT][x->m->type] += x->m->buf.len;
+		/* 409: the peer saw a gap and is pulling from us already */
+		if (status != 204 && status != 409)
+			fprintf(stderr, "sumcache: peer %s refused our "
+			    "summary: HTTP %ld\n", p->spec.name, status);
+	}
+	xfer_free(&x);
+	push_next(p);
+}
+
+static void
+push_next(struct peer *p)
+{
+	struct peers *ps = p->owner;
+
+	if (p->pushing || p->pushq == NULL || !p->up)
+		return;
+	struct pushq *q = p->pushq;
+	struct xfer *x = xfer_new(p);
+	if (x == NULL)
+		return;
+	p->pushq = q->next;
+	x->m = q->m;
+	free(q);
+	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, x->m->buf.p);
+	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
+	    (curl_off_t)x->m->buf.len);
+	x->cx = (struct curlev_xfer){on_push_done, x};
+	if (curlev_start(ps->curl, x->easy, &x->cx) < 0) {
+		xfer_free(&x);
+		return;
+	}
+	p->pushing = true;
+}
+
+/* ---- publishing ---- */
+
+static void
+publish(struct peers *ps)
+{
+	struct sum_buf b = {0};
+	bool full;
+	uint64_t checksum;
+
+	if (sum_publish(ps->local, &b, &full, &checksum) < 0) {
+		free(b.p);
+		return;
+	}
+	ps->seq++;
+	ps->last_publish_ms = now_ms();
+	msg_unref(&ps->pull_msg);
+	struct msg *m = make_msg(ps, full, &b, checksum);
+	free(b.p);
+	if (m == NULL)
+		return;
+	ps->publications[full]++;
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i].up)
+			enqueue(&ps->v[i], m);
+	msg_unref(&m);
+}
+
+static uint64_t
+threshold_changes(const struct peers *ps)
+{
+	double t = ps->conf.threshold * (double)ps->local->entries;
+
+	return t < 1 ? 1 : (uint64_t)t;
+}
+
+static void
+on_publish(evutil_socket_t fd, short what, void *arg)
+{
+	struct peers *ps = arg;
+
+	(void)fd;
+	(void)what;
+	if (ps->local->changes >= threshold_changes(ps))
+		publish(ps);
+}
+
+static void
+on_interval(evutil_socket_t fd, short what, void *arg)
+{
+	struct peers *ps = arg;
+
+	(void)fd;
+	(void)what;
+	if (ps->local->changes > 0 &&
+	    now_ms() - ps->last_publish_ms >= ps->conf.max_interval_ms)
+		publish(ps);
+}
+
+static void
+changed(struct peers *ps)
+{
+	/* checked once at the end of the loop turn, so a burst of store
+	 * events makes one publication */
+	if (ps->local->changes >= threshold_changes(ps) &&
+	    !event_pending(ps->publish_ev, EV_TIMEOUT, NULL))
+		event_active(ps->publish_ev, EV_TIMEOUT, 0);
+}
+
+void
+peers_object_added(struct peers *ps, const char *key, size_t len)
+{
+	struct sumkey k;
+
+	if (sumkey_make(ps->hasher, SUM_METHOD_GET, key, len, &k) < 0)
+		return;
+	cbf_add(ps->local, &k);
+	changed(ps);
+}
+
+void
+peers_object_removed(struct peers *ps, const char *key, size_t len)
+{
+	struct sumkey k;
+
+	if (sumkey_make(ps->hasher, SUM_METHOD_GET, key, len, &k) < 0)
+		return;
+	if (!cbf_remove(ps->local, &k))
+		fprintf(stderr, "sumcache: summary: removal of a key it does "
+		    "not hold (%.*s)\n", (int)(len > 200 ? 200 : len), key);
+	changed(ps);
+}
+
+/* ---- receiving ---- */
+
+static bool
+same_addr(const struct sockaddr *a, const struct sockaddr_storage *b)
+{
+	if (a->sa_family != b->ss_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		    ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->sa_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		    &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
+	return false;
+}
+
+struct peer *
+peers_by_addr(struct peers *ps, const struct sockaddr *addr)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (same_addr(addr, &ps->v[i].addr))
+			return &ps->v[i];
+	return NULL;
+}
+
+static struct peer *
+by_name(struct peers *ps, const char *name)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (strcmp(ps->v[i].spec.name, name) == 0)
+			return &ps->v[i];
+	return NULL;
+}
+
+static int
+refuse(struct peers *ps, enum reject r, int status, const char *who,
+    const char *detail, const char **why)
+{
+	ps->rejected[r]++;
+	fprintf(stderr, "sumcache: summary from %s refused: %s%s%s\n", who,
+	    reject_names[r], detail ? ": " : "", detail ? detail : "");
+	*why = reject_names[r];
+	return status;
+}
+
+/*
+ * Applies a decoded summary from p to what we hold. Returns an HTTP
+ * status; on anything but 204 the held summary is unchanged.
+ */
+static int
+apply(struct peers *ps, struct peer *p, const struct wire_summary *w,
+    const char **why)
+{
+	struct psum *s = p->sum;
+	int rc;
+
+	if (w->scheme != ps->conf.scheme)
+		return refuse(ps, REJ_PARAMS, 422, p->spec.name,
+		    "hash scheme differs from ours", why);
+	if (s != NULL && s->loaded && (w->epoch < s->epoch ||
+	    (w->epoch == s->epoch && w->seq <= s->seq)))
+		return refuse(ps, REJ_OLD, 409, p->spec.name,
+		    "not newer than what we hold", why);
+	if (w->full) {
+		if (s == NULL && (s = psum_new(w->scheme, w->m, w->k)) == NULL)
+			return 503;
+		rc = psum_load_full(s, w->scheme, w->m, w->k, w->epoch, w->seq,
+		    w->payload, w->payload_len, w->checksum);
+		if (p->sum == NULL) {
+			if (rc == 0)
+				p->sum = s;
+			else
+				psum_free(&s);
+		}
+	} else {
+		rc = s == NULL ? SUM_ERR_GAP : psum_apply_delta(s, w->epoch,
+		    w->seq, w->payload, w->payload_len, w->checksum);
+	}
+	switch (rc) {
+	case 0:
+		p->sum_entries = w->entries;
+		p->sum_updated_ms = now_ms();
+		return 204;
+	case SUM_ERR_GAP:
+		pull(p);
+		return refuse(ps, REJ_GAP, 409, p->spec.name, "pulling the "
+		    "full summary", why);
+	case SUM_ERR_CHECKSUM:
+		pull(p);
+		return refuse(ps, REJ_CHECKSUM, 409, p->spec.name, "pulling "
+		    "the full summary", why);
+	case SUM_ERR_PARAMS:
+		return refuse(ps, REJ_PARAMS, 422, p->spec.name, NULL, why);
+	case SUM_ERR_NOMEM:
+		*why = "out of memory";
+		return 503;
+	default:
+		return refuse(ps, REJ_MALFORMED, 400, p->spec.name,
+		    "bad payload", why);
+	}
+}
+
+int
+peers_receive(struct peers *ps, const struct sockaddr *from,
+    const uint8_t *in, size_t len, const char **why)
+{
+	struct wire_summary w;
+	char who[sizeof(((struct peer_spec *)0)->host)];
+
+	struct peer *p = peers_by_addr(ps, from);
+	if (p == NULL)
+		return refuse(ps, REJ_NOT_PEER, 403, "an unknown address",
+		    NULL, why);
+	snprintf(who, sizeof(who), "%s", p->spec.host);
+	switch (wire_decode(in, len, ps->key, ps->conf.keylen, &w)) {
+	case WIRE_OK:
+		break;
+	case WIRE_TOO_BIG:
+		return refuse(ps, REJ_TOO_BIG, 413, who, NULL, why);
+	case WIRE_BAD_MAC:
+		return refuse(ps, REJ_BAD_MAC, 403, who, NULL, why);
+	case WIRE_NOMEM:
+		*why = "out of memory";
+		return 503;
+	default:
+		return refuse(ps, REJ_MALFORMED, 400, who, NULL, why);
+	}
+	/* the sender must be the peer at that address (on one host several
+	 * peers share an address, so the name decides) */
+	struct peer *named = by_name(ps, w.sender);
+	if (named == NULL || !same_addr(from, &named->addr)) {
+		wire_summary_clear(&w);
+		return refuse(ps, REJ_NOT_PEER, 403, who, "unknown sender",
+		    why);
+	}
+	p = named;
+	enum ipm_type type = w.full ? IPM_SUMMARY_FULL : IPM_SUMMARY_DELTA;
+	p->msgs[IPM_RECEIVED][type]++;
+	p->bytes[IPM_RECEIVED][type] += len;
+	int status = apply(ps, p, &w, why);
+	wire_summary_clear(&w);
+	return status;
+}
+
+int
+peers_pull_response(struct peers *ps, const struct sockaddr *from,
+    struct sum_buf *out)
+{
+	struct peer *p = peers_by_addr(ps, from);
+
+	if (p == NULL) {
+		ps->rejected[REJ_NOT_PEER]++;
+		return 403;
+	}
+	struct msg *m = full_msg(ps);
+	if (m == NULL)
+		return 503;
+	int rc = sum_buf_put(out, m->buf.p, m->buf.len) < 0 ? 503 : 200;
+	msg_unref(&m);
+	ps->pulls_answered++;
+	return rc;
+}
+
+/* ---- pulling ---- */
+
+static size_t
+on_pull_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+	size_t len = size * n;
+
+	if (x->resp.len + len > WIRE_MAX_BYTES) {
+		x->too_big = true;
+		return 0;
+	}
+	return sum_buf_put(&x->resp, data, len) < 0 ? 0 : len;
+}
+
+static void
+on_pull_done(void *arg, CURLcode rc)
+{
+	struct xfer *x = arg;
+	struct peers *ps = x->ps;
+	struct peer *p = x->p;
+	long status = 0;
+	double secs = 0;
+	const char *why = NULL;
+
+	p->pulling = false;
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME, &secs);
+	p->msgs[IPM_SENT][IPM_SUMMARY_PULL]++;
+	if (rc != CURLE_OK || status != 200) {
+		char detail[160];
+		snprintf(detail, sizeof(detail), "pull: %s", rc != CURLE_OK ?
+		    curl_easy_strerror(rc) : "HTTP error");
+		if (rc == CURLE_OK)
+			snprintf(detail, sizeof(detail), "pull: HTTP %ld",
+			    status);
+		peer_down(p, detail);
+		xfer_free(&x);
+		return;
+	}
+	p->msgs[IPM_RECEIVED][IPM_SUMMARY_PULL]++;
+	p->bytes[IPM_RECEIVED][IPM_SUMMARY_PULL] += x->resp.len;
+	note_rtt(p, secs * 1000);
+	struct wire_summary w;
+	enum wire_err we = wire_decode(x->resp.p, x->resp.len, ps->key,
+	    ps->conf.keylen, &w);
+	if (we != WIRE_OK) {
+		refuse(ps, we == WIRE_BAD_MAC ? REJ_BAD_MAC : we ==
+		    WIRE_TOO_BIG ? REJ_TOO_BIG : REJ_MALFORMED, 0,
+		    p->spec.name, "in a pulled summary", &why);
+	} else if (strcmp(w.sender, p->spec.name) != 0 || !w.full) {
+		refuse(ps, REJ_NOT_PEER, 0, p->spec.name, "pulled summary "
+		    "from another sender", &why);
+	} else if (p->sum == NULL || !p->sum->loaded ||
+	    w.epoch != p->sum->epoch || w.seq != p->sum->seq) {
+		apply(ps, p, &w, &why);
+	}
+	wire_summary_clear(&w);
+	bool was_up = p->up;
+	p->up = true;
+	p->backoff_ms = 0;
+	xfer_free(&x);
+	if (!was_up) {
+		/* it missed whatever we published while it was away */
+		fprintf(stderr, "sumcache: peer %s (%s:%u) up\n",
+		    p->spec.name, p->spec.host, p->spec.port);
+		struct msg *m = full_msg(ps);
+		if (m != NULL) {
+			enqueue(p, m);
+			msg_unref(&m);
+		}
+	}
+}
+
+static void
+pull(struct peer *p)
+{
+	struct peers *ps = p->owner;
+
+	if (p->pulling)
+		return;
+	struct xfer *x = xfer_new(p);
+	if (x == NULL)
+		return;
+	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_pull_body);
+	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
+	x->cx = (struct curlev_xfer){on_pull_done, x};
+	if (curlev_start(ps->curl, x->easy, &x->cx) < 0) {
+		xfer_free(&x);
+		return;
+	}
+	p->pulling = true;
+}
+
+static void
+on_probe(evutil_socket_t fd, short what, void *arg)
+{
+	struct peers *ps = arg;
+	uint64_t now = now_ms();
+
+	(void)fd;
+	(void)what;
+	for (size_t i = 0; i < ps->n; i++) {
+		struct peer *p = &ps->v[i];
+		if (!p->up && !p->pulling && now >= p->probe_at_ms)
+			pull(p);
+	}
+}
+
+/* ---- forwarding ---- */
+
+size_t
+peers_candidates(struct peers *ps, const char *key, size_t len,
+    struct peer **out, size_t max)
+{
+	struct sumkey k;
+	size_t n = 0;
+
+	if (max == 0 || sumkey_make(ps->hasher, SUM_METHOD_GET, key, len,
+	    &k) < 0)
+		return 0;
+	for (size_t i = 0; i < ps->n && n < max; i++) {
+		struct peer *p = &ps->v[i];
+		if (!p->up || p->sum == NULL || !p->sum->loaded ||
+		    !psum_contains(p->sum, &k))
+			continue;
+		/* insertion by RTT: a handful of peers */
+		size_t j = n++;
+		while (j > 0 && out[j - 1]->rtt_ms > p->rtt_ms) {
+			out[j] = out[j - 1];
+			j--;
+		}
+		out[j] = p;
+	}
+	return n;
+}
+
+void
+peers_fetch_done(struct peers *ps, struct peer *p, enum peer_outcome outcome,
+    double ms, uint64_t req_bytes, uint64_t resp_bytes)
+{
+	(void)ps;
+	p->msgs[IPM_SENT][IPM_PEER_REQUEST]++;
+	p->bytes[IPM_SENT][IPM_PEER_REQUEST] += req_bytes;
+	switch (outcome) {
+	case PEER_HIT:
+		p->remote_hits++;
+		break;
+	case PEER_FALSE_HIT:
+		p->false_hits++;
+		break;
+	case PEER_FAILED:
+		peer_down(p, "request failed or timed out");
+		return;
+	}
+	p->msgs[IPM_RECEIVED][IPM_PEER_RESPONSE]++;
+	p->bytes[IPM_RECEIVED][IPM_PEER_RESPONSE] += resp_bytes;
+	note_rtt(p, ms);
+}
+
+/* ---- set-up ---- */
+
+static int
+resolve(struct peer *p, char *err, size_t elen)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
+	char port[8];
+
+	snprintf(port, sizeof(port), "%u", p->spec.port);
+	int rc = getaddrinfo(p->spec.host, port, &hints, &res);
+	if (rc != 0) {
+		snprintf(err, elen, "peer %s: cannot resolve %s: %s",
+		    p->spec.name, p->spec.host, gai_strerror(rc));
+		return -1;
+	}
+	memcpy(&p->addr, res->ai_addr, res->ai_addrlen);
+	p->addrlen = res->ai_addrlen;
+	freeaddrinfo(res);
+	bool v6 = strchr(p->spec.host, ':') != NULL;
+	snprintf(p->proxy_url, sizeof(p->proxy_url), "http://%s%s%s:%u",
+	    v6 ? "[" : "", p->spec.host, v6 ? "]" : "", p->spec.port);
+	return 0;
+}
+
+struct peers *
+peers_new(struct event_base *base, struct curlev *curl,
+    const struct peers_conf *conf, const struct peer_spec *specs, size_t n,
+    char *err, size_t elen)
+{
+	struct peers *ps = calloc(1, sizeof(*ps));
+
+	if (ps == NULL)
+		goto nomem;
+	ps->base = base;
+	ps->curl = curl;
+	ps->conf = *conf;
+	ps->key = malloc(conf->keylen);
+	ps->v = calloc(n ? n : 1, sizeof(*ps->v));
+	if (ps->key == NULL || ps->v == NULL)
+		goto nomem;
+	memcpy(ps->key, conf->key, conf->keylen);
+	ps->conf.key = ps->key;
+	ps->n = n;
+	for (size_t i = 0; i < n; i++) {
+		struct peer *p = &ps->v[i];
+		p->spec = specs[i];
+		p->owner = ps;
+		if (strcmp(p->spec.name, conf->node_name) == 0) {
+			snprintf(err, elen, "peer %s has this node's own name",
+			    p->spec.name);
+			goto fail;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(specs[j].name, p->spec.name) == 0) {
+				snprintf(err, elen, "peer %s listed twice",
+				    p->spec.name);
+				goto fail;
+			}
+		if (resolve(p, err, elen) < 0)
+			goto fail;
+	}
+	uint64_t m = cbf_size_for(conf->expected_objects,
+	    conf->bits_per_entry);
+	ps->local = cbf_new(conf->scheme, m, conf->k, (uint32_t)time(NULL));
+	ps->hasher = sumkey_hasher_new(conf->scheme);
+	ps->publish_ev = event_new(base, -1, 0, on_publish, ps);
+	ps->interval_timer = event_new(base, -1, EV_PERSIST, on_interval, ps);
+	ps->probe_timer = event_new(base, -1, EV_PERSIST, on_probe, ps);
+	if (ps->local == NULL || ps->hasher == NULL || ps->publish_ev == NULL ||
+	    ps->interval_timer == NULL || ps->probe_timer == NULL)
+		goto nomem;
+	return ps;
+nomem:
+	snprintf(err, elen, "out of memory");
+fail:
+	peers_free(&ps);
+	return NULL;
+}
+
+void
+peers_start(struct peers *ps)
+{
+	/* seq 1: the empty summary, so a pull always has something */
+	ps->seq = 1;
+	ps->last_publish_ms = now_ms();
+	uint32_t every = ps->conf.max_interval_ms / 4;
+	struct timeval iv = {every / 1000, (every % 1000) * 1000};
+	if (every < 100)
+		iv = (struct timeval){0, 100000};
+	event_add(ps->interval_timer, &iv);
+	struct timeval pv = {0, PROBE_EVERY_MS * 1000};
+	event_add(ps->probe_timer, &pv);
+	on_probe(-1, 0, ps);
+}
+
+void
+peers_free(struct peers **psp)
+{
+	struct peers *ps = *psp;
+
+	if (ps == NULL)
+		return;
+	*psp = NULL;
+	for (size_t i = 0; ps->v != NULL && i < ps->n; i++) {
+		pushq_clear(&ps->v[i]);
+		psum_free(&ps->v[i].sum);
+	}
+	if (ps->publish_ev)
+		event_free(ps->publish_ev);
+	if (ps->interval_timer)
+		event_free(ps->interval_timer);
+	if (ps->probe_timer)
+		event_free(ps->probe_timer);
+	msg_unref(&ps->pull_msg);
+	cbf_free(&ps->local);
+	sumkey_hasher_free(&ps->hasher);
+	free(ps->v);
+	free(ps->key);
+	free(ps);
+}
+
+/* ---- observability ---- */
+
+void
+peers_render_metrics(const struct peers *ps, struct evbuffer *out)
+{
+	const struct cbf *f = ps->local;
+
+	evbuffer_add_printf(out,
+	    "# TYPE sumcache_summary_publications_total counter\n"
+	    "sumcache_summary_publications_total{kind=\"full\"} %llu\n"
+	    "sumcache_summary_publications_total{kind=\"delta\"} %llu\n",
+	    (unsigned long long)ps->publications[1],
+	    (unsigned long long)ps->publications[0]);
+	evbuffer_add_printf(out,
+	    "# TYPE sumcache_summary_rejected_total counter\n");
+	for (int r = 0; r < REJ_NREASONS; r++)
+		evbuffer_add_printf(out, "sumcache_summary_rejected_total"
+		    "{reason=\"%s\"} %llu\n", reject_names[r],
+		    (unsigned long long)ps->rejected[r]);
+	evbuffer_add_printf(out,
+	    "# TYPE sumcache_summary_entries gauge\n"
+	    "sumcache_summary_entries %llu\n"
+	    "# TYPE sumcache_summary_bits gauge\n"
+	    "sumcache_summary_bits %llu\n"
+	    "# TYPE sumcache_summary_epoch gauge\n"
+	    "sumcache_summary_epoch %u\n"
+	    "# TYPE sumcache_summary_sequence gauge\n"
+	    "sumcache_summary_sequence %llu\n"
+	    /* the top 53 bits of the XXH64, exact as a float */
+	    "# TYPE sumcache_summary_checksum gauge\n"
+	    "sumcache_summary_checksum %llu\n"
+	    "# TYPE sumcache_summary_pending_changes gauge\n"
+	    "sumcache_summary_pending_changes %llu\n"
+	    "# TYPE sumcache_summary_saturations_total counter\n"
+	    "sumcache_summary_saturations_total %llu\n"
+	    "# TYPE sumcache_summary_bad_removes_total counter\n"
+	    "sumcache_summary_bad_removes_total %llu\n",
+	    (unsigned long long)f->entries, (unsigned long long)f->m,
+	    f->epoch, (unsigned long long)ps->seq,
+	    (unsigned long long)(sum_checksum(f->published, f->m) >> 11),
+	    (unsigned long long)f->changes,
+	    (unsigned long long)f->saturations,
+	    (unsigned long long)f->bad_removes);
+
+	evbuffer_add_printf(out,
+	    "# TYPE sumcache_interproxy_messages_total counter\n");
+	for (size_t i = 0; i < ps->n; i++)
+		for (int d = 0; d < 2; d++)
+			for (int t = 0; t < IPM_NTYPES; t++)
+				evbuffer_add_printf(out,
+				    "sumcache_interproxy_messages_total"
+				    "{direction=\"%s\",type=\"%s\",peer=\"%s\"}"
+				    " %llu\n", d ? "received" : "sent",
+				    ipm_names[t], ps->v[i].spec.name,
+				    (unsigned long long)ps->v[i].msgs[d][t]);
+	evbuffer_add_printf(out,
+	    "# TYPE sumcache_interproxy_bytes_total counter\n");
+	for (size_t i = 0; i < ps->n; i++)
+		for (int d = 0; d < 2; d++)
+			for (int t = 0; t < IPM_NTYPES; t++)
+				evbuffer_add_printf(out,
+				    "sumcache_interproxy_bytes_total"
+				    "{direction=\"%s\",type=\"%s\",peer=\"%s\"}"
+				    " %llu\n", d ? "received" : "sent",
+				    ipm_names[t], ps->v[i].spec.name,
+				    (unsigned long long)ps->v[i].bytes[d][t]);
+
+	uint64_t now = now_ms();
+	static const char *const gauges[] = {"up", "summary_epoch",
+	    "summary_sequence", "summary_fill_ratio",
+	    "summary_false_positive_rate", "summary_age_seconds",
+	    "summary_entries", "summary_checksum", "rtt_seconds"};
+	for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
+		evbuffer_add_printf(out, "# TYPE sumcache_peer_%s gauge\n",
+		    gauges[g]);
+		for (size_t i = 0; i < ps->n; i++) {
+			const struct peer *p = &ps->v[i];
+			const struct psum *s = p->sum && p->sum->loaded ?
+			    p->sum : NULL;
+			double v = 0;
+			switch (g) {
+			case 0: v = p->up; break;
+			case 1: v = s ? s->epoch : 0; break;
+			case 2: v = s ? (double)s->seq : 0; break;
+			case 3: v = s ? psum_fill(s) : 0; break;
+			case 4: v = s ? psum_fpr(s) : 0; break;
+			case 5: v = p->sum_updated_ms ?
+			    (double)(now - p->sum_updated_ms) / 1000 : -1;
+				break;
+			case 6: v = (double)p->sum_entries; break;
+			case 7: v = s ? (double)(s->checksum >> 11) : 0; break;
+			default: v = p->rtt_ms / 1000; break;
+			}
+			evbuffer_add_printf(out, "sumcache_peer_%s{peer=\"%s\"} "
+			    "%.17g\n", gauges[g], p->spec.name, v);
+		}
+	}
+	evbuffer_add_printf(out,
+	    "# TYPE sumcache_peer_false_hits_total counter\n");
+	uint64_t fh = 0;
+	for (size_t i = 0; i < ps->n; i++)
+		fh += ps->v[i].false_hits;
+	evbuffer_add_printf(out, "sumcache_peer_false_hits_total %llu\n",
+	    (unsigned long long)fh);
+}
+
+const struct cbf *
+peers_local(const struct peers *ps)
+{
+	return ps->local;
+}
+
+size_t
+peers_count(const struct peers *ps)
+{
+	return ps->n;
+}
+
+struct peer *
+peers_at(struct peers *ps, size_t i)
+{
+	return i < ps->n ? &ps->v[i] : NULL;
+}

@@ -1,0 +1,178 @@
+/*
+ * The Summary Cache between peers: the peer table, this node's counting
+ * filter and its publication, the summaries peers send us, and the choice
+ * of peers to ask on a miss.
+ *
+ *   - The proxy feeds every store insert and removal in (peers_object_*).
+ *   - When the changes since the last publication reach the threshold, or
+ *     the max interval passes with changes pending, the smaller of a delta
+ *     and a full summary is POSTed to every live peer, one message at a
+ *     time per peer so deltas arrive in order.
+ *   - Pushes from peers arrive through the proxy (peers_receive); a gap or
+ *     a checksum mismatch makes us pull the sender's full summary.
+ *   - A peer that fails a connect or times out is down: its summary is not
+ *     used and it is pulled again with backoff until it answers.
+ *
+ * Everything runs on the proxy's event loop; transfers go through curlev.
+ */
+#ifndef PEERS_H
+#define PEERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "cbf.h"
+#include "psum.h"
+#include "wire.h"
+
+struct event_base;
+struct evbuffer;
+struct curlev;
+
+enum peer_type {
+	PEER_SUMCACHE = 1,
+};
+
+/* One "peer" directive: "NAME HOST:PORT [type=sumcache] [icp=PORT]
+ * [proxy_only]". */
+struct peer_spec {
+	char name[WIRE_MAX_SENDER + 1];
+	char host[256];
+	uint16_t port;
+	uint16_t icp_port;
+	enum peer_type type;
+	bool proxy_only;  /* remote hits are not stored locally */
+};
+
+int peer_spec_parse(const char *text, struct peer_spec *ps,
+    const char **why);
+
+/* Inter-proxy traffic, by DESIGN.md's type label. */
+enum ipm_type {
+	IPM_SUMMARY_FULL = 0,
+	IPM_SUMMARY_DELTA,
+	IPM_SUMMARY_PULL,
+	IPM_ICP_QUERY,
+	IPM_ICP_REPLY,
+	IPM_PEER_REQUEST,
+	IPM_PEER_RESPONSE,
+	IPM_NTYPES
+};
+
+enum ipm_dir {
+	IPM_SENT = 0,
+	IPM_RECEIVED = 1,
+};
+
+/* Why a summary message was refused (the reason label of
+ * sumcache_summary_rejected_total). */
+enum reject {
+	REJ_NOT_PEER = 0,   /* source address or sender is no configured peer */
+	REJ_BAD_MAC,
+	REJ_MALFORMED,      /* envelope, fields or payload */
+	REJ_TOO_BIG,
+	REJ_OLD,            /* (epoch, seq) not newer than what we hold */
+	REJ_PARAMS,         /* hash scheme differs from ours */
+	REJ_GAP,            /* delta that does not follow: we pull */
+	REJ_CHECKSUM,       /* decoded array differs from the sender's */
+	REJ_NREASONS
+};
+
+struct peer {
+	struct peer_spec spec;
+	struct sockaddr_storage addr;  /* resolved at start-up */
+	socklen_t addrlen;
+	char proxy_url[300];           /* "http://host:port" for curl */
+	bool up;
+	double rtt_ms;                 /* smoothed; 0 = not measured */
+	unsigned backoff_ms;           /* next re-probe delay while down */
+	uint64_t probe_at_ms;          /* monotonic time of the next probe */
+	struct psum *sum;              /* what the peer last told us */
+	uint64_t sum_entries;
+	uint64_t sum_updated_ms;       /* monotonic; 0 = never */
+	bool pulling;
+	struct pushq *pushq;           /* messages waiting to be sent */
+	bool pushing;
+	uint64_t msgs[2][IPM_NTYPES];
+	uint64_t bytes[2][IPM_NTYPES];
+	uint64_t false_hits;
+	uint64_t remote_hits;
+	uint64_t downs;
+	struct peers *owner;
+};
+
+struct peers_conf {
+	const char *node_name;
+	enum sum_scheme scheme;
+	unsigned bits_per_entry;
+	unsigned k;
+	double threshold;              /* share of cached objects, (0, 1] */
+	uint32_t max_interval_ms;
+	uint32_t connect_timeout_ms;   /* peer connects and exchanges */
+	uint32_t timeout_ms;           /* peer response silence */
+	uint64_t expected_objects;     /* initial filter sizing */
+	const uint8_t *key;            /* cluster key */
+	size_t keylen;
+};
+
+struct peers;
+
+/*
+ * A peer table for specs; resolves every peer's host (numeric or a name,
+ * at start-up). NULL with the reason in err.
+ */
+struct peers *peers_new(struct event_base *base, struct curlev *curl,
+    const struct peers_conf *conf, const struct peer_spec *specs, size_t n,
+    char *err, size_t elen);
+void peers_free(struct peers **ps);
+
+/* Publishes the first (empty) summary and pulls every peer's. */
+void peers_start(struct peers *ps);
+
+/* The store took in or let go of an object under key (normalized URL). */
+void peers_object_added(struct peers *ps, const char *key, size_t len);
+void peers_object_removed(struct peers *ps, const char *key, size_t len);
+
+/*
+ * A POSTed summary message from addr. Returns the HTTP status to answer
+ * (204 accepted, 4xx refused; *why says why).
+ */
+int peers_receive(struct peers *ps, const struct sockaddr *from,
+    const uint8_t *msg, size_t len, const char **why);
+
+/* Our current full summary, signed, for a GET from addr: 200 with out
+ * filled, or 403 / 503. */
+int peers_pull_response(struct peers *ps, const struct sockaddr *from,
+    struct sum_buf *out);
+
+/* Whether addr is a configured peer's address. */
+struct peer *peers_by_addr(struct peers *ps, const struct sockaddr *addr);
+
+/*
+ * The live peers whose summary holds key, fastest first; at most max.
+ * The key is hashed once for all of them.
+ */
+size_t peers_candidates(struct peers *ps, const char *key, size_t len,
+    struct peer **out, size_t max);
+
+/* The outcome of asking p for an object. */
+enum peer_outcome {
+	PEER_HIT = 0,        /* it answered from its cache */
+	PEER_FALSE_HIT = 1,  /* its summary claimed it; it had no copy */
+	PEER_FAILED = 2,     /* connect failure or timeout: mark it down */
+};
+void peers_fetch_done(struct peers *ps, struct peer *p,
+    enum peer_outcome outcome, double ms, uint64_t req_bytes,
+    uint64_t resp_bytes);
+
+/* Prometheus series for peers and summaries. */
+void peers_render_metrics(const struct peers *ps, struct evbuffer *out);
+
+/* For tests and the status page. */
+const struct cbf *peers_local(const struct peers *ps);
+size_t peers_count(const struct peers *ps);
+struct peer *peers_at(struct peers *ps, size_t i);
+
+#endif

@@ -1,0 +1,176 @@
+/*
+ * See wire.h. The generated protobuf-c code does the byte-level parsing;
+ * this file decides what a well-formed summary message is.
+ */
+#include "wire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "sumcache.pb-c.h"
+
+#define MAC_LEN 32
+
+static bool
+mac(const uint8_t *key, size_t keylen, const uint8_t *data, size_t len,
+    uint8_t out[MAC_LEN])
+{
+	unsigned int n = 0;
+
+	return HMAC(EVP_sha256(), key, (int)keylen, data, len, out, &n) !=
+	    NULL && n == MAC_LEN;
+}
+
+int
+wire_encode(const struct wire_summary *s, const uint8_t *key, size_t keylen,
+    struct sum_buf *out)
+{
+	Sumcache__V1__Summary sum = SUMCACHE__V1__SUMMARY__INIT;
+	Sumcache__V1__Signed sig = SUMCACHE__V1__SIGNED__INIT;
+	uint8_t tag[MAC_LEN];
+	int rc = -1;
+
+	sum.sender = (char *)s->sender;
+	sum.epoch = s->epoch;
+	sum.seq = s->seq;
+	sum.scheme = s->scheme == SUM_SQUID_MD5 ?
+	    SUMCACHE__V1__HASH_SCHEME__HASH_SQUID_MD5 :
+	    SUMCACHE__V1__HASH_SCHEME__HASH_XXH3;
+	sum.m = s->m;
+	sum.k = s->k;
+	sum.kind = s->full ? SUMCACHE__V1__KIND__KIND_FULL :
+	    SUMCACHE__V1__KIND__KIND_DELTA;
+	sum.payload.data = s->payload;
+	sum.payload.len = s->payload_len;
+	sum.checksum = s->checksum;
+	sum.entries = s->entries;
+
+	size_t slen = sumcache__v1__summary__get_packed_size(&sum);
+	uint8_t *sbytes = malloc(slen ? slen : 1);
+	if (sbytes == NULL)
+		return -1;
+	sumcache__v1__summary__pack(&sum, sbytes);
+	if (!mac(key, keylen, sbytes, slen, tag))
+		goto out;
+	sig.summary.data = sbytes;
+	sig.summary.len = slen;
+	sig.mac.data = tag;
+	sig.mac.len = MAC_LEN;
+	size_t len = sumcache__v1__signed__get_packed_size(&sig);
+	if (sum_buf_reserve(out, len) < 0)
+		goto out;
+	sumcache__v1__signed__pack(&sig, out->p + out->len);
+	out->len += len;
+	rc = 0;
+out:
+	free(sbytes);
+	return rc;
+}
+
+static enum wire_err
+fields(const Sumcache__V1__Summary *m, struct wire_summary *s)
+{
+	size_t nlen = m->sender ? strlen(m->sender) : 0;
+
+	if (nlen == 0 || nlen > WIRE_MAX_SENDER)
+		return WIRE_MALFORMED;
+	memcpy(s->sender, m->sender, nlen + 1);
+	switch (m->scheme) {
+	case SUMCACHE__V1__HASH_SCHEME__HASH_XXH3:
+		s->scheme = SUM_XXH3;
+		break;
+	case SUMCACHE__V1__HASH_SCHEME__HASH_SQUID_MD5:
+		s->scheme = SUM_SQUID_MD5;
+		break;
+	default:
+		return WIRE_MALFORMED;
+	}
+	switch (m->kind) {
+	case SUMCACHE__V1__KIND__KIND_FULL:
+		s->full = true;
+		break;
+	case SUMCACHE__V1__KIND__KIND_DELTA:
+		s->full = false;
+		break;
+	default:
+		return WIRE_MALFORMED;
+	}
+	if (m->m == 0 || m->m > WIRE_MAX_BITS || m->k == 0 || m->k > 16 ||
+	    m->seq == 0)
+		return WIRE_MALFORMED;
+	s->epoch = m->epoch;
+	s->seq = m->seq;
+	s->m = m->m;
+	s->k = m->k;
+	s->checksum = m->checksum;
+	s->entries = m->entries;
+	s->payload_len = m->payload.len;
+	s->payload = malloc(m->payload.len ? m->payload.len : 1);
+	if (s->payload == NULL)
+		return WIRE_NOMEM;
+	if (m->payload.len)
+		memcpy(s->payload, m->payload.data, m->payload.len);
+	return WIRE_OK;
+}
+
+enum wire_err
+wire_decode(const uint8_t *in, size_t len, const uint8_t *key, size_t keylen,
+    struct wire_summary *s)
+{
+	Sumcache__V1__Signed *sig = NULL;
+	Sumcache__V1__Summary *sum = NULL;
+	uint8_t tag[MAC_LEN];
+	enum wire_err e;
+
+	memset(s, 0, sizeof(*s));
+	if (len > WIRE_MAX_BYTES)
+		return WIRE_TOO_BIG;
+	sig = sumcache__v1__signed__unpack(NULL, len, in);
+	if (sig == NULL || sig->summary.len == 0) {
+		e = WIRE_MALFORMED;
+		goto out;
+	}
+	/* the MAC first: nothing from an unauthenticated sender is parsed
+	 * further than the envelope */
+	if (sig->mac.len != MAC_LEN ||
+	    !mac(key, keylen, sig->summary.data, sig->summary.len, tag) ||
+	    CRYPTO_memcmp(tag, sig->mac.data, MAC_LEN) != 0) {
+		e = WIRE_BAD_MAC;
+		goto out;
+	}
+	sum = sumcache__v1__summary__unpack(NULL, sig->summary.len,
+	    sig->summary.data);
+	e = sum == NULL ? WIRE_MALFORMED : fields(sum, s);
+out:
+	if (e != WIRE_OK)
+		wire_summary_clear(s);
+	if (sum)
+		sumcache__v1__summary__free_unpacked(sum, NULL);
+	if (sig)
+		sumcache__v1__signed__free_unpacked(sig, NULL);
+	return e;
+}
+
+void
+wire_summary_clear(struct wire_summary *s)
+{
+	free(s->payload);
+	memset(s, 0, sizeof(*s));
+}
+
+const char *
+wire_strerror(enum wire_err e)
+{
+	switch (e) {
+	case WIRE_OK: return "ok";
+	case WIRE_TOO_BIG: return "message too large";
+	case WIRE_MALFORMED: return "malformed message";
+	case WIRE_BAD_MAC: return "bad MAC";
+	case WIRE_NOMEM: return "out of memory";
+	}
+	return "unknown error";
+}

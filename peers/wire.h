@@ -1,0 +1,59 @@
+/*
+ * The peer protocol's messages (proto/sumcache.proto): a Summary inside a
+ * Signed envelope whose HMAC-SHA256 under the cluster key covers the
+ * Summary's exact bytes. Decoding checks the MAC before it parses the
+ * Summary, and the Summary's fields before anyone uses them.
+ */
+#ifndef WIRE_H
+#define WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rice.h"
+#include "sumkey.h"
+
+/* The largest message a peer may send: a raw array of WIRE_MAX_BITS bits
+ * plus framing. */
+#define WIRE_MAX_BITS (1ull << 29)
+#define WIRE_MAX_BYTES (WIRE_MAX_BITS / 8 + 4096)
+#define WIRE_MAX_SENDER 63
+#define WIRE_KEY_MIN 16  /* bytes of cluster key, at least */
+
+struct wire_summary {
+	char sender[WIRE_MAX_SENDER + 1];
+	uint32_t epoch;
+	uint64_t seq;
+	enum sum_scheme scheme;
+	uint64_t m;
+	unsigned k;
+	bool full;
+	uint8_t *payload;     /* owned after wire_decode */
+	size_t payload_len;
+	uint64_t checksum;
+	uint64_t entries;
+};
+
+enum wire_err {
+	WIRE_OK = 0,
+	WIRE_TOO_BIG = 1,     /* over WIRE_MAX_BYTES */
+	WIRE_MALFORMED = 2,   /* not a Signed, or a Summary with bad fields */
+	WIRE_BAD_MAC = 3,     /* forged, or a different cluster key */
+	WIRE_NOMEM = 4,
+};
+
+/* Appends a Signed message for s to out. Returns 0 or -1 (ENOMEM). */
+int wire_encode(const struct wire_summary *s, const uint8_t *key,
+    size_t keylen, struct sum_buf *out);
+
+/* Checks and parses a Signed message into *s (payload allocated; free it
+ * with wire_summary_clear). On error *s is zeroed. */
+enum wire_err wire_decode(const uint8_t *in, size_t len, const uint8_t *key,
+    size_t keylen, struct wire_summary *s);
+
+void wire_summary_clear(struct wire_summary *s);
+
+const char *wire_strerror(enum wire_err e);
+
+#endif
