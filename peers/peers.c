@@ -8,8 +8,9 @@
  * finds a gap pulls the full summary itself. So every path back to
  * agreement goes through a full summary and a checksum.
  *
- * Epochs are the Unix time (in seconds) when this node's filter was made,
- * so a restarted node's messages are newer than anything it sent before.
+ * Epochs are the wall-clock time in microseconds when this node's filter
+ * was made, so a restarted node's messages are newer than anything it sent
+ * before, however soon it restarts.
  */
 #include "peers.h"
 
@@ -65,10 +66,12 @@ struct peers {
 	uint64_t publications[2];     /* [0] delta, [1] full */
 	uint64_t rejected[REJ_NREASONS];
 	uint64_t pulls_answered;
+	struct xfer *xfers;
 };
 
 /* One transfer to a peer: a push or a pull. */
 struct xfer {
+	struct xfer *prev, *next;  /* in flight, for peers_free */
 	struct peers *ps;
 	struct peer *p;
 	CURL *easy;
@@ -85,8 +88,8 @@ static const char *const ipm_names[IPM_NTYPES] = {
 };
 
 static const char *const reject_names[REJ_NREASONS] = {
-	"not_peer", "bad_mac", "malformed", "too_big", "old", "params", "gap",
-	"checksum",
+	"not_peer", "bad_mac", "malformed", "too_big", "old", "duplicate",
+	"params", "gap", "checksum",
 };
 
 static uint64_t
@@ -96,6 +99,15 @@ now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t
+epoch_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* ---- configuration ---- */
@@ -266,6 +278,10 @@ xfer_new(struct peer *p)
 		free(x);
 		return NULL;
 	}
+	x->next = ps->xfers;
+	if (ps->xfers)
+		ps->xfers->prev = x;
+	ps->xfers = x;
 	snprintf(url, sizeof(url), "%s%s", p->proxy_url, SUMMARY_PATH);
 	CURL *e = x->easy;
 	curl_easy_setopt(e, CURLOPT_URL, url);
@@ -293,6 +309,12 @@ xfer_free(struct xfer **xp)
 	if (x == NULL)
 		return;
 	*xp = NULL;
+	if (x->prev)
+		x->prev->next = x->next;
+	else
+		x->ps->xfers = x->next;
+	if (x->next)
+		x->next->prev = x->prev;
 	curl_easy_cleanup(x->easy);
 	curl_slist_free_all(x->hdrs);
 	msg_unref(&x->m);
@@ -332,6 +354,27 @@ peer_down(struct peer *p, const char *why)
 	    p->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
 	    p->backoff_ms * 2;
 	p->probe_at_ms = now + p->backoff_ms;
+}
+
+static void enqueue(struct peer *p, struct msg *m);
+static struct msg *full_msg(struct peers *ps);
+
+/* p answered a pull or sent us a valid summary: it is alive. */
+static void
+peer_up(struct peer *p)
+{
+	if (p->up)
+		return;
+	p->up = true;
+	p->backoff_ms = 0;
+	fprintf(stderr, "sumcache: peer %s (%s:%u) up\n", p->spec.name,
+	    p->spec.host, p->spec.port);
+	/* it missed whatever we published while it was away */
+	struct msg *m = full_msg(p->owner);
+	if (m != NULL) {
+		enqueue(p, m);
+		msg_unref(&m);
+	}
 }
 
 static void
@@ -544,6 +587,14 @@ refuse(struct peers *ps, enum reject r, int status, const char *who,
 	return status;
 }
 
+void
+peers_refused(struct peers *ps, enum reject r, const char *who)
+{
+	const char *why;
+
+	refuse(ps, r, 0, who, NULL, &why);
+}
+
 /*
  * Applies a decoded summary from p to what we hold. Returns an HTTP
  * status; on anything but 204 the held summary is unchanged.
@@ -558,6 +609,14 @@ apply(struct peers *ps, struct peer *p, const struct wire_summary *w,
 	if (w->scheme != ps->conf.scheme)
 		return refuse(ps, REJ_PARAMS, 422, p->spec.name,
 		    "hash scheme differs from ours", why);
+	if (s != NULL && s->loaded && w->full && w->epoch == s->epoch &&
+	    w->seq == s->seq && w->checksum == s->checksum) {
+		/* the full summary we already hold (it reached us by a pull
+		 * and a push at once): changes nothing, so no alarm */
+		ps->rejected[REJ_DUPLICATE]++;
+		*why = reject_names[REJ_DUPLICATE];
+		return 409;
+	}
 	if (s != NULL && s->loaded && (w->epoch < s->epoch ||
 	    (w->epoch == s->epoch && w->seq <= s->seq)))
 		return refuse(ps, REJ_OLD, 409, p->spec.name,
@@ -640,6 +699,8 @@ peers_receive(struct peers *ps, const struct sockaddr *from,
 	p->bytes[IPM_RECEIVED][type] += len;
 	int status = apply(ps, p, &w, why);
 	wire_summary_clear(&w);
+	if (status == 204)
+		peer_up(p);
 	return status;
 }
 
@@ -720,20 +781,8 @@ on_pull_done(void *arg, CURLcode rc)
 		apply(ps, p, &w, &why);
 	}
 	wire_summary_clear(&w);
-	bool was_up = p->up;
-	p->up = true;
-	p->backoff_ms = 0;
 	xfer_free(&x);
-	if (!was_up) {
-		/* it missed whatever we published while it was away */
-		fprintf(stderr, "sumcache: peer %s (%s:%u) up\n",
-		    p->spec.name, p->spec.host, p->spec.port);
-		struct msg *m = full_msg(ps);
-		if (m != NULL) {
-			enqueue(p, m);
-			msg_unref(&m);
-		}
-	}
+	peer_up(p);
 }
 
 static void
@@ -885,7 +934,7 @@ peers_new(struct event_base *base, struct curlev *curl,
 	}
 	uint64_t m = cbf_size_for(conf->expected_objects,
 	    conf->bits_per_entry);
-	ps->local = cbf_new(conf->scheme, m, conf->k, (uint32_t)time(NULL));
+	ps->local = cbf_new(conf->scheme, m, conf->k, epoch_now());
 	ps->hasher = sumkey_hasher_new(conf->scheme);
 	ps->publish_ev = event_new(base, -1, 0, on_publish, ps);
 	ps->interval_timer = event_new(base, -1, EV_PERSIST, on_interval, ps);
@@ -925,6 +974,11 @@ peers_free(struct peers **psp)
 	if (ps == NULL)
 		return;
 	*psp = NULL;
+	while (ps->xfers != NULL) {
+		struct xfer *x = ps->xfers;
+		curlev_cancel(ps->curl, x->easy);
+		xfer_free(&x);
+	}
 	for (size_t i = 0; ps->v != NULL && i < ps->n; i++) {
 		pushq_clear(&ps->v[i]);
 		psum_free(&ps->v[i].sum);
@@ -968,7 +1022,7 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 	    "# TYPE sumcache_summary_bits gauge\n"
 	    "sumcache_summary_bits %llu\n"
 	    "# TYPE sumcache_summary_epoch gauge\n"
-	    "sumcache_summary_epoch %u\n"
+	    "sumcache_summary_epoch %llu\n"
 	    "# TYPE sumcache_summary_sequence gauge\n"
 	    "sumcache_summary_sequence %llu\n"
 	    /* the top 53 bits of the XXH64, exact as a float */
@@ -981,7 +1035,7 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 	    "# TYPE sumcache_summary_bad_removes_total counter\n"
 	    "sumcache_summary_bad_removes_total %llu\n",
 	    (unsigned long long)f->entries, (unsigned long long)f->m,
-	    f->epoch, (unsigned long long)ps->seq,
+	    (unsigned long long)f->epoch, (unsigned long long)ps->seq,
 	    (unsigned long long)(sum_checksum(f->published, f->m) >> 11),
 	    (unsigned long long)f->changes,
 	    (unsigned long long)f->saturations,
@@ -1025,7 +1079,7 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 			double v = 0;
 			switch (g) {
 			case 0: v = p->up; break;
-			case 1: v = s ? s->epoch : 0; break;
+			case 1: v = s ? (double)s->epoch : 0; break;
 			case 2: v = s ? (double)s->seq : 0; break;
 			case 3: v = s ? psum_fill(s) : 0; break;
 			case 4: v = s ? psum_fpr(s) : 0; break;

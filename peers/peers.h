@@ -74,6 +74,7 @@ enum reject {
 	REJ_MALFORMED,      /* envelope, fields or payload */
 	REJ_TOO_BIG,
 	REJ_OLD,            /* (epoch, seq) not newer than what we hold */
+	REJ_DUPLICATE,      /* exactly the full summary we hold */
 	REJ_PARAMS,         /* hash scheme differs from ours */
 	REJ_GAP,            /* delta that does not follow: we pull */
 	REJ_CHECKSUM,       /* decoded array differs from the sender's */
@@ -146,6 +147,9 @@ int peers_receive(struct peers *ps, const struct sockaddr *from,
  * filled, or 403 / 503. */
 int peers_pull_response(struct peers *ps, const struct sockaddr *from,
     struct sum_buf *out);
+
+/* Counts and logs a message refused before it reached peers_receive. */
+void peers_refused(struct peers *ps, enum reject r, const char *who);
 
 /* Whether addr is a configured peer's address. */
 struct peer *peers_by_addr(struct peers *ps, const struct sockaddr *addr);

@@ -23,7 +23,7 @@
 
 struct wire_summary {
 	char sender[WIRE_MAX_SENDER + 1];
-	uint32_t epoch;
+	uint64_t epoch;
 	uint64_t seq;
 	enum sum_scheme scheme;
 	uint64_t m;

@@ -26,6 +26,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "peers.h"
 #include "request.h"
 #include "sc_assert.h"
 #include "tunnel.h"
@@ -271,8 +272,9 @@ on_read(struct bufferevent *bev, void *arg)
 		timer_set(c, c->srv->conf.idle_timeout_ms);
 		if (request_feed_body(t, bufferevent_get_input(c->bev)) < 0)
 			return;
-		if (t->body != NULL && evbuffer_get_length(t->body) >
-		    CLIENT_BODY_HIGH)
+		/* a summary POST is read whole (its size was checked) */
+		if (t->body != NULL && !t->summary_post &&
+		    evbuffer_get_length(t->body) > CLIENT_BODY_HIGH)
 			bufferevent_disable(c->bev, EV_READ);
 		return;
 	}
@@ -366,7 +368,12 @@ client_accept(struct server *s, evutil_socket_t fd, const struct sockaddr *sa)
 		free(c);
 		return;
 	}
-	c->allowed = acl_allows(&s->conf.allow, sa);
+	/* configured peers may always talk to us: summaries and sibling
+	 * requests come from them */
+	c->allowed = acl_allows(&s->conf.allow, sa) ||
+	    (s->peers != NULL && peers_by_addr(s->peers, sa) != NULL);
+	memcpy(&c->sa, sa, sa->sa_family == AF_INET6 ?
+	    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
 	if (sa->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr,
 		    c->addr, sizeof(c->addr));

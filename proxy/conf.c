@@ -203,12 +203,67 @@ parse_sharing(struct conf *c, size_t off, const char *v, const char **why)
 		c->sharing = SHARING_NONE;
 		return 0;
 	}
-	if (strcmp(v, "summary") == 0 || strcmp(v, "icp") == 0) {
-		*why = "this build has no peer exchange yet; only 'none' works";
+	if (strcmp(v, "summary") == 0) {
+		c->sharing = SHARING_SUMMARY;
+		return 0;
+	}
+	if (strcmp(v, "icp") == 0) {
+		*why = "this build has no ICP yet; use none or summary";
 		return -1;
 	}
 	*why = "expected none, summary or icp";
 	return -1;
+}
+
+static int
+parse_peer(struct conf *c, size_t off, const char *v, const char **why)
+{
+	(void)off;
+	if (c->n_peers == CONF_MAX_PEERS) {
+		*why = "too many peers";
+		return -1;
+	}
+	if (peer_spec_parse(v, &c->peers[c->n_peers], why) < 0)
+		return -1;
+	c->n_peers++;
+	return 0;
+}
+
+static int
+parse_hash(struct conf *c, size_t off, const char *v, const char **why)
+{
+	(void)off;
+	if (strcmp(v, "xxh3") == 0)
+		c->summary_hash = SUM_XXH3;
+	else if (strcmp(v, "squid-md5") == 0)
+		c->summary_hash = SUM_SQUID_MD5;
+	else {
+		*why = "expected xxh3 or squid-md5";
+		return -1;
+	}
+	return 0;
+}
+
+/* "1%", "0.5 %" or a fraction such as 0.01; (0, 100 %] */
+static int
+parse_share(struct conf *c, size_t off, const char *v, const char **why)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(v, &end);
+
+	while (*end == ' ')
+		end++;
+	if (*end == '%') {
+		x /= 100;
+		end++;
+	}
+	if (end == v || *end || errno || !(x > 0 && x <= 1)) {
+		*why = "expected a share such as 1% or 0.01";
+		return -1;
+	}
+	*(double *)((char *)c + off) = x;
+	return 0;
 }
 
 #define OFF(f) offsetof(struct conf, f)
@@ -229,7 +284,26 @@ static const struct directive directives[] = {
 	{"access_log", parse_string, OFF(access_log), "stdout", false,
 	    "access log in Squid's native format: a path, stdout or none"},
 	{"sharing", parse_sharing, 0, "none", false,
-	    "cache sharing with peers: none (summary and icp come later)"},
+	    "cache sharing with peers: none or summary (icp comes later)"},
+	{"peer", parse_peer, 0, NULL, true,
+	    "a peer: \"NAME HOST:PORT [proxy_only] [icp=PORT]\""},
+	{"cluster_key_file", parse_string, OFF(cluster_key_file), NULL, false,
+	    "file holding the cluster's shared key (16 bytes or more)"},
+	{"summary_hash", parse_hash, 0, "xxh3", false,
+	    "hash of summary keys: xxh3, or squid-md5 (Squid's, k = 4)"},
+	{"summary_bits_per_entry", parse_count, OFF(summary_bits_per_entry),
+	    "16", false, "bits of summary per cached object (4 to 64)"},
+	{"summary_hash_functions", parse_count, OFF(summary_hash_functions),
+	    "4", false, "hash functions of the summary (1 to 16)"},
+	{"summary_threshold", parse_share, OFF(summary_threshold), "1%",
+	    false, "publish when this share of cached objects has changed"},
+	{"summary_max_interval", parse_duration,
+	    OFF(summary_max_interval_ms), "60s", false,
+	    "publish pending changes at least this often"},
+	{"peer_connect_timeout", parse_duration, OFF(peer_connect_timeout_ms),
+	    "500ms", false, "time to connect to a peer (then it is down)"},
+	{"peer_timeout", parse_duration, OFF(peer_timeout_ms), "2s", false,
+	    "time a peer may stay silent on a request (then it is down)"},
 	{"header_timeout", parse_duration, OFF(header_timeout_ms), "30s",
 	    false, "time a client has to send a complete request head"},
 	{"idle_timeout", parse_duration, OFF(idle_timeout_ms), "60s", false,
@@ -267,6 +341,8 @@ reset_repeatable(struct conf *c, const struct directive *d)
 {
 	if (d->parse == parse_allow)
 		acl_clear(&c->allow);
+	else if (d->parse == parse_peer)
+		c->n_peers = 0;
 	else if (d->parse == parse_port)
 		c->n_connect_ports = 0;
 }
@@ -470,6 +546,61 @@ conf_validate(const struct conf *c, char *err, size_t elen)
 		snprintf(err, elen, "max_header_size must be at least 1KB");
 		return -1;
 	}
+	if (c->summary_bits_per_entry < 4 || c->summary_bits_per_entry > 64) {
+		snprintf(err, elen, "summary_bits_per_entry must be 4 to 64");
+		return -1;
+	}
+	if (c->summary_hash_functions > CBF_MAX_K ||
+	    (c->summary_hash == SUM_SQUID_MD5 &&
+	    c->summary_hash_functions != SUM_SQUID_K)) {
+		snprintf(err, elen, "summary_hash_functions must be 1 to 16, "
+		    "and 4 with squid-md5");
+		return -1;
+	}
+	if (c->sharing == SHARING_SUMMARY && c->n_peers == 0) {
+		snprintf(err, elen, "sharing summary needs at least one peer");
+		return -1;
+	}
+	if (c->sharing == SHARING_SUMMARY && c->cluster_key_file == NULL) {
+		snprintf(err, elen, "sharing summary needs cluster_key_file");
+		return -1;
+	}
+	return 0;
+}
+
+int
+conf_load_key(struct conf *c, char *err, size_t elen)
+{
+	if (c->sharing == SHARING_NONE)
+		return 0;
+	FILE *f = fopen(c->cluster_key_file, "rb");
+	uint8_t buf[4096];
+	size_t n = 0;
+
+	if (f == NULL) {
+		snprintf(err, elen, "cluster_key_file %s: %s",
+		    c->cluster_key_file, strerror(errno));
+		return -1;
+	}
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	/* a trailing newline from an editor or echo is not key material */
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	if (n < WIRE_KEY_MIN) {
+		snprintf(err, elen, "cluster_key_file %s: %zu bytes; the key "
+		    "needs at least %d (try: head -c 32 /dev/urandom | "
+		    "base64 > FILE)", c->cluster_key_file, n, WIRE_KEY_MIN);
+		return -1;
+	}
+	free(c->cluster_key);
+	c->cluster_key = malloc(n);
+	if (c->cluster_key == NULL) {
+		snprintf(err, elen, "out of memory");
+		return -1;
+	}
+	memcpy(c->cluster_key, buf, n);
+	c->cluster_key_len = n;
 	return 0;
 }
 
@@ -482,7 +613,8 @@ conf_print_help(FILE *f)
 		const struct directive *d = &directives[i];
 		fprintf(f, "  %-20s %s%s\n  %-20s default: %s\n", d->name,
 		    d->help, d->repeatable ? " (repeatable)" : "", "",
-		    d->dflt && *d->dflt ? d->dflt : "(computed)");
+		    d->dflt == NULL ? "(none)" : *d->dflt ? d->dflt :
+		    "(computed)");
 	}
 }
 
@@ -492,6 +624,10 @@ conf_clear(struct conf *c)
 	free(c->node_name);
 	free(c->http_listen);
 	free(c->access_log);
+	free(c->cluster_key_file);
+	if (c->cluster_key != NULL)
+		memset(c->cluster_key, 0, c->cluster_key_len);
+	free(c->cluster_key);
 	acl_clear(&c->allow);
 	memset(c, 0, sizeof(*c));
 }

@@ -11,12 +11,15 @@
 #include <stdio.h>
 
 #include "acl.h"
+#include "peers.h"
 
 enum sharing {
 	SHARING_NONE = 0,
+	SHARING_SUMMARY = 1,
 };
 
 #define CONF_MAX_PORTS 32
+#define CONF_MAX_PEERS 64
 
 struct conf {
 	char *node_name;
@@ -28,6 +31,18 @@ struct conf {
 	unsigned n_connect_ports;
 	char *access_log;        /* path, "stdout" or "none" */
 	enum sharing sharing;
+	struct peer_spec peers[CONF_MAX_PEERS];
+	unsigned n_peers;
+	char *cluster_key_file;
+	uint8_t *cluster_key;    /* the file's bytes, read by conf_load_key */
+	size_t cluster_key_len;
+	enum sum_scheme summary_hash;
+	uint32_t summary_bits_per_entry;
+	uint32_t summary_hash_functions;
+	double summary_threshold;  /* share of cached objects */
+	uint32_t summary_max_interval_ms;
+	uint32_t peer_connect_timeout_ms;
+	uint32_t peer_timeout_ms;
 	uint32_t header_timeout_ms;
 	uint32_t idle_timeout_ms;
 	uint32_t connect_timeout_ms;
@@ -55,6 +70,9 @@ int conf_override(struct conf *c, const char *nv, char *err, size_t elen);
 
 /* Cross-directive checks after everything is read. */
 int conf_validate(const struct conf *c, char *err, size_t elen);
+
+/* Reads cluster_key_file when sharing needs it. -1 with the reason. */
+int conf_load_key(struct conf *c, char *err, size_t elen);
 
 /* Prints every directive with its default and help text. */
 void conf_print_help(FILE *f);

@@ -33,10 +33,12 @@
 #include "bodyfd.h"
 #include "client.h"
 #include "curlev.h"
+#include "peers.h"
 #include "request.h"
 #include "sc_assert.h"
 
 #define RESPONSE_HEAD_MAX (256 * 1024)
+#define FETCH_MAX_CANDIDATES 4
 
 struct fetch {
 	struct txn *t;
@@ -54,6 +56,12 @@ struct fetch {
 	bool send_paused;
 	bool chunked_out;
 	const char *proto_error;
+	/* peers whose summaries claim the object, asked in order before the
+	 * origin; peer is the one being asked now (NULL: the origin) */
+	struct peer *cand[FETCH_MAX_CANDIDATES];
+	size_t ncand, next_cand;
+	struct peer *peer;
+	bool peer_refused;         /* it answered 5xx: a false hit */
 	struct store_body *body;   /* copy for the store, or NULL */
 	char *stored_head;         /* filtered fields for the store */
 	size_t stored_head_len;
@@ -63,7 +71,8 @@ struct fetch {
 static void
 arm_timer(struct fetch *f)
 {
-	uint32_t ms = f->t->srv->conf.origin_timeout_ms;
+	uint32_t ms = f->peer != NULL ? f->t->srv->conf.peer_timeout_ms :
+	    f->t->srv->conf.origin_timeout_ms;
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 
 	evtimer_add(f->timer, &tv);
@@ -160,6 +169,9 @@ build_request_headers(struct fetch *f)
 			    fl->name, (int)fl->vlen, fl->value);
 	}
 	ok = ok && add_header(f, "Via: %s", f->t->srv->via);
+	/* PROTOCOLS.md 4: a sibling answers from its cache or says 504 */
+	if (f->peer != NULL)
+		ok = ok && add_header(f, "Cache-Control: only-if-cached");
 	/* no Expect round trip to the origin: we already have the body */
 	ok = ok && add_header(f, "Expect:");
 	if (ok && http_field_find(req, "accept") == NULL)
@@ -292,7 +304,8 @@ final_head(struct fetch *f)
 	cc_parse(resp, false, &respcc);
 	bool has_te = http_field_find(resp, "transfer-encoding") != NULL;
 	int64_t clen = has_te ? -1 : resp->content_length;
-	if (f->kind != FETCH_FORWARD && t->is_get &&
+	bool proxy_only = f->peer != NULL && f->peer->spec.proxy_only;
+	if (f->kind != FETCH_FORWARD && t->is_get && !proxy_only &&
 	    cachectl_storable(&t->req, &t->reqcc, resp, &respcc, &why) &&
 	    (clen < 0 || (uint64_t)clen <= s->conf.max_object_size)) {
 		f->body = store_body_new(clen > 0 ? (size_t)clen : 0);
@@ -315,7 +328,7 @@ final_head(struct fetch *f)
 	bool no_body = t->is_head || resp->status == 204 ||
 	    resp->status == 304;
 	t->status = resp->status;
-	t->result = RESULT_MISS;
+	t->result = f->peer != NULL ? RESULT_REMOTE_HIT : RESULT_MISS;
 	evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n", resp->status,
 	    (int)resp->reason_len, resp->reason);
 	filter_fields(resp, out, true);
@@ -378,15 +391,29 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 		return 0;
 	}
 	if (f->resp.status < 200) {
-		forward_interim(f);
+		if (f->peer == NULL)
+			forward_interim(f);
 		return len;
+	}
+	if (f->peer != NULL && f->resp.status >= 500) {
+		/* nothing has reached the client: try the next source */
+		f->peer_refused = true;
+		return 0;
 	}
 	f->head_done = true;
 	char *ip = NULL;
-	f->t->hier = "HIER_DIRECT";
-	if (curl_easy_getinfo(f->easy, CURLINFO_PRIMARY_IP, &ip) == CURLE_OK &&
-	    ip != NULL)
-		snprintf(f->t->hier_host, sizeof(f->t->hier_host), "%s", ip);
+	if (f->peer != NULL) {
+		/* Squid's code for a sibling chosen by its digest */
+		f->t->hier = "CD_SIBLING_HIT";
+		snprintf(f->t->hier_host, sizeof(f->t->hier_host), "%s",
+		    f->peer->spec.name);
+	} else {
+		f->t->hier = "HIER_DIRECT";
+		if (curl_easy_getinfo(f->easy, CURLINFO_PRIMARY_IP, &ip) ==
+		    CURLE_OK && ip != NULL)
+			snprintf(f->t->hier_host, sizeof(f->t->hier_host),
+			    "%s", ip);
+	}
 	return final_head(f) ? len : 0;
 }
 
@@ -631,6 +658,41 @@ finish_ok(struct fetch *f)
 	client_txn_done(t->c);
 }
 
+static int attempt(struct fetch *f);
+
+/* Reports how asking f->peer went; PEER_FAILED marks it down. */
+static void
+peer_outcome(struct fetch *f, enum peer_outcome outcome)
+{
+	curl_off_t down = 0;
+	long req = 0, head = 0;
+	double secs = 0;
+
+	curl_easy_getinfo(f->easy, CURLINFO_REQUEST_SIZE, &req);
+	curl_easy_getinfo(f->easy, CURLINFO_HEADER_SIZE, &head);
+	curl_easy_getinfo(f->easy, CURLINFO_SIZE_DOWNLOAD_T, &down);
+	curl_easy_getinfo(f->easy, CURLINFO_TOTAL_TIME, &secs);
+	peers_fetch_done(f->t->srv->peers, f->peer, outcome, secs * 1000,
+	    (uint64_t)req, (uint64_t)head + (uint64_t)down);
+}
+
+/* A peer could not serve the object and the client has seen nothing:
+ * ask the next candidate, then the origin. */
+static void
+next_source(struct fetch *f, enum peer_outcome outcome)
+{
+	peer_outcome(f, outcome);
+	f->peer_refused = false;
+	f->proto_error = NULL;
+	http_head_clear(&f->resp);
+	f->resp.content_length = -1;
+	evbuffer_drain(f->headbuf, evbuffer_get_length(f->headbuf));
+	if (attempt(f) < 0) {
+		request_error(f->t, 503, "TCP_MISS", "cannot start origin "
+		    "fetch", false);
+	}
+}
+
 static void
 on_done(void *arg, CURLcode rc)
 {
@@ -638,6 +700,12 @@ on_done(void *arg, CURLcode rc)
 
 	f->running = false;
 	evtimer_del(f->timer);
+	if (f->peer != NULL && !f->head_done) {
+		next_source(f, f->peer_refused ? PEER_FALSE_HIT : PEER_FAILED);
+		return;
+	}
+	if (f->peer != NULL)
+		peer_outcome(f, PEER_HIT);
 	if (rc == CURLE_OK && f->head_done)
 		finish_ok(f);
 	else
@@ -654,37 +722,50 @@ on_silence(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	curlev_cancel(f->t->srv->curl, f->easy);
 	f->running = false;
+	if (f->peer != NULL && !f->head_done) {
+		next_source(f, PEER_FAILED);
+		return;
+	}
 	finish_error(f, CURLE_OPERATION_TIMEDOUT);
 }
 
-int
-fetch_start(struct txn *t, enum fetch_kind kind)
+/* PROTOCOLS.md 4: what may be asked of a sibling at all. */
+static bool
+peer_eligible(const struct txn *t, enum fetch_kind kind)
 {
-	struct server *s = t->srv;
-	struct fetch *f = calloc(1, sizeof(*f));
+	return t->srv->peers != NULL && kind == FETCH_MISS &&
+	    (t->is_get || t->is_head) && t->body_kind == BODY_NONE &&
+	    !t->reqcc.no_cache && !t->looped;
+}
 
-	if (f == NULL)
+/* Sets up f->easy for the next source (a candidate peer, else the
+ * origin) and starts it. */
+static int
+attempt(struct fetch *f)
+{
+	struct txn *t = f->t;
+	struct server *s = t->srv;
+
+	f->peer = f->next_cand < f->ncand ? f->cand[f->next_cand++] : NULL;
+	if (f->easy == NULL)
+		f->easy = curl_easy_init();
+	else
+		curl_easy_reset(f->easy);
+	curl_slist_free_all(f->hdrs);
+	f->hdrs = NULL;
+	if (f->easy == NULL || !build_request_headers(f))
 		return -1;
-	f->t = t;
-	f->kind = kind;
-	f->resp.content_length = -1;
-	f->request_time = time(NULL);
-	f->easy = curl_easy_init();
-	f->timer = evtimer_new(s->base, on_silence, f);
-	f->headbuf = evbuffer_new();
-	if (f->easy == NULL || f->timer == NULL || f->headbuf == NULL ||
-	    !build_request_headers(f))
-		goto fail;
 	CURL *e = f->easy;
 	curl_easy_setopt(e, CURLOPT_URL, t->url.norm);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	/* never send our own fetches through a proxy from the environment */
-	curl_easy_setopt(e, CURLOPT_PROXY, "");
+	/* a peer is asked as a proxy; the origin directly, never through a
+	 * proxy from the environment */
+	curl_easy_setopt(e, CURLOPT_PROXY, f->peer ? f->peer->proxy_url : "");
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-	    (long)s->conf.connect_timeout_ms);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(f->peer ?
+	    s->conf.peer_connect_timeout_ms : s->conf.connect_timeout_ms));
 	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 65536L);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, f->hdrs);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
@@ -716,11 +797,36 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 	}
 	f->xfer = (struct curlev_xfer){on_done, f};
 	if (curlev_start(s->curl, e, &f->xfer) < 0)
-		goto fail;
+		return -1;
 	f->running = true;
-	t->fetch = f;
-	s->m.origin_requests++;
+	if (f->peer == NULL)
+		s->m.origin_requests++;
 	arm_timer(f);
+	return 0;
+}
+
+int
+fetch_start(struct txn *t, enum fetch_kind kind)
+{
+	struct server *s = t->srv;
+	struct fetch *f = calloc(1, sizeof(*f));
+
+	if (f == NULL)
+		return -1;
+	f->t = t;
+	f->kind = kind;
+	f->resp.content_length = -1;
+	f->request_time = time(NULL);
+	f->timer = evtimer_new(s->base, on_silence, f);
+	f->headbuf = evbuffer_new();
+	if (f->timer == NULL || f->headbuf == NULL)
+		goto fail;
+	if (peer_eligible(t, kind))
+		f->ncand = peers_candidates(s->peers, t->url.norm, t->url.len,
+		    f->cand, FETCH_MAX_CANDIDATES);
+	if (attempt(f) < 0)
+		goto fail;
+	t->fetch = f;
 	const struct http_field *ex = http_field_find(&t->req, "expect");
 	if (ex != NULL && t->body_kind != BODY_NONE && t->req.version == 11 &&
 	    http_token_eq(ex->value, ex->vlen, "100-continue")) {

@@ -21,6 +21,7 @@
 
 #include "client.h"
 #include "curlev.h"
+#include "peers.h"
 #include "proxy.h"
 #include "tunnel.h"
 
@@ -152,6 +153,59 @@ read_config(struct conf *c, const char *file, char **ovr, int novr)
 		    file ? ": " : "", err);
 		return -1;
 	}
+	if (conf_load_key(c, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sumcache: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* The store tells the summary about every object that comes and goes. */
+static void
+on_store_insert(void *arg, const struct store_obj *o)
+{
+	peers_object_added(arg, o->key, o->key_len);
+}
+
+static void
+on_store_remove(void *arg, const struct store_obj *o)
+{
+	peers_object_removed(arg, o->key, o->key_len);
+}
+
+static int
+peers_init(struct server *s)
+{
+	const struct conf *c = &s->conf;
+	char err[512];
+	/* sized for cache_mem of 8 KB objects, the web's median order; a
+	 * cache of smaller objects fills it faster */
+	uint64_t expected = c->cache_mem / 8192;
+	struct peers_conf pc = {
+		.node_name = c->node_name,
+		.scheme = c->summary_hash,
+		.bits_per_entry = c->summary_bits_per_entry,
+		.k = c->summary_hash_functions,
+		.threshold = c->summary_threshold,
+		.max_interval_ms = c->summary_max_interval_ms,
+		.connect_timeout_ms = c->peer_connect_timeout_ms,
+		.timeout_ms = c->peer_timeout_ms,
+		.expected_objects = expected < 1024 ? 1024 : expected,
+		.key = c->cluster_key,
+		.keylen = c->cluster_key_len,
+	};
+
+	s->peers = peers_new(s->base, s->curl, &pc, c->peers, c->n_peers, err,
+	    sizeof(err));
+	if (s->peers == NULL) {
+		fprintf(stderr, "sumcache: %s\n", err);
+		return -1;
+	}
+	struct store_observer ob = {on_store_insert, on_store_remove,
+	    s->peers};
+	if (store_observe(s->store, &ob) < 0)
+		return -1;
+	peers_start(s->peers);
 	return 0;
 }
 
@@ -211,6 +265,8 @@ server_init(struct server *s)
 		return -1;
 	struct timeval tv = {0, 250000};
 	evtimer_add(s->flush_timer, &tv);
+	if (s->conf.sharing == SHARING_SUMMARY && peers_init(s) < 0)
+		return -1;
 	return 0;
 }
 
@@ -230,8 +286,11 @@ server_fini(struct server *s)
 		event_free(s->flush_timer);
 	if (s->listener)
 		evconnlistener_free(s->listener);
-	curlev_free(&s->curl);
+	/* the store's removals feed the summary, so the summary goes after
+	 * the store; transfers of both go before curl's multi */
 	store_free(&s->store);
+	peers_free(&s->peers);
+	curlev_free(&s->curl);
 	accesslog_close(&s->log);
 	if (s->dns)
 		evdns_base_free(s->dns, 0);

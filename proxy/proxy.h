@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
 #include "accesslog.h"
@@ -25,6 +26,7 @@ struct evconnlistener;
 struct bufferevent;
 struct evbuffer;
 struct curlev;
+struct peers;
 struct fetch;
 struct tunnel;
 
@@ -36,6 +38,7 @@ struct server {
 	struct http_limits limits;
 	struct store *store;
 	struct curlev *curl;     /* origin and peer transfers */
+	struct peers *peers;     /* NULL unless sharing summary */
 	struct accesslog *log;
 	struct metrics m;
 	struct evconnlistener *listener;
@@ -61,6 +64,7 @@ struct client {
 	bool head_started;    /* bytes of a next request have arrived */
 	bool in_loop;         /* inside client_next_request */
 	bool dead;            /* freed while in_loop: free on loop exit */
+	struct sockaddr_storage sa;
 	char addr[64];
 };
 
@@ -70,6 +74,7 @@ enum txn_result {
 	RESULT_LOCAL_HIT = 1,
 	RESULT_MISS = 2,
 	RESULT_ERROR = 3,
+	RESULT_REMOTE_HIT = 4,
 };
 
 enum body_kind {
@@ -87,6 +92,7 @@ struct txn {
 	bool is_get;
 	bool is_head;
 	bool keep_alive;      /* the connection may carry another request */
+	bool looped;          /* our name is in Via: never ask a peer */
 	struct timeval start;
 	/* request body, decoded, waiting for the origin */
 	enum body_kind body_kind;
@@ -94,6 +100,7 @@ struct txn {
 	struct http_chunked chunk;
 	bool body_done;
 	struct evbuffer *body;
+	bool summary_post;    /* a peer's summary: read whole, then applied */
 	/* what is answering it */
 	struct fetch *fetch;
 	struct store_obj *stale;  /* stored copy under revalidation */

@@ -25,6 +25,7 @@
 #include <event2/bufferevent.h>
 
 #include "bodyfd.h"
+#include "peers.h"
 #include "client.h"
 #include "fetch.h"
 #include "sc_assert.h"
@@ -48,6 +49,10 @@ http_reason(int status)
 	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 411: return "Length Required";
+	case 413: return "Content Too Large";
+	case 422: return "Unprocessable Content";
 	case 408: return "Request Timeout";
 	case 410: return "Gone";
 	case 414: return "URI Too Long";
@@ -123,6 +128,7 @@ txn_account(struct txn *t)
 	switch (t->result) {
 	case RESULT_LOCAL_HIT: s->m.req_local_hit++; break;
 	case RESULT_MISS: s->m.req_miss++; break;
+	case RESULT_REMOTE_HIT: s->m.req_remote_hit++; break;
 	case RESULT_ERROR: s->m.req_error++; break;
 	case RESULT_INTERNAL: return; /* internal pages are not logged */
 	}
@@ -243,6 +249,8 @@ serve_metrics(struct txn *t)
 	s->m.cache_bytes = st->bytes;
 	s->m.evictions = st->evictions;
 	metrics_render(&s->m, body);
+	if (s->peers != NULL)
+		peers_render_metrics(s->peers, body);
 	t->status = 200;
 	t->result = RESULT_INTERNAL;
 	evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; "
@@ -256,6 +264,94 @@ serve_metrics(struct txn *t)
 	client_txn_done(t->c);
 }
 
+/* A short internal answer: status, optional body of type ctype. */
+static void
+internal_reply(struct txn *t, int status, const char *ctype,
+    const void *body, size_t len)
+{
+	struct evbuffer *out = client_out(t->c);
+
+	t->status = status;
+	t->result = RESULT_INTERNAL;
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nCache-Control: no-store\r\n",
+	    status, http_reason(status));
+	if (status != 204)
+		evbuffer_add_printf(out, "Content-Type: %s\r\n"
+		    "Content-Length: %zu\r\n", ctype, len);
+	request_connection_field(t, out);
+	evbuffer_add(out, "\r\n", 2);
+	if (status != 204 && !t->is_head)
+		evbuffer_add(out, body, len);
+	client_txn_done(t->c);
+}
+
+/* Peer-protocol refusals: a reason line, and not a client request (the
+ * peers module has counted and logged it). */
+static void
+internal_text(struct txn *t, int status, const char *why)
+{
+	char line[256];
+	int n = snprintf(line, sizeof(line), "%s\n", why);
+
+	internal_reply(t, status, "text/plain", line, (size_t)n);
+}
+
+/* GET /sumcache/v1/summary: a peer pulls our full summary. */
+static void
+serve_summary_pull(struct txn *t)
+{
+	struct sum_buf b = {0};
+	int status = peers_pull_response(t->srv->peers,
+	    (const struct sockaddr *)&t->c->sa, &b);
+
+	if (status == 200)
+		internal_reply(t, 200, "application/x-protobuf", b.p, b.len);
+	else
+		internal_text(t, status, status == 403 ?
+		    "not a configured peer" : "summary unavailable");
+	free(b.p);
+}
+
+/* POST /sumcache/v1/summary: checked before a byte of body is read. */
+static void
+start_summary_push(struct txn *t)
+{
+	struct server *s = t->srv;
+
+	if (peers_by_addr(s->peers, (const struct sockaddr *)&t->c->sa) ==
+	    NULL) {
+		peers_refused(s->peers, REJ_NOT_PEER, t->c->addr);
+		internal_text(t, 403, "not a configured peer");
+		return;
+	}
+	if (t->body_kind != BODY_LENGTH) {
+		internal_text(t, 411, "a summary needs a Content-Length");
+		return;
+	}
+	if ((uint64_t)t->req.content_length > WIRE_MAX_BYTES) {
+		peers_refused(s->peers, REJ_TOO_BIG, t->c->addr);
+		internal_text(t, 413, "summary too large");
+		return;
+	}
+	t->summary_post = true;
+	request_feed_body(t, bufferevent_get_input(t->c->bev));
+}
+
+static void
+finish_summary_push(struct txn *t)
+{
+	size_t len = evbuffer_get_length(t->body);
+	const uint8_t *msg = evbuffer_pullup(t->body, -1);
+	const char *why = "";
+	int status = peers_receive(t->srv->peers,
+	    (const struct sockaddr *)&t->c->sa, msg, len, &why);
+
+	if (status == 204)
+		internal_reply(t, 204, NULL, NULL, 0);
+	else
+		internal_text(t, status, why);
+}
+
 static void
 serve_internal(struct txn *t)
 {
@@ -264,6 +360,19 @@ serve_internal(struct txn *t)
 
 	if ((t->is_get || t->is_head) && http_token_eq(p, n, "/metrics")) {
 		serve_metrics(t);
+		return;
+	}
+	if (http_token_eq(p, n, "/sumcache/v1/summary")) {
+		if (t->srv->peers == NULL)
+			request_error(t, 404, "NONE_NONE", "this node shares "
+			    "no summary (sharing none)", false);
+		else if (t->is_get)
+			serve_summary_pull(t);
+		else if (http_token_eq(t->req.method, t->req.method_len,
+		    "POST"))
+			start_summary_push(t);
+		else
+			internal_text(t, 405, "GET or POST");
 		return;
 	}
 	request_error(t, 400, "NONE_NONE", "this is a forward proxy: the "
@@ -329,6 +438,8 @@ request_feed_body(struct txn *t, struct evbuffer *in)
 	}
 	if (t->fetch != NULL)
 		fetch_body_ready(t->fetch);
+	else if (t->summary_post && t->body_done)
+		finish_summary_push(t);
 	return 0;
 }
 
@@ -467,8 +578,9 @@ request_start(struct txn *t)
 	}
 	cc_parse(&t->req, true, &t->reqcc);
 	/* PROTOCOLS.md 4: a request that has been through us goes to the
-	 * origin, never to a peer again; with no peers yet it is counted */
-	if (via_names(&t->req, t->srv->conf.node_name))
+	 * origin, never to a peer again */
+	t->looped = via_names(&t->req, t->srv->conf.node_name);
+	if (t->looped)
 		t->srv->m.forwarding_loops++;
 	if (t->is_get || t->is_head) {
 		lookup(t);

@@ -18,7 +18,7 @@ struct cbf {
 	enum sum_scheme scheme;
 	unsigned k;
 	uint64_t m;           /* counters, and bits in the projection */
-	uint32_t epoch;       /* changes whenever m, k or scheme change */
+	uint64_t epoch;       /* changes whenever m, k or scheme change */
 	uint8_t *counters;    /* 4 bits each, two per byte, low nibble even */
 	uint64_t *bits;       /* projection: bit set while counter > 0 */
 	uint64_t *published;  /* projection as last published */
@@ -38,7 +38,7 @@ uint64_t cbf_size_for_fpr(uint64_t n, double p, unsigned *k);
 /* New empty filter; NULL on ENOMEM or bad parameters (squid-md5 needs
  * k = 4; 1 <= k <= CBF_MAX_K; m >= 64). */
 struct cbf *cbf_new(enum sum_scheme scheme, uint64_t m, unsigned k,
-    uint32_t epoch);
+    uint64_t epoch);
 void cbf_free(struct cbf **f);
 
 void cbf_add(struct cbf *f, const struct sumkey *key);

@@ -184,7 +184,7 @@ decode_full(const uint8_t *in, size_t len, uint64_t m, uint64_t *bits)
 
 int
 psum_load_full(struct psum *p, enum sum_scheme scheme, uint64_t m,
-    unsigned k, uint32_t epoch, uint64_t seq, const uint8_t *in, size_t len,
+    unsigned k, uint64_t epoch, uint64_t seq, const uint8_t *in, size_t len,
     uint64_t checksum)
 {
 	if (!params_ok(scheme, m, k))
@@ -252,7 +252,7 @@ overlap(const uint64_t *a, size_t na, const uint64_t *b, size_t nb)
 }
 
 int
-psum_apply_delta(struct psum *p, uint32_t epoch, uint64_t seq,
+psum_apply_delta(struct psum *p, uint64_t epoch, uint64_t seq,
     const uint8_t *in, size_t len, uint64_t checksum)
 {
 	uint64_t *set = NULL, *clr = NULL, *undo = NULL;

@@ -28,7 +28,7 @@ struct psum {
 	enum sum_scheme scheme;
 	unsigned k;
 	uint64_t m;
-	uint32_t epoch;
+	uint64_t epoch;
 	uint64_t seq;
 	uint64_t *bits;     /* bit b: word b/64, bit b%64 (byte b/8, 1<<b%8) */
 	uint64_t ones;      /* bits set */
@@ -56,7 +56,7 @@ double psum_fpr(const struct psum *p);
  * epoch may resize). Returns 0, or an enum sum_err with p untouched.
  */
 int psum_load_full(struct psum *p, enum sum_scheme scheme, uint64_t m,
-    unsigned k, uint32_t epoch, uint64_t seq, const uint8_t *in, size_t len,
+    unsigned k, uint64_t epoch, uint64_t seq, const uint8_t *in, size_t len,
     uint64_t checksum);
 
 /*
@@ -64,7 +64,7 @@ int psum_load_full(struct psum *p, enum sum_scheme scheme, uint64_t m,
  * p->seq + 1. Returns 0, or an enum sum_err with p untouched
  * (SUM_ERR_GAP and SUM_ERR_CHECKSUM mean: pull a full summary).
  */
-int psum_apply_delta(struct psum *p, uint32_t epoch, uint64_t seq,
+int psum_apply_delta(struct psum *p, uint64_t epoch, uint64_t seq,
     const uint8_t *in, size_t len, uint64_t checksum);
 
 /* Encoders. Each appends to out and returns 0 or -1 (ENOMEM). */

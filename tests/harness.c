@@ -382,7 +382,13 @@ raw_exchange(int port, const char *req, size_t len, int ms, bool *closed)
 double
 proxy_metric(const struct env *e, const char *series)
 {
-	char *m = direct_get(e->pport, "/metrics");
+	return port_metric(e->pport, series);
+}
+
+double
+port_metric(int port, const char *series)
+{
+	char *m = direct_get(port, "/metrics");
 	double v = -1;
 	size_t sl = strlen(series);
 
@@ -440,4 +446,113 @@ harness_echo_server(int port)
 	}
 	cr_assert(harness_wait_port(port, 3000), "echo server did not start");
 	return pid;
+}
+
+/* ---- clusters ---- */
+
+void
+node_start(struct env *e, struct cluster *cl, int i)
+{
+	struct node *nd = &cl->nodes[i];
+	static char opt[64][400];
+	char *argv[160];
+	int n = 0, k = 0;
+
+	argv[n++] = SUMCACHE_BIN;
+#define OPT(...) do {                                                         \
+		snprintf(opt[k], sizeof(opt[k]), __VA_ARGS__);                 \
+		argv[n++] = "-o";                                              \
+		argv[n++] = opt[k++];                                          \
+	} while (0)
+	OPT("node_name=%s", nd->name);
+	OPT("http_listen=127.0.0.1:%d", nd->port);
+	OPT("access_log=%s", nd->log);
+	OPT("sharing=summary");
+	OPT("cluster_key_file=%s", cl->key_file);
+	for (int j = 0; j < cl->n; j++)
+		if (j != i)
+			OPT("peer=%s 127.0.0.1:%d", cl->nodes[j].name,
+			    cl->nodes[j].port);
+#undef OPT
+	for (const char *const *o = cl->opts; o && *o && n < 150; o++) {
+		argv[n++] = "-o";
+		argv[n++] = (char *)*o;
+	}
+	argv[n] = NULL;
+	(void)e;
+	nd->pid = harness_spawn(argv, nd->out);
+	cr_assert(harness_wait_port(nd->port, 10000), "node %s did not "
+	    "start; see %s", nd->name, nd->out);
+}
+
+void
+cluster_start(struct env *e, struct cluster *cl, int n,
+    const char *const *opts)
+{
+	cr_assert(n <= CLUSTER_MAX);
+	memset(cl, 0, sizeof(*cl));
+	cl->n = n;
+	cl->opts = opts;
+	snprintf(cl->key_file, sizeof(cl->key_file), "%s/cluster.key",
+	    e->dir);
+	FILE *f = fopen(cl->key_file, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "test-cluster-key-%d-0123456789abcdef\n", getpid());
+	fclose(f);
+	for (int i = 0; i < n; i++) {
+		struct node *nd = &cl->nodes[i];
+		nd->port = harness_free_port();
+		snprintf(nd->name, sizeof(nd->name), "%c", 'a' + i);
+		snprintf(nd->log, sizeof(nd->log), "%s/%s.log", e->dir,
+		    nd->name);
+		snprintf(nd->out, sizeof(nd->out), "%s/%s.out", e->dir,
+		    nd->name);
+	}
+	for (int i = 0; i < n; i++)
+		node_start(e, cl, i);
+}
+
+void
+node_stop(struct node *nd)
+{
+	if (nd->pid <= 0)
+		return;
+	int st = harness_stop(nd->pid, SIGTERM, 15000);
+	cr_expect(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	    "node %s exited badly (status %d); see %s", nd->name, st, nd->out);
+	nd->pid = 0;
+}
+
+void
+cluster_stop(struct cluster *cl)
+{
+	for (int i = 0; i < cl->n; i++)
+		node_stop(&cl->nodes[i]);
+}
+
+void
+node_get(const struct node *nd, const char *url, struct resp *r)
+{
+	http_request(nd->port, "GET", url, NULL, NULL, 0, false, r);
+}
+
+double
+node_metric(const struct node *nd, const char *series)
+{
+	return port_metric(nd->port, series);
+}
+
+double
+node_wait_metric(const struct node *nd, const char *series, double want,
+    int ms)
+{
+	double v = -1;
+
+	for (int waited = 0; waited <= ms; waited += 20) {
+		v = node_metric(nd, series);
+		if (v >= want)
+			break;
+		usleep(20000);
+	}
+	return v;
 }

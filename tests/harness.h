@@ -72,12 +72,45 @@ int origin_count(const struct env *e, const char *needle, int *conditional);
 char *raw_exchange(int port, const char *req, size_t len, int ms,
     bool *closed);
 
-/* A metric's value from /metrics (family{labels} or a bare name). */
+/* A metric's value from /metrics (family{labels} or a bare name); -1
+ * when absent. */
 double proxy_metric(const struct env *e, const char *series);
+double port_metric(int port, const char *series);
 
 /* A TCP echo server on 127.0.0.1:port (one connection at a time), ready
  * when this returns. */
 pid_t harness_echo_server(int port);
+
+/* A cluster of sumcache nodes sharing summaries, all peered with each
+ * other, over the origin of an env started with origin_start. */
+#define CLUSTER_MAX 4
+struct node {
+	pid_t pid;
+	int port;
+	char name[16];
+	char log[320];
+	char out[320];
+};
+struct cluster {
+	int n;
+	struct node nodes[CLUSTER_MAX];
+	char key_file[320];
+	const char *const *opts;  /* extra -o values for every node */
+};
+/* Picks ports and names (a, b, c...) and starts every node. */
+void cluster_start(struct env *e, struct cluster *cl, int n,
+    const char *const *opts);
+/* (Re)starts node i on its port. */
+void node_start(struct env *e, struct cluster *cl, int i);
+/* SIGTERM; expects a clean exit (ASan leaks fail it). */
+void node_stop(struct node *nd);
+void cluster_stop(struct cluster *cl);
+/* GET url through node nd; metric of node nd. */
+void node_get(const struct node *nd, const char *url, struct resp *r);
+double node_metric(const struct node *nd, const char *series);
+/* Polls node nd's metric until it is >= want or ms pass; returns it. */
+double node_wait_metric(const struct node *nd, const char *series,
+    double want, int ms);
 
 /* VmRSS of a process in KiB. */
 long proc_rss_kb(pid_t pid);

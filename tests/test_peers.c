@@ -1,0 +1,417 @@
+/*
+ * Summary Cache between real sumcache processes on loopback: publication,
+ * summary-directed forwarding, false hits, dead peers and hostile peer
+ * messages.
+ */
+#define _GNU_SOURCE /* memmem */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "psum.h"
+#include "wire.h"
+
+static struct env env;
+static struct cluster cl;
+
+static void
+origin_up(void)
+{
+	origin_start(&env);
+}
+
+static void
+all_down(void)
+{
+	cluster_stop(&cl);
+	env_stop(&env);
+}
+
+TestSuite(peers, .init = origin_up, .fini = all_down, .timeout = 90);
+
+static void
+obj_url(char *buf, size_t len, const char *name, int max_age)
+{
+	snprintf(buf, len, "http://127.0.0.1:%d/obj/%s?max_age=%d", env.oport,
+	    name, max_age);
+}
+
+/* Waits until `to` holds `from`'s current summary (epoch and sequence). */
+static void
+wait_synced(const struct node *from, const struct node *to)
+{
+	char eseries[128], sseries[128];
+	double epoch = node_metric(from, "sumcache_summary_epoch");
+	double seq = node_metric(from, "sumcache_summary_sequence");
+
+	snprintf(eseries, sizeof(eseries),
+	    "sumcache_peer_summary_epoch{peer=\"%s\"}", from->name);
+	snprintf(sseries, sizeof(sseries),
+	    "sumcache_peer_summary_sequence{peer=\"%s\"}", from->name);
+	for (int waited = 0; waited < 5000; waited += 20) {
+		if (node_metric(to, eseries) == epoch &&
+		    node_metric(to, sseries) >= seq)
+			return;
+		usleep(20000);
+	}
+	cr_assert_fail("%s never received %s's summary %g/%g", to->name,
+	    from->name, epoch, seq);
+}
+
+static double
+sent_to(const struct node *nd, const char *type, const char *peer)
+{
+	char series[200];
+
+	snprintf(series, sizeof(series), "sumcache_interproxy_messages_total"
+	    "{direction=\"sent\",type=\"%s\",peer=\"%s\"}", type, peer);
+	return node_metric(nd, series);
+}
+
+Test(peers, remote_hit_through_the_summary_and_no_query_for_misses)
+{
+	struct resp r;
+	char url[256];
+
+	cluster_start(&env, &cl, 3, NULL);
+	struct node *a = &cl.nodes[0], *b = &cl.nodes[1], *c = &cl.nodes[2];
+	obj_url(url, sizeof(url), "shared", 600);
+	node_get(a, url, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	wait_synced(a, b);
+
+	node_get(b, url, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert(strstr(r.body, "shared") != NULL);
+	resp_free(&r);
+	cr_expect_eq(origin_count(&env, "/obj/shared", NULL), 1,
+	    "the origin saw the object once");
+	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\""
+	    "remote_hit\"}"), 1);
+	cr_expect_eq(sent_to(b, "peer_request", "a"), 1);
+	cr_expect_eq(sent_to(b, "peer_request", "c"), 0,
+	    "C's summary does not hold it, so C is not asked");
+	cr_expect_eq(node_metric(c, "sumcache_requests_total{result=\"miss\"}")
+	    + node_metric(c, "sumcache_requests_total{result=\"error\"}"), 0);
+	/* B stored the remote hit: a second request is local */
+	node_get(b, url, &r);
+	resp_free(&r);
+	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\""
+	    "local_hit\"}"), 1);
+
+	/* a miss nobody has: straight to the origin, no peer asked */
+	obj_url(url, sizeof(url), "nobody", 600);
+	node_get(b, url, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	cr_expect_eq(origin_count(&env, "/obj/nobody", NULL), 1);
+	cr_expect_eq(sent_to(b, "peer_request", "a") +
+	    sent_to(b, "peer_request", "c"), 1, "only the one remote hit");
+}
+
+Test(peers, false_hit_recovers_through_the_origin)
+{
+	struct resp r;
+	char url[256];
+
+	cluster_start(&env, &cl, 2, NULL);
+	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	/* fresh for one second: then A still holds it (and its summary says
+	 * so) but may not serve it to a peer under only-if-cached */
+	obj_url(url, sizeof(url), "brief", 1);
+	node_get(a, url, &r);
+	resp_free(&r);
+	wait_synced(a, b);
+	sleep(2);
+	node_get(b, url, &r);
+	cr_assert_eq(r.status, 200, "the client never sees the false hit");
+	cr_assert(strstr(r.body, "brief") != NULL);
+	resp_free(&r);
+	cr_expect_eq(node_metric(b, "sumcache_peer_false_hits_total"), 1);
+	cr_expect_eq(origin_count(&env, "/obj/brief", NULL), 2);
+	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\"miss\"}"),
+	    1);
+}
+
+/* What the publisher's rule gives: publish when the changes since the
+ * last publication reach max(1, threshold * cached objects). */
+static int
+expected_publications(int inserts, double threshold)
+{
+	int pubs = 0, changes = 0;
+
+	for (int entries = 1; entries <= inserts; entries++) {
+		double t = threshold * entries;
+		uint64_t need = t < 1 ? 1 : (uint64_t)t;
+		if ((uint64_t)++changes >= need) {
+			pubs++;
+			changes = 0;
+		}
+	}
+	return pubs;
+}
+
+Test(peers, threshold_sets_publications_and_receivers_agree)
+{
+	const char *opts[] = {"summary_threshold=10%",
+	    "summary_max_interval=10m", NULL};
+	struct resp r;
+	char url[256], series[128];
+	const int n = 60;
+
+	cluster_start(&env, &cl, 2, opts);
+	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	double base = node_metric(a, "sumcache_summary_publications_total"
+	    "{kind=\"delta\"}") + node_metric(a,
+	    "sumcache_summary_publications_total{kind=\"full\"}");
+	double last_seq = node_metric(a, "sumcache_summary_sequence");
+	for (int i = 0; i < n; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "t%d", i);
+		obj_url(url, sizeof(url), name, 600);
+		node_get(a, url, &r);
+		resp_free(&r);
+		double seq = node_metric(a, "sumcache_summary_sequence");
+		if (seq == last_seq)
+			continue;
+		last_seq = seq;
+		/* after each publication B holds exactly A's array */
+		wait_synced(a, b);
+		snprintf(series, sizeof(series),
+		    "sumcache_peer_summary_checksum{peer=\"%s\"}", a->name);
+		cr_assert_eq(node_metric(b, series),
+		    node_metric(a, "sumcache_summary_checksum"),
+		    "checksums differ after publication %g", seq);
+	}
+	double pubs = node_metric(a, "sumcache_summary_publications_total"
+	    "{kind=\"delta\"}") + node_metric(a,
+	    "sumcache_summary_publications_total{kind=\"full\"}") - base;
+	cr_expect_eq(pubs, expected_publications(n, 0.10));
+	cr_expect_eq(node_metric(a, "sumcache_summary_entries"), n);
+}
+
+Test(peers, dead_peer_is_skipped_then_pulled_when_back)
+{
+	const char *opts[] = {"peer_connect_timeout=200ms", NULL};
+	struct resp r;
+	char url[256], series[128];
+
+	cluster_start(&env, &cl, 2, opts);
+	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	obj_url(url, sizeof(url), "onb", 600);
+	node_get(b, url, &r);
+	resp_free(&r);
+	wait_synced(b, a);
+	snprintf(series, sizeof(series), "sumcache_peer_up{peer=\"%s\"}",
+	    b->name);
+	cr_assert_eq(node_metric(a, series), 1);
+
+	/* B dies with the object still in A's copy of its summary */
+	harness_stop(b->pid, SIGKILL, 5000);
+	b->pid = 0;
+	for (int i = 0; i < 5; i++) {
+		node_get(a, url, &r);
+		cr_assert_eq(r.status, 200, "request %d failed", i);
+		resp_free(&r);
+	}
+	cr_expect_eq(node_metric(a, series), 0, "B is marked down");
+	cr_expect_eq(sent_to(a, "peer_request", "b"), 1,
+	    "a down peer is not asked again");
+
+	/* back on the same port with an empty cache: A pulls it again */
+	node_start(&env, &cl, 1);
+	cr_assert_eq(node_wait_metric(a, series, 1, 10000), 1,
+	    "B never came back up at A");
+	obj_url(url, sizeof(url), "onb2", 600);
+	node_get(b, url, &r);
+	resp_free(&r);
+	wait_synced(b, a);
+	node_get(a, url, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	cr_expect_eq(node_metric(a, "sumcache_requests_total{result=\""
+	    "remote_hit\"}"), 1, "B is used again");
+}
+
+/* POSTs body to port from source address src; returns the status. */
+static int
+post_summary(const char *src, int port, const void *body, size_t len,
+    long declared)
+{
+	struct sockaddr_in me = {.sin_family = AF_INET};
+	struct sockaddr_in to = {.sin_family = AF_INET,
+	    .sin_port = htons((uint16_t)port)};
+	char head[256], buf[4096];
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	size_t got = 0;
+
+	inet_pton(AF_INET, src, &me.sin_addr);
+	inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+	cr_assert(bind(fd, (struct sockaddr *)&me, sizeof(me)) == 0);
+	cr_assert(connect(fd, (struct sockaddr *)&to, sizeof(to)) == 0);
+	int hl = snprintf(head, sizeof(head), "POST /sumcache/v1/summary "
+	    "HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+	    "Content-Length: %ld\r\n\r\n", declared < 0 ? (long)len :
+	    declared);
+	cr_assert(send(fd, head, (size_t)hl, MSG_NOSIGNAL) == hl);
+	if (len > 0)
+		send(fd, body, len, MSG_NOSIGNAL);
+	struct pollfd pfd = {fd, POLLIN, 0};
+	while (got < sizeof(buf) - 1 && poll(&pfd, 1, 5000) > 0) {
+		ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (memmem(buf, got, "\r\n\r\n", 4))
+			break;
+	}
+	close(fd);
+	buf[got] = '\0';
+	int status = 0;
+	sscanf(buf, "HTTP/1.1 %d", &status);
+	return status;
+}
+
+/* A full summary from "sender" with one bit set at position bit. */
+static void
+make_full(const char *sender, uint64_t epoch, uint64_t seq, uint64_t bit,
+    const char *key, struct sum_buf *out)
+{
+	const uint64_t m = 4096;
+	uint64_t bits[4096 / 64] = {0};
+	struct sum_buf payload = {0};
+
+	bits[bit / 64] |= 1ull << (bit % 64);
+	cr_assert_eq(sum_encode_full(bits, m, &payload), 0);
+	struct wire_summary w = {
+		.epoch = epoch, .seq = seq, .scheme = SUM_XXH3, .m = m, .k = 4,
+		.full = true, .payload = payload.p,
+		.payload_len = payload.len, .checksum = sum_checksum(bits, m),
+		.entries = 1,
+	};
+	snprintf(w.sender, sizeof(w.sender), "%s", sender);
+	cr_assert_eq(wire_encode(&w, (const uint8_t *)key, strlen(key), out),
+	    0);
+	free(payload.p);
+}
+
+static double
+rejected(const struct node *nd, const char *reason)
+{
+	char series[128];
+
+	snprintf(series, sizeof(series),
+	    "sumcache_summary_rejected_total{reason=\"%s\"}", reason);
+	return node_metric(nd, series);
+}
+
+Test(peers, hostile_messages_are_refused_and_change_nothing)
+{
+	char key[128], series[128];
+
+	cluster_start(&env, &cl, 2, NULL);
+	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	FILE *f = fopen(cl.key_file, "r");
+	cr_assert(fgets(key, sizeof(key), f) != NULL);
+	fclose(f);
+	key[strcspn(key, "\n")] = '\0';
+	wait_synced(a, b);
+	/* duplicates may have happened during start-up (a pull and a push
+	 * crossing); count from here */
+	const char *reasons[] = {"old", "duplicate", "bad_mac", "not_peer",
+	    "too_big", "malformed"};
+	double before[6];
+	for (int i = 0; i < 6; i++)
+		before[i] = rejected(b, reasons[i]);
+#define REJECTED(i) (rejected(b, reasons[i]) - before[i])
+	/* a later epoch than A's own, so B takes it */
+	uint64_t ep = (uint64_t)node_metric(a, "sumcache_summary_epoch") + 1;
+
+	/* a genuine message in A's name (the test knows the cluster key) */
+	struct sum_buf good = {0};
+	make_full(a->name, ep, 1000, 77, key, &good);
+	cr_assert_eq(post_summary("127.0.0.1", b->port, good.p, good.len, -1),
+	    204);
+	snprintf(series, sizeof(series),
+	    "sumcache_peer_summary_checksum{peer=\"%s\"}", a->name);
+	double held = node_metric(b, series);
+
+	/* replayed */
+	cr_expect_eq(post_summary("127.0.0.1", b->port, good.p, good.len, -1),
+	    409);
+	struct sum_buf older = {0};
+	make_full(a->name, ep, 999, 78, key, &older);
+	cr_expect_eq(post_summary("127.0.0.1", b->port, older.p, older.len,
+	    -1), 409);
+	cr_expect_eq(REJECTED(0), 1);
+	cr_expect_eq(REJECTED(1), 1);
+
+	/* wrong key */
+	struct sum_buf forged = {0};
+	make_full(a->name, ep, 2000, 79,
+	    "not-the-cluster-key-at-all-0000", &forged);
+	cr_expect_eq(post_summary("127.0.0.1", b->port, forged.p, forged.len,
+	    -1), 403);
+	cr_expect_eq(REJECTED(2), 1);
+
+	/* an unknown sender, correctly signed */
+	struct sum_buf stranger = {0};
+	make_full("zed", ep, 2000, 79, key, &stranger);
+	cr_expect_eq(post_summary("127.0.0.1", b->port, stranger.p,
+	    stranger.len, -1), 403);
+	cr_expect_eq(REJECTED(3), 1);
+
+	/* from an address that is no peer's */
+	cr_expect_eq(post_summary("127.0.0.2", b->port, good.p, good.len, -1),
+	    403);
+	cr_expect_eq(REJECTED(3), 2);
+
+	/* every truncation, and a flipped byte anywhere */
+	struct sum_buf next = {0};
+	make_full(a->name, ep, 3000, 80, key, &next);
+	int refused = 0;
+	for (size_t cut = 1; cut < next.len; cut += 7) {
+		int st = post_summary("127.0.0.1", b->port, next.p, cut, -1);
+		refused += st == 400 || st == 403;
+	}
+	cr_expect_eq(refused, (int)((next.len - 2) / 7 + 1));
+	for (size_t i = 0; i < next.len; i += 5) {
+		next.p[i] ^= 0x20;
+		int st = post_summary("127.0.0.1", b->port, next.p, next.len,
+		    -1);
+		cr_expect(st == 400 || st == 403, "byte %zu flipped: %d", i,
+		    st);
+		next.p[i] ^= 0x20;
+	}
+
+	/* oversized: refused on its declared length, before any body */
+	cr_expect_eq(post_summary("127.0.0.1", b->port, NULL, 0,
+	    (long)WIRE_MAX_BYTES + 1), 413);
+	cr_expect_eq(REJECTED(4), 1);
+	cr_expect_gt(REJECTED(5) + REJECTED(2), 10, "truncations and "
+	    "corruptions are counted");
+
+	cr_expect_eq(node_metric(b, series), held, "the held summary of A "
+	    "changed");
+	/* and B still serves */
+	struct resp r;
+	char url[256];
+	obj_url(url, sizeof(url), "after", 600);
+	node_get(b, url, &r);
+	cr_expect_eq(r.status, 200);
+	resp_free(&r);
+	free(good.p);
+	free(older.p);
+	free(forged.p);
+	free(stranger.p);
+	free(next.p);
+}
