@@ -501,12 +501,11 @@ cluster_start(struct env *e, struct cluster *cl, int n,
 	fclose(f);
 	for (int i = 0; i < n; i++) {
 		struct node *nd = &cl->nodes[i];
+		char name = (char)('a' + i);
 		nd->port = harness_free_port();
-		snprintf(nd->name, sizeof(nd->name), "%c", 'a' + i);
-		snprintf(nd->log, sizeof(nd->log), "%s/%s.log", e->dir,
-		    nd->name);
-		snprintf(nd->out, sizeof(nd->out), "%s/%s.out", e->dir,
-		    nd->name);
+		snprintf(nd->name, sizeof(nd->name), "%c", name);
+		snprintf(nd->log, sizeof(nd->log), "%s/%c.log", e->dir, name);
+		snprintf(nd->out, sizeof(nd->out), "%s/%c.out", e->dir, name);
 	}
 	for (int i = 0; i < n; i++)
 		node_start(e, cl, i);
