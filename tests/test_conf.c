@@ -95,3 +95,84 @@ Test(conf, errors_name_file_and_line)
 		    "%s accepted", bad[i]);
 	conf_clear(&c);
 }
+
+Test(conf, summary_sharing_from_a_file)
+{
+	struct conf c;
+	char err[512];
+	char key[64];
+
+	snprintf(key, sizeof(key), "/tmp/sumcache-key.%d", getpid());
+	FILE *f = fopen(key, "w");
+	fputs("0123456789abcdef0123\n", f);
+	fclose(f);
+	char text[512];
+	snprintf(text, sizeof(text), "sharing = \"summary\";\n"
+	    "peer = [\"b 10.0.0.2:3128\", \"c [::1]:3129 proxy_only\"];\n"
+	    "cluster_key_file = \"%s\";\nsummary_threshold = \"0.5%%\";\n"
+	    "summary_bits_per_entry = 8;\n", key);
+	cr_assert_eq(conf_defaults(&c), 0);
+	cr_assert_eq(conf_load_file(&c, write_file(text), err, sizeof(err)),
+	    0, "%s", err);
+	cr_assert_eq(conf_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(conf_load_key(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.sharing, SHARING_SUMMARY);
+	cr_assert_eq(c.n_peers, 2);
+	cr_assert_str_eq(c.peers[0].name, "b");
+	cr_assert_str_eq(c.peers[0].host, "10.0.0.2");
+	cr_assert_eq(c.peers[0].port, 3128);
+	cr_assert(!c.peers[0].proxy_only);
+	cr_assert_str_eq(c.peers[1].host, "::1");
+	cr_assert(c.peers[1].proxy_only);
+	cr_assert_float_eq(c.summary_threshold, 0.005, 1e-12);
+	cr_assert_eq(c.summary_bits_per_entry, 8);
+	cr_assert_eq(c.cluster_key_len, 20, "the newline is not key");
+	conf_clear(&c);
+	unlink(key);
+}
+
+Test(conf, summary_sharing_errors)
+{
+	static const struct { const char *opt, *want; } v[] = {
+		{"peer=b", "expected NAME HOST:PORT"},
+		{"peer=b 10.0.0.2", "expected NAME HOST:PORT"},
+		{"peer=b 10.0.0.2:0", "expected NAME HOST:PORT"},
+		{"peer=b! 10.0.0.2:1", "letters, digits"},
+		{"peer=b 10.0.0.2:1 fast", "unknown peer option"},
+		{"summary_threshold=0", "expected a share"},
+		{"summary_threshold=150%", "expected a share"},
+		{"summary_hash=md4", "expected xxh3 or squid-md5"},
+		{"sharing=icp", "no ICP yet"},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct conf c;
+		char err[512] = "";
+		cr_assert_eq(conf_defaults(&c), 0);
+		cr_expect_eq(conf_override(&c, v[i].opt, err, sizeof(err)), -1,
+		    "%s accepted", v[i].opt);
+		cr_expect(strstr(err, v[i].want) != NULL, "%s: %s", v[i].opt,
+		    err);
+		conf_clear(&c);
+	}
+	/* cross-directive checks */
+	struct conf c;
+	char err[512] = "";
+	cr_assert_eq(conf_defaults(&c), 0);
+	cr_assert_eq(conf_override(&c, "sharing=summary", err, sizeof(err)),
+	    0);
+	cr_expect_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "at least one peer") != NULL, "%s", err);
+	cr_assert_eq(conf_override(&c, "peer=b 10.0.0.2:1", err, sizeof(err)),
+	    0);
+	cr_expect_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "cluster_key_file") != NULL, "%s", err);
+	cr_assert_eq(conf_override(&c, "summary_hash=squid-md5", err,
+	    sizeof(err)), 0);
+	cr_assert_eq(conf_override(&c, "summary_hash_functions=6", err,
+	    sizeof(err)), 0);
+	cr_assert_eq(conf_override(&c, "cluster_key_file=/x", err,
+	    sizeof(err)), 0);
+	cr_expect_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "4 with squid-md5") != NULL, "%s", err);
+	conf_clear(&c);
+}

@@ -1,0 +1,101 @@
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "wire.h"
+
+static const uint8_t key[] = "cluster-key-for-wire-tests";
+
+static struct sum_buf
+sample(void)
+{
+	uint8_t payload[40];
+	struct wire_summary w = {
+		.epoch = 1790000000123456ull, .seq = 42, .scheme = SUM_XXH3,
+		.m = 1u << 20, .k = 4, .full = false, .payload = payload,
+		.payload_len = sizeof(payload), .checksum = 0x0123456789abcdefull,
+		.entries = 999,
+	};
+	struct sum_buf b = {0};
+
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 7);
+	strcpy(w.sender, "node-a");
+	cr_assert_eq(wire_encode(&w, key, sizeof(key) - 1, &b), 0);
+	return b;
+}
+
+Test(wire, round_trip)
+{
+	struct sum_buf b = sample();
+	struct wire_summary w;
+
+	cr_assert_eq(wire_decode(b.p, b.len, key, sizeof(key) - 1, &w),
+	    WIRE_OK);
+	cr_expect_str_eq(w.sender, "node-a");
+	cr_expect_eq(w.epoch, 1790000000123456ull);
+	cr_expect_eq(w.seq, 42);
+	cr_expect_eq(w.scheme, SUM_XXH3);
+	cr_expect_eq(w.m, 1u << 20);
+	cr_expect_eq(w.k, 4);
+	cr_expect(!w.full);
+	cr_expect_eq(w.checksum, 0x0123456789abcdefull);
+	cr_expect_eq(w.entries, 999);
+	cr_assert_eq(w.payload_len, 40);
+	cr_expect_eq(w.payload[39], (uint8_t)(39 * 7));
+	wire_summary_clear(&w);
+	free(b.p);
+}
+
+Test(wire, wrong_key_truncation_and_corruption_are_refused)
+{
+	struct sum_buf b = sample();
+	struct wire_summary w;
+
+	cr_expect_eq(wire_decode(b.p, b.len, (const uint8_t *)"another-key-of-"
+	    "some-length", 26, &w), WIRE_BAD_MAC);
+	for (size_t cut = 0; cut < b.len; cut++)
+		cr_expect_neq(wire_decode(b.p, cut, key, sizeof(key) - 1, &w),
+		    WIRE_OK, "truncated to %zu accepted", cut);
+	for (size_t i = 0; i < b.len; i++)
+		for (int bit = 0; bit < 8; bit++) {
+			b.p[i] ^= (uint8_t)(1 << bit);
+			cr_expect_neq(wire_decode(b.p, b.len, key,
+			    sizeof(key) - 1, &w), WIRE_OK, "byte %zu bit %d "
+			    "flipped and accepted", i, bit);
+			b.p[i] ^= (uint8_t)(1 << bit);
+		}
+	cr_expect_eq(wire_decode(b.p, WIRE_MAX_BYTES + 1, key,
+	    sizeof(key) - 1, &w), WIRE_TOO_BIG);
+	free(b.p);
+}
+
+Test(wire, fields_are_checked_after_the_mac)
+{
+	uint8_t payload[1] = {0};
+	struct wire_summary w = {
+		.epoch = 1, .seq = 0, .scheme = SUM_XXH3, .m = 64, .k = 4,
+		.full = true, .payload = payload, .payload_len = 1,
+	};
+	struct sum_buf b = {0};
+	struct wire_summary out;
+
+	strcpy(w.sender, "a");
+	cr_assert_eq(wire_encode(&w, key, sizeof(key) - 1, &b), 0);
+	cr_expect_eq(wire_decode(b.p, b.len, key, sizeof(key) - 1, &out),
+	    WIRE_MALFORMED, "sequence 0");
+	free(b.p);
+	b = (struct sum_buf){0};
+	w.seq = 1;
+	w.m = WIRE_MAX_BITS + 1;
+	cr_assert_eq(wire_encode(&w, key, sizeof(key) - 1, &b), 0);
+	cr_expect_eq(wire_decode(b.p, b.len, key, sizeof(key) - 1, &out),
+	    WIRE_MALFORMED, "m over the limit");
+	free(b.p);
+	b = (struct sum_buf){0};
+	w.m = 64;
+	w.sender[0] = '\0';
+	cr_assert_eq(wire_encode(&w, key, sizeof(key) - 1, &b), 0);
+	cr_expect_eq(wire_decode(b.p, b.len, key, sizeof(key) - 1, &out),
+	    WIRE_MALFORMED, "no sender");
+	free(b.p);
+}
