@@ -56,6 +56,9 @@ struct peers {
 	struct peer *v;
 	size_t n;
 	struct cbf *local;
+	uint64_t capacity;            /* objects local was sized for */
+	struct cbf *next;             /* being rebuilt larger, or NULL */
+	uint64_t rebuilds;
 	struct sumkey_hasher *hasher;
 	uint64_t seq;                 /* of the last publication */
 	struct msg *pull_msg;         /* full summary of seq, made lazily */
@@ -542,6 +545,81 @@ peers_object_removed(struct peers *ps, const char *key, size_t len)
 	changed(ps);
 }
 
+/* ---- growing ---- */
+
+bool
+peers_wants_rebuild(const struct peers *ps)
+{
+	return ps->next == NULL && ps->local->entries > ps->capacity;
+}
+
+void
+peers_rebuild_begin(struct peers *ps)
+{
+	/* room to double again before the next rebuild */
+	uint64_t cap = 2 * ps->local->entries;
+	uint64_t m = cbf_size_for(cap, ps->conf.bits_per_entry);
+
+	if (m > WIRE_MAX_BITS)
+		m = WIRE_MAX_BITS;
+	ps->next = cbf_new(ps->conf.scheme, m, ps->conf.k, epoch_now());
+	if (ps->next != NULL)
+		ps->capacity = cap; /* asked once per growth, even on ENOMEM */
+	else
+		ps->capacity *= 2;
+}
+
+static void
+rebuild_key(struct peers *ps, const char *key, size_t len, bool add)
+{
+	struct sumkey k;
+
+	if (ps->next == NULL || sumkey_make(ps->hasher, SUM_METHOD_GET, key,
+	    len, &k) < 0)
+		return;
+	if (add)
+		cbf_add(ps->next, &k);
+	else
+		cbf_remove(ps->next, &k);
+}
+
+void
+peers_rebuild_add(struct peers *ps, const char *key, size_t len)
+{
+	rebuild_key(ps, key, len, true);
+}
+
+void
+peers_rebuild_remove(struct peers *ps, const char *key, size_t len)
+{
+	rebuild_key(ps, key, len, false);
+}
+
+void
+peers_rebuild_end(struct peers *ps)
+{
+	if (ps->next == NULL)
+		return;
+	cbf_free(&ps->local);
+	ps->local = ps->next;
+	ps->next = NULL;
+	ps->rebuilds++;
+	/* a new epoch starts with a full summary at sequence 1: mark it
+	 * published so the next delta is relative to it */
+	cbf_mark_published(ps->local);
+	ps->seq = 1;
+	ps->last_publish_ms = now_ms();
+	msg_unref(&ps->pull_msg);
+	struct msg *m = full_msg(ps);
+	if (m == NULL)
+		return;
+	ps->publications[1]++;
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i].up)
+			enqueue(&ps->v[i], m);
+	msg_unref(&m);
+}
+
 /* ---- receiving ---- */
 
 static bool
@@ -935,6 +1013,7 @@ peers_new(struct event_base *base, struct curlev *curl,
 	uint64_t m = cbf_size_for(conf->expected_objects,
 	    conf->bits_per_entry);
 	ps->local = cbf_new(conf->scheme, m, conf->k, epoch_now());
+	ps->capacity = conf->expected_objects;
 	ps->hasher = sumkey_hasher_new(conf->scheme);
 	ps->publish_ev = event_new(base, -1, 0, on_publish, ps);
 	ps->interval_timer = event_new(base, -1, EV_PERSIST, on_interval, ps);
@@ -991,6 +1070,7 @@ peers_free(struct peers **psp)
 		event_free(ps->probe_timer);
 	msg_unref(&ps->pull_msg);
 	cbf_free(&ps->local);
+	cbf_free(&ps->next);
 	sumkey_hasher_free(&ps->hasher);
 	free(ps->v);
 	free(ps->key);
@@ -1030,6 +1110,8 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 	    "sumcache_summary_checksum %llu\n"
 	    "# TYPE sumcache_summary_pending_changes gauge\n"
 	    "sumcache_summary_pending_changes %llu\n"
+	    "# TYPE sumcache_summary_rebuilds_total counter\n"
+	    "sumcache_summary_rebuilds_total %llu\n"
 	    "# TYPE sumcache_summary_saturations_total counter\n"
 	    "sumcache_summary_saturations_total %llu\n"
 	    "# TYPE sumcache_summary_bad_removes_total counter\n"
@@ -1038,6 +1120,7 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 	    (unsigned long long)f->epoch, (unsigned long long)ps->seq,
 	    (unsigned long long)(sum_checksum(f->published, f->m) >> 11),
 	    (unsigned long long)f->changes,
+	    (unsigned long long)ps->rebuilds,
 	    (unsigned long long)f->saturations,
 	    (unsigned long long)f->bad_removes);
 

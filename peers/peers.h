@@ -137,6 +137,20 @@ void peers_object_added(struct peers *ps, const char *key, size_t len);
 void peers_object_removed(struct peers *ps, const char *key, size_t len);
 
 /*
+ * Growing the filter. When the cache holds more objects than the filter
+ * was sized for, the caller starts a rebuild, feeds every stored key to
+ * the new filter a bounded number per loop turn (and the keys that come
+ * and go meanwhile to both), then ends it: the new filter replaces the
+ * old one in a new epoch and a full summary goes to every peer. The old
+ * filter keeps publishing until then.
+ */
+bool peers_wants_rebuild(const struct peers *ps);
+void peers_rebuild_begin(struct peers *ps);
+void peers_rebuild_add(struct peers *ps, const char *key, size_t len);
+void peers_rebuild_remove(struct peers *ps, const char *key, size_t len);
+void peers_rebuild_end(struct peers *ps);
+
+/*
  * A POSTed summary message from addr. Returns the HTTP status to answer
  * (204 accepted, 4xx refused; *why says why).
  */

@@ -21,6 +21,7 @@
 
 #include "client.h"
 #include "curlev.h"
+#include "feed.h"
 #include "peers.h"
 #include "proxy.h"
 #include "tunnel.h"
@@ -160,19 +161,6 @@ read_config(struct conf *c, const char *file, char **ovr, int novr)
 	return 0;
 }
 
-/* The store tells the summary about every object that comes and goes. */
-static void
-on_store_insert(void *arg, const struct store_obj *o)
-{
-	peers_object_added(arg, o->key, o->key_len);
-}
-
-static void
-on_store_remove(void *arg, const struct store_obj *o)
-{
-	peers_object_removed(arg, o->key, o->key_len);
-}
-
 static int
 peers_init(struct server *s)
 {
@@ -203,9 +191,7 @@ peers_init(struct server *s)
 		fprintf(stderr, "sumcache: %s\n", err);
 		return -1;
 	}
-	struct store_observer ob = {on_store_insert, on_store_remove,
-	    s->peers};
-	if (store_observe(s->store, &ob) < 0)
+	if (feed_start(s) < 0)
 		return -1;
 	peers_start(s->peers);
 	return 0;
@@ -291,6 +277,7 @@ server_fini(struct server *s)
 	/* the store's removals feed the summary, so the summary goes after
 	 * the store; transfers of both go before curl's multi */
 	store_free(&s->store);
+	feed_stop(s);
 	peers_free(&s->peers);
 	curlev_free(&s->curl);
 	accesslog_close(&s->log);

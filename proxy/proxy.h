@@ -27,6 +27,7 @@ struct bufferevent;
 struct evbuffer;
 struct curlev;
 struct peers;
+struct feed;
 struct fetch;
 struct tunnel;
 
@@ -39,6 +40,7 @@ struct server {
 	struct store *store;
 	struct curlev *curl;     /* origin and peer transfers */
 	struct peers *peers;     /* NULL unless sharing summary */
+	struct feed *feed;       /* store -> summary, with peers */
 	struct accesslog *log;
 	struct metrics m;
 	struct evconnlistener *listener;

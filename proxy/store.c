@@ -37,6 +37,8 @@ struct store {
 	struct store_obj **buckets;
 	size_t nbuckets; /* power of two */
 	struct store_obj *head, *tail, *hand;
+	struct store_obj *walk;  /* next object of store_walk_next */
+	bool walking;
 	size_t budget;
 	struct store_stats stats;
 	struct store_observer obs[STORE_MAX_OBSERVERS];
@@ -310,6 +312,8 @@ unlink_obj(struct store *s, struct store_obj *o)
 	*pp = o->hnext;
 	if (s->hand == o)
 		s->hand = o->newer;
+	if (s->walk == o)
+		s->walk = o->newer;
 	if (o->newer)
 		o->newer->older = o->older;
 	else
@@ -341,6 +345,26 @@ evict_one(struct store *s)
 	s->hand = o->newer;
 	s->stats.evictions++;
 	unlink_obj(s, o);
+}
+
+void
+store_walk_start(struct store *s)
+{
+	s->walk = s->tail;
+	s->walking = true;
+}
+
+struct store_obj *
+store_walk_next(struct store *s)
+{
+	struct store_obj *o = s->walk;
+
+	if (o == NULL) {
+		s->walking = false;
+		return NULL;
+	}
+	s->walk = o->newer;
+	return o;
 }
 
 void
@@ -411,6 +435,8 @@ store_insert(struct store *s, struct store_obj *o)
 	else
 		s->tail = o;
 	s->head = o;
+	if (s->walking && s->walk == NULL)
+		s->walk = o; /* the walk had reached the end */
 	o->visited = false;
 	o->in_store = true;
 	store_obj_ref(o);

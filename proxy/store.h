@@ -66,6 +66,7 @@ struct store_obj {
 	uint32_t refs;
 	bool visited;
 	bool in_store;
+	uint8_t mark;        /* an observer's bookkeeping (summary parity) */
 	struct store_meta meta;
 	struct store_body *body;
 	size_t charge;       /* bytes counted against the budget */
@@ -108,7 +109,7 @@ bool store_head_find(const struct store_obj *o, const char *name,
 void store_obj_unref(struct store_obj **o);
 
 /* Observers see every object that enters or leaves the store. */
-typedef void store_event_f(void *arg, const struct store_obj *o);
+typedef void store_event_f(void *arg, struct store_obj *o);
 
 struct store_observer {
 	store_event_f *inserted;
@@ -129,6 +130,15 @@ struct store;
 /* New empty store for budget bytes; NULL on ENOMEM. */
 struct store *store_new(size_t budget);
 void store_free(struct store **s);
+/*
+ * One walk over the stored objects, oldest first, that survives removals
+ * (the store moves the walk past an object it removes) and reaches the
+ * objects inserted while it runs, after the older ones. Starting again
+ * restarts it. next returns NULL at the end.
+ */
+void store_walk_start(struct store *s);
+struct store_obj *store_walk_next(struct store *s);
+
 /* Adds an observer; at most STORE_MAX_OBSERVERS. Returns 0 or -1. */
 #define STORE_MAX_OBSERVERS 4
 int store_observe(struct store *s, const struct store_observer *ob);

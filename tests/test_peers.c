@@ -439,3 +439,55 @@ Test(peers, hostile_messages_are_refused_and_change_nothing)
 	free(stranger.p);
 	free(next.p);
 }
+
+Test(peers, outgrown_filter_is_rebuilt_larger_in_a_new_epoch, .timeout = 120)
+{
+	/* 2 MB of cache_mem: a filter sized for 1,024 objects (its
+	 * floor), which 1,300 small ones outgrow */
+	const char *opts[] = {"summary_threshold=5%", "cache_mem=2MB",
+	    "max_object_size=64KB",
+	    "summary_max_interval=1s", NULL};
+	struct resp r;
+	char url[256], series[128];
+	const int n = 1300;
+
+	cluster_start(&env, &cl, 2, opts);
+	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	double bits = node_metric(a, "sumcache_summary_bits");
+	double epoch = node_metric(a, "sumcache_summary_epoch");
+	for (int i = 0; i < n; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "g%d", i);
+		obj_url(url, sizeof(url), name, 600);
+		node_get(a, url, &r);
+		cr_assert_eq(r.status, 200);
+		resp_free(&r);
+	}
+	cr_expect_eq(node_wait_metric(a, "sumcache_summary_rebuilds_total", 1,
+	    5000), 1);
+	cr_expect_gt(node_metric(a, "sumcache_summary_bits"), 2 * bits);
+	cr_expect_gt(node_metric(a, "sumcache_summary_epoch"), epoch);
+	cr_expect_eq(node_metric(a, "sumcache_summary_entries"), n,
+	    "every object counted once in the new filter");
+	cr_expect_eq(node_metric(a, "sumcache_summary_bad_removes_total"), 0);
+	/* the last changes go out within summary_max_interval */
+	for (int waited = 0; waited < 5000 && node_metric(a,
+	    "sumcache_summary_pending_changes") > 0; waited += 50)
+		usleep(50000);
+	cr_assert_eq(node_metric(a, "sumcache_summary_pending_changes"), 0);
+	/* B follows into the new epoch and agrees bit for bit */
+	wait_synced(a, b);
+	snprintf(series, sizeof(series),
+	    "sumcache_peer_summary_checksum{peer=\"%s\"}", a->name);
+	cr_expect_eq(node_metric(b, series),
+	    node_metric(a, "sumcache_summary_checksum"));
+	/* objects from before and after the rebuild are remote hits */
+	obj_url(url, sizeof(url), "g0", 600);
+	node_get(b, url, &r);
+	resp_free(&r);
+	obj_url(url, sizeof(url), "g1299", 600);
+	node_get(b, url, &r);
+	resp_free(&r);
+	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\""
+	    "remote_hit\"}"), 2);
+}

@@ -24,14 +24,14 @@ struct counts {
 };
 
 static void
-count_in(void *arg, const struct store_obj *o)
+count_in(void *arg, struct store_obj *o)
 {
 	(void)o;
 	((struct counts *)arg)->in++;
 }
 
 static void
-count_out(void *arg, const struct store_obj *o)
+count_out(void *arg, struct store_obj *o)
 {
 	(void)o;
 	((struct counts *)arg)->out++;
