@@ -168,8 +168,8 @@ peers_init(struct server *s)
 	char err[512];
 	/* sized for cache_mem of 2 KB objects (the web's median is larger):
 	 * an over-sized filter costs 4 bits of memory per counter and about
-	 * one wire bit per set position per doubling, an under-sized one
-	 * costs false hits; it is not rebuilt larger yet */
+	 * one wire bit per set position per doubling; an under-sized one is
+	 * rebuilt larger (feed.c) */
 	uint64_t expected = c->cache_mem / 2048;
 	struct peers_conf pc = {
 		.node_name = c->node_name,
