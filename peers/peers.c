@@ -68,6 +68,8 @@ struct peers {
 	uint64_t last_publish_ms;
 	uint64_t publications[2];     /* [0] delta, [1] full */
 	uint64_t rejected[REJ_NREASONS];
+	uint64_t logged_ms[REJ_NREASONS];  /* last log line per reason */
+	uint64_t unlogged[REJ_NREASONS];
 	uint64_t pulls_answered;
 	struct xfer *xfers;
 };
@@ -659,9 +661,22 @@ refuse(struct peers *ps, enum reject r, int status, const char *who,
     const char *detail, const char **why)
 {
 	ps->rejected[r]++;
-	fprintf(stderr, "sumcache: summary from %s refused: %s%s%s\n", who,
-	    reject_names[r], detail ? ": " : "", detail ? detail : "");
 	*why = reject_names[r];
+	/* one line per reason per second: a flood of bad messages must not
+	 * become a flood of log lines (the counter has every one) */
+	uint64_t now = now_ms();
+	if (now - ps->logged_ms[r] < 1000) {
+		ps->unlogged[r]++;
+		return status;
+	}
+	ps->logged_ms[r] = now;
+	fprintf(stderr, "sumcache: summary from %s refused: %s%s%s", who,
+	    reject_names[r], detail ? ": " : "", detail ? detail : "");
+	if (ps->unlogged[r] > 0)
+		fprintf(stderr, " (and %llu more since the last line)",
+		    (unsigned long long)ps->unlogged[r]);
+	fputc('\n', stderr);
+	ps->unlogged[r] = 0;
 	return status;
 }
 
