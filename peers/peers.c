@@ -70,7 +70,6 @@ struct peers {
 	uint64_t rejected[REJ_NREASONS];
 	uint64_t logged_ms[REJ_NREASONS];  /* last log line per reason */
 	uint64_t unlogged[REJ_NREASONS];
-	uint64_t pulls_answered;
 	struct xfer *xfers;
 };
 
@@ -811,8 +810,13 @@ peers_pull_response(struct peers *ps, const struct sockaddr *from,
 	if (m == NULL)
 		return 503;
 	int rc = sum_buf_put(out, m->buf.p, m->buf.len) < 0 ? 503 : 200;
+	/* as the puller counts it: a request in, a summary out */
+	p->msgs[IPM_RECEIVED][IPM_SUMMARY_PULL]++;
+	if (rc == 200) {
+		p->msgs[IPM_SENT][IPM_SUMMARY_PULL]++;
+		p->bytes[IPM_SENT][IPM_SUMMARY_PULL] += m->buf.len;
+	}
 	msg_unref(&m);
-	ps->pulls_answered++;
 	return rc;
 }
 

@@ -255,6 +255,14 @@ Test(peers, dead_peer_is_skipped_then_pulled_when_back)
 	node_start(&env, &cl, 1);
 	cr_assert_eq(node_wait_metric(a, series, 1, 10000), 1,
 	    "B never came back up at A");
+	/* the restarted B pulled A's summary: counted at both ends, the
+	 * summary's bytes as sent by A */
+	cr_expect_geq(sent_to(b, "summary_pull", "a"), 1);
+	cr_expect_geq(node_metric(a, "sumcache_interproxy_messages_total{"
+	    "direction=\"received\",type=\"summary_pull\",peer=\"b\"}"), 2,
+	    "a pull before the kill and one after");
+	cr_expect_gt(node_metric(a, "sumcache_interproxy_bytes_total{"
+	    "direction=\"sent\",type=\"summary_pull\",peer=\"b\"}"), 0);
 	obj_url(url, sizeof(url), "onb2", 600);
 	node_get(b, url, &r);
 	resp_free(&r);
