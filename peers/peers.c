@@ -326,6 +326,19 @@ xfer_free(struct xfer **xp)
 	free(x);
 }
 
+/* Starts x on the loop; on failure frees it and returns false. */
+static bool
+xfer_start(struct xfer **xp, curlev_done_f *done)
+{
+	struct xfer *x = *xp;
+
+	x->cx = (struct curlev_xfer){done, x};
+	if (curlev_start(x->ps->curl, x->easy, &x->cx) == 0)
+		return true;
+	xfer_free(xp);
+	return false;
+}
+
 static void
 note_rtt(struct peer *p, double ms)
 {
@@ -432,8 +445,6 @@ on_push_done(void *arg, CURLcode rc)
 static void
 push_next(struct peer *p)
 {
-	struct peers *ps = p->owner;
-
 	if (p->pushing || p->pushq == NULL || !p->up)
 		return;
 	struct pushq *q = p->pushq;
@@ -446,12 +457,7 @@ push_next(struct peer *p)
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, x->m->buf.p);
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
 	    (curl_off_t)x->m->buf.len);
-	x->cx = (struct curlev_xfer){on_push_done, x};
-	if (curlev_start(ps->curl, x->easy, &x->cx) < 0) {
-		xfer_free(&x);
-		return;
-	}
-	p->pushing = true;
+	p->pushing = xfer_start(&x, on_push_done);
 }
 
 /* ---- publishing ---- */
@@ -885,8 +891,6 @@ on_pull_done(void *arg, CURLcode rc)
 static void
 pull(struct peer *p)
 {
-	struct peers *ps = p->owner;
-
 	if (p->pulling)
 		return;
 	struct xfer *x = xfer_new(p);
@@ -894,12 +898,7 @@ pull(struct peer *p)
 		return;
 	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_pull_body);
 	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
-	x->cx = (struct curlev_xfer){on_pull_done, x};
-	if (curlev_start(ps->curl, x->easy, &x->cx) < 0) {
-		xfer_free(&x);
-		return;
-	}
-	p->pulling = true;
+	p->pulling = xfer_start(&x, on_pull_done);
 }
 
 static void
@@ -1197,28 +1196,22 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 		}
 	}
 	evbuffer_add_printf(out,
+	    "# TYPE sumcache_peer_remote_hits_total counter\n");
+	for (size_t i = 0; i < ps->n; i++)
+		evbuffer_add_printf(out, "sumcache_peer_remote_hits_total"
+		    "{peer=\"%s\"} %llu\n", ps->v[i].spec.name,
+		    (unsigned long long)ps->v[i].remote_hits);
+	evbuffer_add_printf(out,
+	    "# TYPE sumcache_peer_downs_total counter\n");
+	for (size_t i = 0; i < ps->n; i++)
+		evbuffer_add_printf(out, "sumcache_peer_downs_total"
+		    "{peer=\"%s\"} %llu\n", ps->v[i].spec.name,
+		    (unsigned long long)ps->v[i].downs);
+	evbuffer_add_printf(out,
 	    "# TYPE sumcache_peer_false_hits_total counter\n");
 	uint64_t fh = 0;
 	for (size_t i = 0; i < ps->n; i++)
 		fh += ps->v[i].false_hits;
 	evbuffer_add_printf(out, "sumcache_peer_false_hits_total %llu\n",
 	    (unsigned long long)fh);
-}
-
-const struct cbf *
-peers_local(const struct peers *ps)
-{
-	return ps->local;
-}
-
-size_t
-peers_count(const struct peers *ps)
-{
-	return ps->n;
-}
-
-struct peer *
-peers_at(struct peers *ps, size_t i)
-{
-	return i < ps->n ? &ps->v[i] : NULL;
 }

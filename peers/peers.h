@@ -188,9 +188,4 @@ void peers_fetch_done(struct peers *ps, struct peer *p,
 /* Prometheus series for peers and summaries. */
 void peers_render_metrics(const struct peers *ps, struct evbuffer *out);
 
-/* For tests and the status page. */
-const struct cbf *peers_local(const struct peers *ps);
-size_t peers_count(const struct peers *ps);
-struct peer *peers_at(struct peers *ps, size_t i);
-
 #endif

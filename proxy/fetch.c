@@ -733,9 +733,11 @@ on_silence(evutil_socket_t fd, short what, void *arg)
 static bool
 peer_eligible(const struct txn *t, enum fetch_kind kind)
 {
+	/* https: curl would CONNECT through the peer, a tunnel to the
+	 * origin rather than a question to its cache */
 	return t->srv->peers != NULL && kind == FETCH_MISS &&
 	    (t->is_get || t->is_head) && t->body_kind == BODY_NONE &&
-	    !t->reqcc.no_cache && !t->looped;
+	    !t->reqcc.no_cache && !t->looped && !t->url.https;
 }
 
 /* Sets up f->easy for the next source (a candidate peer, else the
