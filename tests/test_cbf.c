@@ -4,30 +4,7 @@
 #include <string.h>
 
 #include "cbf.h"
-
-static uint64_t rng_state = 0x243f6a8885a308d3ull;
-
-static uint64_t
-rnd(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-static void
-key_of(uint64_t id, struct sumkey *k)
-{
-	static struct sumkey_hasher *h;
-
-	if (h == NULL)
-		h = sumkey_hasher_new(SUM_XXH3);
-	char url[64];
-	int n = snprintf(url, sizeof(url), "http://host%llu.example/o/%llu",
-	    (unsigned long long)(id % 977), (unsigned long long)id);
-	sumkey_make(h, SUM_METHOD_GET, url, (size_t)n, k);
-}
+#include "sumtest.h"
 
 Test(cbf, no_false_negatives_with_interleaved_removes, .timeout = 120)
 {
@@ -37,16 +14,16 @@ Test(cbf, no_false_negatives_with_interleaved_removes, .timeout = 120)
 
 	cr_assert_not_null(f);
 	for (uint64_t i = 0; i < n; i++) {
-		key_of(i, &k);
+		test_key(i, &k);
 		cbf_add(f, &k);
 		/* remove an earlier key now and then, as evictions do */
 		if (i % 3 == 2) {
-			key_of(i - 2, &k);
+			test_key(i - 2, &k);
 			cr_assert(cbf_remove(f, &k));
 		}
 	}
 	for (uint64_t i = 0; i < n; i++) {
-		key_of(i, &k);
+		test_key(i, &k);
 		bool removed = i % 3 == 0 && i + 2 < n;
 		if (!removed)
 			cr_assert(cbf_contains(f, &k), "false negative: %llu",
@@ -75,15 +52,15 @@ Test(cbf, false_positive_rate_matches_theory, .timeout = 300)
 			struct cbf *f = cbf_new(SUM_XXH3, m, k, 1);
 			struct sumkey key;
 			for (uint64_t i = 0; i < n; i++) {
-				key_of(i, &key);
+				test_key(i, &key);
 				cbf_add(f, &key);
 			}
 			uint64_t fp = 0;
 			for (uint64_t i = 0; i < probes; i++) {
-				uint64_t x = rnd();
+				uint64_t x = test_rand();
 				key.bytes[0] = 0;
 				memcpy(key.bytes, &x, 8);
-				x = rnd();
+				x = test_rand();
 				memcpy(key.bytes + 8, &x, 8);
 				fp += cbf_contains(f, &key);
 			}
@@ -104,7 +81,7 @@ Test(cbf, saturation_never_decrements)
 	struct cbf *f = cbf_new(SUM_XXH3, 1024, 4, 1);
 	struct sumkey k;
 
-	key_of(42, &k);
+	test_key(42, &k);
 	for (int i = 0; i < 20; i++)
 		cbf_add(f, &k);
 	cr_assert_eq(f->saturations, 4 * 5, "5 of 20 increments lost per "
@@ -120,8 +97,8 @@ Test(cbf, removing_what_cannot_be_there_changes_nothing)
 	struct cbf *f = cbf_new(SUM_XXH3, 4096, 4, 1);
 	struct sumkey a, b;
 
-	key_of(1, &a);
-	key_of(2, &b);
+	test_key(1, &a);
+	test_key(2, &b);
 	cbf_add(f, &a);
 	uint64_t before = cbf_popcount(f);
 	cr_assert(!cbf_remove(f, &b));
@@ -139,7 +116,7 @@ Test(cbf, delta_lists_changed_bits_since_publication)
 	struct sumkey k;
 
 	for (int i = 0; i < 100; i++) {
-		key_of((uint64_t)i, &k);
+		test_key((uint64_t)i, &k);
 		cbf_add(f, &k);
 	}
 	cr_assert_eq(cbf_delta(f, &d), 0);
@@ -150,16 +127,16 @@ Test(cbf, delta_lists_changed_bits_since_publication)
 	cbf_delta_clear(&d);
 	cbf_mark_published(f);
 	cr_assert_eq(f->changes, 0);
-	key_of(7, &k);
+	test_key(7, &k);
 	cbf_remove(f, &k);
 	cbf_add(f, &k); /* back where it was: no bit changed in the end */
 	cr_assert_eq(cbf_delta(f, &d), 0);
 	cr_assert_eq(d.nset + d.ncleared, 0);
 	cr_assert_eq(f->changes, 2, "the threshold still counts both");
 	cbf_delta_clear(&d);
-	key_of(1000, &k);
+	test_key(1000, &k);
 	cbf_add(f, &k);
-	key_of(3, &k);
+	test_key(3, &k);
 	cbf_remove(f, &k);
 	cr_assert_eq(cbf_delta(f, &d), 0);
 	cr_assert_gt(d.nset + d.ncleared, 0);
@@ -188,17 +165,17 @@ Test(cbf, rebuild_in_a_new_epoch)
 	struct sumkey k;
 
 	for (int i = 0; i < 200; i++) {
-		key_of((uint64_t)i, &k);
+		test_key((uint64_t)i, &k);
 		cbf_add(old, &k);
 	}
 	/* grown: the same keys re-added to a larger filter, next epoch */
 	struct cbf *grown = cbf_new(SUM_XXH3, 8192, 4, old->epoch + 1);
 	for (int i = 0; i < 200; i++) {
-		key_of((uint64_t)i, &k);
+		test_key((uint64_t)i, &k);
 		cbf_add(grown, &k);
 	}
 	for (int i = 0; i < 200; i++) {
-		key_of((uint64_t)i, &k);
+		test_key((uint64_t)i, &k);
 		cr_assert(cbf_contains(grown, &k));
 	}
 	cr_assert_eq(grown->epoch, 8);

@@ -8,30 +8,7 @@
 #include <string.h>
 
 #include "psum.h"
-
-static uint64_t rs = 0x9e3779b97f4a7c15ull;
-
-static uint64_t
-rnd(void)
-{
-	rs ^= rs << 13;
-	rs ^= rs >> 7;
-	rs ^= rs << 17;
-	return rs;
-}
-
-static void
-key_of(uint64_t id, struct sumkey *k)
-{
-	static struct sumkey_hasher *h;
-
-	if (h == NULL)
-		h = sumkey_hasher_new(SUM_XXH3);
-	char url[64];
-	int n = snprintf(url, sizeof(url), "http://h%llu/%llu",
-	    (unsigned long long)(id % 101), (unsigned long long)id);
-	sumkey_make(h, SUM_METHOD_GET, url, (size_t)n, k);
-}
+#include "sumtest.h"
 
 /* n distinct sorted positions below m */
 static uint64_t *
@@ -42,7 +19,7 @@ random_positions(uint64_t m, size_t n)
 	size_t k = 0;
 
 	while (k < n) {
-		uint64_t p = rnd() % m;
+		uint64_t p = test_rand() % m;
 		if (!seen[p]) {
 			seen[p] = 1;
 			k++;
@@ -59,8 +36,8 @@ random_positions(uint64_t m, size_t n)
 Test(rice, round_trips_over_random_lists)
 {
 	for (int round = 0; round < 300; round++) {
-		uint64_t m = 64 + rnd() % 100000;
-		size_t n = (size_t)(rnd() % (round % 3 == 0 ? m : m / 50 + 1));
+		uint64_t m = 64 + test_rand() % 100000;
+		size_t n = (size_t)(test_rand() % (round % 3 == 0 ? m : m / 50 + 1));
 		uint64_t *pos = random_positions(m, n), *got;
 		struct sum_buf b = {0};
 		size_t gn;
@@ -117,7 +94,7 @@ pair_start(struct pair *x, uint64_t m, uint64_t n)
 	*x = (struct pair){cbf_new(SUM_XXH3, m, 4, 3), psum_new(SUM_XXH3, 64,
 	    4), 0};
 	for (uint64_t i = 0; i < n; i++) {
-		key_of(i, &k);
+		test_key(i, &k);
 		cbf_add(x->f, &k);
 	}
 	cr_assert_eq(publish(x, &msg, &len, &full, &sum), 0);
@@ -150,9 +127,9 @@ Test(psum, publish_then_deltas_keep_receiver_identical)
 	for (int round = 0; round < 20; round++) {
 		/* 1 % churn: 100 in, 100 out */
 		for (int i = 0; i < 100; i++) {
-			key_of(next++, &k);
+			test_key(next++, &k);
 			cbf_add(x.f, &k);
-			key_of(oldest++, &k);
+			test_key(oldest++, &k);
 			cr_assert(cbf_remove(x.f, &k));
 		}
 		cr_assert_eq(publish(&x, &msg, &len, &full, &sum), 0);
@@ -164,7 +141,7 @@ Test(psum, publish_then_deltas_keep_receiver_identical)
 		assert_same(&x);
 		free(msg);
 	}
-	key_of(5000, &k);
+	test_key(5000, &k);
 	cr_assert(psum_contains(x.p, &k));
 	psum_free(&x.p);
 	cbf_free(&x.f);
@@ -221,7 +198,7 @@ torture(struct psum *p, bool full, const uint8_t *msg, size_t len,
 		for (int flip = -1; flip < (cut == len ? (int)len : 0); flip++) {
 			memcpy(copy, msg, len);
 			if (flip >= 0)
-				copy[flip] ^= (uint8_t)(1 + rnd() % 255);
+				copy[flip] ^= (uint8_t)(1 + test_rand() % 255);
 			int rc = full ? psum_load_full(p, SUM_XXH3, m, p->k,
 			    epoch, seq, copy, cut, sum) :
 			    psum_apply_delta(p, epoch, seq, copy, cut, sum);
@@ -254,9 +231,9 @@ Test(psum, truncation_and_corruption_never_corrupt_the_summary,
 
 	pair_start(&x, 20000, 300);
 	for (uint64_t i = 300; i < 310; i++) {
-		key_of(i, &k);
+		test_key(i, &k);
 		cbf_add(x.f, &k);
-		key_of(i - 300, &k);
+		test_key(i - 300, &k);
 		cbf_remove(x.f, &k);
 	}
 	/* a delta the receiver has not applied yet */

@@ -71,31 +71,27 @@ Test(wire, wrong_key_truncation_and_corruption_are_refused)
 
 Test(wire, fields_are_checked_after_the_mac)
 {
-	uint8_t payload[1] = {0};
-	struct wire_summary w = {
-		.epoch = 1, .seq = 0, .scheme = SUM_XXH3, .m = 64, .k = 4,
-		.full = true, .payload = payload, .payload_len = 1,
+	static const struct { uint64_t seq, m; const char *sender, *what; } v[] = {
+		{0, 64, "a", "sequence 0"},
+		{1, WIRE_MAX_BITS + 1, "a", "m over the limit"},
+		{1, 0, "a", "m of 0"},
+		{1, 64, "", "no sender"},
 	};
-	struct sum_buf b = {0};
-	struct wire_summary out;
+	uint8_t payload[1] = {0};
 
-	strcpy(w.sender, "a");
-	cr_assert_eq(wire_encode(&w, key, sizeof(key) - 1, &b), 0);
-	cr_expect_eq(wire_decode(b.p, b.len, key, sizeof(key) - 1, &out),
-	    WIRE_MALFORMED, "sequence 0");
-	free(b.p);
-	b = (struct sum_buf){0};
-	w.seq = 1;
-	w.m = WIRE_MAX_BITS + 1;
-	cr_assert_eq(wire_encode(&w, key, sizeof(key) - 1, &b), 0);
-	cr_expect_eq(wire_decode(b.p, b.len, key, sizeof(key) - 1, &out),
-	    WIRE_MALFORMED, "m over the limit");
-	free(b.p);
-	b = (struct sum_buf){0};
-	w.m = 64;
-	w.sender[0] = '\0';
-	cr_assert_eq(wire_encode(&w, key, sizeof(key) - 1, &b), 0);
-	cr_expect_eq(wire_decode(b.p, b.len, key, sizeof(key) - 1, &out),
-	    WIRE_MALFORMED, "no sender");
-	free(b.p);
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct wire_summary w = {
+			.epoch = 1, .seq = v[i].seq, .scheme = SUM_XXH3,
+			.m = v[i].m, .k = 4, .full = true, .payload = payload,
+			.payload_len = 1,
+		};
+		struct sum_buf b = {0};
+		struct wire_summary out;
+
+		strcpy(w.sender, v[i].sender);
+		cr_assert_eq(wire_encode(&w, key, sizeof(key) - 1, &b), 0);
+		cr_expect_eq(wire_decode(b.p, b.len, key, sizeof(key) - 1,
+		    &out), WIRE_MALFORMED, "%s accepted", v[i].what);
+		free(b.p);
+	}
 }
