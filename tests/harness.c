@@ -471,8 +471,9 @@ node_start(struct env *e, struct cluster *cl, int i)
 	OPT("cluster_key_file=%s", cl->key_file);
 	for (int j = 0; j < cl->n; j++)
 		if (j != i)
-			OPT("peer=%s 127.0.0.1:%d", cl->nodes[j].name,
-			    cl->nodes[j].port);
+			OPT("peer=%s 127.0.0.1:%d %s", cl->nodes[j].name,
+			    cl->nodes[j].port, cl->peer_flags ?
+			    cl->peer_flags : "");
 #undef OPT
 	for (const char *const *o = cl->opts; o && *o && n < 150; o++) {
 		argv[n++] = "-o";
@@ -487,12 +488,13 @@ node_start(struct env *e, struct cluster *cl, int i)
 
 void
 cluster_start(struct env *e, struct cluster *cl, int n,
-    const char *const *opts)
+    const char *const *opts, const char *peer_flags)
 {
 	cr_assert(n <= CLUSTER_MAX);
 	memset(cl, 0, sizeof(*cl));
 	cl->n = n;
 	cl->opts = opts;
+	cl->peer_flags = peer_flags;
 	snprintf(cl->key_file, sizeof(cl->key_file), "%s/cluster.key",
 	    e->dir);
 	FILE *f = fopen(cl->key_file, "w");

@@ -96,10 +96,11 @@ struct cluster {
 	struct node nodes[CLUSTER_MAX];
 	char key_file[320];
 	const char *const *opts;  /* extra -o values for every node */
+	const char *peer_flags;   /* appended to every peer line, or NULL */
 };
 /* Picks ports and names (a, b, c...) and starts every node. */
 void cluster_start(struct env *e, struct cluster *cl, int n,
-    const char *const *opts);
+    const char *const *opts, const char *peer_flags);
 /* (Re)starts node i on its port. */
 void node_start(struct env *e, struct cluster *cl, int i);
 /* SIGTERM; expects a clean exit (ASan leaks fail it). */

@@ -102,7 +102,7 @@ Test(peers, remote_hit_through_the_summary_and_no_query_for_misses)
 	struct resp r;
 	char url[256];
 
-	cluster_start(&env, &cl, 3, NULL);
+	cluster_start(&env, &cl, 3, NULL, NULL);
 	struct node *a = &cl.nodes[0], *b = &cl.nodes[1], *c = &cl.nodes[2];
 	obj_url(url, sizeof(url), "shared", 600);
 	node_get(a, url, &r);
@@ -147,7 +147,7 @@ Test(peers, false_hit_recovers_through_the_origin)
 	struct resp r;
 	char url[256];
 
-	cluster_start(&env, &cl, 2, NULL);
+	cluster_start(&env, &cl, 2, NULL, NULL);
 	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
 	/* fresh for one second: then A still holds it (and its summary says
 	 * so) but may not serve it to a peer under only-if-cached */
@@ -192,7 +192,7 @@ Test(peers, threshold_sets_publications_and_receivers_agree)
 	char url[256], series[128];
 	const int n = 60;
 
-	cluster_start(&env, &cl, 2, opts);
+	cluster_start(&env, &cl, 2, opts, NULL);
 	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
 	double base = node_metric(a, "sumcache_summary_publications_total"
 	    "{kind=\"delta\"}") + node_metric(a,
@@ -229,7 +229,7 @@ Test(peers, dead_peer_is_skipped_then_pulled_when_back)
 	struct resp r;
 	char url[256], series[128];
 
-	cluster_start(&env, &cl, 2, opts);
+	cluster_start(&env, &cl, 2, opts, NULL);
 	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
 	obj_url(url, sizeof(url), "onb", 600);
 	node_get(b, url, &r);
@@ -313,7 +313,10 @@ post_summary(const char *src, int port, const void *body, size_t len,
 	return status;
 }
 
-/* A full summary from "sender" with one bit set at position bit. */
+#define ALL_BITS UINT64_MAX
+
+/* A full summary from "sender" with one bit set at position bit, or every
+ * bit (ALL_BITS: a summary that claims every URL). */
 static void
 make_full(const char *sender, uint64_t epoch, uint64_t seq, uint64_t bit,
     const char *key, struct sum_buf *out)
@@ -322,7 +325,10 @@ make_full(const char *sender, uint64_t epoch, uint64_t seq, uint64_t bit,
 	uint64_t bits[4096 / 64] = {0};
 	struct sum_buf payload = {0};
 
-	bits[bit / 64] |= 1ull << (bit % 64);
+	if (bit == ALL_BITS)
+		memset(bits, 0xff, sizeof(bits));
+	else
+		bits[bit / 64] |= 1ull << (bit % 64);
 	cr_assert_eq(sum_encode_full(bits, m, &payload), 0);
 	struct wire_summary w = {
 		.epoch = epoch, .seq = seq, .scheme = SUM_XXH3, .m = m, .k = 4,
@@ -334,6 +340,18 @@ make_full(const char *sender, uint64_t epoch, uint64_t seq, uint64_t bit,
 	cr_assert_eq(wire_encode(&w, (const uint8_t *)key, strlen(key), out),
 	    0);
 	free(payload.p);
+}
+
+/* The cluster key as the nodes read it (without the newline). */
+static void
+read_key(char *key, size_t len)
+{
+	FILE *f = fopen(cl.key_file, "r");
+
+	cr_assert_not_null(f);
+	cr_assert(fgets(key, (int)len, f) != NULL);
+	fclose(f);
+	key[strcspn(key, "\n")] = '\0';
 }
 
 static double
@@ -350,12 +368,9 @@ Test(peers, hostile_messages_are_refused_and_change_nothing)
 {
 	char key[128], series[128];
 
-	cluster_start(&env, &cl, 2, NULL);
+	cluster_start(&env, &cl, 2, NULL, NULL);
 	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
-	FILE *f = fopen(cl.key_file, "r");
-	cr_assert(fgets(key, sizeof(key), f) != NULL);
-	fclose(f);
-	key[strcspn(key, "\n")] = '\0';
+	read_key(key, sizeof(key));
 	wait_synced(a, b);
 	/* duplicates may have happened during start-up (a pull and a push
 	 * crossing); count from here */
@@ -459,7 +474,7 @@ Test(peers, outgrown_filter_is_rebuilt_larger_in_a_new_epoch, .timeout = 120)
 	char url[256], series[128];
 	const int n = 1300;
 
-	cluster_start(&env, &cl, 2, opts);
+	cluster_start(&env, &cl, 2, opts, NULL);
 	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
 	double bits = node_metric(a, "sumcache_summary_bits");
 	double epoch = node_metric(a, "sumcache_summary_epoch");
@@ -498,4 +513,112 @@ Test(peers, outgrown_filter_is_rebuilt_larger_in_a_new_epoch, .timeout = 120)
 	resp_free(&r);
 	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\""
 	    "remote_hit\"}"), 2);
+}
+
+Test(peers, proxy_only_peer_hits_are_not_stored)
+{
+	struct resp r;
+	char url[256];
+
+	cluster_start(&env, &cl, 2, NULL, "proxy_only");
+	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	obj_url(url, sizeof(url), "po", 600);
+	node_get(a, url, &r);
+	resp_free(&r);
+	wait_synced(a, b);
+	for (int i = 0; i < 2; i++) {
+		node_get(b, url, &r);
+		cr_assert_eq(r.status, 200);
+		resp_free(&r);
+	}
+	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\""
+	    "remote_hit\"}"), 2, "both answered by A");
+	cr_expect_eq(node_metric(b, "sumcache_cache_objects"), 0);
+	cr_expect_eq(origin_count(&env, "/obj/po", NULL), 1);
+}
+
+Test(peers, squid_md5_summaries_between_peers)
+{
+	const char *opts[] = {"summary_hash=squid-md5", NULL};
+	struct resp r;
+	char url[256];
+
+	cluster_start(&env, &cl, 2, opts, NULL);
+	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	obj_url(url, sizeof(url), "md5", 600);
+	node_get(a, url, &r);
+	resp_free(&r);
+	wait_synced(a, b);
+	node_get(b, url, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\""
+	    "remote_hit\"}"), 1);
+	cr_expect_eq(origin_count(&env, "/obj/md5", NULL), 1);
+}
+
+/* A listening socket that never accepts: connects succeed (the kernel
+ * completes them), requests are never answered. */
+static int
+black_hole(int *port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	cr_assert(bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	cr_assert(listen(fd, 64) == 0);
+	cr_assert(getsockname(fd, (struct sockaddr *)&sin, &len) == 0);
+	*port = ntohs(sin.sin_port);
+	return fd;
+}
+
+Test(peers, silent_peer_costs_one_timeout_and_is_marked_down)
+{
+	int zport, hole = black_hole(&zport);
+	char zpeer[64], key[128], url[256];
+	snprintf(zpeer, sizeof(zpeer), "peer=z 127.0.0.1:%d", zport);
+	const char *opts[] = {zpeer, "peer_timeout=1s", NULL};
+	struct resp r;
+
+	/* one node whose only peer is the black hole */
+	cluster_start(&env, &cl, 1, opts, NULL);
+	struct node *a = &cl.nodes[0];
+	read_key(key, sizeof(key));
+	/* z "claims" every URL: a summary in its name (the test knows the
+	 * key) brings it up at A */
+	struct sum_buf all = {0};
+	make_full("z", 1, 1, ALL_BITS, key, &all);
+	cr_assert_eq(post_summary("127.0.0.1", a->port, all.p, all.len, -1),
+	    204);
+	free(all.p);
+	cr_assert_eq(node_metric(a, "sumcache_peer_up{peer=\"z\"}"), 1);
+
+	/* https is never asked of a peer, whatever its summary says */
+	/* (raw: curl itself would tunnel an https URL with CONNECT) */
+	static const char req[] = "GET https://127.0.0.1:1/x HTTP/1.1\r\n"
+	    "Host: 127.0.0.1:1\r\nConnection: close\r\n\r\n";
+	bool closed;
+	char *got = raw_exchange(a->port, req, sizeof(req) - 1, 5000, &closed);
+	cr_expect(strncmp(got, "HTTP/1.1 502", 12) == 0, "%.40s", got);
+	free(got);
+	cr_expect_eq(sent_to(a, "peer_request", "z"), 0);
+
+	obj_url(url, sizeof(url), "hole", 600);
+	node_get(a, url, &r);
+	cr_assert_eq(r.status, 200, "a silent peer never fails a request");
+	cr_assert(strstr(r.body, "hole") != NULL);
+	resp_free(&r);
+	cr_expect_eq(sent_to(a, "peer_request", "z"), 1);
+	cr_expect_eq(node_metric(a, "sumcache_peer_up{peer=\"z\"}"), 0);
+	cr_expect_eq(node_metric(a, "sumcache_peer_downs_total{peer=\"z\"}"),
+	    1);
+	/* down: the next miss goes straight to the origin */
+	obj_url(url, sizeof(url), "hole2", 600);
+	node_get(a, url, &r);
+	cr_expect_eq(r.status, 200);
+	resp_free(&r);
+	cr_expect_eq(sent_to(a, "peer_request", "z"), 1);
+	close(hole);
 }
