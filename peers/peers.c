@@ -21,11 +21,13 @@
 #include <string.h>
 #include <time.h>
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <curl/curl.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <event2/util.h>
 
 #include "curlev.h"
 #include "sc_assert.h"
@@ -34,6 +36,7 @@
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 30000
 #define PUSHQ_MAX 32
+#define PEERS_MAX 256   /* configured and found */
 #define SUMMARY_PATH "/sumcache/v1/summary"
 
 /* A signed message shared by every peer's queue. */
@@ -53,8 +56,13 @@ struct peers {
 	struct curlev *curl;
 	struct peers_conf conf;
 	uint8_t *key;
-	struct peer *v;
-	size_t n;
+	struct peer **v;              /* the table: configured, then found */
+	size_t n, cap;
+	uint64_t false_hits;
+	/* traffic of peers that left the table, so totals never go down */
+	uint64_t gone_msgs[2][IPM_NTYPES];
+	uint64_t gone_bytes[2][IPM_NTYPES];
+	bool any_gone;
 	struct cbf *local;
 	uint64_t capacity;            /* objects local was sized for */
 	struct cbf *next;             /* being rebuilt larger, or NULL */
@@ -276,12 +284,13 @@ xfer_new(struct peer *p)
 	if (x == NULL)
 		return NULL;
 	x->ps = ps;
-	x->p = p;
 	x->easy = curl_easy_init();
 	if (x->easy == NULL) {
 		free(x);
 		return NULL;
 	}
+	x->p = p;
+	p->refs++;
 	x->next = ps->xfers;
 	if (ps->xfers)
 		ps->xfers->prev = x;
@@ -292,6 +301,8 @@ xfer_new(struct peer *p)
 	curl_easy_setopt(e, CURLOPT_PROXY, "");
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
+	if (ps->conf.source[0] != '\0')
+		curl_easy_setopt(e, CURLOPT_INTERFACE, ps->conf.source);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
 	    (long)ps->conf.connect_timeout_ms);
 	/* a full summary of the largest size still moves in well under
@@ -323,6 +334,7 @@ xfer_free(struct xfer **xp)
 	curl_slist_free_all(x->hdrs);
 	msg_unref(&x->m);
 	free(x->resp.p);
+	peers_put(&x->p);
 	free(x);
 }
 
@@ -343,6 +355,13 @@ static void
 note_rtt(struct peer *p, double ms)
 {
 	p->rtt_ms = p->rtt_ms == 0 ? ms : 0.8 * p->rtt_ms + 0.2 * ms;
+}
+
+static void
+count(struct peer *p, enum ipm_dir d, enum ipm_type t, uint64_t bytes)
+{
+	p->msgs[d][t]++;
+	p->bytes[d][t] += bytes;
 }
 
 static void
@@ -431,15 +450,14 @@ on_push_done(void *arg, CURLcode rc)
 		peer_down(p, curl_easy_strerror(rc));
 	} else {
 		note_rtt(p, secs * 1000);
-		p->msgs[IPM_SENT][x->m->type]++;
-		p->bytes[IPM_SENT][x->m->type] += x->m->buf.len;
+		count(p, IPM_SENT, x->m->type, x->m->buf.len);
 		/* 409: the peer saw a gap and is pulling from us already */
 		if (status != 204 && status != 409)
 			fprintf(stderr, "sumcache: peer %s refused our "
 			    "summary: HTTP %ld\n", p->spec.name, status);
 	}
-	xfer_free(&x);
 	push_next(p);
+	xfer_free(&x);  /* may free p, if it has left the table */
 }
 
 static void
@@ -482,8 +500,8 @@ publish(struct peers *ps)
 		return;
 	ps->publications[full]++;
 	for (size_t i = 0; i < ps->n; i++)
-		if (ps->v[i].up)
-			enqueue(&ps->v[i], m);
+		if (ps->v[i]->up)
+			enqueue(ps->v[i], m);
 	msg_unref(&m);
 }
 
@@ -622,12 +640,12 @@ peers_rebuild_end(struct peers *ps)
 		return;
 	ps->publications[1]++;
 	for (size_t i = 0; i < ps->n; i++)
-		if (ps->v[i].up)
-			enqueue(&ps->v[i], m);
+		if (ps->v[i]->up)
+			enqueue(ps->v[i], m);
 	msg_unref(&m);
 }
 
-/* ---- receiving ---- */
+/* ---- the table ---- */
 
 static bool
 same_addr(const struct sockaddr *a, const struct sockaddr_storage *b)
@@ -643,12 +661,20 @@ same_addr(const struct sockaddr *a, const struct sockaddr_storage *b)
 	return false;
 }
 
+static uint16_t
+addr_port(const struct sockaddr_storage *a)
+{
+	return ntohs(a->ss_family == AF_INET6 ?
+	    ((const struct sockaddr_in6 *)a)->sin6_port :
+	    ((const struct sockaddr_in *)a)->sin_port);
+}
+
 struct peer *
 peers_by_addr(struct peers *ps, const struct sockaddr *addr)
 {
 	for (size_t i = 0; i < ps->n; i++)
-		if (same_addr(addr, &ps->v[i].addr))
-			return &ps->v[i];
+		if (same_addr(addr, &ps->v[i]->addr))
+			return ps->v[i];
 	return NULL;
 }
 
@@ -656,10 +682,208 @@ static struct peer *
 by_name(struct peers *ps, const char *name)
 {
 	for (size_t i = 0; i < ps->n; i++)
-		if (strcmp(ps->v[i].spec.name, name) == 0)
-			return &ps->v[i];
+		if (strcmp(ps->v[i]->spec.name, name) == 0)
+			return ps->v[i];
 	return NULL;
 }
+
+/* host, port, addr and proxy_url from a resolved address. */
+static void
+set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
+{
+	memcpy(&p->addr, sa, len);
+	p->addrlen = len;
+	bool v6 = sa->sa_family == AF_INET6;
+	if (p->spec.host[0] == '\0')
+		evutil_inet_ntop(sa->sa_family, v6 ?
+		    (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr :
+		    (const void *)&((const struct sockaddr_in *)sa)->sin_addr,
+		    p->spec.host, sizeof(p->spec.host));
+	p->spec.port = addr_port(&p->addr);
+	v6 = strchr(p->spec.host, ':') != NULL;
+	snprintf(p->proxy_url, sizeof(p->proxy_url), "http://%s%s%s:%u",
+	    v6 ? "[" : "", p->spec.host, v6 ? "]" : "", p->spec.port);
+}
+
+/* A found peer is called by its address until it names itself (node
+ * names cannot hold ':' or '[', so this is never somebody's name). */
+static void
+unname(struct peer *p)
+{
+	bool v6 = strchr(p->spec.host, ':') != NULL;
+
+	snprintf(p->spec.name, sizeof(p->spec.name), "%s%.46s%s:%u",
+	    v6 ? "[" : "", p->spec.host, v6 ? "]" : "", p->spec.port);
+	p->named = false;
+}
+
+static struct peer *
+table_add(struct peers *ps)
+{
+	if (ps->n == ps->cap) {
+		size_t cap = ps->cap ? 2 * ps->cap : 8;
+		struct peer **v = realloc(ps->v, cap * sizeof(*v));
+		if (v == NULL)
+			return NULL;
+		ps->v = v;
+		ps->cap = cap;
+	}
+	struct peer *p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	p->owner = ps;
+	p->refs = 1;
+	ps->v[ps->n++] = p;
+	return p;
+}
+
+/* Moves p's traffic into the table's own counts, so the totals in
+ * /metrics never go down when a peer leaves. */
+static void
+fold_traffic(struct peers *ps, struct peer *p)
+{
+	for (int d = 0; d < 2; d++)
+		for (int t = 0; t < IPM_NTYPES; t++) {
+			ps->gone_msgs[d][t] += p->msgs[d][t];
+			ps->gone_bytes[d][t] += p->bytes[d][t];
+			p->msgs[d][t] = p->bytes[d][t] = 0;
+		}
+	ps->any_gone = true;
+}
+
+void
+peers_put(struct peer **pp)
+{
+	struct peer *p = *pp;
+
+	*pp = NULL;
+	if (p == NULL || --p->refs > 0)
+		return;
+	/* what it did after it left (transfers and fetches in flight) */
+	fold_traffic(p->owner, p);
+	pushq_clear(p);
+	psum_free(&p->sum);
+	free(p);
+}
+
+static void
+retire(struct peers *ps, size_t i, const char *why)
+{
+	struct peer *p = ps->v[i];
+
+	if (!p->self)
+		fprintf(stderr, "sumcache: peer %s (%s:%u) leaves: %s\n",
+		    p->spec.name, p->spec.host, p->spec.port, why);
+	memmove(&ps->v[i], &ps->v[i + 1], (ps->n - i - 1) * sizeof(*ps->v));
+	ps->n--;
+	p->retired = true;
+	p->up = false;
+	pushq_clear(p);
+	psum_free(&p->sum);
+	fold_traffic(ps, p);
+	peers_put(&p);
+}
+
+void
+peers_found(struct peers *ps, const struct peer_spec *tmpl,
+    const struct sockaddr_storage *addrs, size_t n)
+{
+	/* leavers first, so their places go to newcomers */
+	for (size_t i = ps->n; i-- > 0;) {
+		struct peer *p = ps->v[i];
+		bool listed = false;
+		for (size_t j = 0; p->found && j < n && !listed; j++)
+			listed = same_addr((const struct sockaddr *)&addrs[j],
+			    &p->addr) && addr_port(&addrs[j]) ==
+			    p->spec.port;
+		if (p->found && !listed)
+			retire(ps, i, "no longer in DNS");
+	}
+	for (size_t j = 0; j < n; j++) {
+		bool known = false;
+		for (size_t i = 0; i < ps->n && !known; i++)
+			known = ps->v[i]->found && same_addr(
+			    (const struct sockaddr *)&addrs[j],
+			    &ps->v[i]->addr) && addr_port(&addrs[j]) ==
+			    ps->v[i]->spec.port;
+		if (known)
+			continue;
+		if (ps->n == PEERS_MAX) {
+			fprintf(stderr, "sumcache: peer_dns: %zu addresses, "
+			    "room for %d peers; the rest are left out\n", n,
+			    PEERS_MAX);
+			return;
+		}
+		struct peer *p = table_add(ps);
+		if (p == NULL)
+			return;
+		p->spec = *tmpl;
+		p->spec.host[0] = '\0';
+		p->found = true;
+		set_endpoint(p, (const struct sockaddr *)&addrs[j],
+		    addrs[j].ss_family == AF_INET6 ?
+		    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+		unname(p);
+		fprintf(stderr, "sumcache: peer %s found through DNS\n",
+		    p->spec.name);
+		/* pulled on the next probe */
+	}
+}
+
+/*
+ * A found peer's signed message says who it is: this node itself (DNS
+ * lists every member, us included), or a name it keeps from now on. A
+ * name held by another found peer moves here: the node behind it has a
+ * new address. A configured peer's name is refused. False when p is not
+ * a peer to use under that name.
+ */
+static bool
+name_found(struct peers *ps, struct peer *p, const char *sender)
+{
+	if (strcmp(sender, ps->conf.node_name) == 0) {
+		if (!p->self)
+			fprintf(stderr, "sumcache: peer %s is this node; left "
+			    "out\n", p->spec.name);
+		p->self = true;
+		p->up = false;
+		pushq_clear(p);
+		return false;
+	}
+	if (p->named && strcmp(p->spec.name, sender) == 0)
+		return true;
+	struct peer *holder = by_name(ps, sender);
+	if (holder != NULL && !holder->found)
+		return false;
+	if (holder != NULL)
+		unname(holder);
+	fprintf(stderr, "sumcache: peer %s is %s\n", p->spec.name, sender);
+	snprintf(p->spec.name, sizeof(p->spec.name), "%s", sender);
+	p->named = true;
+	return true;
+}
+
+/*
+ * The peer at from that signed as sender. A configured peer must use its
+ * peer line's name (peers on one host share an address, so the name
+ * decides); a found one is known by its address and names itself.
+ */
+static struct peer *
+sender_peer(struct peers *ps, const struct sockaddr *from,
+    const char *sender)
+{
+	struct peer *p = by_name(ps, sender);
+
+	if (p != NULL && same_addr(from, &p->addr))
+		return p;
+	for (size_t i = 0; i < ps->n; i++) {
+		p = ps->v[i];
+		if (p->found && same_addr(from, &p->addr))
+			return name_found(ps, p, sender) ? p : NULL;
+	}
+	return NULL;
+}
+
+/* ---- receiving ---- */
 
 static int
 refuse(struct peers *ps, enum reject r, int status, const char *who,
@@ -783,18 +1007,14 @@ peers_receive(struct peers *ps, const struct sockaddr *from,
 	default:
 		return refuse(ps, REJ_MALFORMED, 400, who, NULL, why);
 	}
-	/* the sender must be the peer at that address (on one host several
-	 * peers share an address, so the name decides) */
-	struct peer *named = by_name(ps, w.sender);
-	if (named == NULL || !same_addr(from, &named->addr)) {
+	p = sender_peer(ps, from, w.sender);
+	if (p == NULL) {
 		wire_summary_clear(&w);
 		return refuse(ps, REJ_NOT_PEER, 403, who, "unknown sender",
 		    why);
 	}
-	p = named;
-	enum ipm_type type = w.full ? IPM_SUMMARY_FULL : IPM_SUMMARY_DELTA;
-	p->msgs[IPM_RECEIVED][type]++;
-	p->bytes[IPM_RECEIVED][type] += len;
+	count(p, IPM_RECEIVED, w.full ? IPM_SUMMARY_FULL : IPM_SUMMARY_DELTA,
+	    len);
 	int status = apply(ps, p, &w, why);
 	wire_summary_clear(&w);
 	if (status == 204)
@@ -817,11 +1037,9 @@ peers_pull_response(struct peers *ps, const struct sockaddr *from,
 		return 503;
 	int rc = sum_buf_put(out, m->buf.p, m->buf.len) < 0 ? 503 : 200;
 	/* as the puller counts it: a request in, a summary out */
-	p->msgs[IPM_RECEIVED][IPM_SUMMARY_PULL]++;
-	if (rc == 200) {
-		p->msgs[IPM_SENT][IPM_SUMMARY_PULL]++;
-		p->bytes[IPM_SENT][IPM_SUMMARY_PULL] += m->buf.len;
-	}
+	count(p, IPM_RECEIVED, IPM_SUMMARY_PULL, 0);
+	if (rc == 200)
+		count(p, IPM_SENT, IPM_SUMMARY_PULL, m->buf.len);
 	msg_unref(&m);
 	return rc;
 }
@@ -854,7 +1072,11 @@ on_pull_done(void *arg, CURLcode rc)
 	p->pulling = false;
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME, &secs);
-	p->msgs[IPM_SENT][IPM_SUMMARY_PULL]++;
+	count(p, IPM_SENT, IPM_SUMMARY_PULL, 0);
+	if (p->retired) {
+		xfer_free(&x);
+		return;
+	}
 	if (rc != CURLE_OK || status != 200) {
 		char detail[160];
 		snprintf(detail, sizeof(detail), "pull: %s", rc != CURLE_OK ?
@@ -866,8 +1088,7 @@ on_pull_done(void *arg, CURLcode rc)
 		xfer_free(&x);
 		return;
 	}
-	p->msgs[IPM_RECEIVED][IPM_SUMMARY_PULL]++;
-	p->bytes[IPM_RECEIVED][IPM_SUMMARY_PULL] += x->resp.len;
+	count(p, IPM_RECEIVED, IPM_SUMMARY_PULL, x->resp.len);
 	note_rtt(p, secs * 1000);
 	struct wire_summary w;
 	enum wire_err we = wire_decode(x->resp.p, x->resp.len, ps->key,
@@ -876,16 +1097,19 @@ on_pull_done(void *arg, CURLcode rc)
 		refuse(ps, we == WIRE_BAD_MAC ? REJ_BAD_MAC : we ==
 		    WIRE_TOO_BIG ? REJ_TOO_BIG : REJ_MALFORMED, 0,
 		    p->spec.name, "in a pulled summary", &why);
-	} else if (strcmp(w.sender, p->spec.name) != 0 || !w.full) {
-		refuse(ps, REJ_NOT_PEER, 0, p->spec.name, "pulled summary "
-		    "from another sender", &why);
+	} else if (!w.full || !(p->found ? name_found(ps, p, w.sender) :
+	    strcmp(w.sender, p->spec.name) == 0)) {
+		if (!p->self)
+			refuse(ps, REJ_NOT_PEER, 0, p->spec.name, "pulled "
+			    "summary from another sender", &why);
 	} else if (p->sum == NULL || !p->sum->loaded ||
 	    w.epoch != p->sum->epoch || w.seq != p->sum->seq) {
 		apply(ps, p, &w, &why);
 	}
 	wire_summary_clear(&w);
+	if (!p->self)
+		peer_up(p);
 	xfer_free(&x);
-	peer_up(p);
 }
 
 static void
@@ -910,8 +1134,9 @@ on_probe(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	for (size_t i = 0; i < ps->n; i++) {
-		struct peer *p = &ps->v[i];
-		if (!p->up && !p->pulling && now >= p->probe_at_ms)
+		struct peer *p = ps->v[i];
+		if (!p->up && !p->pulling && !p->self &&
+		    now >= p->probe_at_ms)
 			pull(p);
 	}
 }
@@ -929,11 +1154,12 @@ peers_candidates(struct peers *ps, const char *key, size_t len,
 	    &k) < 0)
 		return 0;
 	for (size_t i = 0; i < ps->n && n < max; i++) {
-		struct peer *p = &ps->v[i];
+		struct peer *p = ps->v[i];
 		if (!p->up || p->sum == NULL || !p->sum->loaded ||
 		    !psum_contains(p->sum, &k))
 			continue;
 		/* insertion by RTT: a handful of peers */
+		p->refs++;
 		size_t j = n++;
 		while (j > 0 && out[j - 1]->rtt_ms > p->rtt_ms) {
 			out[j] = out[j - 1];
@@ -948,22 +1174,19 @@ void
 peers_fetch_done(struct peers *ps, struct peer *p, enum peer_outcome outcome,
     double ms, uint64_t req_bytes, uint64_t resp_bytes)
 {
-	(void)ps;
-	p->msgs[IPM_SENT][IPM_PEER_REQUEST]++;
-	p->bytes[IPM_SENT][IPM_PEER_REQUEST] += req_bytes;
+	count(p, IPM_SENT, IPM_PEER_REQUEST, req_bytes);
 	switch (outcome) {
 	case PEER_HIT:
 		p->remote_hits++;
 		break;
 	case PEER_FALSE_HIT:
-		p->false_hits++;
+		ps->false_hits++;
 		break;
 	case PEER_FAILED:
 		peer_down(p, "request failed or timed out");
 		return;
 	}
-	p->msgs[IPM_RECEIVED][IPM_PEER_RESPONSE]++;
-	p->bytes[IPM_RECEIVED][IPM_PEER_RESPONSE] += resp_bytes;
+	count(p, IPM_RECEIVED, IPM_PEER_RESPONSE, resp_bytes);
 	note_rtt(p, ms);
 }
 
@@ -982,12 +1205,8 @@ resolve(struct peer *p, char *err, size_t elen)
 		    p->spec.name, p->spec.host, gai_strerror(rc));
 		return -1;
 	}
-	memcpy(&p->addr, res->ai_addr, res->ai_addrlen);
-	p->addrlen = res->ai_addrlen;
+	set_endpoint(p, res->ai_addr, res->ai_addrlen);
 	freeaddrinfo(res);
-	bool v6 = strchr(p->spec.host, ':') != NULL;
-	snprintf(p->proxy_url, sizeof(p->proxy_url), "http://%s%s%s:%u",
-	    v6 ? "[" : "", p->spec.host, v6 ? "]" : "", p->spec.port);
 	return 0;
 }
 
@@ -1004,16 +1223,15 @@ peers_new(struct event_base *base, struct curlev *curl,
 	ps->curl = curl;
 	ps->conf = *conf;
 	ps->key = malloc(conf->keylen);
-	ps->v = calloc(n ? n : 1, sizeof(*ps->v));
-	if (ps->key == NULL || ps->v == NULL)
+	if (ps->key == NULL)
 		goto nomem;
 	memcpy(ps->key, conf->key, conf->keylen);
 	ps->conf.key = ps->key;
-	ps->n = n;
 	for (size_t i = 0; i < n; i++) {
-		struct peer *p = &ps->v[i];
+		struct peer *p = table_add(ps);
+		if (p == NULL)
+			goto nomem;
 		p->spec = specs[i];
-		p->owner = ps;
 		if (strcmp(p->spec.name, conf->node_name) == 0) {
 			snprintf(err, elen, "peer %s has this node's own name",
 			    p->spec.name);
@@ -1076,10 +1294,8 @@ peers_free(struct peers **psp)
 		curlev_cancel(ps->curl, x->easy);
 		xfer_free(&x);
 	}
-	for (size_t i = 0; ps->v != NULL && i < ps->n; i++) {
-		pushq_clear(&ps->v[i]);
-		psum_free(&ps->v[i].sum);
-	}
+	for (size_t i = 0; i < ps->n; i++)
+		peers_put(&ps->v[i]);
 	if (ps->publish_ev)
 		event_free(ps->publish_ev);
 	if (ps->interval_timer)
@@ -1096,6 +1312,35 @@ peers_free(struct peers **psp)
 }
 
 /* ---- observability ---- */
+
+/* One inter-proxy traffic family (what = "messages" or "bytes"), by
+ * peer; peers that left are summed under peer="_left". */
+static void
+render_traffic(const struct peers *ps, struct evbuffer *out,
+    const char *what)
+{
+	bool msgs = what[0] == 'm';
+
+	evbuffer_add_printf(out, "# TYPE sumcache_interproxy_%s_total "
+	    "counter\n", what);
+	for (size_t i = 0; i <= ps->n; i++) {
+		const struct peer *p = i < ps->n ? ps->v[i] : NULL;
+		if (p != NULL ? p->self : !ps->any_gone)
+			continue;
+		for (int d = 0; d < 2; d++)
+			for (int t = 0; t < IPM_NTYPES; t++) {
+				uint64_t v = p != NULL ? (msgs ?
+				    p->msgs[d][t] : p->bytes[d][t]) : (msgs ?
+				    ps->gone_msgs[d][t] : ps->gone_bytes[d][t]);
+				evbuffer_add_printf(out,
+				    "sumcache_interproxy_%s_total{direction="
+				    "\"%s\",type=\"%s\",peer=\"%s\"} %llu\n",
+				    what, d ? "received" : "sent",
+				    ipm_names[t], p ? p->spec.name : "_left",
+				    (unsigned long long)v);
+			}
+	}
+}
 
 void
 peers_render_metrics(const struct peers *ps, struct evbuffer *out)
@@ -1142,28 +1387,8 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 	    (unsigned long long)f->saturations,
 	    (unsigned long long)f->bad_removes);
 
-	evbuffer_add_printf(out,
-	    "# TYPE sumcache_interproxy_messages_total counter\n");
-	for (size_t i = 0; i < ps->n; i++)
-		for (int d = 0; d < 2; d++)
-			for (int t = 0; t < IPM_NTYPES; t++)
-				evbuffer_add_printf(out,
-				    "sumcache_interproxy_messages_total"
-				    "{direction=\"%s\",type=\"%s\",peer=\"%s\"}"
-				    " %llu\n", d ? "received" : "sent",
-				    ipm_names[t], ps->v[i].spec.name,
-				    (unsigned long long)ps->v[i].msgs[d][t]);
-	evbuffer_add_printf(out,
-	    "# TYPE sumcache_interproxy_bytes_total counter\n");
-	for (size_t i = 0; i < ps->n; i++)
-		for (int d = 0; d < 2; d++)
-			for (int t = 0; t < IPM_NTYPES; t++)
-				evbuffer_add_printf(out,
-				    "sumcache_interproxy_bytes_total"
-				    "{direction=\"%s\",type=\"%s\",peer=\"%s\"}"
-				    " %llu\n", d ? "received" : "sent",
-				    ipm_names[t], ps->v[i].spec.name,
-				    (unsigned long long)ps->v[i].bytes[d][t]);
+	render_traffic(ps, out, "messages");
+	render_traffic(ps, out, "bytes");
 
 	uint64_t now = now_ms();
 	static const char *const gauges[] = {"up", "summary_epoch",
@@ -1174,7 +1399,9 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 		evbuffer_add_printf(out, "# TYPE sumcache_peer_%s gauge\n",
 		    gauges[g]);
 		for (size_t i = 0; i < ps->n; i++) {
-			const struct peer *p = &ps->v[i];
+			const struct peer *p = ps->v[i];
+			if (p->self)
+				continue;
 			const struct psum *s = p->sum && p->sum->loaded ?
 			    p->sum : NULL;
 			double v = 0;
@@ -1198,20 +1425,19 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 	evbuffer_add_printf(out,
 	    "# TYPE sumcache_peer_remote_hits_total counter\n");
 	for (size_t i = 0; i < ps->n; i++)
-		evbuffer_add_printf(out, "sumcache_peer_remote_hits_total"
-		    "{peer=\"%s\"} %llu\n", ps->v[i].spec.name,
-		    (unsigned long long)ps->v[i].remote_hits);
+		if (!ps->v[i]->self)
+			evbuffer_add_printf(out, "sumcache_peer_remote_hits_total"
+		    "{peer=\"%s\"} %llu\n", ps->v[i]->spec.name,
+		    (unsigned long long)ps->v[i]->remote_hits);
 	evbuffer_add_printf(out,
 	    "# TYPE sumcache_peer_downs_total counter\n");
 	for (size_t i = 0; i < ps->n; i++)
-		evbuffer_add_printf(out, "sumcache_peer_downs_total"
-		    "{peer=\"%s\"} %llu\n", ps->v[i].spec.name,
-		    (unsigned long long)ps->v[i].downs);
+		if (!ps->v[i]->self)
+			evbuffer_add_printf(out, "sumcache_peer_downs_total"
+		    "{peer=\"%s\"} %llu\n", ps->v[i]->spec.name,
+		    (unsigned long long)ps->v[i]->downs);
 	evbuffer_add_printf(out,
 	    "# TYPE sumcache_peer_false_hits_total counter\n");
-	uint64_t fh = 0;
-	for (size_t i = 0; i < ps->n; i++)
-		fh += ps->v[i].false_hits;
 	evbuffer_add_printf(out, "sumcache_peer_false_hits_total %llu\n",
-	    (unsigned long long)fh);
+	    (unsigned long long)ps->false_hits);
 }

@@ -98,10 +98,17 @@ struct peer {
 	bool pushing;
 	uint64_t msgs[2][IPM_NTYPES];
 	uint64_t bytes[2][IPM_NTYPES];
-	uint64_t false_hits;
 	uint64_t remote_hits;
 	uint64_t downs;
 	struct peers *owner;
+	/* a peer found through peer_dns is known by its address until its
+	 * first signed message names it; it leaves when DNS stops listing
+	 * it, and is freed when the last transfer or fetch lets go of it */
+	unsigned refs;                 /* the table's, transfers', fetches' */
+	bool found;                    /* from peer_dns, not a peer line */
+	bool named;                    /* found, and its messages named it */
+	bool self;                     /* found, and it is this node */
+	bool retired;                  /* no longer in the table */
 };
 
 struct peers_conf {
@@ -116,6 +123,9 @@ struct peers_conf {
 	uint64_t expected_objects;     /* initial filter sizing */
 	const uint8_t *key;            /* cluster key */
 	size_t keylen;
+	/* curl's CURLOPT_INTERFACE for peer transfers ("host!IP"), or "":
+	 * peers know us by the address we listen on, so we speak from it */
+	char source[80];
 };
 
 struct peers;
@@ -165,15 +175,26 @@ int peers_pull_response(struct peers *ps, const struct sockaddr *from,
 /* Counts and logs a message refused before it reached peers_receive. */
 void peers_refused(struct peers *ps, enum reject r, const char *who);
 
+/*
+ * peer_dns: the addresses its name resolves to now, each a peer like
+ * tmpl (port and options). Addresses new to the table are added and
+ * pulled; found peers no longer listed leave it. Peers from "peer" lines
+ * are not touched.
+ */
+void peers_found(struct peers *ps, const struct peer_spec *tmpl,
+    const struct sockaddr_storage *addrs, size_t n);
+
 /* Whether addr is a configured peer's address. */
 struct peer *peers_by_addr(struct peers *ps, const struct sockaddr *addr);
 
 /*
  * The live peers whose summary holds key, fastest first; at most max.
- * The key is hashed once for all of them.
+ * The key is hashed once for all of them. Each is held for the caller
+ * (it may leave the table meanwhile) until peers_put.
  */
 size_t peers_candidates(struct peers *ps, const char *key, size_t len,
     struct peer **out, size_t max);
+void peers_put(struct peer **p);
 
 /* The outcome of asking p for an object. */
 enum peer_outcome {

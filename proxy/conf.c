@@ -229,6 +229,59 @@ parse_peer(struct conf *c, size_t off, const char *v, const char **why)
 	return 0;
 }
 
+/* "HOST:PORT [proxy_only]": every address HOST resolves to is a peer */
+static int
+parse_peer_dns(struct conf *c, size_t off, const char *v, const char **why)
+{
+	char line[600];
+
+	(void)off;
+	/* the same grammar as a peer line, less the name, which each peer
+	 * tells us in its own messages */
+	if (snprintf(line, sizeof(line), "dns %s", v) >= (int)sizeof(line)) {
+		*why = "too long";
+		return -1;
+	}
+	if (peer_spec_parse(line, &c->peer_dns, why) < 0) {
+		if (strcmp(*why, "expected NAME HOST:PORT") == 0)
+			*why = "expected HOST:PORT";
+		c->peer_dns.host[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+/* "IP[:PORT] ...": numeric, so that the resolver needs no resolver */
+static int
+parse_nameservers(struct conf *c, size_t off, const char *v,
+    const char **why)
+{
+	char buf[512], *save;
+	struct sockaddr_storage ss;
+	int n = 0;
+
+	if (strlen(v) >= sizeof(buf)) {
+		*why = "too long";
+		return -1;
+	}
+	strcpy(buf, v);
+	for (char *tok = strtok_r(buf, " \t,", &save); tok != NULL;
+	    tok = strtok_r(NULL, " \t,", &save), n++) {
+		int len = sizeof(ss);
+		if (evutil_parse_sockaddr_port(tok, (struct sockaddr *)&ss,
+		    &len) < 0) {
+			*why = "expected IP addresses, each with an optional "
+			    ":PORT";
+			return -1;
+		}
+	}
+	if (n == 0) {
+		*why = "expected at least one IP address";
+		return -1;
+	}
+	return parse_string(c, off, v, why);
+}
+
 static int
 parse_hash(struct conf *c, size_t off, const char *v, const char **why)
 {
@@ -287,6 +340,13 @@ static const struct directive directives[] = {
 	    "cache sharing with peers: none or summary (icp comes later)"},
 	{"peer", parse_peer, 0, NULL, true,
 	    "a peer: \"NAME HOST:PORT [proxy_only] [icp=PORT]\""},
+	{"peer_dns", parse_peer_dns, 0, NULL, false,
+	    "peers by DNS: \"HOST:PORT [proxy_only]\"; every address HOST "
+	    "resolves to (a headless Service) is a peer"},
+	{"peer_dns_interval", parse_duration, OFF(peer_dns_interval_ms), "30s",
+	    false, "how often peer_dns is resolved again"},
+	{"dns_nameservers", parse_nameservers, OFF(dns_nameservers), NULL,
+	    false, "DNS servers \"IP[:PORT] ...\"; default: /etc/resolv.conf"},
 	{"cluster_key_file", parse_string, OFF(cluster_key_file), NULL, false,
 	    "file holding the cluster's shared key (16 bytes or more)"},
 	{"summary_hash", parse_hash, 0, "xxh3", false,
@@ -557,8 +617,9 @@ conf_validate(const struct conf *c, char *err, size_t elen)
 		    "and 4 with squid-md5");
 		return -1;
 	}
-	if (c->sharing == SHARING_SUMMARY && c->n_peers == 0) {
-		snprintf(err, elen, "sharing summary needs at least one peer");
+	if (c->sharing == SHARING_SUMMARY && c->n_peers == 0 &&
+	    c->peer_dns.host[0] == '\0') {
+		snprintf(err, elen, "sharing summary needs a peer or peer_dns");
 		return -1;
 	}
 	if (c->sharing == SHARING_SUMMARY && c->cluster_key_file == NULL) {
@@ -622,6 +683,7 @@ void
 conf_clear(struct conf *c)
 {
 	free(c->node_name);
+	free(c->dns_nameservers);
 	free(c->http_listen);
 	free(c->access_log);
 	free(c->cluster_key_file);

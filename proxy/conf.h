@@ -33,6 +33,9 @@ struct conf {
 	enum sharing sharing;
 	struct peer_spec peers[CONF_MAX_PEERS];
 	unsigned n_peers;
+	struct peer_spec peer_dns;  /* host "" = not set */
+	uint32_t peer_dns_interval_ms;
+	char *dns_nameservers;      /* "IP[:PORT] ...", NULL = resolv.conf */
 	char *cluster_key_file;
 	uint8_t *cluster_key;    /* the file's bytes, read by conf_load_key */
 	size_t cluster_key_len;

@@ -107,6 +107,8 @@ fetch_free(struct fetch **fp)
 	http_head_clear(&f->resp);
 	store_body_unref(&f->body);
 	free(f->stored_head);
+	for (size_t i = 0; i < f->ncand; i++)
+		peers_put(&f->cand[i]);
 	free(f);
 }
 
@@ -763,6 +765,8 @@ attempt(struct fetch *f)
 	/* a peer is asked as a proxy; the origin directly, never through a
 	 * proxy from the environment */
 	curl_easy_setopt(e, CURLOPT_PROXY, f->peer ? f->peer->proxy_url : "");
+	if (f->peer != NULL && s->peer_source[0] != '\0')
+		curl_easy_setopt(e, CURLOPT_INTERFACE, s->peer_source);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include <netinet/in.h>
+
 #include <curl/curl.h>
 #include <event2/dns.h>
 #include <event2/event.h>
@@ -21,6 +23,7 @@
 
 #include "client.h"
 #include "curlev.h"
+#include "discover.h"
 #include "feed.h"
 #include "peers.h"
 #include "proxy.h"
@@ -161,6 +164,57 @@ read_config(struct conf *c, const char *file, char **ovr, int novr)
 	return 0;
 }
 
+/*
+ * Peers know this node by the address it listens on (a peer line, or
+ * what peer_dns resolves to) and check that summaries come from it, so
+ * when we listen on one address we speak to peers from it too. On a
+ * wildcard the kernel's choice is the host's address anyway.
+ */
+static void
+set_peer_source(struct server *s, const struct sockaddr *sa)
+{
+	char ip[INET6_ADDRSTRLEN] = "";
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
+
+	if (sa->sa_family == AF_INET && sin->sin_addr.s_addr != INADDR_ANY)
+		evutil_inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof(ip));
+	else if (sa->sa_family == AF_INET6 &&
+	    !IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr))
+		evutil_inet_ntop(AF_INET6, &sin6->sin6_addr, ip, sizeof(ip));
+	s->peer_source[0] = '\0';
+	if (ip[0] != '\0')
+		snprintf(s->peer_source, sizeof(s->peer_source), "host!%s", ip);
+}
+
+/* The resolver for CONNECT targets and peer_dns (curl resolves origins
+ * itself): dns_nameservers, else the system's configuration. */
+static int
+dns_init(struct server *s)
+{
+	char buf[512], *save;
+
+	if (s->conf.dns_nameservers == NULL) {
+		s->dns = evdns_base_new(s->base,
+		    EVDNS_BASE_INITIALIZE_NAMESERVERS);
+		if (s->dns == NULL)  /* no resolv.conf: numbers still work */
+			s->dns = evdns_base_new(s->base, 0);
+		return s->dns != NULL ? 0 : -1;
+	}
+	s->dns = evdns_base_new(s->base, 0);
+	if (s->dns == NULL)
+		return -1;
+	snprintf(buf, sizeof(buf), "%s", s->conf.dns_nameservers);
+	for (char *tok = strtok_r(buf, " \t,", &save); tok != NULL;
+	    tok = strtok_r(NULL, " \t,", &save))
+		if (evdns_base_nameserver_ip_add(s->dns, tok) != 0) {
+			fprintf(stderr, "sumcache: dns_nameservers: cannot use "
+			    "%s\n", tok);
+			return -1;
+		}
+	return 0;
+}
+
 static int
 peers_init(struct server *s)
 {
@@ -184,6 +238,7 @@ peers_init(struct server *s)
 		.key = c->cluster_key,
 		.keylen = c->cluster_key_len,
 	};
+	snprintf(pc.source, sizeof(pc.source), "%s", s->peer_source);
 
 	s->peers = peers_new(s->base, s->curl, &pc, c->peers, c->n_peers, err,
 	    sizeof(err));
@@ -194,6 +249,12 @@ peers_init(struct server *s)
 	if (feed_start(s) < 0)
 		return -1;
 	peers_start(s->peers);
+	if (c->peer_dns.host[0] != '\0') {
+		s->discover = discover_new(s->base, s->dns, s->peers,
+		    &c->peer_dns, c->peer_dns_interval_ms);
+		if (s->discover == NULL)
+			return -1;
+	}
 	return 0;
 }
 
@@ -216,12 +277,12 @@ server_init(struct server *s)
 		    s->conf.http_listen);
 		return -1;
 	}
+	set_peer_source(s, (struct sockaddr *)&ss);
 	s->base = event_base_new();
 	if (s->base == NULL)
 		return -1;
-	s->dns = evdns_base_new(s->base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
-	if (s->dns == NULL)
-		s->dns = evdns_base_new(s->base, 0);
+	if (dns_init(s) < 0)
+		return -1;
 	s->store = store_new(s->conf.cache_mem);
 	s->curl = curlev_new(s->base);
 	s->log = accesslog_open(s->conf.access_log);
@@ -265,6 +326,8 @@ server_fini(struct server *s)
 		client_free_all(s);
 		tunnel_free_all(s);
 	}
+	/* may run one loop turn, so before anything its events touch */
+	discover_free(&s->discover);
 	for (size_t i = 0; i < sizeof(s->signals) / sizeof(s->signals[0]); i++)
 		if (s->signals[i])
 			event_free(s->signals[i]);

@@ -27,6 +27,7 @@ struct bufferevent;
 struct evbuffer;
 struct curlev;
 struct peers;
+struct discover;
 struct feed;
 struct fetch;
 struct tunnel;
@@ -40,6 +41,7 @@ struct server {
 	struct store *store;
 	struct curlev *curl;     /* origin and peer transfers */
 	struct peers *peers;     /* NULL unless sharing summary */
+	struct discover *discover; /* peer_dns lookups, or NULL */
 	struct feed *feed;       /* store -> summary, with peers */
 	struct accesslog *log;
 	struct metrics m;
@@ -52,6 +54,7 @@ struct server {
 	unsigned ntunnels;
 	bool draining;
 	char via[160];   /* "1.1 node_name" */
+	char peer_source[80]; /* CURLOPT_INTERFACE for peers, or "" */
 };
 
 struct client {

@@ -25,6 +25,7 @@
 #include <event2/bufferevent.h>
 
 #include "bodyfd.h"
+#include "discover.h"
 #include "peers.h"
 #include "client.h"
 #include "fetch.h"
@@ -251,6 +252,8 @@ serve_metrics(struct txn *t)
 	metrics_render(&s->m, body);
 	if (s->peers != NULL)
 		peers_render_metrics(s->peers, body);
+	if (s->discover != NULL)
+		discover_render_metrics(s->discover, body);
 	t->status = 200;
 	t->result = RESULT_INTERNAL;
 	evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; "

@@ -58,10 +58,16 @@ harness_spawn(char *const argv[], const char *out_path)
 bool
 harness_wait_port(int port, int ms)
 {
+	return harness_wait_addr("127.0.0.1", port, ms);
+}
+
+bool
+harness_wait_addr(const char *host, int port, int ms)
+{
 	for (int waited = 0; waited < ms; waited += 10) {
 		struct sockaddr_in sin = {.sin_family = AF_INET,
 		    .sin_port = htons((uint16_t)port)};
-		sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		inet_pton(AF_INET, host, &sin.sin_addr);
 		int fd = socket(AF_INET, SOCK_STREAM, 0);
 		int rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
 		close(fd);
@@ -219,6 +225,15 @@ http_request(int via_port, const char *method, const char *url,
     const char *const *extra, const char *body, size_t blen, bool chunked,
     struct resp *r)
 {
+	http_request_at("127.0.0.1", via_port, method, url, extra, body, blen,
+	    chunked, r);
+}
+
+void
+http_request_at(const char *host, int via_port, const char *method,
+    const char *url, const char *const *extra, const char *body,
+    size_t blen, bool chunked, struct resp *r)
+{
 	CURL *c = curl_easy_init();
 	struct curl_slist *h = NULL;
 	struct sink b = {0}, hd = {0};
@@ -226,7 +241,7 @@ http_request(int via_port, const char *method, const char *url,
 	struct upload up = {body, blen};
 
 	memset(r, 0, sizeof(*r));
-	snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%d", via_port);
+	snprintf(proxy, sizeof(proxy), "http://%s:%d", host, via_port);
 	for (; extra && *extra; extra++)
 		h = curl_slist_append(h, *extra);
 	if (chunked)
@@ -303,20 +318,20 @@ resp_header(const struct resp *r, const char *name)
 }
 
 static char *
-direct_get(int port, const char *path)
+direct_get(const char *host, int port, const char *path)
 {
 	char req[256];
 	bool closed;
 
-	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-	    "Connection: close\r\n\r\n", path);
-	return raw_exchange(port, req, strlen(req), 5000, &closed);
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\n"
+	    "Connection: close\r\n\r\n", path, host);
+	return raw_exchange_at(host, port, req, strlen(req), 5000, &closed);
 }
 
 int
 origin_count(const struct env *e, const char *needle, int *conditional)
 {
-	char *log = direct_get(e->oport, "/__log");
+	char *log = direct_get("127.0.0.1", e->oport, "/__log");
 	int n = 0, cond = 0;
 	char *save, *line = strstr(log, "\r\n\r\n");
 
@@ -337,13 +352,20 @@ origin_count(const struct env *e, const char *needle, int *conditional)
 char *
 raw_exchange(int port, const char *req, size_t len, int ms, bool *closed)
 {
+	return raw_exchange_at("127.0.0.1", port, req, len, ms, closed);
+}
+
+char *
+raw_exchange_at(const char *host, int port, const char *req, size_t len,
+    int ms, bool *closed)
+{
 	struct sockaddr_in sin = {.sin_family = AF_INET,
 	    .sin_port = htons((uint16_t)port)};
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	size_t cap = 65536, n = 0;
 	char *buf = malloc(cap + 1);
 
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	inet_pton(AF_INET, host, &sin.sin_addr);
 	cr_assert(connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
 	for (size_t off = 0; off < len;) {
 		ssize_t w = send(fd, req + off, len - off, MSG_NOSIGNAL);
@@ -388,7 +410,13 @@ proxy_metric(const struct env *e, const char *series)
 double
 port_metric(int port, const char *series)
 {
-	char *m = direct_get(port, "/metrics");
+	return metric_at("127.0.0.1", port, series);
+}
+
+double
+metric_at(const char *host, int port, const char *series)
+{
+	char *m = direct_get(host, port, "/metrics");
 	double v = -1;
 	size_t sl = strlen(series);
 
@@ -465,15 +493,18 @@ node_start(struct env *e, struct cluster *cl, int i)
 		argv[n++] = opt[k++];                                          \
 	} while (0)
 	OPT("node_name=%s", nd->name);
-	OPT("http_listen=127.0.0.1:%d", nd->port);
+	OPT("http_listen=%s:%d", nd->host, nd->port);
 	OPT("access_log=%s", nd->log);
 	OPT("sharing=summary");
 	OPT("cluster_key_file=%s", cl->key_file);
-	for (int j = 0; j < cl->n; j++)
+	for (int j = 0; j < cl->n && cl->peer_dns == NULL; j++)
 		if (j != i)
-			OPT("peer=%s 127.0.0.1:%d %s", cl->nodes[j].name,
-			    cl->nodes[j].port, cl->peer_flags ?
-			    cl->peer_flags : "");
+			OPT("peer=%s %s:%d %s", cl->nodes[j].name,
+			    cl->nodes[j].host, cl->nodes[j].port,
+			    cl->peer_flags ? cl->peer_flags : "");
+	if (cl->peer_dns != NULL)
+		OPT("peer_dns=%s %s", cl->peer_dns, cl->peer_flags ?
+		    cl->peer_flags : "");
 #undef OPT
 	for (const char *const *o = cl->opts; o && *o && n < 150; o++) {
 		argv[n++] = "-o";
@@ -482,12 +513,21 @@ node_start(struct env *e, struct cluster *cl, int i)
 	argv[n] = NULL;
 	(void)e;
 	nd->pid = harness_spawn(argv, nd->out);
-	cr_assert(harness_wait_port(nd->port, 10000), "node %s did not "
-	    "start; see %s", nd->name, nd->out);
+	cr_assert(harness_wait_addr(nd->host, nd->port, 10000), "node %s did "
+	    "not start; see %s", nd->name, nd->out);
 }
 
 void
 cluster_start(struct env *e, struct cluster *cl, int n,
+    const char *const *opts, const char *peer_flags)
+{
+	cluster_init(e, cl, n, opts, peer_flags);
+	for (int i = 0; i < n; i++)
+		node_start(e, cl, i);
+}
+
+void
+cluster_init(struct env *e, struct cluster *cl, int n,
     const char *const *opts, const char *peer_flags)
 {
 	cr_assert(n <= CLUSTER_MAX);
@@ -505,12 +545,11 @@ cluster_start(struct env *e, struct cluster *cl, int n,
 		struct node *nd = &cl->nodes[i];
 		char name = (char)('a' + i);
 		nd->port = harness_free_port();
+		snprintf(nd->host, sizeof(nd->host), "127.0.0.1");
 		snprintf(nd->name, sizeof(nd->name), "%c", name);
 		snprintf(nd->log, sizeof(nd->log), "%s/%c.log", e->dir, name);
 		snprintf(nd->out, sizeof(nd->out), "%s/%c.out", e->dir, name);
 	}
-	for (int i = 0; i < n; i++)
-		node_start(e, cl, i);
 }
 
 void
@@ -534,13 +573,14 @@ cluster_stop(struct cluster *cl)
 void
 node_get(const struct node *nd, const char *url, struct resp *r)
 {
-	http_request(nd->port, "GET", url, NULL, NULL, 0, false, r);
+	http_request_at(nd->host, nd->port, "GET", url, NULL, NULL, 0, false,
+	    r);
 }
 
 double
 node_metric(const struct node *nd, const char *series)
 {
-	return port_metric(nd->port, series);
+	return metric_at(nd->host, nd->port, series);
 }
 
 double

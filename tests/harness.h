@@ -29,6 +29,7 @@ struct resp {
 int harness_free_port(void);
 pid_t harness_spawn(char *const argv[], const char *out_path);
 bool harness_wait_port(int port, int ms);
+bool harness_wait_addr(const char *host, int port, int ms);
 /* Sends sig and waits up to ms; returns the exit status or -1. */
 int harness_stop(pid_t pid, int sig, int ms);
 
@@ -59,6 +60,10 @@ void proxy_request(const struct env *e, const char *method, const char *url,
 void http_request(int via_port, const char *method, const char *url,
     const char *const *extra, const char *body, size_t blen, bool chunked,
     struct resp *r);
+/* The same through a proxy at host:via_port (an IPv4 address). */
+void http_request_at(const char *host, int via_port, const char *method,
+    const char *url, const char *const *extra, const char *body,
+    size_t blen, bool chunked, struct resp *r);
 void resp_free(struct resp *r);
 /* Value of a response header (first match), or NULL; static storage. */
 const char *resp_header(const struct resp *r, const char *name);
@@ -71,11 +76,14 @@ int origin_count(const struct env *e, const char *needle, int *conditional);
  * pass; returns what was read (malloc'd) and whether it closed. */
 char *raw_exchange(int port, const char *req, size_t len, int ms,
     bool *closed);
+char *raw_exchange_at(const char *host, int port, const char *req,
+    size_t len, int ms, bool *closed);
 
 /* A metric's value from /metrics (family{labels} or a bare name); -1
  * when absent. */
 double proxy_metric(const struct env *e, const char *series);
 double port_metric(int port, const char *series);
+double metric_at(const char *host, int port, const char *series);
 
 /* A TCP echo server on 127.0.0.1:port (one connection at a time), ready
  * when this returns. */
@@ -86,6 +94,7 @@ pid_t harness_echo_server(int port);
 #define CLUSTER_MAX 4
 struct node {
 	pid_t pid;
+	char host[16];  /* IPv4 address it listens on */
 	int port;
 	char name[16];
 	char log[320];
@@ -97,9 +106,14 @@ struct cluster {
 	char key_file[320];
 	const char *const *opts;  /* extra -o values for every node */
 	const char *peer_flags;   /* appended to every peer line, or NULL */
+	const char *peer_dns;     /* "HOST:PORT": peer_dns, not peer lines */
 };
-/* Picks ports and names (a, b, c...) and starts every node. */
+/* Picks ports and names (a, b, c...), all on 127.0.0.1, and starts every
+ * node. */
 void cluster_start(struct env *e, struct cluster *cl, int n,
+    const char *const *opts, const char *peer_flags);
+/* The same without starting them, for a test to change first. */
+void cluster_init(struct env *e, struct cluster *cl, int n,
     const char *const *opts, const char *peer_flags);
 /* (Re)starts node i on its port. */
 void node_start(struct env *e, struct cluster *cl, int i);

@@ -143,6 +143,11 @@ Test(conf, summary_sharing_errors)
 		{"summary_threshold=150%", "expected a share"},
 		{"summary_hash=md4", "expected xxh3 or squid-md5"},
 		{"sharing=icp", "no ICP yet"},
+		{"peer_dns=peers.test", "expected HOST:PORT"},
+		{"peer_dns=peers.test:3128 fast", "unknown peer option"},
+		{"dns_nameservers=ns.example", "expected IP addresses"},
+		{"dns_nameservers=10.0.0.53 10.0.0.54:x", "expected IP addresses"},
+		{"dns_nameservers=", "at least one"},
 	};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		struct conf c;
@@ -161,9 +166,14 @@ Test(conf, summary_sharing_errors)
 	cr_assert_eq(conf_override(&c, "sharing=summary", err, sizeof(err)),
 	    0);
 	cr_expect_eq(conf_validate(&c, err, sizeof(err)), -1);
-	cr_expect(strstr(err, "at least one peer") != NULL, "%s", err);
-	cr_assert_eq(conf_override(&c, "peer=b 10.0.0.2:1", err, sizeof(err)),
-	    0);
+	cr_expect(strstr(err, "a peer or peer_dns") != NULL, "%s", err);
+	cr_assert_eq(conf_override(&c, "peer_dns=sumcache.ns.svc:3128 "
+	    "proxy_only", err, sizeof(err)), 0);
+	cr_assert_str_eq(c.peer_dns.host, "sumcache.ns.svc");
+	cr_assert_eq(c.peer_dns.port, 3128);
+	cr_assert(c.peer_dns.proxy_only);
+	cr_assert_eq(conf_override(&c, "dns_nameservers=10.96.0.10 "
+	    "[fd00::a]:5353", err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(conf_validate(&c, err, sizeof(err)), -1);
 	cr_expect(strstr(err, "cluster_key_file") != NULL, "%s", err);
 	cr_assert_eq(conf_override(&c, "summary_hash=squid-md5", err,
