@@ -364,6 +364,12 @@ count(struct peer *p, enum ipm_dir d, enum ipm_type t, uint64_t bytes)
 	p->bytes[d][t] += bytes;
 }
 
+void
+peers_count(struct peer *p, enum ipm_dir d, enum ipm_type t, uint64_t bytes)
+{
+	count(p, d, t, bytes);
+}
+
 static void
 pushq_clear(struct peer *p)
 {
@@ -405,6 +411,8 @@ peer_up(struct peer *p)
 	p->backoff_ms = 0;
 	fprintf(stderr, "sumcache: peer %s (%s:%u) up\n", p->spec.name,
 	    p->spec.host, p->spec.port);
+	if (!p->owner->conf.summaries)
+		return;
 	/* it missed whatever we published while it was away */
 	struct msg *m = full_msg(p->owner);
 	if (m != NULL) {
@@ -1144,6 +1152,36 @@ on_probe(evutil_socket_t fd, short what, void *arg)
 /* ---- forwarding ---- */
 
 size_t
+peers_list(struct peers *ps, struct peer **out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ps->n && n < max; i++)
+		if (!ps->v[i]->self)
+			out[n++] = ps->v[i];
+	return n;
+}
+
+void
+peers_hold(struct peer *p)
+{
+	p->refs++;
+}
+
+void
+peers_alive(struct peer *p)
+{
+	if (!p->retired)
+		peer_up(p);
+}
+
+void
+peers_silent(struct peer *p, const char *why)
+{
+	peer_down(p, why);
+}
+
+size_t
 peers_candidates(struct peers *ps, const char *key, size_t len,
     struct peer **out, size_t max)
 {
@@ -1222,10 +1260,11 @@ peers_new(struct event_base *base, struct curlev *curl,
 	ps->base = base;
 	ps->curl = curl;
 	ps->conf = *conf;
-	ps->key = malloc(conf->keylen);
+	ps->key = malloc(conf->keylen ? conf->keylen : 1); /* ICP: none */
 	if (ps->key == NULL)
 		goto nomem;
-	memcpy(ps->key, conf->key, conf->keylen);
+	if (conf->keylen > 0)
+		memcpy(ps->key, conf->key, conf->keylen);
 	ps->conf.key = ps->key;
 	for (size_t i = 0; i < n; i++) {
 		struct peer *p = table_add(ps);
@@ -1268,6 +1307,12 @@ fail:
 void
 peers_start(struct peers *ps)
 {
+	if (!ps->conf.summaries) {
+		/* ICP: peers are taken as up until they stop answering */
+		for (size_t i = 0; i < ps->n; i++)
+			ps->v[i]->up = true;
+		return;
+	}
 	/* seq 1: the empty summary, so a pull always has something */
 	ps->seq = 1;
 	ps->last_publish_ms = now_ms();

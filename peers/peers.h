@@ -109,6 +109,10 @@ struct peer {
 	bool named;                    /* found, and its messages named it */
 	bool self;                     /* found, and it is this node */
 	bool retired;                  /* no longer in the table */
+	/* ICP (icpsock.c) */
+	double icp_rtt_ms;             /* smoothed; 0 = not measured */
+	unsigned icp_silent;           /* queries in a row it left unanswered */
+	uint64_t icp_probe_at_ms;      /* down: next query it gets */
 };
 
 struct peers_conf {
@@ -123,6 +127,9 @@ struct peers_conf {
 	uint64_t expected_objects;     /* initial filter sizing */
 	const uint8_t *key;            /* cluster key */
 	size_t keylen;
+	/* false (sharing icp): no summaries are published or pulled; peers
+	 * start up and ICP replies keep them so */
+	bool summaries;
 	/* curl's CURLOPT_INTERFACE for peer transfers ("host!IP"), or "":
 	 * peers know us by the address we listen on, so we speak from it */
 	char source[80];
@@ -205,6 +212,19 @@ enum peer_outcome {
 void peers_fetch_done(struct peers *ps, struct peer *p,
     enum peer_outcome outcome, double ms, uint64_t req_bytes,
     uint64_t resp_bytes);
+
+/* Every peer in the table but this node itself (peer_dns lists it);
+ * at most max. Not held: use them before returning to the loop. */
+size_t peers_list(struct peers *ps, struct peer **out, size_t max);
+void peers_hold(struct peer *p);
+
+/* Inter-proxy traffic of p, for the metrics. */
+void peers_count(struct peer *p, enum ipm_dir d, enum ipm_type t,
+    uint64_t bytes);
+
+/* p answered (it is up) or stayed silent (it is down; why is logged). */
+void peers_alive(struct peer *p);
+void peers_silent(struct peer *p, const char *why);
 
 /* Prometheus series for peers and summaries. */
 void peers_render_metrics(const struct peers *ps, struct evbuffer *out);

@@ -169,6 +169,17 @@ parse_hostport(struct conf *c, size_t off, const char *v, const char **why)
 	return parse_string(c, off, v, why);
 }
 
+/* "auto" (with sharing icp, http_listen's address and port 3130; else
+ * off), "none", or an address:port */
+static int
+parse_icp_listen(struct conf *c, size_t off, const char *v,
+    const char **why)
+{
+	if (strcmp(v, "auto") == 0 || strcmp(v, "none") == 0)
+		return parse_string(c, off, v, why);
+	return parse_hostport(c, off, v, why);
+}
+
 static int
 parse_allow(struct conf *c, size_t off, const char *v, const char **why)
 {
@@ -208,8 +219,8 @@ parse_sharing(struct conf *c, size_t off, const char *v, const char **why)
 		return 0;
 	}
 	if (strcmp(v, "icp") == 0) {
-		*why = "this build has no ICP yet; use none or summary";
-		return -1;
+		c->sharing = SHARING_ICP;
+		return 0;
 	}
 	*why = "expected none, summary or icp";
 	return -1;
@@ -337,9 +348,10 @@ static const struct directive directives[] = {
 	{"access_log", parse_string, OFF(access_log), "stdout", false,
 	    "access log in Squid's native format: a path, stdout or none"},
 	{"sharing", parse_sharing, 0, "none", false,
-	    "cache sharing with peers: none or summary (icp comes later)"},
+	    "cache sharing with peers: none, summary or icp"},
 	{"peer", parse_peer, 0, NULL, true,
-	    "a peer: \"NAME HOST:PORT [proxy_only] [icp=PORT]\""},
+	    "a peer: \"NAME HOST:PORT [proxy_only] [icp=PORT]\" (ICP port "
+	    "3130 unless given)"},
 	{"peer_dns", parse_peer_dns, 0, NULL, false,
 	    "peers by DNS: \"HOST:PORT [proxy_only]\"; every address HOST "
 	    "resolves to (a headless Service) is a peer"},
@@ -347,6 +359,12 @@ static const struct directive directives[] = {
 	    false, "how often peer_dns is resolved again"},
 	{"dns_nameservers", parse_nameservers, OFF(dns_nameservers), NULL,
 	    false, "DNS servers \"IP[:PORT] ...\"; default: /etc/resolv.conf"},
+	{"icp_listen", parse_icp_listen, OFF(icp_listen), "auto", false,
+	    "ICP (UDP): address:port, none, or auto (with sharing icp, "
+	    "http_listen's address, port 3130)"},
+	{"icp_timeout", parse_duration, OFF(icp_timeout_ms), "0", false,
+	    "wait for ICP replies; 0: 2 x the peers' mean round trip, "
+	    "5 ms to 2 s"},
 	{"cluster_key_file", parse_string, OFF(cluster_key_file), NULL, false,
 	    "file holding the cluster's shared key (16 bytes or more)"},
 	{"summary_hash", parse_hash, 0, "xxh3", false,
@@ -617,9 +635,10 @@ conf_validate(const struct conf *c, char *err, size_t elen)
 		    "and 4 with squid-md5");
 		return -1;
 	}
-	if (c->sharing == SHARING_SUMMARY && c->n_peers == 0 &&
+	if (c->sharing != SHARING_NONE && c->n_peers == 0 &&
 	    c->peer_dns.host[0] == '\0') {
-		snprintf(err, elen, "sharing summary needs a peer or peer_dns");
+		snprintf(err, elen, "sharing %s needs a peer or peer_dns",
+		    c->sharing == SHARING_ICP ? "icp" : "summary");
 		return -1;
 	}
 	if (c->sharing == SHARING_SUMMARY && c->cluster_key_file == NULL) {
@@ -632,7 +651,7 @@ conf_validate(const struct conf *c, char *err, size_t elen)
 int
 conf_load_key(struct conf *c, char *err, size_t elen)
 {
-	if (c->sharing == SHARING_NONE)
+	if (c->sharing != SHARING_SUMMARY)
 		return 0;
 	FILE *f = fopen(c->cluster_key_file, "rb");
 	uint8_t buf[4096];
@@ -684,6 +703,7 @@ conf_clear(struct conf *c)
 {
 	free(c->node_name);
 	free(c->dns_nameservers);
+	free(c->icp_listen);
 	free(c->http_listen);
 	free(c->access_log);
 	free(c->cluster_key_file);

@@ -16,6 +16,7 @@
 enum sharing {
 	SHARING_NONE = 0,
 	SHARING_SUMMARY = 1,
+	SHARING_ICP = 2,
 };
 
 #define CONF_MAX_PORTS 32
@@ -36,6 +37,8 @@ struct conf {
 	struct peer_spec peer_dns;  /* host "" = not set */
 	uint32_t peer_dns_interval_ms;
 	char *dns_nameservers;      /* "IP[:PORT] ...", NULL = resolv.conf */
+	char *icp_listen;           /* "addr:port", "auto" or "none" */
+	uint32_t icp_timeout_ms;    /* 0: from the peers' round trips */
 	char *cluster_key_file;
 	uint8_t *cluster_key;    /* the file's bytes, read by conf_load_key */
 	size_t cluster_key_len;

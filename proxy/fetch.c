@@ -33,6 +33,7 @@
 #include "bodyfd.h"
 #include "client.h"
 #include "curlev.h"
+#include "icpsock.h"
 #include "peers.h"
 #include "request.h"
 #include "sc_assert.h"
@@ -62,6 +63,8 @@ struct fetch {
 	size_t ncand, next_cand;
 	struct peer *peer;
 	bool peer_refused;         /* it answered 5xx: a false hit */
+	struct icpq *icpq;         /* ICP query out, before any source */
+	bool by_icp;               /* the candidate said ICP HIT */
 	struct store_body *body;   /* copy for the store, or NULL */
 	char *stored_head;         /* filtered fields for the store */
 	size_t stored_head_len;
@@ -109,6 +112,7 @@ fetch_free(struct fetch **fp)
 	free(f->stored_head);
 	for (size_t i = 0; i < f->ncand; i++)
 		peers_put(&f->cand[i]);
+	icpsock_cancel(&f->icpq);
 	free(f);
 }
 
@@ -405,8 +409,9 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 	f->head_done = true;
 	char *ip = NULL;
 	if (f->peer != NULL) {
-		/* Squid's code for a sibling chosen by its digest */
-		f->t->hier = "CD_SIBLING_HIT";
+		/* Squid's codes for a sibling chosen by ICP, and by its
+		 * digest (a summary is one) */
+		f->t->hier = f->by_icp ? "SIBLING_HIT" : "CD_SIBLING_HIT";
 		snprintf(f->t->hier_host, sizeof(f->t->hier_host), "%s",
 		    f->peer->spec.name);
 	} else {
@@ -811,6 +816,22 @@ attempt(struct fetch *f)
 	return 0;
 }
 
+/* The ICP round is over: the peer that said HIT first, else none. */
+static void
+on_icp_answer(void *arg, struct peer *hit)
+{
+	struct fetch *f = arg;
+
+	f->icpq = NULL;
+	if (hit != NULL) {
+		f->cand[f->ncand++] = hit;
+		f->by_icp = true;
+	}
+	if (attempt(f) < 0)
+		request_error(f->t, 503, "TCP_MISS", "cannot start origin "
+		    "fetch", false);
+}
+
 int
 fetch_start(struct txn *t, enum fetch_kind kind)
 {
@@ -827,9 +848,19 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 	f->headbuf = evbuffer_new();
 	if (f->timer == NULL || f->headbuf == NULL)
 		goto fail;
-	if (peer_eligible(t, kind))
+	if (peer_eligible(t, kind) && s->icp != NULL &&
+	    s->conf.sharing == SHARING_ICP) {
+		/* no body to wait for: the answer starts the first source */
+		f->icpq = icpsock_ask(s->icp, t->url.norm, t->url.len,
+		    on_icp_answer, f);
+		if (f->icpq != NULL) {
+			t->fetch = f;
+			return 0;
+		}
+	} else if (peer_eligible(t, kind)) {
 		f->ncand = peers_candidates(s->peers, t->url.norm, t->url.len,
 		    f->cand, FETCH_MAX_CANDIDATES);
+	}
 	if (attempt(f) < 0)
 		goto fail;
 	t->fetch = f;

@@ -25,8 +25,10 @@
 #include "curlev.h"
 #include "discover.h"
 #include "feed.h"
+#include "icpsock.h"
 #include "peers.h"
 #include "proxy.h"
+#include "request.h"
 #include "tunnel.h"
 
 #ifndef SUMCACHE_VERSION
@@ -215,6 +217,44 @@ dns_init(struct server *s)
 	return 0;
 }
 
+/*
+ * The ICP socket: icp_listen, or with "auto" and sharing icp, port 3130
+ * on http_listen's address (so peers see queries come from where they
+ * know us). Off with "none", or "auto" without sharing icp.
+ */
+static int
+icp_init(struct server *s)
+{
+	const struct conf *c = &s->conf;
+	struct sockaddr_storage ss;
+	int len = sizeof(ss);
+	char err[256];
+
+	if (strcmp(c->icp_listen, "none") == 0 ||
+	    (strcmp(c->icp_listen, "auto") == 0 && c->sharing != SHARING_ICP))
+		return 0;
+	const char *at = strcmp(c->icp_listen, "auto") == 0 ?
+	    c->http_listen : c->icp_listen;
+	if (evutil_parse_sockaddr_port(at, (struct sockaddr *)&ss, &len) < 0)
+		return -1;
+	if (strcmp(c->icp_listen, "auto") == 0) {
+		uint16_t port = htons(ICP_PORT);
+		if (ss.ss_family == AF_INET6)
+			((struct sockaddr_in6 *)&ss)->sin6_port = port;
+		else
+			((struct sockaddr_in *)&ss)->sin_port = port;
+	}
+	s->icp = icpsock_new(s->base, s->peers, (struct sockaddr *)&ss,
+	    (socklen_t)len, c->icp_timeout_ms, request_icp_lookup, s, err,
+	    sizeof(err));
+	if (s->icp == NULL) {
+		fprintf(stderr, "sumcache: icp_listen %s: %s\n", c->icp_listen,
+		    err);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 peers_init(struct server *s)
 {
@@ -237,6 +277,7 @@ peers_init(struct server *s)
 		.expected_objects = expected < 1024 ? 1024 : expected,
 		.key = c->cluster_key,
 		.keylen = c->cluster_key_len,
+		.summaries = c->sharing == SHARING_SUMMARY,
 	};
 	snprintf(pc.source, sizeof(pc.source), "%s", s->peer_source);
 
@@ -246,9 +287,11 @@ peers_init(struct server *s)
 		fprintf(stderr, "sumcache: %s\n", err);
 		return -1;
 	}
-	if (feed_start(s) < 0)
+	if (c->sharing == SHARING_SUMMARY && feed_start(s) < 0)
 		return -1;
 	peers_start(s->peers);
+	if (icp_init(s) < 0)
+		return -1;
 	if (c->peer_dns.host[0] != '\0') {
 		s->discover = discover_new(s->base, s->dns, s->peers,
 		    &c->peer_dns, c->peer_dns_interval_ms);
@@ -314,7 +357,7 @@ server_init(struct server *s)
 		return -1;
 	struct timeval tv = {0, 250000};
 	evtimer_add(s->flush_timer, &tv);
-	if (s->conf.sharing == SHARING_SUMMARY && peers_init(s) < 0)
+	if (s->conf.sharing != SHARING_NONE && peers_init(s) < 0)
 		return -1;
 	return 0;
 }
@@ -328,6 +371,7 @@ server_fini(struct server *s)
 	}
 	/* may run one loop turn, so before anything its events touch */
 	discover_free(&s->discover);
+	icpsock_free(&s->icp);
 	for (size_t i = 0; i < sizeof(s->signals) / sizeof(s->signals[0]); i++)
 		if (s->signals[i])
 			event_free(s->signals[i]);

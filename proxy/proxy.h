@@ -28,6 +28,7 @@ struct evbuffer;
 struct curlev;
 struct peers;
 struct discover;
+struct icpsock;
 struct feed;
 struct fetch;
 struct tunnel;
@@ -42,6 +43,7 @@ struct server {
 	struct curlev *curl;     /* origin and peer transfers */
 	struct peers *peers;     /* NULL unless sharing summary */
 	struct discover *discover; /* peer_dns lookups, or NULL */
+	struct icpsock *icp;     /* ICP server and client, or NULL */
 	struct feed *feed;       /* store -> summary, with peers */
 	struct accesslog *log;
 	struct metrics m;

@@ -26,6 +26,7 @@
 
 #include "bodyfd.h"
 #include "discover.h"
+#include "icpsock.h"
 #include "peers.h"
 #include "client.h"
 #include "fetch.h"
@@ -181,6 +182,29 @@ current_age(const struct store_obj *o, time_t now)
 	return o->meta.initial_age + (resident > 0 ? resident : 0);
 }
 
+enum icp_op
+request_icp_lookup(void *arg, const char *url, size_t len)
+{
+	struct server *s = arg;
+	struct url u;
+	const char *why;
+
+	if (url_parse_absolute(url, len, &u, &why) < 0 || u.https) {
+		url_clear(&u);
+		return ICP_OP_ERR;
+	}
+	/* any variant: ICP cannot say which one the asker wants */
+	struct store_obj *o = store_lookup(s->store, u.norm, u.len, NULL,
+	    NULL);
+	url_clear(&u);
+	if (o == NULL)
+		return ICP_OP_MISS;
+	bool fresh = !o->meta.no_cache && o->meta.lifetime -
+	    current_age(o, time(NULL)) >= ICP_HIT_FRESH;
+	store_obj_unref(&o);
+	return fresh ? ICP_OP_HIT : ICP_OP_MISS;
+}
+
 static bool
 client_not_modified(const struct txn *t, const struct store_obj *o)
 {
@@ -254,6 +278,8 @@ serve_metrics(struct txn *t)
 		peers_render_metrics(s->peers, body);
 	if (s->discover != NULL)
 		discover_render_metrics(s->discover, body);
+	if (s->icp != NULL)
+		icpsock_render_metrics(s->icp, body);
 	t->status = 200;
 	t->result = RESULT_INTERNAL;
 	evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; "
@@ -366,7 +392,7 @@ serve_internal(struct txn *t)
 		return;
 	}
 	if (http_token_eq(p, n, "/sumcache/v1/summary")) {
-		if (t->srv->peers == NULL)
+		if (t->srv->conf.sharing != SHARING_SUMMARY)
 			request_error(t, 404, "NONE_NONE", "this node shares "
 			    "no summary (sharing none)", false);
 		else if (t->is_get)

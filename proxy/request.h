@@ -2,6 +2,7 @@
 #ifndef REQUEST_H
 #define REQUEST_H
 
+#include "icp.h"
 #include "proxy.h"
 
 /* A complete, valid head has been parsed into t->req: act on it. */
@@ -33,6 +34,14 @@ void txn_free(struct txn **t);
 
 /* Writes the access log line and the request counters. */
 void txn_account(struct txn *t);
+
+/*
+ * ICP's question (arg is the server): HIT when url is cached and stays
+ * fresh for at least the next ICP_HIT_FRESH seconds, as Squid answers;
+ * ERR when url is no URL we could cache.
+ */
+#define ICP_HIT_FRESH 30
+enum icp_op request_icp_lookup(void *arg, const char *url, size_t len);
 
 /* Reason phrase for a status code. */
 const char *http_reason(int status);

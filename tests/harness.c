@@ -495,13 +495,16 @@ node_start(struct env *e, struct cluster *cl, int i)
 	OPT("node_name=%s", nd->name);
 	OPT("http_listen=%s:%d", nd->host, nd->port);
 	OPT("access_log=%s", nd->log);
-	OPT("sharing=summary");
+	OPT("sharing=%s", cl->icp ? "icp" : "summary");
 	OPT("cluster_key_file=%s", cl->key_file);
+	if (cl->icp)
+		OPT("icp_listen=%s:%d", nd->host, nd->icp_port);
 	for (int j = 0; j < cl->n && cl->peer_dns == NULL; j++)
 		if (j != i)
-			OPT("peer=%s %s:%d %s", cl->nodes[j].name,
+			OPT("peer=%s %s:%d icp=%d %s", cl->nodes[j].name,
 			    cl->nodes[j].host, cl->nodes[j].port,
-			    cl->peer_flags ? cl->peer_flags : "");
+			    cl->nodes[j].icp_port, cl->peer_flags ?
+			    cl->peer_flags : "");
 	if (cl->peer_dns != NULL)
 		OPT("peer_dns=%s %s", cl->peer_dns, cl->peer_flags ?
 		    cl->peer_flags : "");
@@ -545,6 +548,7 @@ cluster_init(struct env *e, struct cluster *cl, int n,
 		struct node *nd = &cl->nodes[i];
 		char name = (char)('a' + i);
 		nd->port = harness_free_port();
+		nd->icp_port = harness_free_port();
 		snprintf(nd->host, sizeof(nd->host), "127.0.0.1");
 		snprintf(nd->name, sizeof(nd->name), "%c", name);
 		snprintf(nd->log, sizeof(nd->log), "%s/%c.log", e->dir, name);

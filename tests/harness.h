@@ -96,6 +96,7 @@ struct node {
 	pid_t pid;
 	char host[16];  /* IPv4 address it listens on */
 	int port;
+	int icp_port;   /* UDP, used with cluster.icp */
 	char name[16];
 	char log[320];
 	char out[320];
@@ -107,6 +108,7 @@ struct cluster {
 	const char *const *opts;  /* extra -o values for every node */
 	const char *peer_flags;   /* appended to every peer line, or NULL */
 	const char *peer_dns;     /* "HOST:PORT": peer_dns, not peer lines */
+	bool icp;                 /* sharing icp, each node on its icp_port */
 };
 /* Picks ports and names (a, b, c...), all on 127.0.0.1, and starts every
  * node. */

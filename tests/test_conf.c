@@ -142,7 +142,8 @@ Test(conf, summary_sharing_errors)
 		{"summary_threshold=0", "expected a share"},
 		{"summary_threshold=150%", "expected a share"},
 		{"summary_hash=md4", "expected xxh3 or squid-md5"},
-		{"sharing=icp", "no ICP yet"},
+		{"sharing=carrier-pigeon", "expected none, summary or icp"},
+		{"icp_listen=3130", "expected address:port"},
 		{"peer_dns=peers.test", "expected HOST:PORT"},
 		{"peer_dns=peers.test:3128 fast", "unknown peer option"},
 		{"dns_nameservers=ns.example", "expected IP addresses"},
@@ -184,5 +185,18 @@ Test(conf, summary_sharing_errors)
 	    sizeof(err)), 0);
 	cr_expect_eq(conf_validate(&c, err, sizeof(err)), -1);
 	cr_expect(strstr(err, "4 with squid-md5") != NULL, "%s", err);
+	conf_clear(&c);
+
+	/* ICP needs a peer, but no key */
+	cr_assert_eq(conf_defaults(&c), 0);
+	cr_assert_str_eq(c.icp_listen, "auto");
+	cr_assert_eq(conf_override(&c, "sharing=icp", err, sizeof(err)), 0);
+	cr_expect_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "sharing icp needs a peer") != NULL, "%s", err);
+	cr_assert_eq(conf_override(&c, "peer=s 127.0.0.2:3128 icp=3131", err,
+	    sizeof(err)), 0);
+	cr_expect_eq(conf_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(conf_load_key(&c, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(c.peers[0].icp_port, 3131);
 	conf_clear(&c);
 }

@@ -1,0 +1,476 @@
+/*
+ * See icpsock.h.
+ *
+ * Queries in flight sit in a small hash by request number. A reply is
+ * taken only from a peer the query asked, at that peer's ICP address, for
+ * the URL byte for byte; anything else is dropped and counted.
+ */
+#include "icpsock.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <netinet/in.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/util.h>
+
+#define QBUCKETS 1024
+#define ASK_MAX 256             /* peers one query can go to */
+#define SILENT_DOWN 3           /* unanswered queries in a row: down */
+#define DOWN_PROBE_MS 10000     /* a down peer's query interval */
+#define TIMEOUT_MIN_MS 5
+#define TIMEOUT_MAX_MS 2000
+#define READS_PER_EVENT 64
+
+enum answer_kind { ANS_HIT, ANS_MISS, ANS_ERR, ANS_DENIED, ANS_NKINDS };
+
+struct icpq {
+	struct icpq *next;          /* in its bucket */
+	struct icpsock *is;
+	uint32_t reqnum;
+	char *url;
+	size_t url_len;
+	struct peer **asked;        /* held; NULL once it answered */
+	size_t nasked;
+	size_t waiting;             /* live peers yet to answer */
+	uint64_t sent_us;
+	struct event *timer;
+	icp_answer_f *answer;
+	void *arg;
+};
+
+struct icpsock {
+	struct event_base *base;
+	struct peers *ps;
+	evutil_socket_t fd;
+	struct event *ev;
+	uint32_t timeout_ms;
+	icp_lookup_f *lookup;
+	void *lookup_arg;
+	uint32_t next_reqnum;
+	struct icpq *q[QBUCKETS];
+	uint64_t dropped[ICP_NERRS + 3];  /* decode errors, then below */
+	uint64_t answered[ANS_NKINDS];
+	uint64_t timeouts;
+	uint64_t logged_ms;
+};
+
+/* drop reasons: the decoder's, then ours */
+enum { DROP_UNEXPECTED = ICP_NERRS, DROP_WRONG_URL, DROP_SEND };
+static const char *const drop_names[ICP_NERRS + 3] = {
+	[ICP_ERR_SHORT] = "short", [ICP_ERR_LENGTH] = "length",
+	[ICP_ERR_VERSION] = "version", [ICP_ERR_OPCODE] = "opcode",
+	[ICP_ERR_URL] = "url", [DROP_UNEXPECTED] = "unexpected",
+	[DROP_WRONG_URL] = "wrong_url", [DROP_SEND] = "send_failed",
+};
+static const char *const answer_names[ANS_NKINDS] = {
+	"hit", "miss", "err", "denied",
+};
+
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* A peer's ICP address: its HTTP address with the ICP port. */
+static void
+icp_addr(const struct peer *p, struct sockaddr_storage *ss)
+{
+	uint16_t port = htons(p->spec.icp_port ? p->spec.icp_port : ICP_PORT);
+
+	*ss = p->addr;
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = port;
+	else
+		((struct sockaddr_in *)ss)->sin_port = port;
+}
+
+static bool
+same_endpoint(const struct sockaddr_storage *a, const struct sockaddr *b)
+{
+	if (a->ss_family != b->sa_family)
+		return false;
+	if (b->sa_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+		return x->sin_port == y->sin_port &&
+		    x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+	return x->sin6_port == y->sin6_port &&
+	    memcmp(&x->sin6_addr, &y->sin6_addr, 16) == 0;
+}
+
+static void
+drop(struct icpsock *is, int reason, const char *from)
+{
+	is->dropped[reason]++;
+	/* one line a second at most: the counter has every one */
+	uint64_t now = now_us() / 1000;
+	if (now - is->logged_ms < 1000)
+		return;
+	is->logged_ms = now;
+	fprintf(stderr, "sumcache: ICP datagram from %s dropped: %s\n", from,
+	    drop_names[reason]);
+}
+
+static void
+send_to(struct icpsock *is, const uint8_t *buf, size_t len,
+    const struct sockaddr *to, socklen_t tolen, const char *who)
+{
+	if (sendto(is->fd, buf, len, 0, to, tolen) != (ssize_t)len)
+		drop(is, DROP_SEND, who);
+}
+
+/* ---- server ---- */
+
+static void
+serve_query(struct icpsock *is, const struct icp_msg *m, size_t len,
+    const struct sockaddr *from, socklen_t fromlen, const char *who)
+{
+	uint8_t out[ICP_MAX];
+	struct peer *p = peers_by_addr(is->ps, from);
+	enum icp_op op;
+	enum answer_kind kind;
+
+	if (p == NULL) {
+		op = ICP_OP_DENIED;
+		kind = ANS_DENIED;
+	} else {
+		op = is->lookup(is->lookup_arg, m->url, m->url_len);
+		kind = op == ICP_OP_HIT ? ANS_HIT : op == ICP_OP_MISS ?
+		    ANS_MISS : ANS_ERR;
+		peers_count(p, IPM_RECEIVED, IPM_ICP_QUERY, len);
+	}
+	is->answered[kind]++;
+	size_t n = icp_encode(out, op, m->reqnum, m->url, m->url_len);
+	if (n == 0)
+		return;
+	send_to(is, out, n, from, fromlen, who);
+	if (p != NULL)
+		peers_count(p, IPM_SENT, IPM_ICP_REPLY, n);
+}
+
+/* ---- client ---- */
+
+static struct icpq **
+bucket(struct icpsock *is, uint32_t reqnum)
+{
+	return &is->q[reqnum % QBUCKETS];
+}
+
+static void
+unlink_query(struct icpq *q)
+{
+	for (struct icpq **pp = bucket(q->is, q->reqnum); *pp != NULL;
+	    pp = &(*pp)->next)
+		if (*pp == q) {
+			*pp = q->next;
+			return;
+		}
+}
+
+static void
+query_free(struct icpq *q)
+{
+	unlink_query(q);
+	for (size_t i = 0; i < q->nasked; i++)
+		peers_put(&q->asked[i]);
+	if (q->timer != NULL)
+		event_free(q->timer);
+	free(q->asked);
+	free(q->url);
+	free(q);
+}
+
+/* Ends q with hit (held for the caller) or NULL. */
+static void
+finish(struct icpq *q, struct peer *hit)
+{
+	icp_answer_f *answer = q->answer;
+	void *arg = q->arg;
+
+	if (hit != NULL)
+		peers_hold(hit);
+	query_free(q);
+	answer(arg, hit);
+}
+
+static void
+on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct icpq *q = arg;
+
+	(void)fd;
+	(void)what;
+	q->is->timeouts++;
+	for (size_t i = 0; i < q->nasked; i++) {
+		struct peer *p = q->asked[i];
+		if (p != NULL && p->up && ++p->icp_silent >= SILENT_DOWN)
+			peers_silent(p, "no ICP replies");
+	}
+	finish(q, NULL);
+}
+
+static void
+take_reply(struct icpsock *is, const struct icp_msg *m, size_t len,
+    const struct sockaddr *from, const char *who)
+{
+	struct icpq *q = *bucket(is, m->reqnum);
+	struct sockaddr_storage ss;
+
+	while (q != NULL && q->reqnum != m->reqnum)
+		q = q->next;
+	/* a reply after the timeout still says the peer is alive */
+	struct peer **slot = NULL, *late = NULL;
+	for (size_t i = 0; q != NULL && i < q->nasked && slot == NULL; i++) {
+		if (q->asked[i] == NULL)
+			continue;
+		icp_addr(q->asked[i], &ss);
+		if (same_endpoint(&ss, from))
+			slot = &q->asked[i];
+	}
+	if (slot == NULL) {
+		late = peers_by_addr(is->ps, from);
+		if (late != NULL) {
+			icp_addr(late, &ss);
+			if (!same_endpoint(&ss, from))
+				late = NULL;
+		}
+		if (late == NULL) {
+			drop(is, DROP_UNEXPECTED, who);
+			return;
+		}
+		peers_count(late, IPM_RECEIVED, IPM_ICP_REPLY, len);
+		late->icp_silent = 0;
+		peers_alive(late);
+		return;
+	}
+	struct peer *p = *slot;
+	if (m->url_len != q->url_len || memcmp(m->url, q->url, q->url_len)) {
+		drop(is, DROP_WRONG_URL, who);
+		return;
+	}
+	peers_count(p, IPM_RECEIVED, IPM_ICP_REPLY, len);
+	double ms = (double)(now_us() - q->sent_us) / 1000;
+	p->icp_rtt_ms = p->icp_rtt_ms == 0 ? ms : 0.8 * p->icp_rtt_ms +
+	    0.2 * ms;
+	p->icp_silent = 0;
+	bool was_up = p->up;
+	peers_alive(p);
+	if (m->op == ICP_OP_HIT || m->op == ICP_OP_HIT_OBJ) {
+		finish(q, p);
+		return;
+	}
+	peers_put(slot);
+	if (was_up && q->waiting > 0 && --q->waiting == 0)
+		finish(q, NULL);
+}
+
+static uint32_t
+query_timeout(const struct icpsock *is, struct peer *const *v, size_t n)
+{
+	double sum = 0;
+	size_t k = 0;
+
+	if (is->timeout_ms != 0)
+		return is->timeout_ms;
+	for (size_t i = 0; i < n; i++)
+		if (v[i]->up && v[i]->icp_rtt_ms > 0) {
+			sum += v[i]->icp_rtt_ms;
+			k++;
+		}
+	if (k == 0)
+		return TIMEOUT_MAX_MS;
+	double ms = 2 * sum / (double)k;
+	return ms < TIMEOUT_MIN_MS ? TIMEOUT_MIN_MS : ms > TIMEOUT_MAX_MS ?
+	    TIMEOUT_MAX_MS : (uint32_t)ms;
+}
+
+struct icpq *
+icpsock_ask(struct icpsock *is, const char *url, size_t len,
+    icp_answer_f *answer, void *arg)
+{
+	struct peer *v[ASK_MAX];
+	size_t n = peers_list(is->ps, v, ASK_MAX);
+	uint8_t out[ICP_MAX];
+	uint64_t now_ms = now_us() / 1000;
+	struct icpq *q = n > 0 ? calloc(1, sizeof(*q)) : NULL;
+
+	if (q == NULL)
+		return NULL;
+	q->is = is;
+	q->reqnum = is->next_reqnum++;
+	q->url = malloc(len + 1);
+	q->asked = calloc(n, sizeof(*q->asked));
+	q->timer = evtimer_new(is->base, on_timeout, q);
+	size_t dlen = icp_encode(out, ICP_OP_QUERY, q->reqnum, url, len);
+	if (q->url == NULL || q->asked == NULL || q->timer == NULL ||
+	    dlen == 0)
+		goto none;
+	memcpy(q->url, url, len);
+	q->url[len] = '\0';
+	q->url_len = len;
+	q->answer = answer;
+	q->arg = arg;
+	q->sent_us = now_us();
+	for (size_t i = 0; i < n; i++) {
+		struct peer *p = v[i];
+		if (!p->up) {
+			/* a down peer gets a query now and then: its reply
+			 * brings it back, nobody waits for it */
+			if (now_ms < p->icp_probe_at_ms)
+				continue;
+			p->icp_probe_at_ms = now_ms + DOWN_PROBE_MS;
+		}
+		struct sockaddr_storage ss;
+		icp_addr(p, &ss);
+		send_to(is, out, dlen, (struct sockaddr *)&ss,
+		    ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+		    sizeof(struct sockaddr_in), p->spec.name);
+		peers_count(p, IPM_SENT, IPM_ICP_QUERY, dlen);
+		peers_hold(p);
+		q->asked[q->nasked++] = p;
+		if (p->up)
+			q->waiting++;
+	}
+	if (q->waiting == 0)
+		goto none;
+	q->next = *bucket(is, q->reqnum);
+	*bucket(is, q->reqnum) = q;
+	uint32_t ms = query_timeout(is, v, n);
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	evtimer_add(q->timer, &tv);
+	return q;
+none:
+	query_free(q);
+	return NULL;
+}
+
+void
+icpsock_cancel(struct icpq **qp)
+{
+	if (*qp != NULL)
+		query_free(*qp);
+	*qp = NULL;
+}
+
+/* ---- the socket ---- */
+
+static void
+on_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct icpsock *is = arg;
+	/* one byte more than any message, to see one that is too long */
+	uint8_t buf[ICP_MAX + 1];
+
+	(void)what;
+	for (int i = 0; i < READS_PER_EVENT; i++) {
+		struct sockaddr_storage from;
+		socklen_t fromlen = sizeof(from);
+		ssize_t n = recvfrom(fd, buf, sizeof(buf), 0,
+		    (struct sockaddr *)&from, &fromlen);
+		if (n < 0)
+			return;  /* EAGAIN, or an ICMP error from a send */
+		char who[INET6_ADDRSTRLEN + 8] = "?";
+		const void *ip = from.ss_family == AF_INET6 ?
+		    (const void *)&((struct sockaddr_in6 *)&from)->sin6_addr :
+		    (const void *)&((struct sockaddr_in *)&from)->sin_addr;
+		evutil_inet_ntop(from.ss_family, ip, who, sizeof(who));
+		struct icp_msg m;
+		enum icp_err e = (size_t)n > ICP_MAX ? ICP_ERR_LENGTH :
+		    icp_decode(buf, (size_t)n, &m);
+		if (e != ICP_OK) {
+			drop(is, e, who);
+			continue;
+		}
+		if (m.op == ICP_OP_QUERY)
+			serve_query(is, &m, (size_t)n,
+			    (struct sockaddr *)&from, fromlen, who);
+		else
+			take_reply(is, &m, (size_t)n,
+			    (struct sockaddr *)&from, who);
+	}
+}
+
+struct icpsock *
+icpsock_new(struct event_base *base, struct peers *ps,
+    const struct sockaddr *addr, socklen_t addrlen, uint32_t timeout_ms,
+    icp_lookup_f *lookup, void *lookup_arg, char *err, size_t elen)
+{
+	struct icpsock *is = calloc(1, sizeof(*is));
+
+	if (is == NULL) {
+		snprintf(err, elen, "out of memory");
+		return NULL;
+	}
+	is->base = base;
+	is->ps = ps;
+	is->timeout_ms = timeout_ms;
+	is->lookup = lookup;
+	is->lookup_arg = lookup_arg;
+	is->next_reqnum = (uint32_t)now_us();
+	is->fd = socket(addr->sa_family, SOCK_DGRAM, 0);
+	if (is->fd < 0 || evutil_make_socket_nonblocking(is->fd) < 0 ||
+	    evutil_make_socket_closeonexec(is->fd) < 0 ||
+	    bind(is->fd, addr, addrlen) < 0) {
+		snprintf(err, elen, "ICP socket: %s", strerror(errno));
+		goto fail;
+	}
+	is->ev = event_new(base, is->fd, EV_READ | EV_PERSIST, on_readable,
+	    is);
+	if (is->ev == NULL || event_add(is->ev, NULL) < 0) {
+		snprintf(err, elen, "out of memory");
+		goto fail;
+	}
+	return is;
+fail:
+	icpsock_free(&is);
+	return NULL;
+}
+
+void
+icpsock_free(struct icpsock **isp)
+{
+	struct icpsock *is = *isp;
+
+	if (is == NULL)
+		return;
+	*isp = NULL;
+	/* queries end with their fetches, which are gone by now */
+	for (size_t b = 0; b < QBUCKETS; b++)
+		while (is->q[b] != NULL)
+			query_free(is->q[b]);
+	if (is->ev != NULL)
+		event_free(is->ev);
+	if (is->fd >= 0)
+		close(is->fd);
+	free(is);
+}
+
+void
+icpsock_render_metrics(const struct icpsock *is, struct evbuffer *out)
+{
+	evbuffer_add_printf(out, "# TYPE sumcache_icp_dropped_total counter\n");
+	for (int r = 1; r < ICP_NERRS + 3; r++)
+		evbuffer_add_printf(out, "sumcache_icp_dropped_total{reason="
+		    "\"%s\"} %llu\n", drop_names[r],
+		    (unsigned long long)is->dropped[r]);
+	evbuffer_add_printf(out, "# TYPE sumcache_icp_answers_total counter\n");
+	for (int k = 0; k < ANS_NKINDS; k++)
+		evbuffer_add_printf(out, "sumcache_icp_answers_total{result="
+		    "\"%s\"} %llu\n", answer_names[k],
+		    (unsigned long long)is->answered[k]);
+	evbuffer_add_printf(out, "# TYPE sumcache_icp_timeouts_total counter\n"
+	    "sumcache_icp_timeouts_total %llu\n",
+	    (unsigned long long)is->timeouts);
+}
