@@ -54,7 +54,7 @@ Test(squid_digest, real_squid_digest_contains_every_cached_url,
     .timeout = 90)
 {
 	struct env e;
-	struct squid s;
+	struct squid s = {0};
 	char url[256], durl[128];
 	struct resp r;
 
