@@ -2,8 +2,9 @@
 # Installs what is missing, then builds and runs every sumcache test twice
 # (unit, end-to-end, and against a real Squid):
 # a normal build and an AddressSanitizer + UBSan build, warnings as errors.
-# The parser's fuzz target runs briefly on its seed corpus at the end.
-#   FUZZ_SECONDS=N   how long the fuzzer runs (default 20; 0 skips it)
+# Each fuzz target (HTTP, ICP, Squid digest, summary message) runs briefly
+# on its seed corpus at the end.
+#   FUZZ_SECONDS=N   how long each fuzzer runs (default 20; 0 skips them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -39,22 +40,26 @@ suite build-asan -DCMAKE_BUILD_TYPE=Debug -DSUMCACHE_SANITIZE=ON || status=1
 
 fuzz_seconds=${FUZZ_SECONDS:-20}
 if [ "$fuzz_seconds" -gt 0 ]; then
-  echo "== fuzz-http for ${fuzz_seconds}s"
   CC=clang cmake -S . -B build-fuzz -DSUMCACHE_FUZZ=ON -DSUMCACHE_TESTS=OFF \
     -DSUMCACHE_WERROR=ON >/dev/null
-  cmake --build build-fuzz --target fuzz-http -j"$jobs" >/dev/null
-  corpus=build-fuzz/corpus-http
-  mkdir -p "$corpus"
-  cp tests/fuzz/corpus/http/* "$corpus"/
-  if build-fuzz/fuzz-http -max_total_time="$fuzz_seconds" -max_len=4096 \
-      "$corpus" > build-fuzz/fuzz-http.log 2>&1; then
-    echo "fuzz: 1 passed, 0 failed" | tee -a "$log"
-    grep -E '^#[0-9]+.*DONE' build-fuzz/fuzz-http.log || tail -n 2 build-fuzz/fuzz-http.log
-  else
-    tail -n 40 build-fuzz/fuzz-http.log
-    echo "fuzz: 0 passed, 1 failed" | tee -a "$log"
-    status=1
-  fi
+  cmake --build build-fuzz -j"$jobs" --target fuzz-http fuzz-icp \
+    fuzz-digest fuzz-summary fuzz-seeds >/dev/null
+  mkdir -p build-fuzz/corpus-{http,icp,digest,summary}
+  cp tests/fuzz/corpus/http/* build-fuzz/corpus-http/
+  build-fuzz/fuzz-seeds build-fuzz
+  for t in http icp digest summary; do
+    echo "== fuzz-$t for ${fuzz_seconds}s"
+    if build-fuzz/fuzz-$t -max_total_time="$fuzz_seconds" -max_len=4096 \
+        build-fuzz/corpus-$t > build-fuzz/fuzz-$t.log 2>&1; then
+      echo "fuzz-$t: 1 passed, 0 failed" | tee -a "$log"
+      grep -E '^#[0-9]+.*DONE' build-fuzz/fuzz-$t.log ||
+        tail -n 2 build-fuzz/fuzz-$t.log
+    else
+      tail -n 40 build-fuzz/fuzz-$t.log
+      echo "fuzz-$t: 0 passed, 1 failed" | tee -a "$log"
+      status=1
+    fi
+  done
 fi
 
 # One closing line over every suite above.
@@ -62,6 +67,6 @@ awk '
   /Synthesis: Tested:/ { for (i = 1; i <= NF; i++) {
       if ($i == "Passing:") p += $(i + 1)
       if ($i == "Failing:" || $i == "Crashing:") f += $(i + 1) } }
-  /^fuzz: / { p += $2; f += $4 }
+  /^fuzz-[a-z]*: / { p += $2; f += $4 }
   END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' "$log" || status=1
 exit $status
