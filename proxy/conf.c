@@ -181,6 +181,22 @@ parse_icp_listen(struct conf *c, size_t off, const char *v,
 }
 
 static int
+parse_onoff(struct conf *c, size_t off, const char *v, const char **why)
+{
+	bool *b = (bool *)((char *)c + off);
+
+	if (strcmp(v, "on") == 0)
+		*b = true;
+	else if (strcmp(v, "off") == 0)
+		*b = false;
+	else {
+		*why = "expected on or off";
+		return -1;
+	}
+	return 0;
+}
+
+static int
 parse_allow(struct conf *c, size_t off, const char *v, const char **why)
 {
 	(void)off;
@@ -365,6 +381,11 @@ static const struct directive directives[] = {
 	{"icp_timeout", parse_duration, OFF(icp_timeout_ms), "0", false,
 	    "wait for ICP replies; 0: 2 x the peers' mean round trip, "
 	    "5 ms to 2 s"},
+	{"digest_generation", parse_onoff, OFF(digest_generation), "on", false,
+	    "serve a Squid Cache Digest of the cache to Squid siblings"},
+	{"digest_rebuild_period", parse_duration,
+	    OFF(digest_rebuild_period_ms), "5m", false,
+	    "how often the digest served is renewed (its Expires)"},
 	{"cluster_key_file", parse_string, OFF(cluster_key_file), NULL, false,
 	    "file holding the cluster's shared key (16 bytes or more)"},
 	{"summary_hash", parse_hash, 0, "xxh3", false,

@@ -39,6 +39,8 @@ struct conf {
 	char *dns_nameservers;      /* "IP[:PORT] ...", NULL = resolv.conf */
 	char *icp_listen;           /* "addr:port", "auto" or "none" */
 	uint32_t icp_timeout_ms;    /* 0: from the peers' round trips */
+	bool digest_generation;     /* serve a Squid Cache Digest */
+	uint32_t digest_rebuild_period_ms;
 	char *cluster_key_file;
 	uint8_t *cluster_key;    /* the file's bytes, read by conf_load_key */
 	size_t cluster_key_len;

@@ -29,6 +29,7 @@
 #include "peers.h"
 #include "proxy.h"
 #include "request.h"
+#include "sqdigest.h"
 #include "tunnel.h"
 
 #ifndef SUMCACHE_VERSION
@@ -321,6 +322,9 @@ server_init(struct server *s)
 		return -1;
 	}
 	set_peer_source(s, (struct sockaddr *)&ss);
+	s->listen_port = ntohs(ss.ss_family == AF_INET6 ?
+	    ((struct sockaddr_in6 *)&ss)->sin6_port :
+	    ((struct sockaddr_in *)&ss)->sin_port);
 	s->base = event_base_new();
 	if (s->base == NULL)
 		return -1;
@@ -357,6 +361,15 @@ server_init(struct server *s)
 		return -1;
 	struct timeval tv = {0, 250000};
 	evtimer_add(s->flush_timer, &tv);
+	if (s->conf.digest_generation) {
+		/* room for cache_mem of 1 KB objects: a digest past its
+		 * capacity fills up and Squid refuses one 65 % full */
+		uint64_t cap = s->conf.cache_mem / 1024;
+		s->digest = sqdigest_new(s, cap < 1024 ? 1024 : cap > UINT32_MAX ?
+		    UINT32_MAX : (uint32_t)cap, s->conf.digest_rebuild_period_ms);
+		if (s->digest == NULL)
+			return -1;
+	}
 	if (s->conf.sharing != SHARING_NONE && peers_init(s) < 0)
 		return -1;
 	return 0;
@@ -384,6 +397,7 @@ server_fini(struct server *s)
 	/* the store's removals feed the summary, so the summary goes after
 	 * the store; transfers of both go before curl's multi */
 	store_free(&s->store);
+	sqdigest_free(&s->digest);
 	feed_stop(s);
 	peers_free(&s->peers);
 	curlev_free(&s->curl);

@@ -52,6 +52,8 @@ struct evbuffer;
 	    "CONNECT requests to ports not in connect_ports")                \
 	X(invalidations, counter, "sumcache_invalidations_total", "",        \
 	    "Objects removed because an unsafe method changed their URL")    \
+	X(digests_served, counter, "sumcache_squid_digests_served_total", "", \
+	    "our Squid Cache Digest, sent to a sibling")                     \
 	X(forwarding_loops, counter, "sumcache_forwarding_loops_total", "",  \
 	    "Requests whose Via already named this node (not sent to peers)") \
 	X(client_bytes_out, counter, "sumcache_client_bytes_sent_total", "", \

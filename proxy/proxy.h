@@ -29,6 +29,7 @@ struct curlev;
 struct peers;
 struct discover;
 struct icpsock;
+struct sqdigest;
 struct feed;
 struct fetch;
 struct tunnel;
@@ -44,6 +45,8 @@ struct server {
 	struct peers *peers;     /* NULL unless sharing summary */
 	struct discover *discover; /* peer_dns lookups, or NULL */
 	struct icpsock *icp;     /* ICP server and client, or NULL */
+	struct sqdigest *digest; /* digest_generation, or NULL */
+	uint16_t listen_port;
 	struct feed *feed;       /* store -> summary, with peers */
 	struct accesslog *log;
 	struct metrics m;

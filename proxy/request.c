@@ -27,6 +27,7 @@
 #include "bodyfd.h"
 #include "discover.h"
 #include "icpsock.h"
+#include "sqdigest.h"
 #include "peers.h"
 #include "client.h"
 #include "fetch.h"
@@ -381,11 +382,54 @@ finish_summary_push(struct txn *t)
 		internal_text(t, status, why);
 }
 
+/* Our Squid Cache Digest, for a Squid sibling (PROTOCOLS.md 2). */
+static void
+serve_digest(struct txn *t)
+{
+	struct server *s = t->srv;
+	time_t made, expires;
+	char lm[64], ex[64];
+	const struct sum_buf *b = s->digest == NULL ? NULL :
+	    sqdigest_get(s->digest, time(NULL), &made, &expires);
+
+	if (b == NULL) {
+		request_error(t, 404, "NONE_NONE", "no cache digest here "
+		    "(digest_generation off)", false);
+		return;
+	}
+	if (!t->is_get && !t->is_head) {
+		internal_text(t, 405, "GET or HEAD");
+		return;
+	}
+	struct evbuffer *out = client_out(t->c);
+	size_t before = evbuffer_get_length(out);
+	http_date_format(made, lm);
+	http_date_format(expires, ex);
+	t->status = 200;
+	t->result = RESULT_INTERNAL;
+	evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Type: "
+	    "application/cache-digest\r\nContent-Length: %zu\r\n"
+	    "Last-Modified: %s\r\nExpires: %s\r\nVia: %s\r\n", b->len, lm,
+	    ex, s->via);
+	request_connection_field(t, out);
+	evbuffer_add(out, "\r\n", 2);
+	if (!t->is_head)
+		evbuffer_add(out, b->p, b->len);
+	s->m.digests_served++;
+	client_sent(t, evbuffer_get_length(out) - before);
+	client_txn_done(t->c);
+}
+
 static void
 serve_internal(struct txn *t)
 {
 	const char *p = t->req.target;
 	size_t n = t->req.target_len;
+
+	if (http_token_eq(p, n, SQDIGEST_PATH)) {
+		serve_digest(t);
+		return;
+	}
 
 	if ((t->is_get || t->is_head) && http_token_eq(p, n, "/metrics")) {
 		serve_metrics(t);
@@ -603,6 +647,13 @@ request_start(struct txn *t)
 	    &why) < 0) {
 		t->srv->m.parse_errors++;
 		request_error(t, 400, "NONE_NONE", why, false);
+		return;
+	}
+	/* a Squid sibling asks for our digest in absolute form too */
+	if (t->url.port == t->srv->listen_port && t->url.len -
+	    t->url.path_off == strlen(SQDIGEST_PATH) && memcmp(t->url.norm +
+	    t->url.path_off, SQDIGEST_PATH, strlen(SQDIGEST_PATH)) == 0) {
+		serve_digest(t);
 		return;
 	}
 	cc_parse(&t->req, true, &t->reqcc);

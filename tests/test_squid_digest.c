@@ -128,3 +128,71 @@ Test(squid_digest, real_squid_digest_contains_every_cached_url,
 	squid_stop(&s);
 	env_stop(&e);
 }
+
+/* Whether path's file gets a line holding n1 and n2 within ms. */
+static bool
+file_has(const char *path, const char *n1, const char *n2, int ms)
+{
+	char line[2048];
+
+	for (int waited = 0; waited <= ms; waited += 100) {
+		FILE *f = fopen(path, "r");
+		while (f != NULL && fgets(line, sizeof(line), f))
+			if (strstr(line, n1) && strstr(line, n2)) {
+				fclose(f);
+				return true;
+			}
+		if (f != NULL)
+			fclose(f);
+		usleep(100000);
+	}
+	return false;
+}
+
+/*
+ * Squid with sumcache as a digest sibling (no ICP): Squid fetches our
+ * digest, accepts it, and sends a request for an object sumcache holds to
+ * sumcache, which its log calls CD_SIBLING_HIT.
+ */
+Test(squid_digest, squid_forwards_a_digest_hit_to_sumcache, .timeout = 90)
+{
+	static const char *const opts[] = {"digest_rebuild_period=1s", NULL};
+	struct env e;
+	struct squid s = {0};
+	char url[256], other[256], extra[256];
+	struct resp r;
+
+	env_start(&e, opts);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/in-sumcache?"
+	    "max_age=600", e.oport);
+	proxy_get(&e, url, NULL, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	sleep(1);  /* into the next copy of our digest */
+
+	snprintf(extra, sizeof(extra), "cache_peer 127.0.0.1 sibling %d 0 "
+	    "no-query name=sumcache\n", e.pport);
+	squid_start(&s, e.dir, extra);
+	/* Squid fetches a peer's digest when a request first needs it */
+	snprintf(other, sizeof(other), "http://127.0.0.1:%d/obj/wake?"
+	    "max_age=600", e.oport);
+	http_request(s.port, "GET", other, NULL, NULL, 0, false, &r);
+	resp_free(&r);
+	for (int waited = 0; waited < 10000 && proxy_metric(&e,
+	    "sumcache_squid_digests_served_total") < 1; waited += 100)
+		usleep(100000);
+	cr_assert_eq(proxy_metric(&e, "sumcache_squid_digests_served_total"),
+	    1, "Squid never fetched our digest");
+	sleep(1);  /* Squid parses it after the fetch */
+
+	http_request(s.port, "GET", url, NULL, NULL, 0, false, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert(strstr(r.body, "in-sumcache") != NULL);
+	resp_free(&r);
+	cr_expect(file_has(s.access_log, url, "CD_SIBLING_HIT/127.0.0.1",
+	    8000), "Squid did not use our digest; see %s and %s/cache.log",
+	    s.access_log, s.dir);
+	cr_expect_eq(origin_count(&e, "/obj/in-sumcache", NULL), 1);
+	squid_stop(&s);
+	env_stop(&e);
+}
