@@ -430,6 +430,27 @@ metric_at(const char *host, int port, const char *series)
 	return v;
 }
 
+bool
+harness_file_has(const char *path, const char *n1, const char *n2, int ms)
+{
+	char line[2048];
+
+	for (int waited = 0;; waited += 50) {
+		FILE *f = fopen(path, "r");
+		while (f != NULL && fgets(line, sizeof(line), f))
+			if (strstr(line, n1) && (n2 == NULL ||
+			    strstr(line, n2))) {
+				fclose(f);
+				return true;
+			}
+		if (f != NULL)
+			fclose(f);
+		if (waited >= ms)
+			return false;
+		usleep(50000);
+	}
+}
+
 long
 proc_rss_kb(pid_t pid)
 {

@@ -129,6 +129,11 @@ double node_metric(const struct node *nd, const char *series);
 double node_wait_metric(const struct node *nd, const char *series,
     double want, int ms);
 
+/* Whether the file at path gets a line holding n1 and n2 (n2 may be
+ * NULL) within ms: logs are written through buffers. */
+bool harness_file_has(const char *path, const char *n1, const char *n2,
+    int ms);
+
 /* VmRSS of a process in KiB. */
 long proc_rss_kb(pid_t pid);
 

@@ -87,8 +87,8 @@ squid_start_at(struct squid *s, const char *scratch, const char *host,
 	    "icp_access allow lo\n"
 	    "icp_access deny all\n"
 	    "%s\n",
-	    s->host, s->port, s->icp_port, s->host, s->dir, s->dir, s->access_log, s->dir, s->dir,
-	    extra ? extra : "");
+	    s->host, s->port, s->icp_port, s->host, s->dir, s->dir,
+	    s->access_log, s->dir, s->dir, extra ? extra : "");
 	fclose(f);
 
 	/* -z creates the cache directories and exits */

@@ -54,25 +54,6 @@ msgs(const struct node *nd, const char *dir, const char *type,
 	return node_metric(nd, series);
 }
 
-static bool
-logged(const struct node *nd, const char *n1, const char *n2)
-{
-	char line[2048];
-
-	for (int waited = 0; waited < 3000; waited += 50) {
-		FILE *f = fopen(nd->log, "r");
-		while (f != NULL && fgets(line, sizeof(line), f))
-			if (strstr(line, n1) && strstr(line, n2)) {
-				fclose(f);
-				return true;
-			}
-		if (f != NULL)
-			fclose(f);
-		usleep(50000);
-	}
-	return false;
-}
-
 /*
  * Sends one datagram from src_ip to 127.0.0.1:port and waits up to ms
  * for one back. Returns its length, or -1 when nothing came.
@@ -121,8 +102,8 @@ Test(icp_peers, first_hit_wins_and_misses_go_to_the_origin)
 	cr_expect_eq(origin_count(&env, "/obj/icp-shared", NULL), 1);
 	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\""
 	    "remote_hit\"}"), 1);
-	cr_expect(logged(b, "TCP_MISS/200", "SIBLING_HIT/a "),
-	    "b's access log names the ICP sibling");
+	cr_expect(harness_file_has(b->log, "TCP_MISS/200", "SIBLING_HIT/a ",
+	    3000), "b's access log names the ICP sibling");
 	cr_expect_eq(msgs(b, "sent", "icp_query", "a"), 1);
 	cr_expect_eq(msgs(b, "sent", "icp_query", "c"), 1);
 	cr_expect_eq(msgs(a, "received", "icp_query", "b"), 1);
@@ -139,7 +120,8 @@ Test(icp_peers, first_hit_wins_and_misses_go_to_the_origin)
 	cr_assert_eq(r.status, 200);
 	resp_free(&r);
 	cr_expect_eq(origin_count(&env, "/obj/icp-nobody", NULL), 1);
-	cr_expect(logged(c, "/obj/icp-nobody", "HIER_DIRECT/127.0.0.1 "));
+	cr_expect(harness_file_has(c->log, "/obj/icp-nobody",
+	    "HIER_DIRECT/127.0.0.1 ", 3000));
 	cr_expect_eq(msgs(c, "received", "icp_reply", "a") + msgs(c,
 	    "received", "icp_reply", "b"), 2);
 	cr_expect_eq(msgs(c, "sent", "peer_request", "a") + msgs(c, "sent",

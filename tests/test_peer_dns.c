@@ -68,20 +68,6 @@ wait_peer(const struct node *at, const char *peer, double want)
 	return false;
 }
 
-static bool
-out_says(const struct node *nd, const char *needle)
-{
-	char line[1024];
-	bool found = false;
-	FILE *f = fopen(nd->out, "r");
-
-	while (f != NULL && !found && fgets(line, sizeof(line), f))
-		found = strstr(line, needle) != NULL;
-	if (f != NULL)
-		fclose(f);
-	return found;
-}
-
 static void
 dns_cluster_up(void)
 {
@@ -133,7 +119,7 @@ Test(peer_dns, members_found_self_left_out_and_changes_followed)
 	snprintf(self, sizeof(self), "%s:%d", a->host, a->port);
 	cr_expect_eq(peer_up(a, "a"), -1);
 	cr_expect_eq(peer_up(a, self), -1);
-	cr_expect(out_says(a, "is this node"));
+	cr_expect(harness_file_has(a->out, "is this node", NULL, 0));
 	cr_expect_eq(node_metric(a, "sumcache_peer_dns_addresses"), 3);
 
 	/* the found peers share summaries like configured ones */
@@ -159,7 +145,8 @@ Test(peer_dns, members_found_self_left_out_and_changes_followed)
 	write_zone(3);
 	cr_assert(wait_peer(a, "c", -1), "a kept c after DNS dropped it");
 	cr_assert(wait_peer(b, "c", -1));
-	cr_expect(out_says(a, "leaves: no longer in DNS"));
+	cr_expect(harness_file_has(a->out, "leaves: no longer in DNS", NULL,
+	    0));
 	cr_expect_geq(node_metric(a, "sumcache_interproxy_messages_total{"
 	    "direction=\"sent\",type=\"summary_full\",peer=\"_left\"}"),
 	    sent_c);

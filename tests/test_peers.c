@@ -66,27 +66,6 @@ wait_synced(const struct node *from, const struct node *to)
 	    from->name, epoch, seq);
 }
 
-/* Whether node nd's access log gets a line holding every needle (the
- * log is flushed every 250 ms). */
-static bool
-logged(const struct node *nd, const char *n1, const char *n2)
-{
-	char line[2048];
-
-	for (int waited = 0; waited < 3000; waited += 50) {
-		FILE *f = fopen(nd->log, "r");
-		while (f != NULL && fgets(line, sizeof(line), f))
-			if (strstr(line, n1) && strstr(line, n2)) {
-				fclose(f);
-				return true;
-			}
-		if (f != NULL)
-			fclose(f);
-		usleep(50000);
-	}
-	return false;
-}
-
 static double
 sent_to(const struct node *nd, const char *type, const char *peer)
 {
@@ -119,8 +98,8 @@ Test(peers, remote_hit_through_the_summary_and_no_query_for_misses)
 	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\""
 	    "remote_hit\"}"), 1);
 	cr_expect_eq(sent_to(b, "peer_request", "a"), 1);
-	cr_expect(logged(b, "TCP_MISS/200", "CD_SIBLING_HIT/a "),
-	    "B's access log names A as the source");
+	cr_expect(harness_file_has(b->log, "TCP_MISS/200", "CD_SIBLING_HIT/a ",
+	    3000), "B's access log names A as the source");
 	cr_expect_eq(sent_to(b, "peer_request", "c"), 0,
 	    "C's summary does not hold it, so C is not asked");
 	cr_expect_eq(node_metric(c, "sumcache_requests_total{result=\"miss\"}")
@@ -137,7 +116,8 @@ Test(peers, remote_hit_through_the_summary_and_no_query_for_misses)
 	cr_assert_eq(r.status, 200);
 	resp_free(&r);
 	cr_expect_eq(origin_count(&env, "/obj/nobody", NULL), 1);
-	cr_expect(logged(b, "/obj/nobody", "HIER_DIRECT/127.0.0.1 "));
+	cr_expect(harness_file_has(b->log, "/obj/nobody",
+	    "HIER_DIRECT/127.0.0.1 ", 3000));
 	cr_expect_eq(sent_to(b, "peer_request", "a") +
 	    sent_to(b, "peer_request", "c"), 1, "only the one remote hit");
 }

@@ -129,26 +129,6 @@ Test(squid_digest, real_squid_digest_contains_every_cached_url,
 	env_stop(&e);
 }
 
-/* Whether path's file gets a line holding n1 and n2 within ms. */
-static bool
-file_has(const char *path, const char *n1, const char *n2, int ms)
-{
-	char line[2048];
-
-	for (int waited = 0; waited <= ms; waited += 100) {
-		FILE *f = fopen(path, "r");
-		while (f != NULL && fgets(line, sizeof(line), f))
-			if (strstr(line, n1) && strstr(line, n2)) {
-				fclose(f);
-				return true;
-			}
-		if (f != NULL)
-			fclose(f);
-		usleep(100000);
-	}
-	return false;
-}
-
 /*
  * Squid with sumcache as a digest sibling (no ICP): Squid fetches our
  * digest, accepts it, and sends a request for an object sumcache holds to
@@ -189,7 +169,7 @@ Test(squid_digest, squid_forwards_a_digest_hit_to_sumcache, .timeout = 90)
 	cr_assert_eq(r.status, 200);
 	cr_assert(strstr(r.body, "in-sumcache") != NULL);
 	resp_free(&r);
-	cr_expect(file_has(s.access_log, url, "CD_SIBLING_HIT/127.0.0.1",
+	cr_expect(harness_file_has(s.access_log, url, "CD_SIBLING_HIT/127.0.0.1",
 	    8000), "Squid did not use our digest; see %s and %s/cache.log",
 	    s.access_log, s.dir);
 	cr_expect_eq(origin_count(&e, "/obj/in-sumcache", NULL), 1);

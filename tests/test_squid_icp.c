@@ -50,25 +50,11 @@ siblings_up(void)
 	return a;
 }
 
-/* Whether Squid's access log gets a line holding n1 and n2 (Squid
- * writes it through stdio buffers). */
+/* Squid writes its access log through stdio buffers */
 static bool
 squid_logged(const char *n1, const char *n2)
 {
-	char line[2048];
-
-	for (int waited = 0; waited < 8000; waited += 100) {
-		FILE *f = fopen(sq.access_log, "r");
-		while (f != NULL && fgets(line, sizeof(line), f))
-			if (strstr(line, n1) && strstr(line, n2)) {
-				fclose(f);
-				return true;
-			}
-		if (f != NULL)
-			fclose(f);
-		usleep(100000);
-	}
-	return false;
+	return harness_file_has(sq.access_log, n1, n2, 8000);
 }
 
 static void
