@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <netinet/in.h>
@@ -19,6 +18,8 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/util.h>
+
+#include "ratelog.h"
 
 #define QBUCKETS 1024
 #define ASK_MAX 256             /* peers one query can go to */
@@ -58,7 +59,7 @@ struct icpsock {
 	uint64_t dropped[ICP_NERRS + 3];  /* decode errors, then below */
 	uint64_t answered[ANS_NKINDS];
 	uint64_t timeouts;
-	uint64_t logged_ms;
+	struct ratelog droplog;
 };
 
 /* drop reasons: the decoder's, then ours */
@@ -72,15 +73,6 @@ static const char *const drop_names[ICP_NERRS + 3] = {
 static const char *const answer_names[ANS_NKINDS] = {
 	"hit", "miss", "err", "denied",
 };
-
-static uint64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
 
 /* A peer's ICP address: its HTTP address with the ICP port. */
 static void
@@ -113,14 +105,13 @@ same_endpoint(const struct sockaddr_storage *a, const struct sockaddr *b)
 static void
 drop(struct icpsock *is, int reason, const char *from)
 {
+	uint64_t skipped;
+
 	is->dropped[reason]++;
-	/* one line a second at most: the counter has every one */
-	uint64_t now = now_us() / 1000;
-	if (now - is->logged_ms < 1000)
-		return;
-	is->logged_ms = now;
-	fprintf(stderr, "sumcache: ICP datagram from %s dropped: %s\n", from,
-	    drop_names[reason]);
+	if (ratelog_due(&is->droplog, &skipped))
+		fprintf(stderr, "sumcache: ICP datagram from %s dropped: %s "
+		    "(%llu more since the last line)\n", from,
+		    drop_names[reason], (unsigned long long)skipped);
 }
 
 static void
@@ -261,7 +252,7 @@ take_reply(struct icpsock *is, const struct icp_msg *m, size_t len,
 		return;
 	}
 	peers_count(p, IPM_RECEIVED, IPM_ICP_REPLY, len);
-	double ms = (double)(now_us() - q->sent_us) / 1000;
+	double ms = (double)(mono_us() - q->sent_us) / 1000;
 	p->icp_rtt_ms = p->icp_rtt_ms == 0 ? ms : 0.8 * p->icp_rtt_ms +
 	    0.2 * ms;
 	p->icp_silent = 0;
@@ -303,7 +294,7 @@ icpsock_ask(struct icpsock *is, const char *url, size_t len,
 	struct peer *v[ASK_MAX];
 	size_t n = peers_list(is->ps, v, ASK_MAX);
 	uint8_t out[ICP_MAX];
-	uint64_t now_ms = now_us() / 1000;
+	uint64_t now_ms = mono_us() / 1000;
 	struct icpq *q = n > 0 ? calloc(1, sizeof(*q)) : NULL;
 
 	if (q == NULL)
@@ -322,7 +313,7 @@ icpsock_ask(struct icpsock *is, const char *url, size_t len,
 	q->url_len = len;
 	q->answer = answer;
 	q->arg = arg;
-	q->sent_us = now_us();
+	q->sent_us = mono_us();
 	for (size_t i = 0; i < n; i++) {
 		struct peer *p = v[i];
 		if (!p->up) {
@@ -418,7 +409,7 @@ icpsock_new(struct event_base *base, struct peers *ps,
 	is->timeout_ms = timeout_ms;
 	is->lookup = lookup;
 	is->lookup_arg = lookup_arg;
-	is->next_reqnum = (uint32_t)now_us();
+	is->next_reqnum = (uint32_t)mono_us();
 	is->fd = socket(addr->sa_family, SOCK_DGRAM, 0);
 	if (is->fd < 0 || evutil_make_socket_nonblocking(is->fd) < 0 ||
 	    evutil_make_socket_closeonexec(is->fd) < 0 ||

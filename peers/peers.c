@@ -30,6 +30,7 @@
 #include <event2/util.h>
 
 #include "curlev.h"
+#include "ratelog.h"
 #include "sc_assert.h"
 
 #define PROBE_EVERY_MS 250
@@ -76,8 +77,7 @@ struct peers {
 	uint64_t last_publish_ms;
 	uint64_t publications[2];     /* [0] delta, [1] full */
 	uint64_t rejected[REJ_NREASONS];
-	uint64_t logged_ms[REJ_NREASONS];  /* last log line per reason */
-	uint64_t unlogged[REJ_NREASONS];
+	struct ratelog rejlog[REJ_NREASONS];
 	struct xfer *xfers;
 };
 
@@ -103,15 +103,6 @@ static const char *const reject_names[REJ_NREASONS] = {
 	"not_peer", "bad_mac", "malformed", "too_big", "old", "duplicate",
 	"params", "gap", "checksum",
 };
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static uint64_t
 epoch_now(void)
@@ -391,7 +382,7 @@ peer_down(struct peer *p, const char *why)
 	}
 	p->up = false;
 	pushq_clear(p);
-	uint64_t now = now_ms();
+	uint64_t now = mono_ms();
 	p->backoff_ms = p->backoff_ms == 0 ? BACKOFF_MIN_MS :
 	    p->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
 	    p->backoff_ms * 2;
@@ -500,7 +491,7 @@ publish(struct peers *ps)
 		return;
 	}
 	ps->seq++;
-	ps->last_publish_ms = now_ms();
+	ps->last_publish_ms = mono_ms();
 	msg_unref(&ps->pull_msg);
 	struct msg *m = make_msg(ps, full, &b, checksum);
 	free(b.p);
@@ -540,7 +531,7 @@ on_interval(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (ps->local->changes > 0 &&
-	    now_ms() - ps->last_publish_ms >= ps->conf.max_interval_ms)
+	    mono_ms() - ps->last_publish_ms >= ps->conf.max_interval_ms)
 		publish(ps);
 }
 
@@ -641,7 +632,7 @@ peers_rebuild_end(struct peers *ps)
 	 * published so the next delta is relative to it */
 	cbf_mark_published(ps->local);
 	ps->seq = 1;
-	ps->last_publish_ms = now_ms();
+	ps->last_publish_ms = mono_ms();
 	msg_unref(&ps->pull_msg);
 	struct msg *m = full_msg(ps);
 	if (m == NULL)
@@ -899,21 +890,15 @@ refuse(struct peers *ps, enum reject r, int status, const char *who,
 {
 	ps->rejected[r]++;
 	*why = reject_names[r];
-	/* one line per reason per second: a flood of bad messages must not
-	 * become a flood of log lines (the counter has every one) */
-	uint64_t now = now_ms();
-	if (now - ps->logged_ms[r] < 1000) {
-		ps->unlogged[r]++;
+	uint64_t skipped;
+	if (!ratelog_due(&ps->rejlog[r], &skipped))
 		return status;
-	}
-	ps->logged_ms[r] = now;
 	fprintf(stderr, "sumcache: summary from %s refused: %s%s%s", who,
 	    reject_names[r], detail ? ": " : "", detail ? detail : "");
-	if (ps->unlogged[r] > 0)
+	if (skipped > 0)
 		fprintf(stderr, " (and %llu more since the last line)",
-		    (unsigned long long)ps->unlogged[r]);
+		    (unsigned long long)skipped);
 	fputc('\n', stderr);
-	ps->unlogged[r] = 0;
 	return status;
 }
 
@@ -969,7 +954,7 @@ apply(struct peers *ps, struct peer *p, const struct wire_summary *w,
 	switch (rc) {
 	case 0:
 		p->sum_entries = w->entries;
-		p->sum_updated_ms = now_ms();
+		p->sum_updated_ms = mono_ms();
 		return 204;
 	case SUM_ERR_GAP:
 		pull(p);
@@ -1137,7 +1122,7 @@ static void
 on_probe(evutil_socket_t fd, short what, void *arg)
 {
 	struct peers *ps = arg;
-	uint64_t now = now_ms();
+	uint64_t now = mono_ms();
 
 	(void)fd;
 	(void)what;
@@ -1315,7 +1300,7 @@ peers_start(struct peers *ps)
 	}
 	/* seq 1: the empty summary, so a pull always has something */
 	ps->seq = 1;
-	ps->last_publish_ms = now_ms();
+	ps->last_publish_ms = mono_ms();
 	uint32_t every = ps->conf.max_interval_ms / 4;
 	struct timeval iv = {every / 1000, (every % 1000) * 1000};
 	if (every < 100)
@@ -1435,7 +1420,7 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 	render_traffic(ps, out, "messages");
 	render_traffic(ps, out, "bytes");
 
-	uint64_t now = now_ms();
+	uint64_t now = mono_ms();
 	static const char *const gauges[] = {"up", "summary_epoch",
 	    "summary_sequence", "summary_fill_ratio",
 	    "summary_false_positive_rate", "summary_age_seconds",

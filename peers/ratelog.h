@@ -1,0 +1,52 @@
+/*
+ * The monotonic clock, and a limit of one log line per second for one
+ * kind of event: a flood of bad messages must not become a flood of log
+ * lines (the event's counter still has every one).
+ */
+#ifndef RATELOG_H
+#define RATELOG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t
+mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static inline uint64_t
+mono_ms(void)
+{
+	return mono_us() / 1000;
+}
+
+struct ratelog {
+	uint64_t last_ms;   /* of the last line written */
+	uint64_t skipped;   /* events since then without a line */
+};
+
+/*
+ * Whether this event may have a log line; when it may, *skipped is how
+ * many went without one since the last line.
+ */
+static inline bool
+ratelog_due(struct ratelog *r, uint64_t *skipped)
+{
+	uint64_t now = mono_ms();
+
+	if (r->last_ms != 0 && now - r->last_ms < 1000) {
+		r->skipped++;
+		return false;
+	}
+	r->last_ms = now;
+	*skipped = r->skipped;
+	r->skipped = 0;
+	return true;
+}
+
+#endif
