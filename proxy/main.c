@@ -227,18 +227,18 @@ static int
 icp_init(struct server *s)
 {
 	const struct conf *c = &s->conf;
-	struct sockaddr_storage ss;
-	int len = sizeof(ss);
+	struct sockaddr_storage ss = s->listen_addr;
+	int len = s->listen_len;
 	char err[256];
+	bool automatic = strcmp(c->icp_listen, "auto") == 0;
 
 	if (strcmp(c->icp_listen, "none") == 0 ||
-	    (strcmp(c->icp_listen, "auto") == 0 && c->sharing != SHARING_ICP))
+	    (automatic && c->sharing != SHARING_ICP))
 		return 0;
-	const char *at = strcmp(c->icp_listen, "auto") == 0 ?
-	    c->http_listen : c->icp_listen;
-	if (evutil_parse_sockaddr_port(at, (struct sockaddr *)&ss, &len) < 0)
+	if (!automatic && evutil_parse_sockaddr_port(c->icp_listen,
+	    (struct sockaddr *)&ss, &len) < 0)
 		return -1;
-	if (strcmp(c->icp_listen, "auto") == 0) {
+	if (automatic) {
 		uint16_t port = htons(ICP_PORT);
 		if (ss.ss_family == AF_INET6)
 			((struct sockaddr_in6 *)&ss)->sin6_port = port;
@@ -305,8 +305,6 @@ peers_init(struct server *s)
 static int
 server_init(struct server *s)
 {
-	struct sockaddr_storage ss;
-	int sslen = sizeof(ss);
 	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
 
 	snprintf(s->via, sizeof(s->via), "1.1 %s", s->conf.node_name);
@@ -315,16 +313,14 @@ server_init(struct server *s)
 		.max_head = s->conf.max_header_size,
 		.max_fields = s->conf.max_headers,
 	};
+	s->listen_len = sizeof(s->listen_addr);
 	if (evutil_parse_sockaddr_port(s->conf.http_listen,
-	    (struct sockaddr *)&ss, &sslen) < 0) {
+	    (struct sockaddr *)&s->listen_addr, &s->listen_len) < 0) {
 		fprintf(stderr, "sumcache: http_listen %s: not an address:port\n",
 		    s->conf.http_listen);
 		return -1;
 	}
-	set_peer_source(s, (struct sockaddr *)&ss);
-	s->listen_port = ntohs(ss.ss_family == AF_INET6 ?
-	    ((struct sockaddr_in6 *)&ss)->sin6_port :
-	    ((struct sockaddr_in *)&ss)->sin_port);
+	set_peer_source(s, (struct sockaddr *)&s->listen_addr);
 	s->base = event_base_new();
 	if (s->base == NULL)
 		return -1;
@@ -342,7 +338,7 @@ server_init(struct server *s)
 		return -1;
 	s->listener = evconnlistener_new_bind(s->base, on_accept, s,
 	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-	    1024, (struct sockaddr *)&ss, sslen);
+	    1024, (struct sockaddr *)&s->listen_addr, s->listen_len);
 	if (s->listener == NULL) {
 		fprintf(stderr, "sumcache: cannot listen on %s: %s\n",
 		    s->conf.http_listen, strerror(errno));

@@ -46,7 +46,8 @@ struct server {
 	struct discover *discover; /* peer_dns lookups, or NULL */
 	struct icpsock *icp;     /* ICP server and client, or NULL */
 	struct sqdigest *digest; /* digest_generation, or NULL */
-	uint16_t listen_port;
+	struct sockaddr_storage listen_addr; /* http_listen, parsed */
+	int listen_len;
 	struct feed *feed;       /* store -> summary, with peers */
 	struct accesslog *log;
 	struct metrics m;

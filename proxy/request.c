@@ -420,6 +420,35 @@ serve_digest(struct txn *t)
 	client_txn_done(t->c);
 }
 
+/*
+ * Whether t's absolute URL names this proxy: our port, and our listen
+ * address or node name as the host (any host when we listen on a
+ * wildcard address, where we cannot tell our names from others').
+ */
+static bool
+names_us(const struct txn *t)
+{
+	const struct server *s = t->srv;
+	const struct sockaddr_storage *a = &s->listen_addr;
+	uint16_t port = ntohs(a->ss_family == AF_INET6 ?
+	    ((const struct sockaddr_in6 *)a)->sin6_port :
+	    ((const struct sockaddr_in *)a)->sin_port);
+	const char *h = t->url.norm + t->url.host_off;
+	size_t hl = t->url.host_len;
+
+	if (t->url.port != port)
+		return false;
+	if (hl >= 2 && h[0] == '[') {   /* [v6] */
+		h++;
+		hl -= 2;
+	}
+	/* peer_source is "host!IP" exactly when we listen on one address */
+	const char *ip = s->peer_source[0] ? s->peer_source + 5 : NULL;
+	return ip == NULL || (strlen(ip) == hl && memcmp(ip, h, hl) == 0) ||
+	    (strlen(s->conf.node_name) == hl &&
+	    strncasecmp(s->conf.node_name, h, hl) == 0);
+}
+
 static void
 serve_internal(struct txn *t)
 {
@@ -649,10 +678,10 @@ request_start(struct txn *t)
 		request_error(t, 400, "NONE_NONE", why, false);
 		return;
 	}
-	/* a Squid sibling asks for our digest in absolute form too */
-	if (t->url.port == t->srv->listen_port && t->url.len -
-	    t->url.path_off == strlen(SQDIGEST_PATH) && memcmp(t->url.norm +
-	    t->url.path_off, SQDIGEST_PATH, strlen(SQDIGEST_PATH)) == 0) {
+	/* a Squid sibling may ask for our digest in absolute form */
+	if (names_us(t) && t->url.len - t->url.path_off ==
+	    strlen(SQDIGEST_PATH) && memcmp(t->url.norm + t->url.path_off,
+	    SQDIGEST_PATH, strlen(SQDIGEST_PATH)) == 0) {
 		serve_digest(t);
 		return;
 	}

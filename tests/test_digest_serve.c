@@ -72,11 +72,23 @@ Test(digest_serve, digest_holds_every_cached_url_and_passes_squids_checks)
 	resp_free(&r);
 	cr_expect(!claimed, "a HEAD key should not be claimed (1 in ~50)");
 
-	/* through the proxy in absolute form, as a proxy client asks */
+	/* through the proxy in absolute form, as a proxy client asks: by
+	 * our address or our node name; another host on our port is an
+	 * ordinary request (nothing listens there: 502) */
 	proxy_get(&env, durl, NULL, &r);
 	cr_expect_eq(r.status, 200);
 	cr_expect_str_eq(resp_header(&r, "Content-Type"),
 	    "application/cache-digest");
+	resp_free(&r);
+	snprintf(durl, sizeof(durl), "http://test-node:%d/squid-internal-"
+	    "periodic/store_digest", env.pport);
+	proxy_get(&env, durl, NULL, &r);
+	cr_expect_eq(r.status, 200);
+	resp_free(&r);
+	snprintf(durl, sizeof(durl), "http://127.0.0.2:%d/squid-internal-"
+	    "periodic/store_digest", env.pport);
+	proxy_get(&env, durl, NULL, &r);
+	cr_expect_eq(r.status, 502);
 	resp_free(&r);
 }
 
