@@ -37,9 +37,11 @@ struct icpq {
 	uint32_t reqnum;
 	char *url;
 	size_t url_len;
-	struct peer **asked;        /* held; NULL once it answered */
-	size_t nasked;
-	size_t waiting;             /* live peers yet to answer */
+	/* held; NULL once it answered. The first nwaited were up when
+	 * asked and are waited for; the rest are down peers' probes */
+	struct peer **asked;
+	size_t nasked, nwaited;
+	size_t waiting;             /* of the first nwaited, yet to answer */
 	uint64_t sent_us;
 	struct event *timer;
 	icp_answer_f *answer;
@@ -102,6 +104,25 @@ same_endpoint(const struct sockaddr_storage *a, const struct sockaddr *b)
 	    memcmp(&x->sin6_addr, &y->sin6_addr, 16) == 0;
 }
 
+/*
+ * The peer whose ICP address sent from (peers on one host share an
+ * address: the port tells them apart), or NULL.
+ */
+static struct peer *
+icp_peer(struct icpsock *is, const struct sockaddr *from)
+{
+	struct peer *v[ASK_MAX];
+	size_t n = peers_list(is->ps, v, ASK_MAX);
+	struct sockaddr_storage ss;
+
+	for (size_t i = 0; i < n; i++) {
+		icp_addr(v[i], &ss);
+		if (same_endpoint(&ss, from))
+			return v[i];
+	}
+	return NULL;
+}
+
 static void
 drop(struct icpsock *is, int reason, const char *from)
 {
@@ -129,7 +150,11 @@ serve_query(struct icpsock *is, const struct icp_msg *m, size_t len,
     const struct sockaddr *from, socklen_t fromlen, const char *who)
 {
 	uint8_t out[ICP_MAX];
-	struct peer *p = peers_by_addr(is->ps, from);
+	/* a peer asks from its ICP port (Squid does); any port of a peer's
+	 * address is still that peer's */
+	struct peer *p = icp_peer(is, from);
+	if (p == NULL)
+		p = peers_by_addr(is->ps, from);
 	enum icp_op op;
 	enum answer_kind kind;
 
@@ -204,9 +229,9 @@ on_timeout(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	q->is->timeouts++;
-	for (size_t i = 0; i < q->nasked; i++) {
+	for (size_t i = 0; i < q->nwaited; i++) {
 		struct peer *p = q->asked[i];
-		if (p != NULL && p->up && ++p->icp_silent >= SILENT_DOWN)
+		if (p != NULL && ++p->icp_silent >= SILENT_DOWN)
 			peers_silent(p, "no ICP replies");
 	}
 	finish(q, NULL);
@@ -217,53 +242,39 @@ take_reply(struct icpsock *is, const struct icp_msg *m, size_t len,
     const struct sockaddr *from, const char *who)
 {
 	struct icpq *q = *bucket(is, m->reqnum);
-	struct sockaddr_storage ss;
+	struct peer *p = icp_peer(is, from);
 
-	while (q != NULL && q->reqnum != m->reqnum)
-		q = q->next;
-	/* a reply after the timeout still says the peer is alive */
-	struct peer **slot = NULL, *late = NULL;
-	for (size_t i = 0; q != NULL && i < q->nasked && slot == NULL; i++) {
-		if (q->asked[i] == NULL)
-			continue;
-		icp_addr(q->asked[i], &ss);
-		if (same_endpoint(&ss, from))
-			slot = &q->asked[i];
-	}
-	if (slot == NULL) {
-		late = peers_by_addr(is->ps, from);
-		if (late != NULL) {
-			icp_addr(late, &ss);
-			if (!same_endpoint(&ss, from))
-				late = NULL;
-		}
-		if (late == NULL) {
-			drop(is, DROP_UNEXPECTED, who);
-			return;
-		}
-		peers_count(late, IPM_RECEIVED, IPM_ICP_REPLY, len);
-		late->icp_silent = 0;
-		peers_alive(late);
+	if (p == NULL) {
+		drop(is, DROP_UNEXPECTED, who);
 		return;
 	}
-	struct peer *p = *slot;
-	if (m->url_len != q->url_len || memcmp(m->url, q->url, q->url_len)) {
+	while (q != NULL && q->reqnum != m->reqnum)
+		q = q->next;
+	size_t i = 0;
+	while (q != NULL && i < q->nasked && q->asked[i] != p)
+		i++;
+	bool asked = q != NULL && i < q->nasked;
+	if (asked && (m->url_len != q->url_len ||
+	    memcmp(m->url, q->url, q->url_len) != 0)) {
 		drop(is, DROP_WRONG_URL, who);
 		return;
 	}
+	/* even after the timeout, or a second time, a reply is traffic
+	 * and says the peer is alive */
 	peers_count(p, IPM_RECEIVED, IPM_ICP_REPLY, len);
+	p->icp_silent = 0;
+	peers_alive(p);
+	if (!asked)
+		return;
 	double ms = (double)(mono_us() - q->sent_us) / 1000;
 	p->icp_rtt_ms = p->icp_rtt_ms == 0 ? ms : 0.8 * p->icp_rtt_ms +
 	    0.2 * ms;
-	p->icp_silent = 0;
-	bool was_up = p->up;
-	peers_alive(p);
 	if (m->op == ICP_OP_HIT || m->op == ICP_OP_HIT_OBJ) {
 		finish(q, p);
 		return;
 	}
-	peers_put(slot);
-	if (was_up && q->waiting > 0 && --q->waiting == 0)
+	peers_put(&q->asked[i]);
+	if (i < q->nwaited && --q->waiting == 0)
 		finish(q, NULL);
 }
 
@@ -314,26 +325,30 @@ icpsock_ask(struct icpsock *is, const char *url, size_t len,
 	q->answer = answer;
 	q->arg = arg;
 	q->sent_us = mono_us();
-	for (size_t i = 0; i < n; i++) {
-		struct peer *p = v[i];
-		if (!p->up) {
-			/* a down peer gets a query now and then: its reply
-			 * brings it back, nobody waits for it */
-			if (now_ms < p->icp_probe_at_ms)
+	/* live peers first (waited for), then down peers whose probe is due:
+	 * a down peer gets a query now and then, and its reply brings it
+	 * back, but nobody waits for it */
+	for (int live = 1; live >= 0; live--)
+		for (size_t i = 0; i < n; i++) {
+			struct peer *p = v[i];
+			if (p->up != live || (!live &&
+			    now_ms < p->icp_probe_at_ms))
 				continue;
-			p->icp_probe_at_ms = now_ms + DOWN_PROBE_MS;
+			if (!live)
+				p->icp_probe_at_ms = now_ms + DOWN_PROBE_MS;
+			struct sockaddr_storage ss;
+			icp_addr(p, &ss);
+			send_to(is, out, dlen, (struct sockaddr *)&ss,
+			    ss.ss_family == AF_INET6 ?
+			    sizeof(struct sockaddr_in6) :
+			    sizeof(struct sockaddr_in), p->spec.name);
+			peers_count(p, IPM_SENT, IPM_ICP_QUERY, dlen);
+			peers_hold(p);
+			q->asked[q->nasked++] = p;
+			if (live)
+				q->nwaited++;
 		}
-		struct sockaddr_storage ss;
-		icp_addr(p, &ss);
-		send_to(is, out, dlen, (struct sockaddr *)&ss,
-		    ss.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
-		    sizeof(struct sockaddr_in), p->spec.name);
-		peers_count(p, IPM_SENT, IPM_ICP_QUERY, dlen);
-		peers_hold(p);
-		q->asked[q->nasked++] = p;
-		if (p->up)
-			q->waiting++;
-	}
+	q->waiting = q->nwaited;
 	if (q->waiting == 0)
 		goto none;
 	q->next = *bucket(is, q->reqnum);

@@ -126,6 +126,9 @@ Test(icp_peers, first_hit_wins_and_misses_go_to_the_origin)
 	    "received", "icp_reply", "b"), 2);
 	cr_expect_eq(msgs(c, "sent", "peer_request", "a") + msgs(c, "sent",
 	    "peer_request", "b"), 0);
+	/* peers on one address are told apart by their ICP port */
+	cr_expect_eq(msgs(a, "received", "icp_query", "b"), 1);
+	cr_expect_eq(msgs(a, "received", "icp_query", "c"), 1);
 }
 
 Test(icp_peers, an_object_fresh_for_under_30s_is_a_miss)
