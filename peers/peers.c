@@ -115,69 +115,46 @@ epoch_now(void)
 
 /* ---- configuration ---- */
 
+/* "HOST:PORT [options]" after a peer's name; expect says what a bad or
+ * missing address is called in the error. */
 int
-peer_spec_parse(const char *text, struct peer_spec *ps, const char **why)
+peer_target_parse(const char *text, struct peer_spec *ps, const char *expect,
+    const char **why)
 {
 	char buf[512], *save, *tok;
-	int i = 0;
 
-	memset(ps, 0, sizeof(*ps));
-	ps->type = PEER_SUMCACHE;
 	if (strlen(text) >= sizeof(buf)) {
 		*why = "too long";
 		return -1;
 	}
 	strcpy(buf, text);
-	for (tok = strtok_r(buf, " \t", &save); tok != NULL;
-	    tok = strtok_r(NULL, " \t", &save), i++) {
-		if (i == 0) {
-			size_t n = strlen(tok);
-			if (n > WIRE_MAX_SENDER) {
-				*why = "peer name too long";
-				return -1;
-			}
-			for (const char *c = tok; *c; c++)
-				if (!((*c >= 'a' && *c <= 'z') ||
-				    (*c >= 'A' && *c <= 'Z') ||
-				    (*c >= '0' && *c <= '9') ||
-				    strchr("-._", *c))) {
-					*why = "peer name may hold only "
-					    "letters, digits, - . _";
-					return -1;
-				}
-			memcpy(ps->name, tok, n + 1);
-			continue;
-		}
-		if (i == 1) {
-			char *colon = strrchr(tok, ':');
-			char *end;
-			unsigned long port = colon ? strtoul(colon + 1, &end,
-			    10) : 0;
-			if (colon == NULL || colon == tok || *end ||
-			    port == 0 || port > 65535 ||
-			    (size_t)(colon - tok) >= sizeof(ps->host)) {
-				*why = "expected NAME HOST:PORT";
-				return -1;
-			}
-			/* [v6]:port */
-			const char *h = tok;
-			size_t hl = (size_t)(colon - tok);
-			if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
-				h++;
-				hl -= 2;
-			}
-			memcpy(ps->host, h, hl);
-			ps->host[hl] = '\0';
-			ps->port = (uint16_t)port;
-			continue;
-		}
+	tok = strtok_r(buf, " \t", &save);
+	char *colon = tok ? strrchr(tok, ':') : NULL;
+	char *end = NULL;
+	unsigned long port = colon ? strtoul(colon + 1, &end, 10) : 0;
+	if (colon == NULL || colon == tok || *end || port == 0 ||
+	    port > 65535 || (size_t)(colon - tok) >= sizeof(ps->host)) {
+		*why = expect;
+		return -1;
+	}
+	/* [v6]:port */
+	const char *h = tok;
+	size_t hl = (size_t)(colon - tok);
+	if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+		h++;
+		hl -= 2;
+	}
+	memcpy(ps->host, h, hl);
+	ps->host[hl] = '\0';
+	ps->port = (uint16_t)port;
+	ps->type = PEER_SUMCACHE;
+	while ((tok = strtok_r(NULL, " \t", &save)) != NULL) {
 		if (strcmp(tok, "proxy_only") == 0) {
 			ps->proxy_only = true;
 		} else if (strcmp(tok, "type=sumcache") == 0) {
 			ps->type = PEER_SUMCACHE;
 		} else if (strncmp(tok, "icp=", 4) == 0) {
-			char *end;
-			unsigned long port = strtoul(tok + 4, &end, 10);
+			port = strtoul(tok + 4, &end, 10);
 			if (*end || port == 0 || port > 65535) {
 				*why = "icp= needs a port";
 				return -1;
@@ -191,11 +168,35 @@ peer_spec_parse(const char *text, struct peer_spec *ps, const char **why)
 			return -1;
 		}
 	}
-	if (i < 2) {
-		*why = "expected NAME HOST:PORT";
+	return 0;
+}
+
+int
+peer_spec_parse(const char *text, struct peer_spec *ps, const char **why)
+{
+	const char *expect = "expected NAME HOST:PORT";
+	size_t n = strcspn(text, " \t");
+
+	memset(ps, 0, sizeof(*ps));
+	if (n == 0) {
+		*why = expect;
 		return -1;
 	}
-	return 0;
+	if (n > WIRE_MAX_SENDER) {
+		*why = "peer name too long";
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!((text[i] >= 'a' && text[i] <= 'z') ||
+		    (text[i] >= 'A' && text[i] <= 'Z') ||
+		    (text[i] >= '0' && text[i] <= '9') ||
+		    strchr("-._", text[i]))) {
+			*why = "peer name may hold only letters, digits, - . _";
+			return -1;
+		}
+	memcpy(ps->name, text, n);
+	ps->name[n] = '\0';
+	return peer_target_parse(text + n, ps, expect, why);
 }
 
 /* ---- messages ---- */

@@ -48,6 +48,10 @@ struct peer_spec {
 
 int peer_spec_parse(const char *text, struct peer_spec *ps,
     const char **why);
+/* The part after the name, "HOST:PORT [options]" (peer_dns uses it
+ * alone); expect is the error for a bad or missing address. */
+int peer_target_parse(const char *text, struct peer_spec *ps,
+    const char *expect, const char **why);
 
 /* Inter-proxy traffic, by DESIGN.md's type label. */
 enum ipm_type {

@@ -256,22 +256,15 @@ parse_peer(struct conf *c, size_t off, const char *v, const char **why)
 	return 0;
 }
 
-/* "HOST:PORT [proxy_only]": every address HOST resolves to is a peer */
+/* "HOST:PORT [proxy_only]": every address HOST resolves to is a peer;
+ * each names itself in its own messages */
 static int
 parse_peer_dns(struct conf *c, size_t off, const char *v, const char **why)
 {
-	char line[600];
-
 	(void)off;
-	/* the same grammar as a peer line, less the name, which each peer
-	 * tells us in its own messages */
-	if (snprintf(line, sizeof(line), "dns %s", v) >= (int)sizeof(line)) {
-		*why = "too long";
-		return -1;
-	}
-	if (peer_spec_parse(line, &c->peer_dns, why) < 0) {
-		if (strcmp(*why, "expected NAME HOST:PORT") == 0)
-			*why = "expected HOST:PORT";
+	memset(&c->peer_dns, 0, sizeof(c->peer_dns));
+	if (peer_target_parse(v, &c->peer_dns, "expected HOST:PORT",
+	    why) < 0) {
 		c->peer_dns.host[0] = '\0';
 		return -1;
 	}
