@@ -784,28 +784,30 @@ retire(struct peers *ps, size_t i, const char *why)
 	peers_put(&p);
 }
 
+/* Whether p is the found peer at a (address and port). */
+static bool
+found_at(const struct peer *p, const struct sockaddr_storage *a)
+{
+	return p->found && same_addr((const struct sockaddr *)a, &p->addr) &&
+	    addr_port(a) == p->spec.port;
+}
+
 void
 peers_found(struct peers *ps, const struct peer_spec *tmpl,
     const struct sockaddr_storage *addrs, size_t n)
 {
 	/* leavers first, so their places go to newcomers */
 	for (size_t i = ps->n; i-- > 0;) {
-		struct peer *p = ps->v[i];
 		bool listed = false;
-		for (size_t j = 0; p->found && j < n && !listed; j++)
-			listed = same_addr((const struct sockaddr *)&addrs[j],
-			    &p->addr) && addr_port(&addrs[j]) ==
-			    p->spec.port;
-		if (p->found && !listed)
+		for (size_t j = 0; j < n && !listed; j++)
+			listed = found_at(ps->v[i], &addrs[j]);
+		if (ps->v[i]->found && !listed)
 			retire(ps, i, "no longer in DNS");
 	}
 	for (size_t j = 0; j < n; j++) {
 		bool known = false;
 		for (size_t i = 0; i < ps->n && !known; i++)
-			known = ps->v[i]->found && same_addr(
-			    (const struct sockaddr *)&addrs[j],
-			    &ps->v[i]->addr) && addr_port(&addrs[j]) ==
-			    ps->v[i]->spec.port;
+			known = found_at(ps->v[i], &addrs[j]);
 		if (known)
 			continue;
 		if (ps->n == PEERS_MAX) {
@@ -1183,7 +1185,7 @@ peers_candidates(struct peers *ps, const char *key, size_t len,
 		    !psum_contains(p->sum, &k))
 			continue;
 		/* insertion by RTT: a handful of peers */
-		p->refs++;
+		peers_hold(p);
 		size_t j = n++;
 		while (j > 0 && out[j - 1]->rtt_ms > p->rtt_ms) {
 			out[j] = out[j - 1];

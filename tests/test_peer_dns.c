@@ -172,4 +172,20 @@ Test(peer_dns, members_found_self_left_out_and_changes_followed)
 	node_get(c, url, &r);
 	cr_expect_eq(r.status, 200);
 	resp_free(&r);
+
+	/* c comes back on a new address, as a pod does: same name, new
+	 * peer entry, the old address gone from every table */
+	char old[64];
+	snprintf(old, sizeof(old), "%s:%d", c->host, c->port);
+	node_stop(c);
+	snprintf(c->host, sizeof(c->host), "127.0.0.5");
+	write_zone(7);
+	node_start(&env, &cl, 2);
+	cr_assert(wait_peer(a, "c", 1), "a never found c at its new address");
+	cr_assert(wait_peer(b, "c", 1));
+	cr_assert(wait_peer(c, "a", 1));
+	cr_expect_eq(peer_up(a, old), -1);
+	char named[64];
+	snprintf(named, sizeof(named), "peer %s:%d is c", c->host, c->port);
+	cr_expect(harness_file_has(a->out, named, NULL, 0), "%s", named);
 }
