@@ -30,6 +30,7 @@
 #include <event2/util.h>
 
 #include "curlev.h"
+#include "digest.h"
 #include "ratelog.h"
 #include "sc_assert.h"
 
@@ -39,6 +40,14 @@
 #define PUSHQ_MAX 32
 #define PEERS_MAX 256   /* configured and found */
 #define SUMMARY_PATH "/sumcache/v1/summary"
+/* Squid peers: Squid's own rules for fetching a peer's digest (at
+ * Expires + 5 min, never sooner than 5 min after the last); a digest
+ * refused or missing (a Squid without a cache_dir has none) is asked for
+ * again after a minute, doubling to an hour */
+#define DIGEST_PATH "/squid-internal-periodic/store_digest"
+#define DIGEST_SLACK_MS (5 * 60 * 1000)
+#define DIGEST_RETRY_MIN_MS (60 * 1000)
+#define DIGEST_RETRY_MAX_MS (60 * 60 * 1000)
 
 /* A signed message shared by every peer's queue. */
 struct msg {
@@ -69,6 +78,7 @@ struct peers {
 	struct cbf *next;             /* being rebuilt larger, or NULL */
 	uint64_t rebuilds;
 	struct sumkey_hasher *hasher;
+	struct sumkey_hasher *md5;    /* Squid peers' keys, when not hasher */
 	uint64_t seq;                 /* of the last publication */
 	struct msg *pull_msg;         /* full summary of seq, made lazily */
 	struct event *publish_ev;     /* publish at the end of this turn */
@@ -96,7 +106,7 @@ struct xfer {
 
 static const char *const ipm_names[IPM_NTYPES] = {
 	"summary_full", "summary_delta", "summary_pull", "icp_query",
-	"icp_reply", "peer_request", "peer_response",
+	"icp_reply", "peer_request", "peer_response", "squid_digest",
 };
 
 static const char *const reject_names[REJ_NREASONS] = {
@@ -153,6 +163,8 @@ peer_target_parse(const char *text, struct peer_spec *ps, const char *expect,
 			ps->proxy_only = true;
 		} else if (strcmp(tok, "type=sumcache") == 0) {
 			ps->type = PEER_SUMCACHE;
+		} else if (strcmp(tok, "type=squid-digest") == 0) {
+			ps->type = PEER_SQUID_DIGEST;
 		} else if (strncmp(tok, "icp=", 4) == 0) {
 			port = strtoul(tok + 4, &end, 10);
 			if (*end || port == 0 || port > 65535) {
@@ -161,7 +173,7 @@ peer_target_parse(const char *text, struct peer_spec *ps, const char *expect,
 			}
 			ps->icp_port = (uint16_t)port;
 		} else if (strncmp(tok, "type=", 5) == 0) {
-			*why = "unknown peer type (this build speaks sumcache)";
+			*why = "unknown peer type (sumcache, squid-digest)";
 			return -1;
 		} else {
 			*why = "unknown peer option (proxy_only, type=, icp=)";
@@ -267,7 +279,7 @@ static void push_next(struct peer *p);
 static void pull(struct peer *p);
 
 static struct xfer *
-xfer_new(struct peer *p)
+xfer_new(struct peer *p, const char *path)
 {
 	struct peers *ps = p->owner;
 	struct xfer *x = calloc(1, sizeof(*x));
@@ -287,7 +299,7 @@ xfer_new(struct peer *p)
 	if (ps->xfers)
 		ps->xfers->prev = x;
 	ps->xfers = x;
-	snprintf(url, sizeof(url), "%s%s", p->proxy_url, SUMMARY_PATH);
+	snprintf(url, sizeof(url), "%s%s", p->proxy_url, path);
 	CURL *e = x->easy;
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_PROXY, "");
@@ -301,10 +313,6 @@ xfer_new(struct peer *p)
 	 * this on any LAN; a peer slower than that is as good as down */
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
 	    (long)ps->conf.timeout_ms * 4);
-	x->hdrs = curl_slist_append(NULL,
-	    "Content-Type: application/x-protobuf");
-	x->hdrs = curl_slist_append(x->hdrs, "Expect:");
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
 	return x;
 }
 
@@ -419,6 +427,8 @@ enqueue(struct peer *p, struct msg *m)
 	size_t n = 0;
 	struct pushq **tail = &p->pushq;
 
+	if (p->spec.type != PEER_SUMCACHE)
+		return;  /* a Squid reads our digest instead */
 	for (; *tail != NULL; tail = &(*tail)->next)
 		n++;
 	if (n >= PUSHQ_MAX) {
@@ -466,12 +476,16 @@ push_next(struct peer *p)
 	if (p->pushing || p->pushq == NULL || !p->up)
 		return;
 	struct pushq *q = p->pushq;
-	struct xfer *x = xfer_new(p);
+	struct xfer *x = xfer_new(p, SUMMARY_PATH);
 	if (x == NULL)
 		return;
 	p->pushq = q->next;
 	x->m = q->m;
 	free(q);
+	x->hdrs = curl_slist_append(NULL,
+	    "Content-Type: application/x-protobuf");
+	x->hdrs = curl_slist_append(x->hdrs, "Expect:");
+	curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, x->m->buf.p);
 	curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
 	    (curl_off_t)x->m->buf.len);
@@ -678,6 +692,23 @@ peers_by_addr(struct peers *ps, const struct sockaddr *addr)
 	return NULL;
 }
 
+void
+peers_digest_served(struct peers *ps, const struct sockaddr *to,
+    uint64_t bytes)
+{
+	struct peer *p = NULL;
+
+	/* a Squid peer at that address first: peers may share a host */
+	for (size_t i = 0; i < ps->n; i++)
+		if (same_addr(to, &ps->v[i]->addr) && (p == NULL ||
+		    ps->v[i]->spec.type == PEER_SQUID_DIGEST))
+			p = ps->v[i];
+	if (p == NULL)
+		return;
+	count(p, IPM_RECEIVED, IPM_SQUID_DIGEST, 0);
+	count(p, IPM_SENT, IPM_SQUID_DIGEST, bytes);
+}
+
 static struct peer *
 by_name(struct peers *ps, const char *name)
 {
@@ -876,7 +907,7 @@ sender_peer(struct peers *ps, const struct sockaddr *from,
 	struct peer *p = by_name(ps, sender);
 
 	if (p != NULL && same_addr(from, &p->addr))
-		return p;
+		return p->spec.type == PEER_SUMCACHE ? p : NULL;
 	for (size_t i = 0; i < ps->n; i++) {
 		p = ps->v[i];
 		if (p->found && same_addr(from, &p->addr))
@@ -986,9 +1017,10 @@ peers_receive(struct peers *ps, const struct sockaddr *from,
 	char who[sizeof(((struct peer_spec *)0)->host)];
 
 	struct peer *p = peers_by_addr(ps, from);
-	if (p == NULL)
-		return refuse(ps, REJ_NOT_PEER, 403, "an unknown address",
-		    NULL, why);
+	if (p == NULL || ps->conf.keylen == 0)
+		return refuse(ps, REJ_NOT_PEER, 403, p == NULL ? "an unknown "
+		    "address" : p->spec.host, p == NULL ? NULL : "no cluster "
+		    "key: only Squid peers here", why);
 	snprintf(who, sizeof(who), "%s", p->spec.host);
 	switch (wire_decode(in, len, ps->key, ps->conf.keylen, &w)) {
 	case WIRE_OK:
@@ -1024,7 +1056,8 @@ peers_pull_response(struct peers *ps, const struct sockaddr *from,
 {
 	struct peer *p = peers_by_addr(ps, from);
 
-	if (p == NULL) {
+	/* no cluster key: only Squid peers, which never pull */
+	if (p == NULL || ps->conf.keylen == 0) {
 		ps->rejected[REJ_NOT_PEER]++;
 		return 403;
 	}
@@ -1108,17 +1141,116 @@ on_pull_done(void *arg, CURLcode rc)
 	xfer_free(&x);
 }
 
+/*
+ * A Squid peer's digest did not come (an HTTP error) or was refused:
+ * Squid drops the digest it held then, and so do we, rather than forward
+ * on a picture that can no longer be refreshed.
+ */
+static void
+digest_failed(struct peer *p, const char *why)
+{
+	uint64_t now = mono_ms();
+
+	psum_free(&p->sum);
+	p->sum_entries = 0;
+	p->digest_retry_ms = p->digest_retry_ms == 0 ? DIGEST_RETRY_MIN_MS :
+	    p->digest_retry_ms * 2 > DIGEST_RETRY_MAX_MS ?
+	    DIGEST_RETRY_MAX_MS : p->digest_retry_ms * 2;
+	p->digest_due_ms = now + p->digest_retry_ms;
+	fprintf(stderr, "sumcache: peer %s: no usable digest (%s); asking "
+	    "again in %u s\n", p->spec.name, why, p->digest_retry_ms / 1000);
+}
+
+/* When a digest that expires at the Expires header of e (if any) is
+ * fetched again: 5 min after it expires, and no sooner than 5 min. */
+static uint64_t
+digest_refetch_in_ms(CURL *e)
+{
+	struct curl_header *h;
+	int64_t in_ms = 0;
+
+	if (curl_easy_header(e, "Expires", 0, CURLH_HEADER, -1, &h) ==
+	    CURLHE_OK) {
+		time_t at = curl_getdate(h->value, NULL);
+		if (at != -1)
+			in_ms = ((int64_t)at - (int64_t)time(NULL)) * 1000;
+	}
+	return in_ms > 0 ? (uint64_t)in_ms + DIGEST_SLACK_MS :
+	    DIGEST_SLACK_MS;
+}
+
+static void
+on_digest_done(void *arg, CURLcode rc)
+{
+	struct xfer *x = arg;
+	struct peers *ps = x->ps;
+	struct peer *p = x->p;
+	long status = 0;
+	double secs = 0;
+	char detail[160];
+	const char *why = NULL;
+
+	p->pulling = false;
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME, &secs);
+	count(p, IPM_SENT, IPM_SQUID_DIGEST, 0);
+	if (p->retired) {
+		xfer_free(&x);
+		return;
+	}
+	if (rc != CURLE_OK && !x->too_big) {
+		snprintf(detail, sizeof(detail), "digest: %s",
+		    curl_easy_strerror(rc));
+		peer_down(p, detail);
+		xfer_free(&x);
+		return;
+	}
+	count(p, IPM_RECEIVED, IPM_SQUID_DIGEST, x->resp.len);
+	note_rtt(p, secs * 1000);
+	peer_up(p);
+	struct psum *s = NULL;
+	struct digest_info info;
+	int prc;
+	/* refusals are counted as a summary's; digest_failed logs them */
+	if (x->too_big) {
+		ps->rejected[REJ_TOO_BIG]++;
+		digest_failed(p, "refused: larger than 64 MB");
+	} else if (status != 200) {
+		snprintf(detail, sizeof(detail), "HTTP %ld", status);
+		digest_failed(p, detail);
+	} else if ((prc = digest_parse(x->resp.p, x->resp.len, &s, &info,
+	    &why)) != 0) {
+		/* why says which of Squid's checks failed */
+		if (prc == SUM_ERR_MALFORMED)
+			ps->rejected[REJ_MALFORMED]++;
+		snprintf(detail, sizeof(detail), "refused: %s", why);
+		digest_failed(p, detail);
+	} else {
+		psum_free(&p->sum);
+		p->sum = s;
+		p->sum_entries = info.count;
+		p->sum_updated_ms = mono_ms();
+		p->digest_retry_ms = 0;
+		p->digest_due_ms = p->sum_updated_ms +
+		    digest_refetch_in_ms(x->easy);
+	}
+	xfer_free(&x);
+}
+
+/* A sumcache peer's full summary, or a Squid peer's digest. */
 static void
 pull(struct peer *p)
 {
+	bool squid = p->spec.type == PEER_SQUID_DIGEST;
+
 	if (p->pulling)
 		return;
-	struct xfer *x = xfer_new(p);
+	struct xfer *x = xfer_new(p, squid ? DIGEST_PATH : SUMMARY_PATH);
 	if (x == NULL)
 		return;
 	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_pull_body);
 	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
-	p->pulling = xfer_start(&x, on_pull_done);
+	p->pulling = xfer_start(&x, squid ? on_digest_done : on_pull_done);
 }
 
 static void
@@ -1131,7 +1263,9 @@ on_probe(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	for (size_t i = 0; i < ps->n; i++) {
 		struct peer *p = ps->v[i];
-		if (!p->up && !p->pulling && !p->self &&
+		if (p->pulling || p->self)
+			continue;
+		if (p->up ? p->digest_wanted && now >= p->digest_due_ms :
 		    now >= p->probe_at_ms)
 			pull(p);
 	}
@@ -1169,11 +1303,17 @@ peers_silent(struct peer *p, const char *why)
 	peer_down(p, why);
 }
 
+/*
+ * Squid peers are keyed as Squid keys its digest (squid-md5); with
+ * another scheme of our own that is a second hash, made only when a Squid
+ * peer has a digest to look in.
+ */
 size_t
 peers_candidates(struct peers *ps, const char *key, size_t len,
     struct peer **out, size_t max)
 {
-	struct sumkey k;
+	struct sumkey k, md5;
+	const struct sumkey *squid_key = ps->md5 == NULL ? &k : NULL;
 	size_t n = 0;
 
 	if (max == 0 || sumkey_make(ps->hasher, SUM_METHOD_GET, key, len,
@@ -1181,8 +1321,21 @@ peers_candidates(struct peers *ps, const char *key, size_t len,
 		return 0;
 	for (size_t i = 0; i < ps->n && n < max; i++) {
 		struct peer *p = ps->v[i];
+		const struct sumkey *pk = &k;
+		if (p->spec.type == PEER_SQUID_DIGEST) {
+			p->digest_wanted = true;  /* fetched lazily, as Squid */
+			if (!p->up || p->sum == NULL)
+				continue;
+			if (squid_key == NULL) {
+				if (sumkey_make(ps->md5, SUM_METHOD_GET, key, len,
+				    &md5) < 0)
+					continue;
+				squid_key = &md5;
+			}
+			pk = squid_key;
+		}
 		if (!p->up || p->sum == NULL || !p->sum->loaded ||
-		    !psum_contains(p->sum, &k))
+		    !psum_contains(p->sum, pk))
 			continue;
 		/* insertion by RTT: a handful of peers */
 		peers_hold(p);
@@ -1278,6 +1431,10 @@ peers_new(struct event_base *base, struct curlev *curl,
 	ps->local = cbf_new(conf->scheme, m, conf->k, epoch_now());
 	ps->capacity = conf->expected_objects;
 	ps->hasher = sumkey_hasher_new(conf->scheme);
+	for (size_t i = 0; i < n && conf->scheme != SUM_SQUID_MD5; i++)
+		if (specs[i].type == PEER_SQUID_DIGEST && ps->md5 == NULL &&
+		    (ps->md5 = sumkey_hasher_new(SUM_SQUID_MD5)) == NULL)
+			goto nomem;
 	ps->publish_ev = event_new(base, -1, 0, on_publish, ps);
 	ps->interval_timer = event_new(base, -1, EV_PERSIST, on_interval, ps);
 	ps->probe_timer = event_new(base, -1, EV_PERSIST, on_probe, ps);
@@ -1301,6 +1458,11 @@ peers_start(struct peers *ps)
 			ps->v[i]->up = true;
 		return;
 	}
+	/* a Squid is taken as up until a fetch from it fails; its digest
+	 * is fetched when a lookup first wants it */
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i]->spec.type == PEER_SQUID_DIGEST)
+			ps->v[i]->up = true;
 	/* seq 1: the empty summary, so a pull always has something */
 	ps->seq = 1;
 	ps->last_publish_ms = mono_ms();
@@ -1339,6 +1501,7 @@ peers_free(struct peers **psp)
 	cbf_free(&ps->local);
 	cbf_free(&ps->next);
 	sumkey_hasher_free(&ps->hasher);
+	sumkey_hasher_free(&ps->md5);
 	free(ps->v);
 	free(ps->key);
 	free(ps);

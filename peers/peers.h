@@ -33,10 +33,11 @@ struct curlev;
 
 enum peer_type {
 	PEER_SUMCACHE = 1,
+	PEER_SQUID_DIGEST = 2,  /* a Squid: its Cache Digest is its summary */
 };
 
-/* One "peer" directive: "NAME HOST:PORT [type=sumcache] [icp=PORT]
- * [proxy_only]". */
+/* One "peer" directive: "NAME HOST:PORT [type=sumcache|squid-digest]
+ * [icp=PORT] [proxy_only]". */
 struct peer_spec {
 	char name[WIRE_MAX_SENDER + 1];
 	char host[256];
@@ -62,6 +63,7 @@ enum ipm_type {
 	IPM_ICP_REPLY,
 	IPM_PEER_REQUEST,
 	IPM_PEER_RESPONSE,
+	IPM_SQUID_DIGEST,   /* a Cache Digest fetched or served */
 	IPM_NTYPES
 };
 
@@ -117,6 +119,11 @@ struct peer {
 	double icp_rtt_ms;             /* smoothed; 0 = not measured */
 	unsigned icp_silent;           /* queries in a row it left unanswered */
 	uint64_t icp_probe_at_ms;      /* down: next query it gets */
+	/* type=squid-digest: its digest is fetched when a lookup first
+	 * wants it, then again 5 min after it expires */
+	bool digest_wanted;
+	uint64_t digest_due_ms;        /* monotonic: next fetch while up */
+	unsigned digest_retry_ms;      /* after a refused or missing digest */
 };
 
 struct peers_conf {
@@ -221,6 +228,11 @@ void peers_fetch_done(struct peers *ps, struct peer *p,
  * at most max. Not held: use them before returning to the loop. */
 size_t peers_list(struct peers *ps, struct peer **out, size_t max);
 void peers_hold(struct peer *p);
+
+/* Our Squid Cache Digest went to the peer at address to (anyone else's
+ * fetch is not inter-proxy traffic). */
+void peers_digest_served(struct peers *ps, const struct sockaddr *to,
+    uint64_t bytes);
 
 /* Inter-proxy traffic of p, for the metrics. */
 void peers_count(struct peer *p, enum ipm_dir d, enum ipm_type t,

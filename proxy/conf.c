@@ -268,6 +268,12 @@ parse_peer_dns(struct conf *c, size_t off, const char *v, const char **why)
 		c->peer_dns.host[0] = '\0';
 		return -1;
 	}
+	if (c->peer_dns.type != PEER_SUMCACHE) {
+		*why = "peer_dns finds sumcache nodes; list each Squid on a "
+		    "peer line";
+		c->peer_dns.host[0] = '\0';
+		return -1;
+	}
 	return 0;
 }
 
@@ -359,8 +365,8 @@ static const struct directive directives[] = {
 	{"sharing", parse_sharing, 0, "none", false,
 	    "cache sharing with peers: none, summary or icp"},
 	{"peer", parse_peer, 0, NULL, true,
-	    "a peer: \"NAME HOST:PORT [proxy_only] [icp=PORT]\" (ICP port "
-	    "3130 unless given)"},
+	    "a peer: \"NAME HOST:PORT [type=sumcache|squid-digest] "
+	    "[proxy_only] [icp=PORT]\" (ICP port 3130 unless given)"},
 	{"peer_dns", parse_peer_dns, 0, NULL, false,
 	    "peers by DNS: \"HOST:PORT [proxy_only]\"; every address HOST "
 	    "resolves to (a headless Service) is a peer"},
@@ -369,8 +375,8 @@ static const struct directive directives[] = {
 	{"dns_nameservers", parse_nameservers, OFF(dns_nameservers), NULL,
 	    false, "DNS servers \"IP[:PORT] ...\"; default: /etc/resolv.conf"},
 	{"icp_listen", parse_icp_listen, OFF(icp_listen), "auto", false,
-	    "ICP (UDP): address:port, none, or auto (with sharing icp, "
-	    "http_listen's address, port 3130)"},
+	    "ICP (UDP): address:port, none, or auto (with sharing icp or a "
+	    "squid-digest peer, http_listen's address, port 3130)"},
 	{"icp_timeout", parse_duration, OFF(icp_timeout_ms), "0", false,
 	    "wait for ICP replies; 0: 2 x the peers' mean round trip, "
 	    "5 ms to 2 s"},
@@ -655,8 +661,19 @@ conf_validate(const struct conf *c, char *err, size_t elen)
 		    c->sharing == SHARING_ICP ? "icp" : "summary");
 		return -1;
 	}
-	if (c->sharing == SHARING_SUMMARY && c->cluster_key_file == NULL) {
-		snprintf(err, elen, "sharing summary needs cluster_key_file");
+	size_t squids = 0;
+	for (size_t i = 0; i < c->n_peers; i++)
+		squids += c->peers[i].type == PEER_SQUID_DIGEST;
+	if (squids > 0 && c->sharing != SHARING_SUMMARY) {
+		snprintf(err, elen, "peer type=squid-digest needs sharing "
+		    "summary (with sharing icp, a Squid is an ordinary peer)");
+		return -1;
+	}
+	/* the key signs summaries; Squid peers read our digest instead */
+	if (c->sharing == SHARING_SUMMARY && c->cluster_key_file == NULL &&
+	    (squids < c->n_peers || c->peer_dns.host[0] != '\0')) {
+		snprintf(err, elen, "sharing summary with sumcache peers needs "
+		    "cluster_key_file");
 		return -1;
 	}
 	return 0;
@@ -665,8 +682,8 @@ conf_validate(const struct conf *c, char *err, size_t elen)
 int
 conf_load_key(struct conf *c, char *err, size_t elen)
 {
-	if (c->sharing != SHARING_SUMMARY)
-		return 0;
+	if (c->sharing != SHARING_SUMMARY || c->cluster_key_file == NULL)
+		return 0;  /* conf_validate said whether it may be missing */
 	FILE *f = fopen(c->cluster_key_file, "rb");
 	uint8_t buf[4096];
 	size_t n = 0;

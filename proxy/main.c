@@ -219,9 +219,10 @@ dns_init(struct server *s)
 }
 
 /*
- * The ICP socket: icp_listen, or with "auto" and sharing icp, port 3130
- * on http_listen's address (so peers see queries come from where they
- * know us). Off with "none", or "auto" without sharing icp.
+ * The ICP socket: icp_listen, or with "auto" and sharing icp or a Squid
+ * peer (Squid siblings ask by ICP unless told no-query), port 3130 on
+ * http_listen's address (so peers see queries come from where they know
+ * us). Off with "none", or "auto" otherwise.
  */
 static int
 icp_init(struct server *s)
@@ -232,8 +233,11 @@ icp_init(struct server *s)
 	char err[256];
 	bool automatic = strcmp(c->icp_listen, "auto") == 0;
 
+	bool squid_peer = false;
+	for (size_t i = 0; i < c->n_peers; i++)
+		squid_peer |= c->peers[i].type == PEER_SQUID_DIGEST;
 	if (strcmp(c->icp_listen, "none") == 0 ||
-	    (automatic && c->sharing != SHARING_ICP))
+	    (automatic && c->sharing != SHARING_ICP && !squid_peer))
 		return 0;
 	if (!automatic && evutil_parse_sockaddr_port(c->icp_listen,
 	    (struct sockaddr *)&ss, &len) < 0)

@@ -416,6 +416,9 @@ serve_digest(struct txn *t)
 	if (!t->is_head)
 		evbuffer_add(out, b->p, b->len);
 	s->m.digests_served++;
+	if (s->peers != NULL && !t->is_head)
+		peers_digest_served(s->peers,
+		    (const struct sockaddr *)&t->c->sa, b->len);
 	client_sent(t, evbuffer_get_length(out) - before);
 	client_txn_done(t->c);
 }

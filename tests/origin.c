@@ -15,6 +15,8 @@
  *   /chunked         a chunked response
  *   /headers         the request head as received, in the body; the
  *                    response carries hop-by-hop fields a proxy must drop
+ *   /squid-internal-periodic/store_digest
+ *                    a Cache Digest Squid would refuse (3 hash functions)
  *   /__log           one line per request received: METHOD TARGET COND
  *   /__conns         how many connections were accepted
  *
@@ -210,6 +212,19 @@ respond(struct conn *c)
 		evbuffer_add_printf(out, "HTTP/1.1 103 Early Hints\r\nLink: "
 		    "</style.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\n"
 		    "Content-Length: 5\r\n\r\nhints");
+		return;
+	}
+	if (strcmp(c->path, "/squid-internal-periodic/store_digest") == 0) {
+		/* version 5, required 3, capacity 100, 5 bits per entry so a
+		 * 63-byte mask: all as Squid writes them, but 3 hash functions */
+		unsigned char d[128 + 63] = {0, 5, 0, 3, 0, 0, 0, 100};
+		d[19] = 63;
+		d[20] = 5;
+		d[21] = 3;
+		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Type: "
+		    "application/cache-digest\r\nContent-Length: %zu\r\n\r\n",
+		    sizeof(d));
+		evbuffer_add(out, d, sizeof(d));
 		return;
 	}
 	if (strcmp(c->path, "/chunked") == 0) {
