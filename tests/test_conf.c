@@ -139,6 +139,8 @@ Test(conf, summary_sharing_errors)
 		{"peer=b 10.0.0.2:0", "expected NAME HOST:PORT"},
 		{"peer=b! 10.0.0.2:1", "letters, digits"},
 		{"peer=b 10.0.0.2:1 fast", "unknown peer option"},
+		{"peer=b 10.0.0.2:1 type=icp", "sumcache, squid-digest"},
+		{"peer_dns=squids.test:3128 type=squid-digest", "peer line"},
 		{"summary_threshold=0", "expected a share"},
 		{"summary_threshold=150%", "expected a share"},
 		{"summary_hash=md4", "expected xxh3 or squid-md5"},
@@ -198,5 +200,28 @@ Test(conf, summary_sharing_errors)
 	cr_expect_eq(conf_validate(&c, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(conf_load_key(&c, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(c.peers[0].icp_port, 3131);
+	cr_assert_eq(conf_override(&c, "peer=sq 127.0.0.3:3128 "
+	    "type=squid-digest", err, sizeof(err)), 0);
+	cr_expect_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "squid-digest needs sharing summary") != NULL,
+	    "%s", err);
+	conf_clear(&c);
+
+	/* Squid peers alone read our digest: no key; a sumcache peer
+	 * beside them needs one */
+	cr_assert_eq(conf_defaults(&c), 0);
+	cr_assert_eq(conf_override(&c, "sharing=summary", err, sizeof(err)),
+	    0);
+	cr_assert_eq(conf_override(&c, "peer=sq 127.0.0.3:3128 "
+	    "type=squid-digest proxy_only", err, sizeof(err)), 0);
+	cr_expect_eq(c.peers[0].type, PEER_SQUID_DIGEST);
+	cr_expect(c.peers[0].proxy_only);
+	cr_expect_eq(conf_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(conf_load_key(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(conf_override(&c, "peer=b 127.0.0.2:3128 type=sumcache",
+	    err, sizeof(err)), 0);
+	cr_expect_eq(c.peers[1].type, PEER_SUMCACHE);
+	cr_expect_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "needs cluster_key_file") != NULL, "%s", err);
 	conf_clear(&c);
 }

@@ -50,12 +50,34 @@ last_modified(const struct resp *r)
 	return timegm(&tm);
 }
 
+/* Waits for Squid's digest rebuilt after time after (Last-Modified has
+ * one-second resolution, hence the strict comparison); r holds it. */
+static void
+fresh_squid_digest(const struct squid *s, time_t after, struct resp *r)
+{
+	char durl[128];
+	bool fresh = false;
+
+	snprintf(durl, sizeof(durl),
+	    "http://127.0.0.1:%d/squid-internal-periodic/store_digest", s->port);
+	for (int tries = 0; tries < 60 && !fresh; tries++) {
+		http_request(0, "GET", durl, NULL, NULL, 0, false, r);
+		fresh = r->status == 200 && last_modified(r) > after;
+		if (!fresh) {
+			resp_free(r);
+			usleep(500000);
+		}
+	}
+	cr_assert(fresh, "Squid published no digest after %ld; see "
+	    "%s/cache.log", (long)after, s->dir);
+}
+
 Test(squid_digest, real_squid_digest_contains_every_cached_url,
     .timeout = 90)
 {
 	struct env e;
 	struct squid s = {0};
-	char url[256], durl[128];
+	char url[256];
 	struct resp r;
 
 	origin_start(&e);
@@ -86,21 +108,7 @@ Test(squid_digest, real_squid_digest_contains_every_cached_url,
 	cr_assert_eq(n, OBJECTS, "Squid served %d of %d objects from its "
 	    "cache; see %s", n, OBJECTS, s.access_log);
 
-	/* a digest rebuilt after the objects were cached (Last-Modified has
-	 * one-second resolution, hence the strict comparison) */
-	snprintf(durl, sizeof(durl),
-	    "http://127.0.0.1:%d/squid-internal-periodic/store_digest", s.port);
-	bool fresh = false;
-	for (int tries = 0; tries < 60 && !fresh; tries++) {
-		http_request(0, "GET", durl, NULL, NULL, 0, false, &r);
-		fresh = r.status == 200 && last_modified(&r) > cached_by;
-		if (!fresh) {
-			resp_free(&r);
-			usleep(500000);
-		}
-	}
-	cr_assert(fresh, "Squid published no digest after %ld; see "
-	    "%s/cache.log", (long)cached_by, s.dir);
+	fresh_squid_digest(&s, cached_by, &r);
 	cr_assert_str_eq(resp_header(&r, "Content-Type"),
 	    "application/cache-digest");
 
@@ -173,6 +181,71 @@ Test(squid_digest, squid_forwards_a_digest_hit_to_sumcache, .timeout = 90)
 	    8000), "Squid did not use our digest; see %s and %s/cache.log",
 	    s.access_log, s.dir);
 	cr_expect_eq(origin_count(&e, "/obj/in-sumcache", NULL), 1);
+	squid_stop(&s);
+	env_stop(&e);
+}
+
+/*
+ * sumcache with a Squid as its type=squid-digest peer: sumcache fetches
+ * Squid's digest when a lookup first wants it, finds an object only Squid
+ * holds in it, and fetches it from Squid, which serves it from its cache
+ * (its access log says so) without asking the origin.
+ */
+Test(squid_digest, sumcache_forwards_a_digest_hit_to_squid, .timeout = 90)
+{
+	struct env e;
+	struct squid s = {0};
+	char peer[128], url[256], wake[256];
+	struct resp r;
+
+	squid_ports(&s, "127.0.0.1", false);
+	snprintf(peer, sizeof(peer), "peer=squid 127.0.0.1:%d "
+	    "type=squid-digest", s.port);
+	const char *opts[] = {"sharing=summary", peer, "icp_listen=none",
+	    NULL};
+	/* sumcache first (it fetches nothing until a lookup wants it): the
+	 * origin comes with it */
+	env_start(&e, opts);
+	squid_start(&s, e.dir, "digest_generation on\n"
+	    "digest_rebuild_period 1 second\n"
+	    "digest_rewrite_period 1 second\n");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/in-squid?"
+	    "max_age=3600&size=3000", e.oport);
+	http_request(s.port, "GET", url, NULL, NULL, 0, false, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	time_t cached_by = time(NULL);
+	fresh_squid_digest(&s, cached_by, &r);
+	resp_free(&r);
+
+	snprintf(wake, sizeof(wake), "http://127.0.0.1:%d/obj/wake?"
+	    "max_age=600", e.oport);
+	proxy_get(&e, wake, NULL, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	for (int waited = 0; waited < 10000 && proxy_metric(&e,
+	    "sumcache_peer_summary_entries{peer=\"squid\"}") < 1;
+	    waited += 100)
+		usleep(100000);
+	cr_assert_geq(proxy_metric(&e, "sumcache_peer_summary_entries"
+	    "{peer=\"squid\"}"), 1, "sumcache did not load Squid's digest; "
+	    "see %s/sumcache.out", e.dir);
+
+	proxy_get(&e, url, NULL, &r);
+	cr_assert_eq(r.status, 200);
+	cr_expect_eq(r.len, 3000);
+	resp_free(&r);
+	cr_expect(harness_file_has(e.log, url, "CD_SIBLING_HIT/squid", 5000),
+	    "sumcache did not forward the digest hit; see %s", e.log);
+	/* Squid's own word: a cache hit for the URL (the test's fetch
+	 * above was its miss) */
+	cr_expect(harness_file_has(s.access_log, url, "TCP_MEM_HIT/200",
+	    5000) || harness_file_has(s.access_log, url, "TCP_HIT/200", 1),
+	    "Squid did not serve sumcache from its cache; see %s",
+	    s.access_log);
+	cr_expect_eq(origin_count(&e, "/obj/in-squid", NULL), 1);
+	cr_expect_eq(proxy_metric(&e, "sumcache_peer_remote_hits_total"
+	    "{peer=\"squid\"}"), 1);
 	squid_stop(&s);
 	env_stop(&e);
 }
