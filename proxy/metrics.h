@@ -19,6 +19,11 @@ struct evbuffer;
 	X(req_miss, counter, "sumcache_requests_total", "result=\"miss\"", "") \
 	X(req_error, counter, "sumcache_requests_total", "result=\"error\"",  \
 	    "")                                                              \
+	X(peer_served_hit, counter, "sumcache_peer_requests_served_total",   \
+	    "result=\"hit\"", "Requests from peers (a peer's address and a " \
+	    "Via), not in sumcache_requests_total")                          \
+	X(peer_served_miss, counter, "sumcache_peer_requests_served_total",  \
+	    "result=\"miss\"", "")                                           \
 	X(revalidated_unmodified, counter, "sumcache_revalidations_total",   \
 	    "result=\"unmodified\"",                                         \
 	    "Stale objects revalidated with the origin")                     \

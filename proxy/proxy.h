@@ -104,6 +104,7 @@ struct txn {
 	bool is_head;
 	bool keep_alive;      /* the connection may carry another request */
 	bool looped;          /* our name is in Via: never ask a peer */
+	bool for_peer;        /* a peer asks (not counted as a client's) */
 	struct timeval start;
 	/* request body, decoded, waiting for the origin */
 	enum body_kind body_kind;

@@ -128,12 +128,21 @@ txn_account(struct txn *t)
 		.content_type = t->ctype, .content_type_len = (int)strlen(t->ctype),
 	};
 
-	switch (t->result) {
-	case RESULT_LOCAL_HIT: s->m.req_local_hit++; break;
-	case RESULT_MISS: s->m.req_miss++; break;
-	case RESULT_REMOTE_HIT: s->m.req_remote_hit++; break;
-	case RESULT_ERROR: s->m.req_error++; break;
-	case RESULT_INTERNAL: return; /* internal pages are not logged */
+	if (t->result == RESULT_INTERNAL)
+		return;  /* internal pages are not logged */
+	if (t->for_peer) {
+		if (t->result == RESULT_LOCAL_HIT)
+			s->m.peer_served_hit++;
+		else
+			s->m.peer_served_miss++;
+	} else {
+		switch (t->result) {
+		case RESULT_LOCAL_HIT: s->m.req_local_hit++; break;
+		case RESULT_MISS: s->m.req_miss++; break;
+		case RESULT_REMOTE_HIT: s->m.req_remote_hit++; break;
+		case RESULT_ERROR: s->m.req_error++; break;
+		case RESULT_INTERNAL: break;
+		}
 	}
 	evutil_gettimeofday(&e.end, NULL);
 	accesslog_write(s->log, &e);
@@ -694,6 +703,13 @@ request_start(struct txn *t)
 	t->looped = via_names(&t->req, t->srv->conf.node_name);
 	if (t->looped)
 		t->srv->m.forwarding_loops++;
+	/* a peer's request came through a proxy (Via) from a peer's
+	 * address: the client hit ratio leaves it out, or every remote hit
+	 * would count twice, once as a local hit where it was served */
+	t->for_peer = t->srv->peers != NULL &&
+	    http_field_find(&t->req, "via") != NULL &&
+	    peers_by_addr(t->srv->peers,
+	    (const struct sockaddr *)&t->c->sa) != NULL;
 	if (t->is_get || t->is_head) {
 		lookup(t);
 		return;

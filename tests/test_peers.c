@@ -98,6 +98,14 @@ Test(peers, remote_hit_through_the_summary_and_no_query_for_misses)
 	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\""
 	    "remote_hit\"}"), 1);
 	cr_expect_eq(sent_to(b, "peer_request", "a"), 1);
+	/* A served B's request: a peer's, not a client's (A's one client
+	 * request was its miss) */
+	cr_expect_eq(node_metric(a, "sumcache_peer_requests_served_total{"
+	    "result=\"hit\"}"), 1);
+	cr_expect_eq(node_metric(a, "sumcache_requests_total{result=\""
+	    "local_hit\"}"), 0);
+	cr_expect_eq(node_metric(a, "sumcache_requests_total{result=\""
+	    "miss\"}"), 1);
 	cr_expect(harness_file_has(b->log, "TCP_MISS/200", "CD_SIBLING_HIT/a ",
 	    3000), "B's access log names A as the source");
 	cr_expect_eq(sent_to(b, "peer_request", "c"), 0,

@@ -1,0 +1,378 @@
+/*
+ * replay: replays a Squid native access.log against a cluster of proxies
+ * and checks every body that comes back.
+ *
+ *   replay -o ORIGIN -p PROXY[,PROXY...] [-c CONCURRENCY] [-n MAX] TRACE
+ *
+ * Each client address in the log is one client; clients are numbered in
+ * address order and client c goes through proxy c mod N (the paper's
+ * assignment, and the generator's sites). Requests are issued in log order,
+ * at most CONCURRENCY at a time (16), as fast as the cluster answers.
+ *
+ * Every URL is fetched from the demo origin ORIGIN (host:port): a URL
+ * already on a demo origin keeps its path and query; any other URL (a real
+ * log) becomes /real/HASH?size=BYTES, one object per distinct URL, of the
+ * size the log gave it. The body that comes back must be the demo origin's
+ * bytes for that target (demo.h), in some version it could have had: a
+ * wrong body is counted, never ignored.
+ *
+ * Prints key=value lines: requests, ok, wrong_bodies, errors, seconds,
+ * latency_p50_ms, latency_p99_ms. Exit status 0 when every response was
+ * right, 1 otherwise.
+ */
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "demo.h"
+
+#define MAX_PROXIES 64
+#define MAX_VERSIONS 4
+#define SCRATCH 65536
+
+struct entry {
+	char *target;     /* path and query on the demo origin */
+	unsigned client;  /* index in address order */
+};
+
+struct xfer {
+	CURL *easy;
+	struct entry *e;
+	struct demo_obj obj;
+	uint64_t seeds[MAX_VERSIONS];
+	int alive[MAX_VERSIONS];  /* still matching this version */
+	unsigned nversions;
+	uint64_t got;
+};
+
+struct run {
+	const char *origin;
+	char *proxies[MAX_PROXIES];
+	unsigned nproxies;
+	unsigned concurrency;
+	struct entry *v;
+	size_t n;
+	uint64_t ok, wrong, errors;
+	uint64_t *lat_us;
+	size_t nlat;
+	uint64_t per_proxy[MAX_PROXIES];
+};
+
+/* ---- the log ---- */
+
+struct client_name {
+	char addr[64];
+	unsigned seen;  /* its number in first-seen order */
+};
+
+static int
+cmp_addr(const void *a, const void *b)
+{
+	const char *x = ((const struct client_name *)a)->addr;
+	const char *y = ((const struct client_name *)b)->addr;
+	struct in_addr ix, iy;
+
+	if (inet_pton(AF_INET, x, &ix) == 1 && inet_pton(AF_INET, y, &iy) == 1) {
+		uint32_t hx = ntohl(ix.s_addr), hy = ntohl(iy.s_addr);
+		return hx < hy ? -1 : hx > hy;
+	}
+	return strcmp(x, y);
+}
+
+/* The demo-origin target of a logged URL (see the header comment). */
+static char *
+map_target(const char *url, unsigned long long bytes)
+{
+	const char *p = strncmp(url, "http://", 7) == 0 ? url + 7 : NULL;
+	char buf[128];
+
+	if (p == NULL)
+		return NULL;
+	p = strchr(p, '/');
+	if (p != NULL && strncmp(p, "/demo/", 6) == 0)
+		return strdup(p);
+	snprintf(buf, sizeof(buf), "/real/%016llx?size=%llu",
+	    (unsigned long long)XXH3_64bits(url, strlen(url)), bytes);
+	return strdup(buf);
+}
+
+static int
+load(struct run *r, const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[8192];
+	size_t cap = 0, nclients = 0, ccap = 0;
+	struct client_name *names = NULL;
+	size_t lineno = 0, skipped = 0;
+
+	if (f == NULL) {
+		perror(path);
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char client[64], method[16], url[4096];
+		unsigned long long bytes;
+		lineno++;
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (sscanf(line, "%*s %*s %63s %*s %llu %15s %4095s", client,
+		    &bytes, method, url) != 4) {
+			fprintf(stderr, "replay: %s:%zu: not a Squid native log "
+			    "line\n", path, lineno);
+			fclose(f);
+			return -1;
+		}
+		char *target = strcmp(method, "GET") == 0 ?
+		    map_target(url, bytes) : NULL;
+		if (target == NULL) {
+			skipped++;  /* not a GET of an http:// URL */
+			continue;
+		}
+		if (r->n == cap) {
+			cap = cap ? cap * 2 : 4096;
+			r->v = realloc(r->v, cap * sizeof(*r->v));
+		}
+		if (nclients == ccap) {
+			ccap = ccap ? ccap * 2 : 256;
+			names = realloc(names, ccap * sizeof(*names));
+		}
+		if (r->v == NULL || names == NULL) {
+			fprintf(stderr, "replay: out of memory\n");
+			exit(1);
+		}
+		/* clients are few: a linear search per line is cheap enough
+		 * next to a request */
+		size_t c = 0;
+		while (c < nclients && strcmp(names[c].addr, client) != 0)
+			c++;
+		if (c == nclients) {
+			snprintf(names[c].addr, sizeof(names[c].addr), "%s",
+			    client);
+			names[c].seen = (unsigned)c;
+			nclients++;
+		}
+		r->v[r->n].target = target;
+		r->v[r->n].client = (unsigned)c;  /* first-seen, for now */
+		r->n++;
+	}
+	fclose(f);
+	/* number the clients in address order */
+	unsigned *order = malloc((nclients + 1) * sizeof(*order));
+	if (order == NULL) {
+		fprintf(stderr, "replay: out of memory\n");
+		exit(1);
+	}
+	qsort(names, nclients, sizeof(*names), cmp_addr);
+	for (size_t i = 0; i < nclients; i++)
+		order[names[i].seen] = (unsigned)i;
+	for (size_t i = 0; i < r->n; i++)
+		r->v[i].client = order[r->v[i].client];
+	free(order);
+	free(names);
+	if (skipped > 0)
+		fprintf(stderr, "replay: %zu lines not GET http:// left out\n",
+		    skipped);
+	fprintf(stderr, "replay: %zu requests from %zu clients over %u "
+	    "proxies\n", r->n, nclients, r->nproxies);
+	return 0;
+}
+
+/* ---- checking bodies ---- */
+
+static size_t
+on_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+	size_t len = size * n;
+	static uint8_t want[SCRATCH];
+
+	for (size_t done = 0; done < len;) {
+		size_t k = len - done > SCRATCH ? SCRATCH : len - done;
+		for (unsigned v = 0; v < x->nversions; v++) {
+			if (!x->alive[v])
+				continue;
+			demo_fill(x->seeds[v], x->got + done, want, k);
+			if (memcmp(want, data + done, k) != 0)
+				x->alive[v] = 0;
+		}
+		done += k;
+	}
+	x->got += len;
+	return len;
+}
+
+static struct xfer *
+start(struct run *r, CURLM *multi, struct entry *e)
+{
+	struct xfer *x = calloc(1, sizeof(*x));
+	char url[4200];
+
+	if (x == NULL || (x->easy = curl_easy_init()) == NULL) {
+		fprintf(stderr, "replay: out of memory\n");
+		exit(1);
+	}
+	x->e = e;
+	demo_parse(e->target, &x->obj);
+	/* versions a cache may rightly hold now: the current one, two
+	 * before it, and the next (the clock may turn during the request) */
+	uint64_t cur = demo_version(&x->obj, (uint64_t)time(NULL));
+	for (int64_t v = (int64_t)cur - 2; v <= (int64_t)cur + 1; v++)
+		if (v >= 0 && (x->obj.change != 0 || v == 0)) {
+			x->seeds[x->nversions] = demo_seed(e->target,
+			    (uint64_t)v);
+			x->alive[x->nversions++] = 1;
+		}
+	unsigned p = e->client % r->nproxies;
+	r->per_proxy[p]++;
+	snprintf(url, sizeof(url), "http://%s%s", r->origin, e->target);
+	curl_easy_setopt(x->easy, CURLOPT_URL, url);
+	curl_easy_setopt(x->easy, CURLOPT_PROXY, r->proxies[p]);
+	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
+	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT, 60L);
+	curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_multi_add_handle(multi, x->easy);
+	return x;
+}
+
+static void
+finish(struct run *r, CURLM *multi, struct xfer *x, CURLcode rc)
+{
+	long status = 0;
+	curl_off_t us = 0;
+	int right = 0;
+
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME_T, &us);
+	for (unsigned v = 0; v < x->nversions; v++)
+		right |= x->alive[v];
+	if (rc != CURLE_OK || status != 200) {
+		r->errors++;
+		if (r->errors <= 10)
+			fprintf(stderr, "replay: %s: %s\n", x->e->target,
+			    rc != CURLE_OK ? curl_easy_strerror(rc) : "not 200");
+	} else if (!right || x->got != x->obj.size) {
+		r->wrong++;
+		if (r->wrong <= 10)
+			fprintf(stderr, "replay: %s: wrong body (%" PRIu64
+			    " bytes)\n", x->e->target, x->got);
+	} else {
+		r->ok++;
+		r->lat_us[r->nlat++] = (uint64_t)us;
+	}
+	curl_multi_remove_handle(multi, x->easy);
+	curl_easy_cleanup(x->easy);
+	free(x);
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double
+percentile_ms(const uint64_t *v, size_t n, double q)
+{
+	if (n == 0)
+		return 0;
+	size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+	return (double)v[i] / 1000.0;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: replay -o ORIGIN_HOST:PORT -p PROXY[,PROXY...] "
+	    "[-c CONCURRENCY] [-n MAX] TRACE\n");
+	exit(2);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct run r = {.concurrency = 16};
+	size_t max = 0;
+	char *list = NULL;
+	int c;
+
+	while ((c = getopt(argc, argv, "o:p:c:n:h")) != -1) {
+		switch (c) {
+		case 'o': r.origin = optarg; break;
+		case 'p': list = optarg; break;
+		case 'c': r.concurrency = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'n': max = strtoull(optarg, NULL, 10); break;
+		default: usage();
+		}
+	}
+	if (optind + 1 != argc || r.origin == NULL || list == NULL ||
+	    r.concurrency == 0)
+		usage();
+	for (char *save, *tok = strtok_r(list, ",", &save); tok != NULL &&
+	    r.nproxies < MAX_PROXIES; tok = strtok_r(NULL, ",", &save))
+		r.proxies[r.nproxies++] = tok;
+	if (r.nproxies == 0)
+		usage();
+	if (load(&r, argv[optind]) < 0)
+		return 2;
+	size_t loaded = r.n;
+	if (max > 0 && max < r.n)
+		r.n = max;
+	r.lat_us = malloc((r.n + 1) * sizeof(*r.lat_us));
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	CURLM *multi = curl_multi_init();
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	size_t next = 0, running = 0;
+	while (next < r.n || running > 0) {
+		while (running < r.concurrency && next < r.n) {
+			start(&r, multi, &r.v[next++]);
+			running++;
+		}
+		int still;
+		curl_multi_perform(multi, &still);
+		CURLMsg *m;
+		int left;
+		while ((m = curl_multi_info_read(multi, &left)) != NULL) {
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			struct xfer *x;
+			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &x);
+			finish(&r, multi, x, m->data.result);
+			running--;
+		}
+		if (running > 0)
+			curl_multi_poll(multi, NULL, 0, 100, NULL);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	curl_multi_cleanup(multi);
+	curl_global_cleanup();
+
+	qsort(r.lat_us, r.nlat, sizeof(*r.lat_us), cmp_u64);
+	double secs = (double)(t1.tv_sec - t0.tv_sec) +
+	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	printf("requests=%zu\nok=%" PRIu64 "\nwrong_bodies=%" PRIu64
+	    "\nerrors=%" PRIu64 "\nseconds=%.3f\nlatency_p50_ms=%.3f\n"
+	    "latency_p99_ms=%.3f\n", r.n, r.ok, r.wrong, r.errors, secs,
+	    percentile_ms(r.lat_us, r.nlat, 0.50),
+	    percentile_ms(r.lat_us, r.nlat, 0.99));
+	for (unsigned p = 0; p < r.nproxies; p++)
+		printf("requests_via{proxy=\"%s\"}=%" PRIu64 "\n", r.proxies[p],
+		    r.per_proxy[p]);
+	for (size_t i = 0; i < loaded; i++)
+		free(r.v[i].target);
+	free(r.v);
+	free(r.lat_us);
+	return r.wrong == 0 && r.errors == 0 ? 0 : 1;
+}
