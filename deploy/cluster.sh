@@ -19,7 +19,8 @@
 #     the origin and to clients is not delayed.
 # Each node's config, log, access log and pid are in run/cluster/
 # (SUMCACHE_CLUSTER_DIR); status scrapes every node's /metrics; down stops
-# everything by pid and removes the namespaces.
+# everything by pid and removes the namespaces. SUMCACHE_BASE_PORT and
+# SUMCACHE_ORIGIN_PORT move the loopback ports (3128, 8081).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . deploy/lib.sh
@@ -27,6 +28,7 @@ cd "$(dirname "$0")/.."
 state=${SUMCACHE_CLUSTER_DIR:-run/cluster}
 build=${SUMCACHE_BUILD:-build}
 origin_port=${SUMCACHE_ORIGIN_PORT:-8081}
+base_port=${SUMCACHE_BASE_PORT:-3128}  # loopback: node i on base + i - 1
 bridge=sumcache-br
 subnet=10.77.0
 
@@ -117,7 +119,7 @@ node_conf() {
         if [ "$netns" = 1 ]; then
           ph=$subnet.$j pp=3128 pi=3130
         else
-          ph=127.0.0.1 pp=$((3127 + j)) pi=$((4127 + j))
+          ph=127.0.0.1 pp=$((base_port + j - 1)) pi=$((base_port + 999 + j))
         fi
         peers="$peers$sep\"n$j $ph:$pp icp=$pi\""
         sep=", "
@@ -180,7 +182,7 @@ up() {
     if [ "$netns" = 1 ]; then
       host=$subnet.$i port=3128 icp=3130
     else
-      host=127.0.0.1 port=$((3127 + i)) icp=$((4127 + i))
+      host=127.0.0.1 port=$((base_port + i - 1)) icp=$((base_port + 999 + i))
     fi
     node_conf "$name" "$host" "$port" "$icp" "$mode" "$n" "$i" "$netns"
     if [ "$netns" = 1 ]; then

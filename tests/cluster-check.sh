@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The replay report end to end: a 3-node cluster replays a small synthetic
+# trace through deploy/compare.sh under none, icp and summary, and the
+# report must add up. Run by tests/run.sh after the build; BUILD names the
+# build directory (build-test).
+#   - every mode served exactly the trace's requests, with no wrong body
+#     and no error;
+#   - none: no inter-proxy traffic and no remote hit;
+#   - icp and summary: remote hits; ICP sent queries and no summaries,
+#     summary sent summaries and no ICP;
+#   - summary mode asked peers for objects no more often than ICP sent
+#     queries, and sent fewer protocol messages than ICP.
+# Prints "cluster-check: P passed, F failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD:-build-test}
+dir=$build/cluster-check
+rm -rf "$dir"
+mkdir -p "$dir"
+
+"$build/workload-gen" --requests 3000 --objects 3000 --proxies 3 \
+  --seed 7 >"$dir/trace.log" 2>/dev/null
+lines=$(wc -l <"$dir/trace.log")
+
+SUMCACHE_BUILD=$build SUMCACHE_CLUSTER_DIR=$dir/cluster \
+  SUMCACHE_BASE_PORT=23128 SUMCACHE_ORIGIN_PORT=28081 \
+  ./deploy/compare.sh "$dir/trace.log" 3 --cache-mem 16MB --origin-latency 0 --out "$dir" \
+  >"$dir/report.txt" 2>&1
+rc=$?
+cat "$dir/report.txt"
+if [ $rc -ne 0 ] || [ ! -s "$dir/compare.csv" ]; then
+  echo "cluster-check: compare.sh failed (status $rc)"
+  echo "cluster-check: 0 passed, 1 failed"
+  exit 1
+fi
+
+awk -F, -v lines="$lines" '
+  function check(ok, what) {
+    if (ok) pass++; else { fail++; print "cluster-check: FAILED: " what }
+  }
+  NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+  { for (k in col) v[$1, k] = $col[k]; seen[$1] = 1 }
+  END {
+    split("none icp summary", modes, " ")
+    for (i = 1; i <= 3; i++) {
+      m = modes[i]
+      check(m in seen, m ": a row")
+      check(v[m, "requests"] == lines, m ": requests " v[m, "requests"] " = trace " lines)
+      check(v[m, "wrong_bodies"] == 0, m ": no wrong body (" v[m, "wrong_bodies"] ")")
+      check(v[m, "errors"] == 0, m ": no error (" v[m, "errors"] ")")
+    }
+    check(v["none", "protocol_messages"] == 0 && v["none", "peer_requests"] == 0,
+      "none: no inter-proxy traffic")
+    check(v["none", "remote_hit_pct"] == 0, "none: no remote hit")
+    check(v["icp", "remote_hit_pct"] > 0, "icp: remote hits")
+    check(v["summary", "remote_hit_pct"] > 0, "summary: remote hits")
+    check(v["icp", "icp_queries"] > 0 && v["icp", "summary_msgs"] == 0,
+      "icp: queries, no summaries")
+    check(v["summary", "summary_msgs"] > 0 && v["summary", "icp_msgs"] == 0,
+      "summary: summaries, no ICP")
+    check(v["summary", "peer_requests"] <= v["icp", "icp_queries"],
+      "summary peer requests " v["summary", "peer_requests"] " <= ICP queries " v["icp", "icp_queries"])
+    check(v["summary", "protocol_messages"] < v["icp", "protocol_messages"],
+      "summary sends fewer protocol messages than ICP")
+    printf "cluster-check: %d passed, %d failed\n", pass, fail
+    exit fail > 0
+  }' "$dir/compare.csv"
