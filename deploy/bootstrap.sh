@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config clang libfuzzer-14-dev
   libevent-dev libcurl4-openssl-dev libxxhash-dev libssl-dev
   libprotobuf-c-dev protobuf-c-compiler libconfig-dev libcriterion-dev
-  nginx-light squid wrk curl procps iproute2 util-linux
+  nginx-light squid wrk curl procps iproute2 util-linux gnuplot-nox
 )
 
 # Debian starts the daemons it installs (and a reboot starts them again);

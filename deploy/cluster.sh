@@ -70,10 +70,10 @@ netns_up() {
     if [ "$delay" -gt 0 ]; then
       # band 3 (delayed) only for other nodes; the origin and clients
       # (this host, .254) go through band 1
-      ip netns exec "$ns" tc qdisc add dev eth0 root handle 1: prio
-      ip netns exec "$ns" tc qdisc add dev eth0 parent 1:3 handle 30: \
-        netem delay "${delay}ms" 2>/dev/null ||
-        die "--delay needs the kernel's netem qdisc (sch_netem), which this machine lacks"
+      { ip netns exec "$ns" tc qdisc add dev eth0 root handle 1: prio &&
+        ip netns exec "$ns" tc qdisc add dev eth0 parent 1:3 handle 30: \
+          netem delay "${delay}ms"; } 2>/dev/null ||
+        die "--delay needs the kernel's prio and netem qdiscs (sch_prio, sch_netem); this kernel lacks them"
       ip netns exec "$ns" tc filter add dev eth0 parent 1: protocol ip \
         prio 1 u32 match ip dst "$subnet.254/32" flowid 1:1
       ip netns exec "$ns" tc filter add dev eth0 parent 1: protocol ip \
@@ -164,10 +164,9 @@ up() {
   if [ "$netns" = 1 ]; then
     [ "$(id -u)" -eq 0 ] || die "--netns needs root"
     netns_down
-    if ! netns_up "$n" "$delay"; then
-      netns_down
-      exit 1
-    fi
+    trap netns_down EXIT  # a step that fails leaves nothing behind
+    netns_up "$n" "$delay"
+    trap - EXIT
     ohost=$subnet.254
   fi
   "$build/demo-origin" -l "$ohost:$origin_port" -d "$latency" \

@@ -1,62 +1,52 @@
 #!/usr/bin/env bash
-# Fresh Debian 12 to a running sumcache in one command: installs what is
-# missing, builds, starts sumcache on 127.0.0.1:3128 with its defaults and a
-# small local origin on 127.0.0.1:8081, shows a miss and a hit, and leaves
-# both running. Stop them with:  ./deploy/quickstart.sh stop
+# Fresh Debian 12 to a running sumcache cluster in one command: installs
+# what is missing, builds, starts a 3-node Summary Cache cluster with the
+# demo origin (deploy/cluster.sh), replays a short synthetic workload
+# through it with every body checked, prints what the cluster did, and
+# leaves it running for a browser or curl.
+#   ./deploy/quickstart.sh        start (again)
+#   ./deploy/cluster.sh down      stop it (./deploy/quickstart.sh stop too)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . deploy/lib.sh
-run=run
-mkdir -p "$run"
-
-stop() {
-  for p in sumcache origin; do
-    if [ -f "$run/$p.pid" ]; then
-      kill "$(cat "$run/$p.pid")" 2>/dev/null || true
-      rm -f "$run/$p.pid"
-    fi
-  done
-}
 
 if [ "${1:-}" = stop ]; then
-  stop
-  echo "quickstart: stopped"
-  exit 0
+  exec ./deploy/cluster.sh down
 fi
 
+build=${SUMCACHE_BUILD:-build}
+state=${SUMCACHE_CLUSTER_DIR:-run/cluster}
+export SUMCACHE_BUILD=$build SUMCACHE_CLUSTER_DIR=$state
 ./deploy/bootstrap.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" >/dev/null
-stop
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$build" -j"$(nproc)" >/dev/null
 
+./deploy/cluster.sh down >/dev/null 2>&1 || true
+./deploy/cluster.sh up 3 --mode summary --origin-latency 10
+origin=$(cat "$state/origin")
+proxies=$(awk '{ printf "%shttp://%s:%s", (NR > 1 ? "," : ""), $2, $3 }' \
+  "$state/nodes")
 
-build/tests/test-origin 8081 >"$run/origin.log" 2>&1 &
-echo $! >"$run/origin.pid"
-build/sumcache -o access_log="$run/access.log" >"$run/sumcache.log" 2>&1 &
-echo $! >"$run/sumcache.pid"
-wait_port 8081
-wait_port 3128
-
-url="http://127.0.0.1:8081/obj/hello?max_age=300&size=2048"
-echo "quickstart: sumcache is listening on 127.0.0.1:3128"
-for i in 1 2; do
-  printf '  request %d: ' "$i"
-  curl -s -o /dev/null -D - -x http://127.0.0.1:3128 "$url" |
-    tr -d '\r' | grep -E '^X-Cache:'
-done
-sleep 0.3
-echo "  access log ($run/access.log):"
-sed 's/^/    /' "$run/access.log"
-echo "  metrics:"
-curl -s http://127.0.0.1:3128/metrics |
-  grep -E '^sumcache_(requests_total|cache_objects)' | sed 's/^/    /'
+echo
+echo "quickstart: replaying a demo workload (10,000 requests from 24 clients,"
+echo "            client c through node c mod 3; every body checked)"
+"$build/workload-gen" --requests 10000 --objects 6000 --clients 24 \
+  --proxies 3 >"$state/demo-trace.log" 2>/dev/null
+"$build/replay" -o "$origin" -p "$proxies" -c 16 "$state/demo-trace.log" |
+  grep -E '^(requests|ok|wrong_bodies|errors|latency)' | sed 's/^/  /'
+sleep 1
+echo
+./deploy/cluster.sh status
+n1=$(awk 'NR == 1 { print $2 ":" $3 }' "$state/nodes")
 cat <<EOT
 
-Use it:
-  curl -x http://127.0.0.1:3128 http://127.0.0.1:8081/obj/any?max_age=60
-  export http_proxy=http://127.0.0.1:3128 https_proxy=http://127.0.0.1:3128
-  chromium --proxy-server=http://127.0.0.1:3128
-  curl http://127.0.0.1:3128/metrics
-Configuration: build/sumcache --help   (check a file: build/sumcache -t -c FILE)
-Stop: ./deploy/quickstart.sh stop
+The cluster keeps running. Point a client at any node:
+  curl -x http://$n1 "http://$origin/any/path?size=5000&max_age=600"
+  chromium --proxy-server=http://$n1
+  export http_proxy=http://$n1 https_proxy=http://$n1
+Watch it:  ./deploy/cluster.sh status      curl http://$n1/metrics
+Compare none, ICP and Summary Cache on a trace:
+  $build/workload-gen --requests 50000 > trace.log
+  ./deploy/compare.sh trace.log 4
+Stop:  ./deploy/cluster.sh down
 EOT
