@@ -5,21 +5,7 @@
 
 #include <string.h>
 
-static uint32_t
-get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	    (uint32_t)p[2] << 8 | p[3];
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
+#include "netorder.h"
 
 static int
 known_op(unsigned op)
@@ -38,7 +24,7 @@ icp_decode(const uint8_t *buf, size_t len, struct icp_msg *m)
 {
 	if (len < ICP_HEADER)
 		return ICP_ERR_SHORT;
-	if (((size_t)buf[2] << 8 | buf[3]) != len)
+	if (get16(buf + 2) != len)
 		return ICP_ERR_LENGTH;
 	if (buf[1] != ICP_VERSION)
 		return ICP_ERR_VERSION;
@@ -75,8 +61,7 @@ icp_encode(uint8_t *out, enum icp_op op, uint32_t reqnum, const char *url,
 	memset(out, 0, off);
 	out[0] = (uint8_t)op;
 	out[1] = ICP_VERSION;
-	out[2] = (uint8_t)(len >> 8);
-	out[3] = (uint8_t)len;
+	put16(out + 2, (uint16_t)len);
 	put32(out + 4, reqnum);
 	memcpy(out + off, url, url_len);
 	out[off + url_len] = '\0';

@@ -13,34 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void
-put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint16_t
-get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	    (uint32_t)p[2] << 8 | p[3];
-}
+#include "netorder.h"
 
 uint32_t
 digest_mask_size(uint32_t capacity, uint8_t bits_per_entry)
