@@ -569,13 +569,15 @@ request_output_drained(struct txn *t)
 /*
  * Whether a Via element was added by a proxy called node: the request has
  * been through us already. Via elements are "protocol received-by
- * [comment]".
+ * [comment]". *any says whether the request has a Via at all (it came
+ * through a proxy).
  */
 static bool
-via_names(const struct http_head *h, const char *node)
+via_names(const struct http_head *h, const char *node, bool *any)
 {
 	size_t nl = strlen(node);
 
+	*any = false;
 	for (unsigned i = 0; i < h->nfields; i++) {
 		const struct http_field *f = &h->fields[i];
 		const char *e;
@@ -583,6 +585,7 @@ via_names(const struct http_head *h, const char *node)
 
 		if (!http_field_is(f, "via"))
 			continue;
+		*any = true;
 		while (http_list_next(f->value, f->vlen, &pos, &e, &el)) {
 			const char *sp = memchr(e, ' ', el);
 			if (sp == NULL)
@@ -700,14 +703,14 @@ request_start(struct txn *t)
 	cc_parse(&t->req, true, &t->reqcc);
 	/* PROTOCOLS.md 4: a request that has been through us goes to the
 	 * origin, never to a peer again */
-	t->looped = via_names(&t->req, t->srv->conf.node_name);
+	bool proxied;
+	t->looped = via_names(&t->req, t->srv->conf.node_name, &proxied);
 	if (t->looped)
 		t->srv->m.forwarding_loops++;
 	/* a peer's request came through a proxy (Via) from a peer's
 	 * address: the client hit ratio leaves it out, or every remote hit
 	 * would count twice, once as a local hit where it was served */
-	t->for_peer = t->srv->peers != NULL &&
-	    http_field_find(&t->req, "via") != NULL &&
+	t->for_peer = proxied && t->srv->peers != NULL &&
 	    peers_by_addr(t->srv->peers,
 	    (const struct sockaddr *)&t->c->sa) != NULL;
 	if (t->is_get || t->is_head) {
