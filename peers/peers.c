@@ -48,6 +48,9 @@
 #define DIGEST_SLACK_MS (5 * 60 * 1000)
 #define DIGEST_RETRY_MIN_MS (60 * 1000)
 #define DIGEST_RETRY_MAX_MS (60 * 60 * 1000)
+/* a later Expires is not believed: a peer's wrong clock must not freeze
+ * the digest we hold of it */
+#define DIGEST_EXPIRES_MAX_MS (24 * 60 * 60 * 1000)
 
 /* A signed message shared by every peer's queue. */
 struct msg {
@@ -1088,29 +1091,47 @@ on_pull_body(char *data, size_t size, size_t n, void *arg)
 	return sum_buf_put(&x->resp, data, len) < 0 ? 0 : len;
 }
 
+/*
+ * The end of a pull (a summary or a digest): counts the request, reads
+ * its status and time. False when the peer left the table meanwhile; x
+ * is freed then.
+ */
+static bool
+pull_ended(struct xfer *x, enum ipm_type type, long *status, double *secs)
+{
+	struct peer *p = x->p;
+
+	p->pulling = false;
+	*status = 0;
+	*secs = 0;
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, status);
+	curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME, secs);
+	count(p, IPM_SENT, type, 0);
+	if (p->retired) {
+		xfer_free(&x);
+		return false;
+	}
+	return true;
+}
+
 static void
 on_pull_done(void *arg, CURLcode rc)
 {
 	struct xfer *x = arg;
 	struct peers *ps = x->ps;
 	struct peer *p = x->p;
-	long status = 0;
-	double secs = 0;
+	long status;
+	double secs;
 	const char *why = NULL;
 
-	p->pulling = false;
-	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME, &secs);
-	count(p, IPM_SENT, IPM_SUMMARY_PULL, 0);
-	if (p->retired) {
-		xfer_free(&x);
+	if (!pull_ended(x, IPM_SUMMARY_PULL, &status, &secs))
 		return;
-	}
 	if (rc != CURLE_OK || status != 200) {
 		char detail[160];
-		snprintf(detail, sizeof(detail), "pull: %s", rc != CURLE_OK ?
-		    curl_easy_strerror(rc) : "HTTP error");
-		if (rc == CURLE_OK)
+		if (rc != CURLE_OK)
+			snprintf(detail, sizeof(detail), "pull: %s",
+			    curl_easy_strerror(rc));
+		else
 			snprintf(detail, sizeof(detail), "pull: HTTP %ld",
 			    status);
 		peer_down(p, detail);
@@ -1162,7 +1183,8 @@ digest_failed(struct peer *p, const char *why)
 }
 
 /* When a digest that expires at the Expires header of e (if any) is
- * fetched again: 5 min after it expires, and no sooner than 5 min. */
+ * fetched again: 5 min after it expires (a day at the latest), and no
+ * sooner than 5 min. */
 static uint64_t
 digest_refetch_in_ms(CURL *e)
 {
@@ -1175,6 +1197,8 @@ digest_refetch_in_ms(CURL *e)
 		if (at != -1)
 			in_ms = ((int64_t)at - (int64_t)time(NULL)) * 1000;
 	}
+	if (in_ms > DIGEST_EXPIRES_MAX_MS)
+		in_ms = DIGEST_EXPIRES_MAX_MS;
 	return in_ms > 0 ? (uint64_t)in_ms + DIGEST_SLACK_MS :
 	    DIGEST_SLACK_MS;
 }
@@ -1185,19 +1209,13 @@ on_digest_done(void *arg, CURLcode rc)
 	struct xfer *x = arg;
 	struct peers *ps = x->ps;
 	struct peer *p = x->p;
-	long status = 0;
-	double secs = 0;
+	long status;
+	double secs;
 	char detail[160];
 	const char *why = NULL;
 
-	p->pulling = false;
-	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME, &secs);
-	count(p, IPM_SENT, IPM_SQUID_DIGEST, 0);
-	if (p->retired) {
-		xfer_free(&x);
+	if (!pull_ended(x, IPM_SQUID_DIGEST, &status, &secs))
 		return;
-	}
 	if (rc != CURLE_OK && !x->too_big) {
 		snprintf(detail, sizeof(detail), "digest: %s",
 		    curl_easy_strerror(rc));
@@ -1313,7 +1331,7 @@ peers_candidates(struct peers *ps, const char *key, size_t len,
     struct peer **out, size_t max)
 {
 	struct sumkey k, md5;
-	const struct sumkey *squid_key = ps->md5 == NULL ? &k : NULL;
+	bool md5_made = false;
 	size_t n = 0;
 
 	if (max == 0 || sumkey_make(ps->hasher, SUM_METHOD_GET, key, len,
@@ -1321,21 +1339,18 @@ peers_candidates(struct peers *ps, const char *key, size_t len,
 		return 0;
 	for (size_t i = 0; i < ps->n && n < max; i++) {
 		struct peer *p = ps->v[i];
-		const struct sumkey *pk = &k;
-		if (p->spec.type == PEER_SQUID_DIGEST) {
+		bool squid = p->spec.type == PEER_SQUID_DIGEST;
+		if (squid)
 			p->digest_wanted = true;  /* fetched lazily, as Squid */
-			if (!p->up || p->sum == NULL)
+		if (!p->up || p->sum == NULL || !p->sum->loaded)
+			continue;
+		if (squid && ps->md5 != NULL && !md5_made) {
+			if (sumkey_make(ps->md5, SUM_METHOD_GET, key, len,
+			    &md5) < 0)
 				continue;
-			if (squid_key == NULL) {
-				if (sumkey_make(ps->md5, SUM_METHOD_GET, key, len,
-				    &md5) < 0)
-					continue;
-				squid_key = &md5;
-			}
-			pk = squid_key;
+			md5_made = true;
 		}
-		if (!p->up || p->sum == NULL || !p->sum->loaded ||
-		    !psum_contains(p->sum, pk))
+		if (!psum_contains(p->sum, squid && ps->md5 ? &md5 : &k))
 			continue;
 		/* insertion by RTT: a handful of peers */
 		peers_hold(p);
