@@ -44,21 +44,32 @@ struct opts {
 
 static uint64_t rng_state;
 
+/* splitmix64's finalizer */
 static uint64_t
-rng(void)
+mix(uint64_t z)
 {
-	uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
-
 	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
 	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
 	return z ^ (z >> 31);
 }
 
-/* uniform in (0, 1) */
+/* 64 random bits mapped to (0, 1) */
+static double
+to_unit(uint64_t bits)
+{
+	return ((double)(bits >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static uint64_t
+rng(void)
+{
+	return mix(rng_state += 0x9E3779B97F4A7C15ull);
+}
+
 static double
 uniform(void)
 {
-	return ((double)(rng() >> 11) + 0.5) / 9007199254740992.0;
+	return to_unit(rng());
 }
 
 /* A deterministic uniform (0, 1) for (object, what): an object keeps its
@@ -66,12 +77,8 @@ uniform(void)
 static double
 object_uniform(uint64_t object, uint64_t what)
 {
-	uint64_t saved = rng_state;
-
-	rng_state = object * 0xD1B54A32D192ED03ull + what * 0x8CB92BA72F3D8DD7ull;
-	double u = uniform();
-	rng_state = saved;
-	return u;
+	return to_unit(mix(object * 0xD1B54A32D192ED03ull +
+	    what * 0x8CB92BA72F3D8DD7ull + 0x9E3779B97F4A7C15ull));
 }
 
 /* Cumulative Zipf weights of ranks 1..n, normalized to end at 1. */
