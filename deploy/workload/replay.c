@@ -119,6 +119,12 @@ load(struct run *r, const char *path)
 		char client[64], method[16], url[4096];
 		unsigned long long bytes;
 		lineno++;
+		if (strchr(line, '\n') == NULL && !feof(f)) {
+			fprintf(stderr, "replay: %s:%zu: line longer than %zu "
+			    "bytes\n", path, lineno, sizeof(line) - 1);
+			fclose(f);
+			return -1;
+		}
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
 		if (sscanf(line, "%*s %*s %63s %*s %llu %15s %4095s", client,
@@ -318,9 +324,15 @@ main(int argc, char **argv)
 	if (optind + 1 != argc || r.origin == NULL || list == NULL ||
 	    r.concurrency == 0)
 		usage();
-	for (char *save, *tok = strtok_r(list, ",", &save); tok != NULL &&
-	    r.nproxies < MAX_PROXIES; tok = strtok_r(NULL, ",", &save))
+	for (char *save, *tok = strtok_r(list, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		if (r.nproxies == MAX_PROXIES) {
+			fprintf(stderr, "replay: at most %d proxies\n",
+			    MAX_PROXIES);
+			return 2;
+		}
 		r.proxies[r.nproxies++] = tok;
+	}
 	if (r.nproxies == 0)
 		usage();
 	if (load(&r, argv[optind]) < 0)
