@@ -158,8 +158,9 @@ Test(squid_digest, squid_forwards_a_digest_hit_to_sumcache, .timeout = 90)
 	resp_free(&r);
 	sleep(1);  /* into the next copy of our digest */
 
+	/* 72,2: Squid logs when it has read a peer's digest */
 	snprintf(extra, sizeof(extra), "cache_peer 127.0.0.1 sibling %d 0 "
-	    "no-query name=sumcache\n", e.pport);
+	    "no-query name=sumcache\ndebug_options ALL,1 72,2\n", e.pport);
 	squid_start(&s, e.dir, extra);
 	/* Squid fetches a peer's digest when a request first needs it */
 	snprintf(other, sizeof(other), "http://127.0.0.1:%d/obj/wake?"
@@ -171,7 +172,13 @@ Test(squid_digest, squid_forwards_a_digest_hit_to_sumcache, .timeout = 90)
 		usleep(100000);
 	cr_assert_eq(proxy_metric(&e, "sumcache_squid_digests_served_total"),
 	    1, "Squid never fetched our digest");
-	sleep(1);  /* Squid parses it after the fetch */
+	/* Squid reads and checks it after our side is done; its cache.log
+	 * says when (a fixed second was not always enough under load) */
+	char cache_log[sizeof(s.dir) + 16];
+	snprintf(cache_log, sizeof(cache_log), "%s/cache.log", s.dir);
+	cr_assert(harness_file_has(cache_log, "Done! Got", NULL, 10000),
+	    "Squid did not finish reading our digest; see %s", cache_log);
+	usleep(200000);  /* the line comes just before the digest is used */
 
 	http_request(s.port, "GET", url, NULL, NULL, 0, false, &r);
 	cr_assert_eq(r.status, 200);
