@@ -4,6 +4,8 @@
 # a normal build and an AddressSanitizer + UBSan build, warnings as errors.
 # After the normal build, a 3-node cluster replays a small trace through
 # deploy/compare.sh and its report must add up (tests/cluster-check.sh).
+# In both builds the simulator runs a small trace and must reproduce the
+# Bloom false-positive formula within 10 % (tests/sim-check.sh).
 # Each fuzz target (HTTP, ICP, Squid digest, summary message) runs briefly
 # on its seed corpus at the end.
 #   FUZZ_SECONDS=N   how long each fuzzer runs (default 20; 0 skips them)
@@ -28,6 +30,8 @@ suite() {
   "$dir/tests/e2e-tests" --jobs "$jobs" 2>&1 | tee -a "$log"
   echo "== interoperability tests with Squid ($dir)"
   "$dir/tests/squid-tests" --jobs "$jobs" 2>&1 | tee -a "$log"
+  echo "== simulator check ($dir)"
+  BUILD=$dir ./tests/sim-check.sh 2>&1 | tee -a "$log"
 }
 
 status=0
@@ -74,6 +78,6 @@ awk '
       if ($i == "Passing:") p += $(i + 1)
       if ($i == "Failing:" || $i == "Crashing:") f += $(i + 1) } }
   /^fuzz-[a-z]*: / { p += $2; f += $4 }
-  /^cluster-check: [0-9]+ passed/ { p += $2; f += $4 }
+  /^(cluster|sim)-check: [0-9]+ passed/ { p += $2; f += $4 }
   END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' "$log" || status=1
 exit $status

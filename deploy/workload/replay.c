@@ -20,7 +20,6 @@
  * latency_p50_ms, latency_p99_ms. Exit status 0 when every response was
  * right, 1 otherwise.
  */
-#include <arpa/inet.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -31,6 +30,7 @@
 #include <curl/curl.h>
 
 #include "demo.h"
+#include "trace.h"
 
 #define MAX_PROXIES 64
 #define MAX_VERSIONS 4
@@ -57,7 +57,7 @@ struct run {
 	unsigned nproxies;
 	unsigned concurrency;
 	struct entry *v;
-	size_t n;
+	size_t n, cap;
 	uint64_t ok, wrong, errors;
 	uint64_t *lat_us;
 	size_t nlat;
@@ -66,35 +66,13 @@ struct run {
 
 /* ---- the log ---- */
 
-struct client_name {
-	char addr[64];
-	unsigned seen;  /* its number in first-seen order */
-};
-
-static int
-cmp_addr(const void *a, const void *b)
-{
-	const char *x = ((const struct client_name *)a)->addr;
-	const char *y = ((const struct client_name *)b)->addr;
-	struct in_addr ix, iy;
-
-	if (inet_pton(AF_INET, x, &ix) == 1 && inet_pton(AF_INET, y, &iy) == 1) {
-		uint32_t hx = ntohl(ix.s_addr), hy = ntohl(iy.s_addr);
-		return hx < hy ? -1 : hx > hy;
-	}
-	return strcmp(x, y);
-}
-
 /* The demo-origin target of a logged URL (see the header comment). */
 static char *
 map_target(const char *url, unsigned long long bytes)
 {
-	const char *p = strncmp(url, "http://", 7) == 0 ? url + 7 : NULL;
+	const char *p = strchr(url + 7, '/');  /* after http:// */
 	char buf[128];
 
-	if (p == NULL)
-		return NULL;
-	p = strchr(p, '/');
 	if (p != NULL && strncmp(p, "/demo/", 6) == 0)
 		return strdup(p);
 	snprintf(buf, sizeof(buf), "/real/%016llx?size=%llu",
@@ -103,89 +81,38 @@ map_target(const char *url, unsigned long long bytes)
 }
 
 static int
-load(struct run *r, const char *path)
+keep(void *arg, const struct trace_line *l)
 {
-	FILE *f = fopen(path, "r");
-	char line[8192];
-	size_t cap = 0, nclients = 0, ccap = 0;
-	struct client_name *names = NULL;
-	size_t lineno = 0, skipped = 0;
+	struct run *r = arg;
 
-	if (f == NULL) {
-		perror(path);
-		return -1;
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 4096;
+		r->v = realloc(r->v, r->cap * sizeof(*r->v));
 	}
-	while (fgets(line, sizeof(line), f) != NULL) {
-		char client[64], method[16], url[4096];
-		unsigned long long bytes;
-		lineno++;
-		if (strchr(line, '\n') == NULL && !feof(f)) {
-			fprintf(stderr, "replay: %s:%zu: line longer than %zu "
-			    "bytes\n", path, lineno, sizeof(line) - 1);
-			fclose(f);
-			return -1;
-		}
-		if (line[0] == '#' || line[0] == '\n')
-			continue;
-		if (sscanf(line, "%*s %*s %63s %*s %llu %15s %4095s", client,
-		    &bytes, method, url) != 4) {
-			fprintf(stderr, "replay: %s:%zu: not a Squid native log "
-			    "line\n", path, lineno);
-			fclose(f);
-			return -1;
-		}
-		char *target = strcmp(method, "GET") == 0 ?
-		    map_target(url, bytes) : NULL;
-		if (target == NULL) {
-			skipped++;  /* not a GET of an http:// URL */
-			continue;
-		}
-		if (r->n == cap) {
-			cap = cap ? cap * 2 : 4096;
-			r->v = realloc(r->v, cap * sizeof(*r->v));
-		}
-		if (nclients == ccap) {
-			ccap = ccap ? ccap * 2 : 256;
-			names = realloc(names, ccap * sizeof(*names));
-		}
-		if (r->v == NULL || names == NULL) {
-			fprintf(stderr, "replay: out of memory\n");
-			exit(1);
-		}
-		/* clients are few: a linear search per line is cheap enough
-		 * next to a request */
-		size_t c = 0;
-		while (c < nclients && strcmp(names[c].addr, client) != 0)
-			c++;
-		if (c == nclients) {
-			snprintf(names[c].addr, sizeof(names[c].addr), "%s",
-			    client);
-			names[c].seen = (unsigned)c;
-			nclients++;
-		}
-		r->v[r->n].target = target;
-		r->v[r->n].client = (unsigned)c;  /* first-seen, for now */
-		r->n++;
-	}
-	fclose(f);
-	/* number the clients in address order */
-	unsigned *order = malloc((nclients + 1) * sizeof(*order));
-	if (order == NULL) {
+	if (r->v == NULL || (r->v[r->n].target = map_target(l->url,
+	    l->bytes)) == NULL) {
 		fprintf(stderr, "replay: out of memory\n");
 		exit(1);
 	}
-	qsort(names, nclients, sizeof(*names), cmp_addr);
-	for (size_t i = 0; i < nclients; i++)
-		order[names[i].seen] = (unsigned)i;
+	r->v[r->n++].client = l->client;
+	return 0;
+}
+
+static int
+load(struct run *r, const char *path)
+{
+	struct trace_clients c;
+
+	if (trace_read(path, "replay", keep, r, &c) < 0)
+		return -1;
 	for (size_t i = 0; i < r->n; i++)
-		r->v[i].client = order[r->v[i].client];
-	free(order);
-	free(names);
-	if (skipped > 0)
+		r->v[i].client = c.order[r->v[i].client];
+	if (c.skipped > 0)
 		fprintf(stderr, "replay: %zu lines not GET http:// left out\n",
-		    skipped);
+		    c.skipped);
 	fprintf(stderr, "replay: %zu requests from %zu clients over %u "
-	    "proxies\n", r->n, nclients, r->nproxies);
+	    "proxies\n", r->n, c.n, r->nproxies);
+	trace_clients_free(&c);
 	return 0;
 }
 

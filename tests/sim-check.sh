@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# sumcache-sim on a small synthetic trace (8 proxies, 100,000 requests):
+#   - every run counts exactly the trace's requests;
+#   - none has no inter-proxy traffic and no remote hit; ICP and summary
+#     both find remote hits, summary with fewer protocol messages and a
+#     total hit ratio within 1 point of ICP's;
+#   - the published summaries' false-positive rate (probed after each
+#     publication with URLs the trace never asks for) is within 10 % of
+#     the Bloom formula (1 - e^(-kn/m))^k at 8 and at 16 bits per entry,
+#     and falls as the bits grow;
+#   - a trace with a malformed line is refused with its file and line.
+# BUILD names the build directory (build-test).
+# Prints "sim-check: P passed, F failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build=${BUILD:-build-test}
+dir=$build/sim-check
+rm -rf "$dir"
+mkdir -p "$dir"
+pass=0 fail=0
+check() {  # check NAME COMMAND...
+  local name=$1; shift
+  if "$@"; then pass=$((pass + 1)); echo "  ok   $name"
+  else fail=$((fail + 1)); echo "  FAIL $name"; fi
+}
+
+"$build/workload-gen" --requests 100000 --objects 50000 --proxies 8 \
+  --seed 3 >"$dir/trace.log" 2>/dev/null
+lines=$(wc -l <"$dir/trace.log")
+"$build/sumcache-sim" --proxies 8 --bits 8,16 --csv "$dir/trace.log" \
+  >"$dir/sim.csv" 2>"$dir/sim.err"
+rc=$?
+cat "$dir/sim.csv"
+check "sumcache-sim exits 0" [ $rc -eq 0 ]
+
+# field of the row whose first three columns are mode, proxies, threshold
+# and whose bits column matches: get MODE BITS COLUMN
+get() {
+  awk -F, -v m="$1" -v b="$2" -v col="$3" '
+    NR == 1 { for (i = 1; i <= NF; i++) at[$i] = i; next }
+    $1 == m && $4 == b { print $(at[col]); exit }' "$dir/sim.csv"
+}
+# awk's verdict on an expression over named values: is A B C... EXPR
+is() {
+  local expr=${!#} args=("${@:1:$#-1}")
+  awk -v a="${args[0]:-0}" -v b="${args[1]:-0}" -v c="${args[2]:-0}" \
+    "BEGIN { exit !($expr) }"
+}
+
+for row in "none 0" "icp 0" "summary 8" "summary 16"; do
+  set -- $row
+  check "$1 ${2}b counts the trace's $lines requests" \
+    is "$(get "$1" "$2" requests)" "$lines" 'a == b'
+done
+check "none sends no protocol message" \
+  is "$(get none 0 messages_per_request)" 'a == 0'
+check "none has no remote hit" is "$(get none 0 remote_hit_pct)" 'a == 0'
+check "icp finds remote hits" is "$(get icp 0 remote_hit_pct)" 'a > 1'
+check "summary finds remote hits" is "$(get summary 16 remote_hit_pct)" 'a > 1'
+check "summary sends fewer protocol messages than icp" \
+  is "$(get summary 16 messages_per_request)" \
+     "$(get icp 0 messages_per_request)" 'a < b'
+check "summary's total hit ratio within 1 point of icp's" \
+  is "$(get summary 16 total_hit_pct)" "$(get icp 0 total_hit_pct)" \
+     '(a - b) < 1 && (b - a) < 1'
+for bits in 8 16; do
+  fp=$(get summary $bits bloom_fp_pct)
+  theory=$(get summary $bits bloom_fp_theory_pct)
+  echo "  $bits bits per entry: false positives $fp %, formula $theory %"
+  check "false-positive rate at ${bits}b within 10 % of the formula" \
+    is "$fp" "$theory" 'b > 0 && (a - b) / b < 0.1 && (b - a) / b < 0.1'
+done
+check "more bits per entry, fewer false positives" \
+  is "$(get summary 16 bloom_fp_pct)" "$(get summary 8 bloom_fp_pct)" \
+     'a < b / 4'
+
+# a malformed line is an error with its place, not a shorter trace
+{ head -n 10 "$dir/trace.log"; echo "not a log line"; } >"$dir/bad.log"
+"$build/sumcache-sim" --proxies 2 "$dir/bad.log" >/dev/null 2>"$dir/bad.err"
+rc=$?
+check "a malformed trace line is refused" [ $rc -eq 1 ]
+check "... naming its file and line" grep -q "bad.log:11: not a Squid" \
+  "$dir/bad.err"
+
+echo "sim-check: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
