@@ -24,8 +24,10 @@
  *            whose summary claims it (a peer without a fresh copy answers
  *            504: a false hit, and the next is tried), else the origin
  *
- * For each run it prints hit ratios (local, remote, total), false hits and
- * false misses (a fresh copy at a peer that the summary did not show yet),
+ * For each run it prints hit ratios (local, remote, total), false hits
+ * (and how many of them found an expired copy: the paper's remote stale
+ * hits), false misses (a fresh copy at a peer that the summaries did not
+ * show yet),
  * inter-proxy protocol messages and bytes per request, peer fetches per
  * request, and the summaries' false-positive rate measured against the
  * Bloom formula (1 - e^(-kn/m))^k: a probe of a peer's summary for an
@@ -385,6 +387,7 @@ struct params {
 
 struct stats {
 	uint64_t requests, local_hits, remote_hits, false_hits, false_misses;
+	uint64_t stale_false_hits;        /* the peer's copy had expired */
 	uint64_t messages, bytes;         /* ICP or summary protocol */
 	uint64_t peer_fetches;
 	uint64_t publications, fulls;
@@ -653,6 +656,8 @@ ask_summaries(struct sim *s, unsigned i, uint32_t obj, double now)
 		if (fresh_copy(s, cand[c], obj, now, 0))
 			return cand[c];
 		s->st.false_hits++;
+		s->st.stale_false_hits += map_get(&s->cache,
+		    map_key(cand[c], obj)) != NIL;
 	}
 	/* a fresh copy the summaries did not show (yet) */
 	for (unsigned d = 1; d < n; d++)
@@ -844,7 +849,7 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 	if (csv) {
 		printf("%s,%u,%g,%u,%u,%" PRIu64 ",%.4f,%.4f,%.4f,%.4f,%.4f,"
 		    "%.5f,%.2f,%.5f,%" PRIu64 ",%" PRIu64 ",%.0f,%.6f,%.6f,"
-		    "%.6f,%.6f,%.2f\n", mode_names[p->mode], p->proxies,
+		    "%.6f,%.6f,%.2f,%.4f\n", mode_names[p->mode], p->proxies,
 		    sum ? p->threshold * 100 : 0, sum ? p->bits : 0,
 		    sum ? p->k : 0, st->requests,
 		    pct(st->local_hits, st->requests),
@@ -856,7 +861,8 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 		    (double)st->peer_fetches / req, st->publications,
 		    st->fulls, entries, fp.absent * 100,
 		    fp.absent_theory * 100, fp.probe * 100,
-		    fp.probe_theory * 100, st->seconds);
+		    fp.probe_theory * 100, st->seconds,
+		    pct(st->stale_false_hits, st->requests));
 		return;
 	}
 	char what[48];
@@ -887,7 +893,7 @@ static const char csv_header[] =
     "false_miss_pct,messages_per_request,bytes_per_request,"
     "peer_fetches_per_request,publications,full_publications,"
     "mean_published_entries,bloom_fp_pct,bloom_fp_theory_pct,"
-    "probe_fp_pct,probe_fp_theory_pct,seconds\n";
+    "probe_fp_pct,probe_fp_theory_pct,seconds,stale_false_hit_pct\n";
 
 /* percentages of requests, except the three false-positive rates, which
  * are of summary probes */
