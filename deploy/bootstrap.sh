@@ -8,6 +8,7 @@ packages=(
   libevent-dev libcurl4-openssl-dev libxxhash-dev libssl-dev
   libprotobuf-c-dev protobuf-c-compiler libconfig-dev libcriterion-dev
   nginx-light squid wrk curl procps iproute2 util-linux gnuplot-nox
+  binutils systemd yamllint python3-yaml
 )
 
 # Debian starts the daemons it installs (and a reboot starts them again);

@@ -5,7 +5,9 @@
 # After the normal build, a 3-node cluster replays a small trace through
 # deploy/compare.sh and its report must add up (tests/cluster-check.sh).
 # In both builds the simulator runs a small trace and must reproduce the
-# Bloom false-positive formula within 10 % (tests/sim-check.sh).
+# Bloom false-positive formula within 10 % (tests/sim-check.sh). The
+# deployment files are checked with the tools Debian has
+# (tests/deploy-check.sh).
 # Each fuzz target (HTTP, ICP, Squid digest, summary message) runs briefly
 # on its seed corpus at the end.
 #   FUZZ_SECONDS=N   how long each fuzzer runs (default 20; 0 skips them)
@@ -40,6 +42,10 @@ suite build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo || status=1
 # The replay report end to end (deploy/compare.sh on a 3-node cluster).
 echo "== cluster replay check (build-test)"
 BUILD=build-test ./tests/cluster-check.sh 2>&1 | tee -a "$log" || status=1
+
+# Sample configs, systemd unit, container image, Kubernetes manifests.
+echo "== deployment files check (build-test)"
+BUILD=build-test ./tests/deploy-check.sh 2>&1 | tee -a "$log" || status=1
 
 # ASan's quarantine would hold freed buffers and hide (or fake) memory
 # growth; a small one keeps the bounded-memory test meaningful.
@@ -78,6 +84,6 @@ awk '
       if ($i == "Passing:") p += $(i + 1)
       if ($i == "Failing:" || $i == "Crashing:") f += $(i + 1) } }
   /^fuzz-[a-z]*: / { p += $2; f += $4 }
-  /^(cluster|sim)-check: [0-9]+ passed/ { p += $2; f += $4 }
+  /^(cluster|sim|deploy)-check: [0-9]+ passed/ { p += $2; f += $4 }
   END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' "$log" || status=1
 exit $status
