@@ -27,7 +27,7 @@ check() {  # check NAME COMMAND...
 "$build/workload-gen" --requests 100000 --objects 50000 --proxies 8 \
   --seed 3 >"$dir/trace.log" 2>/dev/null
 lines=$(wc -l <"$dir/trace.log")
-"$build/sumcache-sim" --proxies 8 --bits 8,16 --csv "$dir/trace.log" \
+"$build/sumcache-sim" --proxies 8 --bits 8,16 --filter-for mean --csv "$dir/trace.log" \
   >"$dir/sim.csv" 2>"$dir/sim.err"
 rc=$?
 cat "$dir/sim.csv"

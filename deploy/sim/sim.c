@@ -9,7 +9,9 @@
  * proxy is a byte-bounded SIEVE cache, as proxy/store.c is. What a peer
  * knows of another is what sumcache's own code makes of it: every proxy
  * keeps a counting filter (summary/cbf.c) updated on each insert and
- * eviction, publishes with sum_publish() when the changes reach the
+ * eviction, sized as sumcache sizes it (cache / 2 KB objects, grown to
+ * twice the entries with a full summary in a new epoch when the cache
+ * holds more), publishes with sum_publish() when the changes reach the
  * threshold (or the max interval passes with changes pending), and the
  * message is the real Signed envelope (peers/wire.c); the receivers' view
  * is a struct psum fed by psum_load_full / psum_apply_delta. Only the
@@ -363,6 +365,8 @@ struct proxy {
 	uint32_t head, tail, hand;  /* newest, oldest, SIEVE hand */
 	struct cbf *local;
 	struct psum *view;      /* what every peer holds of this proxy */
+	uint64_t capacity;      /* objects the filter is sized for */
+	uint64_t seq;           /* of the last publication, in its epoch */
 	uint32_t pubs;          /* publications so far */
 	uint64_t pub_entries;   /* entries in the last publication */
 	double pub_fpr;         /* (1 - e^(-kn/m))^k at that publication */
@@ -383,6 +387,7 @@ struct params {
 	double cache_share;     /* of each proxy's infinite cache; or */
 	uint64_t cache_bytes;   /* a fixed size per proxy */
 	double max_interval;    /* seconds; 0: never */
+	double filter_object_bytes;  /* 0: the proxy's mean object */
 };
 
 struct stats {
@@ -395,7 +400,9 @@ struct stats {
 	double fp_theory;                 /* expected false positives */
 	uint64_t absent_probes, absent_fp;
 	double absent_theory;
+	uint64_t rebuilds;
 	uint64_t mean_entries_sum, mean_entries_n;
+	double bits_sum;                  /* m at each publication */
 	double seconds;
 };
 
@@ -456,22 +463,18 @@ probe_absent(struct sim *s, const struct proxy *x)
 	}
 }
 
-/* Sends this proxy's summary as sumcache does: the smaller of a delta and
- * a full array, in a Signed envelope, to each of the other proxies. */
+/* Sends a summary of proxy i to each of the other proxies, in the real
+ * Signed envelope, and updates what they hold of it. */
 static void
-publish(struct sim *s, unsigned i, double now)
+send_summary(struct sim *s, unsigned i, double now, bool full,
+    uint64_t checksum)
 {
 	struct proxy *x = &s->px[i];
-	bool full;
-	uint64_t checksum;
 
-	s->payload.len = 0;
 	s->msg.len = 0;
-	if (sum_publish(x->local, &s->payload, &full, &checksum) < 0)
-		die("out of memory");
 	struct wire_summary w = {
 		.epoch = x->local->epoch,
-		.seq = x->pubs + 1,
+		.seq = x->seq,
 		.scheme = x->local->scheme,
 		.m = x->local->m,
 		.k = x->local->k,
@@ -505,7 +508,48 @@ publish(struct sim *s, unsigned i, double now)
 	s->st.messages += s->p.proxies - 1;
 	s->st.bytes += (uint64_t)(s->p.proxies - 1) * s->msg.len;
 	s->st.mean_entries_sum += x->pub_entries;
+	s->st.bits_sum += m;
 	s->st.mean_entries_n++;
+}
+
+/* The smaller of a delta and a full array, as sumcache publishes. */
+static void
+publish(struct sim *s, unsigned i, double now)
+{
+	bool full;
+	uint64_t checksum;
+
+	s->payload.len = 0;
+	if (sum_publish(s->px[i].local, &s->payload, &full, &checksum) < 0)
+		die("out of memory");
+	s->px[i].seq++;
+	send_summary(s, i, now, full, checksum);
+}
+
+/* More objects than the filter was sized for: as sumcache does, a filter
+ * for twice as many, in a new epoch, announced with a full summary. */
+static void
+rebuild(struct sim *s, unsigned i, double now)
+{
+	struct proxy *x = &s->px[i];
+	struct cbf *next;
+
+	x->capacity = 2 * x->local->entries;
+	next = cbf_new(SUM_XXH3, cbf_size_for(x->capacity, s->p.bits),
+	    s->p.k, x->local->epoch + 1);
+	if (next == NULL)
+		die("out of memory");
+	for (uint32_t v = x->tail; v != NIL; v = s->e[v].newer)
+		cbf_add(next, &s->t->obj[s->e[v].obj].key);
+	cbf_free(&x->local);
+	x->local = next;
+	cbf_mark_published(next);
+	s->payload.len = 0;
+	if (sum_encode_full(next->published, next->m, &s->payload) < 0)
+		die("out of memory");
+	x->seq = 1;
+	s->st.rebuilds++;
+	send_summary(s, i, now, true, sum_checksum(next->published, next->m));
 }
 
 static void
@@ -588,6 +632,11 @@ store(struct sim *s, unsigned i, uint32_t obj, double expires, double now)
 	x->used += o->size;
 	map_put(&s->cache, map_key(i, obj), v);
 	cbf_add(x->local, &o->key);
+	if (s->p.mode == MODE_SUMMARY && s->p.filter_object_bytes > 0 &&
+	    x->local->entries > x->capacity) {
+		rebuild(s, i, now);
+		return;
+	}
 	if (s->p.mode == MODE_SUMMARY) {
 		/* back in the cache before the next publication: still in
 		 * the view as published */
@@ -729,14 +778,19 @@ size_caches(struct sim *s)
 		    (uint64_t)(s->p.cache_share * (double)seen_bytes[i]);
 		if (x->cap < 65536)
 			x->cap = 65536;
-		/* the filter is sized for the objects the cache holds at the
-		 * proxy's mean object size, so bits per entry mean what they
-		 * say (sumcache sizes for cache_mem / 2 KB and grows) */
-		double mean = seen_objs[i] ? (double)seen_bytes[i] /
-		    (double)seen_objs[i] : 4096;
-		uint64_t entries = (uint64_t)((double)x->cap / mean) + 1;
-		x->local = cbf_new(SUM_XXH3, cbf_size_for(entries, s->p.bits),
-		    s->p.k, 1);
+		/* sumcache sizes its filter for cache_mem / 2 KB objects
+		 * (at least 1,024) and grows it when the cache holds more;
+		 * --filter-for mean sizes it once for the proxy's mean
+		 * object, so that bits per entry are about what they say */
+		double per = s->p.filter_object_bytes;
+		if (per == 0)
+			per = seen_objs[i] ? (double)seen_bytes[i] /
+			    (double)seen_objs[i] : 4096;
+		x->capacity = (uint64_t)((double)x->cap / per) + 1;
+		if (s->p.filter_object_bytes > 0 && x->capacity < 1024)
+			x->capacity = 1024;
+		x->local = cbf_new(SUM_XXH3, cbf_size_for(x->capacity,
+		    s->p.bits), s->p.k, 1);
 		x->view = psum_new(SUM_XXH3, x->local->m, s->p.k);
 		if (x->local == NULL || x->view == NULL)
 			die("out of memory");
@@ -849,7 +903,8 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 	if (csv) {
 		printf("%s,%u,%g,%u,%u,%" PRIu64 ",%.4f,%.4f,%.4f,%.4f,%.4f,"
 		    "%.5f,%.2f,%.5f,%" PRIu64 ",%" PRIu64 ",%.0f,%.6f,%.6f,"
-		    "%.6f,%.6f,%.2f,%.4f\n", mode_names[p->mode], p->proxies,
+		    "%.6f,%.6f,%.2f,%.4f,%.1f,%" PRIu64 "\n",
+		    mode_names[p->mode], p->proxies,
 		    sum ? p->threshold * 100 : 0, sum ? p->bits : 0,
 		    sum ? p->k : 0, st->requests,
 		    pct(st->local_hits, st->requests),
@@ -862,7 +917,10 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 		    st->fulls, entries, fp.absent * 100,
 		    fp.absent_theory * 100, fp.probe * 100,
 		    fp.probe_theory * 100, st->seconds,
-		    pct(st->stale_false_hits, st->requests));
+		    pct(st->stale_false_hits, st->requests),
+		    st->mean_entries_sum ? st->bits_sum /
+		    (double)st->mean_entries_sum : 0,
+		    st->rebuilds);
 		return;
 	}
 	char what[48];
@@ -893,7 +951,8 @@ static const char csv_header[] =
     "false_miss_pct,messages_per_request,bytes_per_request,"
     "peer_fetches_per_request,publications,full_publications,"
     "mean_published_entries,bloom_fp_pct,bloom_fp_theory_pct,"
-    "probe_fp_pct,probe_fp_theory_pct,seconds,stale_false_hit_pct\n";
+    "probe_fp_pct,probe_fp_theory_pct,seconds,stale_false_hit_pct,"
+    "effective_bits_per_entry,rebuilds\n";
 
 /* percentages of requests, except the three false-positive rates, which
  * are of summary probes */
@@ -919,6 +978,9 @@ usage(void)
 	    "                       with K, M or G (10%%)\n"
 	    "  --max-interval S     publish pending changes at least every S\n"
 	    "                       trace seconds; 0: never (60)\n"
+	    "  --filter-for BYTES   size each filter for cache / BYTES objects,\n"
+	    "                       and grow it, as sumcache does (2048); mean:\n"
+	    "                       once, for the proxy's mean object size\n"
 	    "  --csv                CSV rows instead of the table\n");
 	exit(2);
 }
@@ -976,10 +1038,11 @@ main(int argc, char **argv)
 		{"thresholds", 1, 0, 't'}, {"bits", 1, 0, 'b'},
 		{"hash-functions", 1, 0, 'k'}, {"cache", 1, 0, 'c'},
 		{"max-interval", 1, 0, 'i'}, {"csv", 0, 0, 'v'},
+		{"filter-for", 1, 0, 'f'},
 		{0, 0, 0, 0},
 	};
 	struct params p = {.proxies = 4, .k = 4, .cache_share = 0.1,
-	    .max_interval = 60};
+	    .max_interval = 60, .filter_object_bytes = 2048};
 	double thresholds[MAX_LIST] = {1}, bits[MAX_LIST] = {16};
 	unsigned nthr = 1, nbits = 1;
 	bool modes[3] = {true, true, true}, csv = false;
@@ -1026,6 +1089,14 @@ main(int argc, char **argv)
 		case 'i':
 			p.max_interval = strtod(optarg, &end);
 			if (*end != '\0' || p.max_interval < 0)
+				usage();
+			break;
+		case 'f':
+			p.filter_object_bytes = strcmp(optarg, "mean") == 0 ?
+			    0 : strtod(optarg, &end);
+			if (p.filter_object_bytes == 0 ? strcmp(optarg,
+			    "mean") != 0 : *end != '\0' ||
+			    p.filter_object_bytes < 64)
 				usage();
 			break;
 		case 'v': csv = true; break;
