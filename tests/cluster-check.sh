@@ -68,18 +68,9 @@ awk -F, -v lines="$lines" '
       "summary sends fewer protocol messages than ICP")
     printf "report %d %d\n", pass, fail
   }' "$dir/compare.csv" >"$dir/report.checks"
-read -r _ pass fail <"$dir/report.checks"
+. tests/checks.sh
+read -r _ checks_pass checks_fail <"$dir/report.checks"
 
-check() {  # check WHAT COMMAND...
-  local what=$1
-  shift
-  if "$@"; then
-    pass=$((pass + 1))
-  else
-    fail=$((fail + 1))
-    echo "cluster-check: FAILED: $what"
-  fi
-}
 
 # cluster_round NAME [up options]: up, replay, status, down
 cluster_round() {
@@ -120,5 +111,4 @@ cluster_round loopback --mode summary
 cluster_round netns --mode summary --netns
 unset SUMCACHE_CLUSTER_DIR
 
-echo "cluster-check: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+checks_done cluster-check

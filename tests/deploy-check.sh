@@ -21,12 +21,7 @@ bin=$(realpath "$build/sumcache")
 dir=$build/deploy-check
 rm -rf "$dir"
 mkdir -p "$dir"
-pass=0 fail=0
-check() {  # check NAME COMMAND...
-  local name=$1; shift
-  if "$@" >"$dir/out" 2>&1; then pass=$((pass + 1)); echo "  ok   $name"
-  else fail=$((fail + 1)); echo "  FAIL $name"; sed 's/^/       /' "$dir/out"; fi
-}
+. tests/checks.sh
 refused() { ! "$@"; }
 
 head -c 32 /dev/urandom | base64 >"$dir/cluster.key"
@@ -178,5 +173,4 @@ check "the manifests hang together (peer_dns, selectors, mounts, user)" \
   k8s_consistent
 check "the ConfigMap's config passes sumcache -t" conf_ok "$dir/k8s.conf"
 
-echo "deploy-check: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+checks_done deploy-check

@@ -17,12 +17,7 @@ build=${BUILD:-build-test}
 dir=$build/sim-check
 rm -rf "$dir"
 mkdir -p "$dir"
-pass=0 fail=0
-check() {  # check NAME COMMAND...
-  local name=$1; shift
-  if "$@"; then pass=$((pass + 1)); echo "  ok   $name"
-  else fail=$((fail + 1)); echo "  FAIL $name"; fi
-}
+. tests/checks.sh
 
 "$build/workload-gen" --requests 100000 --objects 50000 --proxies 8 \
   --seed 3 >"$dir/trace.log" 2>/dev/null
@@ -82,5 +77,4 @@ check "a malformed trace line is refused" [ $rc -eq 1 ]
 check "... naming its file and line" grep -q "bad.log:11: not a Squid" \
   "$dir/bad.err"
 
-echo "sim-check: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+checks_done sim-check

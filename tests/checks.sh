@@ -1,0 +1,19 @@
+# The counting the *-check.sh scripts share (sourced, after `dir` is set):
+#   check NAME COMMAND...   runs COMMAND, counts it; its output is shown
+#                           only when it fails
+#   checks_done PREFIX      prints "PREFIX: P passed, F failed" (the line
+#                           tests/run.sh adds up); fails if any failed
+checks_pass=0 checks_fail=0
+check() {
+  local name=$1; shift
+  if "$@" >"$dir/check.out" 2>&1; then
+    checks_pass=$((checks_pass + 1)); echo "  ok   $name"
+  else
+    checks_fail=$((checks_fail + 1)); echo "  FAIL $name"
+    sed 's/^/       /' "$dir/check.out"
+  fi
+}
+checks_done() {
+  echo "$1: $checks_pass passed, $checks_fail failed"
+  [ "$checks_fail" -eq 0 ]
+}
