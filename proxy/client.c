@@ -270,8 +270,24 @@ on_read(struct bufferevent *bev, void *arg)
 	}
 	if (t->body_kind != BODY_NONE && !t->body_done) {
 		timer_set(c, c->srv->conf.idle_timeout_ms);
-		if (request_feed_body(t, bufferevent_get_input(c->bev)) < 0)
+		/* the body may finish the transaction here (a summary POST
+		 * is answered at once) and even close the connection: hold
+		 * c as the parse loop does, and look at c->txn afresh */
+		c->in_loop = true;
+		int rc = request_feed_body(t, bufferevent_get_input(c->bev));
+		c->in_loop = false;
+		if (c->dead || (c->closing &&
+		    evbuffer_get_length(client_out(c)) == 0)) {
+			client_free(c);
 			return;
+		}
+		if (rc < 0 || c->closing)
+			return;
+		t = c->txn;
+		if (t == NULL) {
+			client_next_request(c);  /* pipelined, or idle */
+			return;
+		}
 		/* a summary POST is read whole (its size was checked) */
 		if (t->body != NULL && !t->summary_post &&
 		    evbuffer_get_length(t->body) > CLIENT_BODY_HIGH)

@@ -73,7 +73,7 @@ struct client {
 	bool allowed;
 	bool closing;         /* flush the output, then close */
 	bool head_started;    /* bytes of a next request have arrived */
-	bool in_loop;         /* inside client_next_request */
+	bool in_loop;         /* in the parse loop or feeding a body */
 	bool dead;            /* freed while in_loop: free on loop exit */
 	struct sockaddr_storage sa;
 	char addr[64];

@@ -264,8 +264,8 @@ Test(peers, dead_peer_is_skipped_then_pulled_when_back)
 
 /* POSTs body to port from source address src; returns the status. */
 static int
-post_summary(const char *src, int port, const void *body, size_t len,
-    long declared)
+post_summary_paced(const char *src, int port, const void *body, size_t len,
+    long declared, int gap_ms)
 {
 	struct sockaddr_in me = {.sin_family = AF_INET};
 	struct sockaddr_in to = {.sin_family = AF_INET,
@@ -283,6 +283,8 @@ post_summary(const char *src, int port, const void *body, size_t len,
 	    "Content-Length: %ld\r\n\r\n", declared < 0 ? (long)len :
 	    declared);
 	cr_assert(send(fd, head, (size_t)hl, MSG_NOSIGNAL) == hl);
+	if (gap_ms > 0)
+		usleep((useconds_t)gap_ms * 1000);
 	if (len > 0)
 		send(fd, body, len, MSG_NOSIGNAL);
 	struct pollfd pfd = {fd, POLLIN, 0};
@@ -299,6 +301,15 @@ post_summary(const char *src, int port, const void *body, size_t len,
 	int status = 0;
 	sscanf(buf, "HTTP/1.1 %d", &status);
 	return status;
+}
+
+/* POSTs body to /sumcache/v1/summary from address src; declared >= 0 lies
+ * about its length. Returns the response's status. */
+static int
+post_summary(const char *src, int port, const void *body, size_t len,
+    long declared)
+{
+	return post_summary_paced(src, port, body, len, declared, 0);
 }
 
 #define ALL_BITS UINT64_MAX
@@ -563,6 +574,30 @@ Test(peers, squid_md5_summaries_between_peers)
 	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\""
 	    "remote_hit\"}"), 1);
 	cr_expect_eq(origin_count(&env, "/obj/md5", NULL), 1);
+}
+
+/* The body of a summary POST arriving in a read of its own (after the
+ * head) is answered from the read handler, which then must not touch the
+ * finished transaction (ASan caught it doing so). */
+Test(peers, summary_body_arriving_after_its_head)
+{
+	int zport, hole = black_hole(&zport);
+	char zpeer[64], key[128];
+	snprintf(zpeer, sizeof(zpeer), "peer=z 127.0.0.1:%d", zport);
+	const char *opts[] = {zpeer, NULL};
+
+	cluster_start(&env, &cl, 1, opts, NULL);
+	struct node *a = &cl.nodes[0];
+	read_key(key, sizeof(key));
+	struct sum_buf all = {0};
+	make_full("z", 1, 1, 7, key, &all);
+	cr_expect_eq(post_summary_paced("127.0.0.1", a->port, all.p, all.len,
+	    -1, 200), 204);
+	free(all.p);
+	cr_expect_eq(node_metric(a, "sumcache_peer_summary_entries{peer="
+	    "\"z\"}"), 1, "the summary was taken");
+	cr_expect_eq(node_metric(a, "sumcache_peer_up{peer=\"z\"}"), 1);
+	close(hole);
 }
 
 Test(peers, silent_peer_costs_one_timeout_and_is_marked_down)
