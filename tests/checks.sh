@@ -1,8 +1,14 @@
-# The counting the *-check.sh scripts share (sourced, after `dir` is set):
+# What the *-check.sh scripts share; sourced from the repository's root:
+#   . tests/checks.sh NAME  sets build (BUILD, or build-test) and a fresh
+#                           scratch directory dir=$build/NAME
 #   check NAME COMMAND...   runs COMMAND, counts it; its output is shown
 #                           only when it fails
 #   checks_done PREFIX      prints "PREFIX: P passed, F failed" (the line
 #                           tests/run.sh adds up); fails if any failed
+build=${BUILD:-build-test}
+dir=$build/${1:?which check}
+rm -rf "$dir"
+mkdir -p "$dir"
 checks_pass=0 checks_fail=0
 check() {
   local name=$1; shift

@@ -17,10 +17,7 @@
 # Prints "cluster-check: P passed, F failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=${BUILD:-build-test}
-dir=$build/cluster-check
-rm -rf "$dir"
-mkdir -p "$dir"
+. tests/checks.sh cluster-check
 
 "$build/workload-gen" --requests 3000 --objects 3000 --proxies 3 \
   --seed 7 >"$dir/trace.log" 2>/dev/null
@@ -68,7 +65,6 @@ awk -F, -v lines="$lines" '
       "summary sends fewer protocol messages than ICP")
     printf "report %d %d\n", pass, fail
   }' "$dir/compare.csv" >"$dir/report.checks"
-. tests/checks.sh
 read -r _ checks_pass checks_fail <"$dir/report.checks"
 
 

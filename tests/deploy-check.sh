@@ -16,12 +16,8 @@
 # Prints "deploy-check: P passed, F failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=${BUILD:-build-test}
+. tests/checks.sh deploy-check
 bin=$(realpath "$build/sumcache")
-dir=$build/deploy-check
-rm -rf "$dir"
-mkdir -p "$dir"
-. tests/checks.sh
 refused() { ! "$@"; }
 
 head -c 32 /dev/urandom | base64 >"$dir/cluster.key"

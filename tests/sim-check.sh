@@ -13,11 +13,7 @@
 # Prints "sim-check: P passed, F failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
-build=${BUILD:-build-test}
-dir=$build/sim-check
-rm -rf "$dir"
-mkdir -p "$dir"
-. tests/checks.sh
+. tests/checks.sh sim-check
 
 "$build/workload-gen" --requests 100000 --objects 50000 --proxies 8 \
   --seed 3 >"$dir/trace.log" 2>/dev/null
