@@ -608,17 +608,31 @@ node_metric(const struct node *nd, const char *series)
 	return metric_at(nd->host, nd->port, series);
 }
 
-double
-node_wait_metric(const struct node *nd, const char *series, double want,
+static double
+wait_metric_at(const char *host, int port, const char *series, double want,
     int ms)
 {
 	double v = -1;
 
 	for (int waited = 0; waited <= ms; waited += 20) {
-		v = node_metric(nd, series);
+		v = metric_at(host, port, series);
 		if (v >= want)
 			break;
 		usleep(20000);
 	}
 	return v;
+}
+
+double
+node_wait_metric(const struct node *nd, const char *series, double want,
+    int ms)
+{
+	return wait_metric_at(nd->host, nd->port, series, want, ms);
+}
+
+double
+proxy_wait_metric(const struct env *e, const char *series, double want,
+    int ms)
+{
+	return wait_metric_at("127.0.0.1", e->pport, series, want, ms);
 }

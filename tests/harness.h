@@ -82,6 +82,9 @@ char *raw_exchange_at(const char *host, int port, const char *req,
 /* A metric's value from /metrics (family{labels} or a bare name); -1
  * when absent. */
 double proxy_metric(const struct env *e, const char *series);
+/* Polls the proxy's metric until it is >= want or ms pass; returns it. */
+double proxy_wait_metric(const struct env *e, const char *series,
+    double want, int ms);
 double port_metric(int port, const char *series);
 double metric_at(const char *host, int port, const char *series);
 

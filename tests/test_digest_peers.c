@@ -125,12 +125,9 @@ Test(digest_peers, a_digest_squid_would_refuse_is_not_used)
 	proxy_get(&env, url, NULL, &r);  /* the lookup that wants it */
 	cr_assert_eq(r.status, 200);
 	resp_free(&r);
-	for (int waited = 0; waited < 5000 && proxy_metric(&env,
-	    "sumcache_summary_rejected_total{reason=\"malformed\"}") < 1;
-	    waited += 100)
-		usleep(100000);
-	cr_expect_eq(proxy_metric(&env,
-	    "sumcache_summary_rejected_total{reason=\"malformed\"}"), 1);
+	cr_expect_eq(proxy_wait_metric(&env,
+	    "sumcache_summary_rejected_total{reason=\"malformed\"}", 1, 5000),
+	    1);
 	cr_expect_eq(proxy_metric(&env,
 	    "sumcache_peer_summary_entries{peer=\"bogus\"}"), 0);
 	cr_expect_eq(proxy_metric(&env, "sumcache_peer_up{peer=\"bogus\"}"),

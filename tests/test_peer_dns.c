@@ -128,9 +128,8 @@ Test(peer_dns, members_found_self_left_out_and_changes_followed)
 	node_get(a, url, &r);
 	cr_assert_eq(r.status, 200);
 	resp_free(&r);
-	for (int waited = 0; waited < 5000 && node_metric(b,
-	    "sumcache_peer_summary_entries{peer=\"a\"}") < 1; waited += 20)
-		usleep(20000);
+	node_wait_metric(b, "sumcache_peer_summary_entries{peer=\"a\"}", 1,
+	    5000);
 	node_get(b, url, &r);
 	cr_assert_eq(r.status, 200);
 	resp_free(&r);
@@ -161,12 +160,8 @@ Test(peer_dns, members_found_self_left_out_and_changes_followed)
 	write_zone(0);
 	double errors = node_metric(a, "sumcache_peer_dns_lookups_total{"
 	    "result=\"error\"}");
-	for (int waited = 0; waited < 5000 && node_metric(a,
-	    "sumcache_peer_dns_lookups_total{result=\"error\"}") < errors + 2;
-	    waited += 50)
-		usleep(50000);
-	cr_assert_geq(node_metric(a, "sumcache_peer_dns_lookups_total{"
-	    "result=\"error\"}"), errors + 2);
+	cr_assert_geq(node_wait_metric(a, "sumcache_peer_dns_lookups_total{"
+	    "result=\"error\"}", errors + 2, 5000), errors + 2);
 	cr_expect_eq(peer_up(a, "b"), 1);
 	cr_expect_eq(peer_up(a, "c"), 1);
 	node_get(c, url, &r);

@@ -167,11 +167,9 @@ Test(squid_digest, squid_forwards_a_digest_hit_to_sumcache, .timeout = 90)
 	    "max_age=600", e.oport);
 	http_request(s.port, "GET", other, NULL, NULL, 0, false, &r);
 	resp_free(&r);
-	for (int waited = 0; waited < 10000 && proxy_metric(&e,
-	    "sumcache_squid_digests_served_total") < 1; waited += 100)
-		usleep(100000);
-	cr_assert_eq(proxy_metric(&e, "sumcache_squid_digests_served_total"),
-	    1, "Squid never fetched our digest");
+	cr_assert_eq(proxy_wait_metric(&e,
+	    "sumcache_squid_digests_served_total", 1, 10000), 1,
+	    "Squid never fetched our digest");
 	/* Squid reads and checks it after our side is done; its cache.log
 	 * says when (a fixed second was not always enough under load) */
 	char cache_log[sizeof(s.dir) + 16];
@@ -230,13 +228,9 @@ Test(squid_digest, sumcache_forwards_a_digest_hit_to_squid, .timeout = 90)
 	proxy_get(&e, wake, NULL, &r);
 	cr_assert_eq(r.status, 200);
 	resp_free(&r);
-	for (int waited = 0; waited < 10000 && proxy_metric(&e,
-	    "sumcache_peer_summary_entries{peer=\"squid\"}") < 1;
-	    waited += 100)
-		usleep(100000);
-	cr_assert_geq(proxy_metric(&e, "sumcache_peer_summary_entries"
-	    "{peer=\"squid\"}"), 1, "sumcache did not load Squid's digest; "
-	    "see %s/sumcache.out", e.dir);
+	cr_assert_geq(proxy_wait_metric(&e, "sumcache_peer_summary_entries"
+	    "{peer=\"squid\"}", 1, 10000), 1, "sumcache did not load Squid's "
+	    "digest; see %s/sumcache.out", e.dir);
 
 	proxy_get(&e, url, NULL, &r);
 	cr_assert_eq(r.status, 200);
