@@ -8,7 +8,8 @@
 #     publication with URLs the trace never asks for) is within 10 % of
 #     the Bloom formula (1 - e^(-kn/m))^k at 8 and at 16 bits per entry,
 #     and falls as the bits grow;
-#   - a trace with a malformed line is refused with its file and line.
+#   - a trace with a malformed line is refused with its file and line;
+#     long URLs are read whole, and a client name too long is refused.
 # BUILD names the build directory (build-test).
 # Prints "sim-check: P passed, F failed".
 set -uo pipefail
@@ -72,5 +73,20 @@ rc=$?
 check "a malformed trace line is refused" [ $rc -eq 1 ]
 check "... naming its file and line" grep -q "bad.log:11: not a Squid" \
   "$dir/bad.err"
+
+# URLs are never cut short: two 6,000-byte URLs that differ in their last
+# byte are two objects; a client name too long to keep is an error
+long=$(head -c 6000 /dev/zero | tr '\0' a)
+for end in 1 2; do
+  echo "1700000000.000 0 10.1.0.1 TCP_MISS/200 100 GET http://o.demo/$long$end - HIER_DIRECT/o.demo -"
+done >"$dir/long.log"
+"$build/sumcache-sim" --proxies 2 "$dir/long.log" >"$dir/long.out" 2>&1
+check "two long URLs that differ at their end are two objects" \
+  grep -q "2 requests, 2 objects" "$dir/long.out"
+echo "1700000000.000 0 ${long:0:300} TCP_MISS/200 100 GET http://o.demo/x - HIER_DIRECT/o.demo -" \
+  >"$dir/client.log"
+"$build/sumcache-sim" --proxies 2 "$dir/client.log" >/dev/null 2>"$dir/client.err"
+check "a client name too long to keep is refused with its line" \
+  grep -q "client.log:1: client name longer than 255 bytes" "$dir/client.err"
 
 checks_done sim-check

@@ -110,7 +110,6 @@ struct trace {
 	size_t nclients;
 	struct url_table urls;
 	struct sumkey_hasher *hasher;
-	uint64_t bytes;       /* of every request */
 };
 
 static void
@@ -215,7 +214,6 @@ keep(void *arg, const struct trace_line *l)
 		.client = l->client,
 		.time = l->time,
 	};
-	t->bytes += l->bytes;
 	return 0;
 }
 
@@ -365,7 +363,6 @@ struct proxy {
 	uint64_t capacity;      /* objects the filter is sized for */
 	uint64_t seq;           /* of the last publication, in its epoch */
 	uint32_t pubs;          /* publications so far */
-	uint64_t pub_entries;   /* entries in the last publication */
 	double pub_fpr;         /* (1 - e^(-kn/m))^k at that publication */
 	double last_pub;
 	uint32_t *ghosts;       /* published, evicted since: in the view */
@@ -491,8 +488,7 @@ send_summary(struct sim *s, unsigned i, double now, bool full,
 	if (rc != 0)
 		die("a summary did not decode to what was published");
 	x->pubs++;
-	x->pub_entries = x->local->entries;
-	double n = (double)x->pub_entries, m = (double)x->local->m;
+	double n = (double)x->local->entries, m = (double)x->local->m;
 	x->pub_fpr = pow(1 - exp(-(double)x->local->k * n / m),
 	    x->local->k);
 	x->last_pub = now;
@@ -504,7 +500,7 @@ send_summary(struct sim *s, unsigned i, double now, bool full,
 	s->st.fulls += full;
 	s->st.messages += s->p.proxies - 1;
 	s->st.bytes += (uint64_t)(s->p.proxies - 1) * s->msg.len;
-	s->st.mean_entries_sum += x->pub_entries;
+	s->st.mean_entries_sum += x->local->entries;
 	s->st.bits_sum += m;
 	s->st.mean_entries_n++;
 }
@@ -591,8 +587,9 @@ evict(struct sim *s, unsigned i)
 	else
 		x->tail = d->newer;
 	x->used -= s->t->obj[d->obj].size;
-	cbf_remove(x->local, &s->t->obj[d->obj].key);
 	map_del(&s->cache, map_key(i, d->obj));
+	if (s->p.mode == MODE_SUMMARY)
+		cbf_remove(x->local, &s->t->obj[d->obj].key);
 	if (s->p.mode == MODE_SUMMARY && d->pub_seq < x->pubs) {
 		if (x->nghosts == x->ghostcap) {
 			x->ghostcap = x->ghostcap ? 2 * x->ghostcap : 1024;
@@ -628,22 +625,20 @@ store(struct sim *s, unsigned i, uint32_t obj, double expires, double now)
 	x->head = v;
 	x->used += o->size;
 	map_put(&s->cache, map_key(i, obj), v);
-	cbf_add(x->local, &o->key);
-	if (s->p.mode == MODE_SUMMARY && s->p.filter_object_bytes > 0 &&
-	    x->local->entries > x->capacity) {
-		rebuild(s, i, now);
+	if (s->p.mode != MODE_SUMMARY)
 		return;
+	cbf_add(x->local, &o->key);
+	/* back in the cache before the next publication: still in the view
+	 * as published */
+	uint64_t gk = map_key(i, obj);
+	if (map_get(&s->ghost, gk) != NIL) {
+		map_del(&s->ghost, gk);
+		s->e[v].pub_seq = 0;
 	}
-	if (s->p.mode == MODE_SUMMARY) {
-		/* back in the cache before the next publication: still in
-		 * the view as published */
-		uint64_t gk = map_key(i, obj);
-		if (map_get(&s->ghost, gk) != NIL) {
-			map_del(&s->ghost, gk);
-			s->e[v].pub_seq = 0;
-		}
+	if (s->p.filter_object_bytes > 0 && x->local->entries > x->capacity)
+		rebuild(s, i, now);
+	else
 		maybe_publish(s, i, now);
-	}
 }
 
 /* The fresh copy proxy i holds of obj, fresh for at least `margin` more

@@ -8,7 +8,7 @@
 #include "trace.h"
 
 struct client_name {
-	char addr[64];
+	char addr[256];   /* an address, or a host name (log_fqdn) */
 	unsigned seen;  /* its number in first-seen order */
 };
 
@@ -97,6 +97,8 @@ trace_read(const char *path, const char *prog, trace_fn fn, void *arg,
     struct trace_clients *out)
 {
 	FILE *f = fopen(path, "r");
+	/* fields are read into buffers as long as the line, so none can be
+	 * cut short: a cut URL would silently merge two objects */
 	char line[8192];
 	struct clients cs = {0};
 	int rc = -1;
@@ -108,7 +110,7 @@ trace_read(const char *path, const char *prog, trace_fn fn, void *arg,
 	}
 	for (struct trace_line l = {.path = path};
 	    fgets(line, sizeof(line), f) != NULL;) {
-		char client[64], method[16], url[4096];
+		char client[8192], method[8192], url[8192];
 		l.lineno++;
 		if (strchr(line, '\n') == NULL && !feof(f)) {
 			fprintf(stderr, "%s: %s:%zu: line longer than %zu "
@@ -117,10 +119,16 @@ trace_read(const char *path, const char *prog, trace_fn fn, void *arg,
 		}
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
-		if (sscanf(line, "%lf %*s %63s %*s %llu %15s %4095s", &l.time,
+		if (sscanf(line, "%lf %*s %8191s %*s %llu %8191s %8191s", &l.time,
 		    client, &l.bytes, method, url) != 5) {
 			fprintf(stderr, "%s: %s:%zu: not a Squid native log "
 			    "line\n", prog, path, l.lineno);
+			goto done;
+		}
+		if (strlen(client) >= sizeof(cs.names->addr)) {
+			fprintf(stderr, "%s: %s:%zu: client name longer than "
+			    "%zu bytes\n", prog, path, l.lineno,
+			    sizeof(cs.names->addr) - 1);
 			goto done;
 		}
 		if (strcmp(method, "GET") != 0 ||
