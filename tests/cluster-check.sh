@@ -13,7 +13,8 @@
 # Then deploy/cluster.sh itself, on loopback and with --netns (one
 # network namespace per node): 2 nodes up, a 300-request replay with every
 # body right, status shows both nodes up with the requests each served,
-# down leaves no process and no namespace.
+# a 20-line log of real URLs replays as demo objects with every body
+# right, down leaves no process and no namespace.
 # Prints "cluster-check: P passed, F failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -93,6 +94,17 @@ cluster_round() {
   check "$name: status shows 2 nodes up serving 300 requests" \
     awk '$3 == "up" { n++; r += $4 } END { exit !(n == 2 && r == 300) }' \
     "$dir/$name.status"
+  # a real log's URLs (other hosts, sizes from the log) are replayed as
+  # demo objects of those sizes, every body checked
+  for i in $(seq 1 10); do for c in 1 2; do
+    echo "1700000000.$i 0 10.2.0.$c TCP_MISS/200 $((i * 1500)) GET" \
+      "http://www.example.com/img/$i.png - HIER_DIRECT/192.0.2.1 image/png"
+  done; done >"$dir/$name.real"
+  "$build/replay" -o "$(cat "$state/origin")" -p "$proxies" \
+    "$dir/$name.real" >"$dir/$name.real.out" 2>&1
+  check "$name: a real log's 20 requests replayed, every body right" \
+    test $? -eq 0
+  check "$name: ... all 20 answered" grep -qx "ok=20" "$dir/$name.real.out"
   local pids
   pids=$(awk '{ print $5 }' "$state/nodes")
   ./deploy/cluster.sh down >/dev/null 2>&1

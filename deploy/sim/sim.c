@@ -153,12 +153,13 @@ new_object(struct trace *t, const char *url, unsigned long long bytes)
 			die("out of memory");
 	}
 	o = &t->obj[t->nobj];
-	/* demo URLs say how they are served; any other URL is replayed as
-	 * /real/HASH?size=BYTES, which the demo origin keeps an hour */
-	const char *path = strchr(url + 7, '/');
-	struct demo_obj d = {.max_age = 3600};
-	if (path != NULL && strncmp(path, "/demo/", 6) == 0)
-		demo_parse(path, &d);
+	/* served as the demo origin serves what the replayer asks it for */
+	char *target = trace_demo_target(url, bytes);
+	struct demo_obj d;
+	if (target == NULL)
+		die("out of memory");
+	demo_parse(target, &d);
+	free(target);
 	*o = (struct object){
 		.size = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes,
 		.max_age = d.max_age,

@@ -66,20 +66,6 @@ struct run {
 
 /* ---- the log ---- */
 
-/* The demo-origin target of a logged URL (see the header comment). */
-static char *
-map_target(const char *url, unsigned long long bytes)
-{
-	const char *p = strchr(url + 7, '/');  /* after http:// */
-	char buf[128];
-
-	if (p != NULL && strncmp(p, "/demo/", 6) == 0)
-		return strdup(p);
-	snprintf(buf, sizeof(buf), "/real/%016llx?size=%llu",
-	    (unsigned long long)XXH3_64bits(url, strlen(url)), bytes);
-	return strdup(buf);
-}
-
 static int
 keep(void *arg, const struct trace_line *l)
 {
@@ -89,7 +75,7 @@ keep(void *arg, const struct trace_line *l)
 		r->cap = r->cap ? r->cap * 2 : 4096;
 		r->v = realloc(r->v, r->cap * sizeof(*r->v));
 	}
-	if (r->v == NULL || (r->v[r->n].target = map_target(l->url,
+	if (r->v == NULL || (r->v[r->n].target = trace_demo_target(l->url,
 	    l->bytes)) == NULL) {
 		fprintf(stderr, "replay: out of memory\n");
 		exit(1);

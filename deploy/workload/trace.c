@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "trace.h"
 
 struct client_name {
@@ -162,6 +164,19 @@ done:
 	free(cs.names);
 	free(cs.slots);
 	return rc;
+}
+
+char *
+trace_demo_target(const char *url, unsigned long long bytes)
+{
+	const char *p = strchr(url + 7, '/');  /* after http:// */
+	char buf[128];
+
+	if (p != NULL && strncmp(p, "/demo/", 6) == 0)
+		return strdup(p);
+	snprintf(buf, sizeof(buf), "/real/%016llx?size=%llu",
+	    (unsigned long long)XXH3_64bits(url, strlen(url)), bytes);
+	return strdup(buf);
 }
 
 void

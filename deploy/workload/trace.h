@@ -44,4 +44,12 @@ int trace_read(const char *path, const char *prog, trace_fn fn, void *arg,
     struct trace_clients *c);
 void trace_clients_free(struct trace_clients *c);
 
+/*
+ * The demo-origin target (path and query) a logged URL is replayed as,
+ * newly allocated (NULL on ENOMEM): a URL already on a demo origin keeps
+ * its path and query; any other (a real log) becomes /real/HASH?size=BYTES,
+ * one object per distinct URL, of the size the log gave it.
+ */
+char *trace_demo_target(const char *url, unsigned long long bytes);
+
 #endif
