@@ -9,7 +9,8 @@
 #     the Bloom formula (1 - e^(-kn/m))^k at 8 and at 16 bits per entry,
 #     and falls as the bits grow;
 #   - a trace with a malformed line is refused with its file and line;
-#     long URLs are read whole, and a client name too long is refused.
+#     long URLs are read whole, and a client name too long is refused;
+#     a bad option value is refused with what it wants.
 # BUILD names the build directory (build-test).
 # Prints "sim-check: P passed, F failed".
 set -uo pipefail
@@ -73,6 +74,11 @@ rc=$?
 check "a malformed trace line is refused" [ $rc -eq 1 ]
 check "... naming its file and line" grep -q "bad.log:11: not a Squid" \
   "$dir/bad.err"
+
+"$build/sumcache-sim" --bits 16.5 "$dir/trace.log" >/dev/null 2>"$dir/opt.err"
+check "a bad option value is refused (status 2)" [ $? -eq 2 ]
+check "... saying what it wants" \
+  grep -q -- "--bits 16.5: want whole numbers 4 to 64" "$dir/opt.err"
 
 # URLs are never cut short: two 6,000-byte URLs that differ in their last
 # byte are two objects; a client name too long to keep is an error

@@ -978,6 +978,13 @@ usage(void)
 	exit(2);
 }
 
+static void
+bad_option(const char *name, const char *value, const char *want)
+{
+	fprintf(stderr, "sumcache-sim: --%s %s: want %s\n", name, value, want);
+	exit(2);
+}
+
 /* Comma-separated positive numbers; the count, or 0 when malformed. */
 static unsigned
 parse_list(const char *s, double *v)
@@ -1039,16 +1046,17 @@ main(int argc, char **argv)
 	double thresholds[MAX_LIST] = {1}, bits[MAX_LIST] = {16};
 	unsigned nthr = 1, nbits = 1;
 	bool modes[3] = {true, true, true}, csv = false;
-	int c;
+	int c, li = 0;
 
-	while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "", longs, &li)) != -1) {
+		const char *name = longs[li].name;
 		char *end;
 		switch (c) {
 		case 'n':
 			p.proxies = (unsigned)strtoul(optarg, &end, 10);
 			if (*end != '\0' || p.proxies < 2 ||
 			    p.proxies > MAX_PROXIES)
-				usage();
+				bad_option(name, optarg, "2 to 1024 proxies");
 			break;
 		case 'm':
 			memset(modes, 0, sizeof(modes));
@@ -1058,39 +1066,53 @@ main(int argc, char **argv)
 				while (i < 3 && strcmp(m, mode_names[i]) != 0)
 					i++;
 				if (i == 3)
-					usage();
+					bad_option(name, m, "none, icp or summary");
 				modes[i] = true;
 			}
 			break;
 		case 't':
-			if ((nthr = parse_list(optarg, thresholds)) == 0)
-				usage();
+			nthr = parse_list(optarg, thresholds);
+			for (unsigned i = 0; i < nthr; i++)
+				if (thresholds[i] > 100)
+					nthr = 0;
+			if (nthr == 0)
+				bad_option(name, optarg, "percentages over 0, "
+				    "at most 100, comma-separated");
 			break;
 		case 'b':
-			if ((nbits = parse_list(optarg, bits)) == 0)
-				usage();
+			nbits = parse_list(optarg, bits);
+			for (unsigned i = 0; i < nbits; i++)
+				if (bits[i] < 4 || bits[i] > 64 ||
+				    bits[i] != floor(bits[i]))
+					nbits = 0;
+			if (nbits == 0)
+				bad_option(name, optarg, "whole numbers 4 to 64, "
+				    "comma-separated");
 			break;
 		case 'k':
 			p.k = (unsigned)strtoul(optarg, &end, 10);
 			if (*end != '\0' || p.k < 1 || p.k > CBF_MAX_K)
-				usage();
+				bad_option(name, optarg, "1 to 16");
 			break;
 		case 'c':
 			if (parse_cache(optarg, &p) < 0)
-				usage();
+				bad_option(name, optarg, "a share (10%) or a "
+				    "size (64MB)");
 			break;
 		case 'i':
 			p.max_interval = strtod(optarg, &end);
-			if (*end != '\0' || p.max_interval < 0)
-				usage();
+			if (*end != '\0' || !(p.max_interval >= 0))
+				bad_option(name, optarg, "seconds, 0 or more");
 			break;
 		case 'f':
-			p.filter_object_bytes = strcmp(optarg, "mean") == 0 ?
-			    0 : strtod(optarg, &end);
-			if (p.filter_object_bytes == 0 ? strcmp(optarg,
-			    "mean") != 0 : *end != '\0' ||
-			    p.filter_object_bytes < 64)
-				usage();
+			if (strcmp(optarg, "mean") == 0) {
+				p.filter_object_bytes = 0;
+				break;
+			}
+			p.filter_object_bytes = strtod(optarg, &end);
+			if (*end != '\0' || !(p.filter_object_bytes >= 64))
+				bad_option(name, optarg, "bytes (64 or more), "
+				    "or mean");
 			break;
 		case 'v': csv = true; break;
 		default: usage();
@@ -1098,12 +1120,6 @@ main(int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		usage();
-	for (unsigned i = 0; i < nthr; i++)
-		if (thresholds[i] > 100)
-			usage();
-	for (unsigned i = 0; i < nbits; i++)
-		if (bits[i] < 4 || bits[i] > 64)
-			usage();
 
 	struct trace t = {0};
 	trace_load(&t, argv[optind]);
