@@ -848,18 +848,20 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 	f->headbuf = evbuffer_new();
 	if (f->timer == NULL || f->headbuf == NULL)
 		goto fail;
-	if (peer_eligible(t, kind) && s->icp != NULL &&
-	    s->conf.sharing == SHARING_ICP) {
-		/* no body to wait for: the answer starts the first source */
-		f->icpq = icpsock_ask(s->icp, t->url.norm, t->url.len,
-		    on_icp_answer, f);
-		if (f->icpq != NULL) {
-			t->fetch = f;
-			return 0;
+	if (peer_eligible(t, kind)) {
+		if (s->conf.sharing != SHARING_ICP) {
+			f->ncand = peers_candidates(s->peers, t->url.norm,
+			    t->url.len, f->cand, FETCH_MAX_CANDIDATES);
+		} else if (s->icp != NULL) {
+			/* the answer starts the first source (no query out:
+			 * no live peer, so the origin at once) */
+			f->icpq = icpsock_ask(s->icp, t->url.norm, t->url.len,
+			    on_icp_answer, f);
+			if (f->icpq != NULL) {
+				t->fetch = f;
+				return 0;
+			}
 		}
-	} else if (peer_eligible(t, kind)) {
-		f->ncand = peers_candidates(s->peers, t->url.norm, t->url.len,
-		    f->cand, FETCH_MAX_CANDIDATES);
 	}
 	if (attempt(f) < 0)
 		goto fail;
