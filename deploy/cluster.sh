@@ -26,6 +26,7 @@ cd "$(dirname "$0")/.."
 . deploy/lib.sh
 
 state=${SUMCACHE_CLUSTER_DIR:-run/cluster}
+case $state in /*) ;; *) state=$(pwd)/$state ;; esac  # configs name files by it
 build=${SUMCACHE_BUILD:-build}
 origin_port=${SUMCACHE_ORIGIN_PORT:-8081}
 base_port=${SUMCACHE_BASE_PORT:-3128}  # loopback: node i on base + i - 1
@@ -98,7 +99,7 @@ node_conf() {
     echo "node_name = \"$name\";"
     echo "http_listen = \"$host:$port\";"
     echo "cache_mem = \"$cache_mem\";"
-    echo "access_log = \"$(pwd)/$state/$name.access.log\";"
+    echo "access_log = \"$state/$name.access.log\";"
     if [ "$netns" = 1 ]; then
       echo "allow = [\"127.0.0.0/8\", \"$subnet.0/24\"];"
     fi
@@ -109,7 +110,7 @@ node_conf() {
       echo "icp_listen = \"none\";"
     fi
     if [ "$mode" = summary ]; then
-      echo "cluster_key_file = \"$(pwd)/$state/cluster.key\";"
+      echo "cluster_key_file = \"$state/cluster.key\";"
     fi
     if [ "$mode" != none ]; then
       local sep="" peers=""

@@ -1524,6 +1524,46 @@ peers_free(struct peers **psp)
 
 /* ---- observability ---- */
 
+const char *
+ipm_type_name(enum ipm_type t)
+{
+	return ipm_names[t];
+}
+
+void
+peer_view(const struct peer *p, uint64_t now_ms, struct peer_view *v)
+{
+	const struct psum *s = p->sum && p->sum->loaded ? p->sum : NULL;
+
+	*v = (struct peer_view){
+		.up = p->up,
+		.has_summary = s != NULL,
+		.epoch = s ? s->epoch : 0,
+		.seq = s ? s->seq : 0,
+		.entries = p->sum_entries,
+		.checksum = s ? s->checksum >> 11 : 0,
+		.fill = s ? psum_fill(s) : 0,
+		.fpr = s ? psum_fpr(s) : 0,
+		.age_s = p->sum_updated_ms ?
+		    (double)(now_ms - p->sum_updated_ms) / 1000 : -1,
+		.rtt_s = p->rtt_ms / 1000,
+	};
+}
+
+void
+peers_traffic(const struct peers *ps, uint64_t msgs[2][IPM_NTYPES],
+    uint64_t bytes[2][IPM_NTYPES])
+{
+	memcpy(msgs, ps->gone_msgs, sizeof(ps->gone_msgs));
+	memcpy(bytes, ps->gone_bytes, sizeof(ps->gone_bytes));
+	for (size_t i = 0; i < ps->n; i++)
+		for (int d = 0; d < 2 && !ps->v[i]->self; d++)
+			for (int t = 0; t < IPM_NTYPES; t++) {
+				msgs[d][t] += ps->v[i]->msgs[d][t];
+				bytes[d][t] += ps->v[i]->bytes[d][t];
+			}
+}
+
 /* One inter-proxy traffic family (what = "messages" or "bytes"), by
  * peer; peers that left are summed under peer="_left". */
 static void
@@ -1611,23 +1651,22 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 		    gauges[g]);
 		for (size_t i = 0; i < ps->n; i++) {
 			const struct peer *p = ps->v[i];
+			struct peer_view pv;
+			double v;
+
 			if (p->self)
 				continue;
-			const struct psum *s = p->sum && p->sum->loaded ?
-			    p->sum : NULL;
-			double v = 0;
+			peer_view(p, now, &pv);
 			switch (g) {
-			case 0: v = p->up; break;
-			case 1: v = s ? (double)s->epoch : 0; break;
-			case 2: v = s ? (double)s->seq : 0; break;
-			case 3: v = s ? psum_fill(s) : 0; break;
-			case 4: v = s ? psum_fpr(s) : 0; break;
-			case 5: v = p->sum_updated_ms ?
-			    (double)(now - p->sum_updated_ms) / 1000 : -1;
-				break;
-			case 6: v = (double)p->sum_entries; break;
-			case 7: v = s ? (double)(s->checksum >> 11) : 0; break;
-			default: v = p->rtt_ms / 1000; break;
+			case 0: v = pv.up; break;
+			case 1: v = (double)pv.epoch; break;
+			case 2: v = (double)pv.seq; break;
+			case 3: v = pv.fill; break;
+			case 4: v = pv.fpr; break;
+			case 5: v = pv.age_s; break;
+			case 6: v = (double)pv.entries; break;
+			case 7: v = (double)pv.checksum; break;
+			default: v = pv.rtt_s; break;
 			}
 			evbuffer_add_printf(out, "sumcache_peer_%s{peer=\"%s\"} "
 			    "%.17g\n", gauges[g], p->spec.name, v);

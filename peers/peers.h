@@ -242,6 +242,28 @@ void peers_count(struct peer *p, enum ipm_dir d, enum ipm_type t,
 void peers_alive(struct peer *p);
 void peers_silent(struct peer *p, const char *why);
 
+/* What /metrics and the status page show of one peer (now_ms from
+ * mono_ms). */
+struct peer_view {
+	bool up;
+	bool has_summary;   /* a summary is loaded; the next five are 0 if not */
+	uint64_t epoch, seq;
+	uint64_t checksum;  /* top 53 bits, exact as a double */
+	double fill;        /* share of the filter's bits set */
+	double fpr;         /* false-positive rate those bits give */
+	uint64_t entries;   /* objects the peer said it holds */
+	double age_s;       /* since its summary last changed; -1 never */
+	double rtt_s;       /* smoothed; 0 not measured */
+};
+void peer_view(const struct peer *p, uint64_t now_ms, struct peer_view *v);
+
+/* This node's inter-proxy traffic, [direction][type], every peer's
+ * including those that left the table, as /metrics shows it (without
+ * the table's entry for this node itself). */
+void peers_traffic(const struct peers *ps, uint64_t msgs[2][IPM_NTYPES],
+    uint64_t bytes[2][IPM_NTYPES]);
+const char *ipm_type_name(enum ipm_type t);
+
 /* Prometheus series for peers and summaries. */
 void peers_render_metrics(const struct peers *ps, struct evbuffer *out);
 

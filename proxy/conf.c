@@ -414,6 +414,8 @@ static const struct directive directives[] = {
 	    "5m", false, "a CONNECT tunnel with no traffic this long closes"},
 	{"shutdown_timeout", parse_duration, OFF(shutdown_timeout_ms), "10s",
 	    false, "on SIGTERM, how long in-flight requests may take"},
+	{"status_interval", parse_duration, OFF(status_interval_ms), "5s",
+	    false, "the status page samples counters this often (keeps 720)"},
 	{"max_header_size", parse_size, OFF(max_header_size), "64KB", false,
 	    "largest request header section (then 431)"},
 	{"max_request_line", parse_size, OFF(max_request_line), "8KB", false,
@@ -638,6 +640,10 @@ conf_validate(const struct conf *c, char *err, size_t elen)
 	}
 	if (c->max_request_line > c->max_header_size) {
 		snprintf(err, elen, "max_request_line exceeds max_header_size");
+		return -1;
+	}
+	if (c->status_interval_ms < 100) {
+		snprintf(err, elen, "status_interval must be at least 100ms");
 		return -1;
 	}
 	if (c->max_header_size < 1024) {

@@ -57,6 +57,7 @@ struct conf {
 	uint32_t origin_timeout_ms;
 	uint32_t tunnel_idle_timeout_ms;
 	uint32_t shutdown_timeout_ms;
+	uint32_t status_interval_ms;  /* status page sampling */
 	size_t max_header_size;
 	size_t max_request_line;
 	uint32_t max_headers;

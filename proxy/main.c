@@ -30,6 +30,7 @@
 #include "proxy.h"
 #include "request.h"
 #include "sqdigest.h"
+#include "status.h"
 #include "tunnel.h"
 
 #ifndef SUMCACHE_VERSION
@@ -372,7 +373,8 @@ server_init(struct server *s)
 	}
 	if (s->conf.sharing != SHARING_NONE && peers_init(s) < 0)
 		return -1;
-	return 0;
+	s->status = status_new(s);
+	return s->status == NULL ? -1 : 0;
 }
 
 static void
@@ -392,6 +394,7 @@ server_fini(struct server *s)
 		event_free(s->shutdown_timer);
 	if (s->flush_timer)
 		event_free(s->flush_timer);
+	status_free(&s->status);
 	if (s->listener)
 		evconnlistener_free(s->listener);
 	/* the store's removals feed the summary, so the summary goes after

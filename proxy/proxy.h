@@ -33,6 +33,7 @@ struct sqdigest;
 struct feed;
 struct fetch;
 struct tunnel;
+struct status;
 
 /* The one mutable root; everything else hangs off it. */
 struct server {
@@ -51,6 +52,7 @@ struct server {
 	struct feed *feed;       /* store -> summary, with peers */
 	struct accesslog *log;
 	struct metrics m;
+	struct status *status;   /* samples for /sumcache/status */
 	struct evconnlistener *listener;
 	struct event *signals[3]; /* TERM, INT, HUP */
 	struct event *flush_timer;

@@ -28,6 +28,7 @@
 #include "discover.h"
 #include "icpsock.h"
 #include "sqdigest.h"
+#include "status.h"
 #include "peers.h"
 #include "client.h"
 #include "fetch.h"
@@ -268,39 +269,23 @@ request_serve_object(struct txn *t, struct store_obj *o, const char *code)
 
 /* ---- internal pages ---- */
 
+/* The head of an internal answer; extra is more header lines (each
+ * ending in CRLF) or "". Not a client request in the counts. */
 static void
-serve_metrics(struct txn *t)
+internal_head(struct txn *t, int status, const char *ctype,
+    const char *extra, size_t len)
 {
-	struct server *s = t->srv;
-	const struct store_stats *st = store_stats(s->store);
-	struct evbuffer *body = evbuffer_new();
 	struct evbuffer *out = client_out(t->c);
 
-	if (body == NULL) {
-		request_error(t, 503, "NONE_NONE", "out of memory", true);
-		return;
-	}
-	s->m.cache_objects = st->objects;
-	s->m.cache_bytes = st->bytes;
-	s->m.evictions = st->evictions;
-	metrics_render(&s->m, body);
-	if (s->peers != NULL)
-		peers_render_metrics(s->peers, body);
-	if (s->discover != NULL)
-		discover_render_metrics(s->discover, body);
-	if (s->icp != NULL)
-		icpsock_render_metrics(s->icp, body);
-	t->status = 200;
+	t->status = status;
 	t->result = RESULT_INTERNAL;
-	evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Type: text/plain; "
-	    "version=0.0.4\r\nCache-Control: no-store\r\nContent-Length: %zu\r\n",
-	    evbuffer_get_length(body));
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nCache-Control: no-store\r\n"
+	    "%s", status, http_reason(status), extra);
+	if (status != 204)
+		evbuffer_add_printf(out, "Content-Type: %s\r\n"
+		    "Content-Length: %zu\r\n", ctype, len);
 	request_connection_field(t, out);
 	evbuffer_add(out, "\r\n", 2);
-	if (!t->is_head)
-		evbuffer_add_buffer(out, body);
-	evbuffer_free(body);
-	client_txn_done(t->c);
 }
 
 /* A short internal answer: status, optional body of type ctype. */
@@ -308,20 +293,73 @@ static void
 internal_reply(struct txn *t, int status, const char *ctype,
     const void *body, size_t len)
 {
-	struct evbuffer *out = client_out(t->c);
-
-	t->status = status;
-	t->result = RESULT_INTERNAL;
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nCache-Control: no-store\r\n",
-	    status, http_reason(status));
-	if (status != 204)
-		evbuffer_add_printf(out, "Content-Type: %s\r\n"
-		    "Content-Length: %zu\r\n", ctype, len);
-	request_connection_field(t, out);
-	evbuffer_add(out, "\r\n", 2);
+	internal_head(t, status, ctype, "", len);
 	if (status != 204 && !t->is_head)
-		evbuffer_add(out, body, len);
+		evbuffer_add(client_out(t->c), body, len);
 	client_txn_done(t->c);
+}
+
+/* A 200 whose body was built in buf (freed here); NULL buf is 503. */
+static void
+internal_buffer(struct txn *t, const char *ctype, struct evbuffer *buf)
+{
+	if (buf == NULL) {
+		request_error(t, 503, "NONE_NONE", "out of memory", true);
+		return;
+	}
+	internal_head(t, 200, ctype, "", evbuffer_get_length(buf));
+	if (!t->is_head)
+		evbuffer_add_buffer(client_out(t->c), buf);
+	evbuffer_free(buf);
+	client_txn_done(t->c);
+}
+
+static void
+serve_metrics(struct txn *t)
+{
+	struct server *s = t->srv;
+	const struct store_stats *st = store_stats(s->store);
+	struct evbuffer *body = evbuffer_new();
+
+	s->m.cache_objects = st->objects;
+	s->m.cache_bytes = st->bytes;
+	s->m.evictions = st->evictions;
+	if (body != NULL) {
+		metrics_render(&s->m, body);
+		if (s->peers != NULL)
+			peers_render_metrics(s->peers, body);
+		if (s->discover != NULL)
+			discover_render_metrics(s->discover, body);
+		if (s->icp != NULL)
+			icpsock_render_metrics(s->icp, body);
+	}
+	internal_buffer(t, "text/plain; version=0.0.4", body);
+}
+
+/* The page may run its own script and styles and read this node's JSON,
+ * nothing else: the browser itself refuses any asset from elsewhere. */
+static void
+serve_status_page(struct txn *t)
+{
+	internal_head(t, 200, "text/html; charset=utf-8",
+	    "Content-Security-Policy: default-src 'none'; "
+	    "script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+	    "connect-src 'self'; img-src data:\r\n"
+	    "X-Content-Type-Options: nosniff\r\n", status_html_len);
+	if (!t->is_head)
+		evbuffer_add_reference(client_out(t->c), status_html,
+		    status_html_len, NULL, NULL);
+	client_txn_done(t->c);
+}
+
+static void
+serve_status_json(struct txn *t)
+{
+	struct evbuffer *body = evbuffer_new();
+
+	if (body != NULL)
+		status_render_json(t->srv->status, body);
+	internal_buffer(t, "application/json", body);
 }
 
 /* Peer-protocol refusals: a reason line, and not a client request (the
@@ -474,6 +512,16 @@ serve_internal(struct txn *t)
 
 	if ((t->is_get || t->is_head) && http_token_eq(p, n, "/metrics")) {
 		serve_metrics(t);
+		return;
+	}
+	if ((t->is_get || t->is_head) && http_token_eq(p, n,
+	    "/sumcache/status")) {
+		serve_status_page(t);
+		return;
+	}
+	if ((t->is_get || t->is_head) && http_token_eq(p, n,
+	    "/sumcache/v1/status")) {
+		serve_status_json(t);
 		return;
 	}
 	if (http_token_eq(p, n, "/sumcache/v1/summary")) {
