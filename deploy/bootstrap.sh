@@ -9,6 +9,7 @@ packages=(
   libprotobuf-c-dev protobuf-c-compiler libconfig-dev libcriterion-dev
   nginx-light squid wrk curl procps iproute2 util-linux gnuplot-nox
   binutils systemd yamllint python3-yaml
+  chromium fonts-dejavu-core openssl python3
 )
 
 # Debian starts the daemons it installs (and a reboot starts them again);

@@ -18,9 +18,11 @@
 #     (netem) to what nodes send each other, a WAN between sites; traffic to
 #     the origin and to clients is not delayed.
 # Each node's config, log, access log and pid are in run/cluster/
-# (SUMCACHE_CLUSTER_DIR); status scrapes every node's /metrics; down stops
-# everything by pid and removes the namespaces. SUMCACHE_BASE_PORT and
-# SUMCACHE_ORIGIN_PORT move the loopback ports (3128, 8081).
+# (SUMCACHE_CLUSTER_DIR); SUMCACHE_NODE_CONF is more config lines for every
+# node (e.g. 'connect_ports = [443, 8443];'). status scrapes every node's
+# /metrics; down stops everything by pid and removes the namespaces.
+# SUMCACHE_BASE_PORT and SUMCACHE_ORIGIN_PORT move the loopback ports
+# (3128, 8081).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . deploy/lib.sh
@@ -126,6 +128,9 @@ node_conf() {
         sep=", "
       done
       echo "peer = [$peers];"
+    fi
+    if [ -n "${SUMCACHE_NODE_CONF:-}" ]; then
+      printf '%s\n' "$SUMCACHE_NODE_CONF"
     fi
   } >"$f"
   "$build/sumcache" -t -c "$f" >/dev/null || die "$f: rejected by sumcache -t"

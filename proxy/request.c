@@ -499,6 +499,16 @@ names_us(const struct txn *t)
 	    strncasecmp(s->conf.node_name, h, hl) == 0);
 }
 
+/* Pages that only read: GET or HEAD. */
+static const struct {
+	const char *path;
+	void (*serve)(struct txn *t);
+} pages[] = {
+	{"/metrics", serve_metrics},
+	{"/sumcache/status", serve_status_page},
+	{"/sumcache/v1/status", serve_status_json},
+};
+
 static void
 serve_internal(struct txn *t)
 {
@@ -510,18 +520,13 @@ serve_internal(struct txn *t)
 		return;
 	}
 
-	if ((t->is_get || t->is_head) && http_token_eq(p, n, "/metrics")) {
-		serve_metrics(t);
-		return;
-	}
-	if ((t->is_get || t->is_head) && http_token_eq(p, n,
-	    "/sumcache/status")) {
-		serve_status_page(t);
-		return;
-	}
-	if ((t->is_get || t->is_head) && http_token_eq(p, n,
-	    "/sumcache/v1/status")) {
-		serve_status_json(t);
+	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
+		if (!http_token_eq(p, n, pages[i].path))
+			continue;
+		if (t->is_get || t->is_head)
+			pages[i].serve(t);
+		else
+			internal_text(t, 405, "GET or HEAD");
 		return;
 	}
 	if (http_token_eq(p, n, "/sumcache/v1/summary")) {

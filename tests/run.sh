@@ -5,7 +5,10 @@
 # After the normal build, a 3-node cluster replays a small trace through
 # deploy/compare.sh and its report must add up (tests/cluster-check.sh).
 # In both builds the simulator runs a small trace and must reproduce the
-# Bloom false-positive formula within 10 % (tests/sim-check.sh). The
+# Bloom false-positive formula within 10 % (tests/sim-check.sh), and
+# headless Chromium browses through a 3-node cluster and reads every
+# node's status page (tests/browser-check.sh; screenshots are left in
+# BUILD/browser-check/). The
 # deployment files are checked with the tools Debian has
 # (tests/deploy-check.sh).
 # Each fuzz target (HTTP, ICP, Squid digest, summary message) runs briefly
@@ -34,6 +37,8 @@ suite() {
   "$dir/tests/squid-tests" --jobs "$jobs" 2>&1 | tee -a "$log"
   echo "== simulator check ($dir)"
   BUILD=$dir ./tests/sim-check.sh 2>&1 | tee -a "$log"
+  echo "== browser check ($dir)"
+  BUILD=$dir ./tests/browser-check.sh 2>&1 | tee -a "$log"
 }
 
 status=0
@@ -84,6 +89,6 @@ awk '
       if ($i == "Passing:") p += $(i + 1)
       if ($i == "Failing:" || $i == "Crashing:") f += $(i + 1) } }
   /^fuzz-[a-z]*: / { p += $2; f += $4 }
-  /^(cluster|sim|deploy)-check: [0-9]+ passed/ { p += $2; f += $4 }
+  /^(cluster|sim|deploy|browser)-check: [0-9]+ passed/ { p += $2; f += $4 }
   END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' "$log" || status=1
 exit $status

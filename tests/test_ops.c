@@ -226,3 +226,63 @@ Test(ops, connect_to_a_dead_port_is_502)
 	    "sumcache_origin_errors_total{cause=\"unreachable\"}"), 1);
 	env_stop(&e2);
 }
+
+Test(ops, status_page_and_its_data)
+{
+	struct resp r;
+	char u[128];
+
+	/* one miss and one hit, so the data has something to say */
+	snprintf(u, sizeof(u), "http://127.0.0.1:%d/obj/status?max_age=60",
+	    E.oport);
+	proxy_get(&E, u, NULL, &r);
+	resp_free(&r);
+	proxy_get(&E, u, NULL, &r);
+	resp_free(&r);
+
+	snprintf(u, sizeof(u), "http://127.0.0.1:%d/sumcache/status", E.pport);
+	http_request(0, "GET", u, NULL, NULL, 0, false, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_str_eq(resp_header(&r, "Content-Type"),
+	    "text/html; charset=utf-8");
+	cr_assert(strstr(resp_header(&r, "Content-Security-Policy"),
+	    "default-src 'none'") != NULL, "the page may load nothing else");
+	cr_assert(strstr(r.body, "<title>sumcache status</title>") != NULL);
+	cr_assert(strstr(r.body, "</html>") != NULL, "the whole page");
+	resp_free(&r);
+
+	snprintf(u, sizeof(u), "http://127.0.0.1:%d/sumcache/v1/status",
+	    E.pport);
+	http_request(0, "GET", u, NULL, NULL, 0, false, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_str_eq(resp_header(&r, "Content-Type"), "application/json");
+	cr_assert(strstr(r.body, "\"node\":\"test-node\"") != NULL, "%s",
+	    r.body);
+	cr_assert(strstr(r.body, "\"sharing\":\"none\"") != NULL);
+	cr_assert(strstr(r.body, "\"fields\":[\"time_ms\",\"local_hit\","
+	    "\"remote_hit\",\"miss\",") != NULL, "%s", r.body);
+	cr_assert(strstr(r.body, "\"peers\":[]}") != NULL, "%s", r.body);
+	/* the last sample is taken at the request: local_hit 1, remote 0,
+	 * miss 1, error 0 */
+	const char *last = strstr(r.body, "]],\"peers\"");
+	cr_assert_not_null(last, "%s", r.body);
+	while (*last != '[')
+		last--;
+	unsigned long long ms, local, remote, miss, error;
+	cr_assert_eq(sscanf(last, "[%llu,%llu,%llu,%llu,%llu", &ms, &local,
+	    &remote, &miss, &error), 5, "%s", r.body);
+	cr_assert_eq(local, 1);
+	cr_assert_eq(remote, 0);
+	cr_assert_eq(miss, 1);
+	cr_assert_eq(error, 0);
+	resp_free(&r);
+
+	/* read-only pages refuse other methods; none counts as a request */
+	http_request(0, "POST", u, NULL, "x", 1, false, &r);
+	cr_assert_eq(r.status, 405);
+	resp_free(&r);
+	cr_assert_eq(proxy_metric(&E,
+	    "sumcache_requests_total{result=\"local_hit\"}"), 1);
+	cr_assert_eq(proxy_metric(&E,
+	    "sumcache_requests_total{result=\"error\"}"), 0);
+}
