@@ -188,8 +188,15 @@ tunnel_logged() {
   local t
   t=$(metric n1 sumcache_tunnels_total)
   echo "tunnels: $tunnels_before before, $t after"
-  grep " CONNECT 127.0.0.1:$tls_port " "$cluster/n1.access.log" &&
-    [ "$t" -gt "$tunnels_before" ]
+  [ "$t" -gt "$tunnels_before" ] || return 1
+  # a tunnel is logged when it closes, and the log is flushed every 250 ms
+  for _ in $(seq 50); do
+    grep " TCP_TUNNEL/200 .* CONNECT 127.0.0.1:$tls_port " \
+      "$cluster/n1.access.log" && return 0
+    sleep 0.1
+  done
+  cat "$cluster/n1.access.log"
+  return 1
 }
 check "  n1 counted and logged the tunnel" tunnel_logged
 untrusted() {

@@ -145,10 +145,18 @@ class Browser:
         return r["result"].get("value")
 
     def wait_for(self, js, timeout=30):
+        """Polls js until true; while the page is still arriving it may
+        throw (no body yet), which counts as not yet."""
         deadline = time.monotonic() + timeout
-        while not self.evaluate("!!(%s)" % js):
+        why = "false"
+        while True:
+            try:
+                if self.evaluate("!!(%s)" % js):
+                    return
+            except RuntimeError as e:
+                why = str(e)
             if time.monotonic() > deadline:
-                raise TimeoutError("never true: " + js)
+                raise TimeoutError("never true (%s): %s" % (why, js))
             time.sleep(0.2)
 
     def screenshot(self, path):
