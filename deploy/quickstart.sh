@@ -42,9 +42,11 @@ cat <<EOT
 
 The cluster keeps running. Point a client at any node:
   curl -x http://$n1 "http://$origin/any/path?size=5000&max_age=600"
-  chromium --proxy-server=http://$n1
+  chromium --proxy-server=http://$n1 --proxy-bypass-list='<-loopback>'
   export http_proxy=http://$n1 https_proxy=http://$n1
-Watch it:  ./deploy/cluster.sh status      curl http://$n1/metrics
+  (<-loopback>: without it Chromium sends 127.0.0.1, the demo origin, direct)
+Watch it in a browser:  http://$n1/sumcache/status   (every node has one)
+  or:  ./deploy/cluster.sh status      curl http://$n1/metrics
 Compare none, ICP and Summary Cache on a trace:
   $build/workload-gen --requests 50000 > trace.log
   ./deploy/compare.sh trace.log 4
