@@ -509,12 +509,25 @@ static const struct {
 	{"/sumcache/v1/status", serve_status_json},
 };
 
-static void
-serve_internal(struct txn *t)
+/* Whether an absolute-form request for path p (n bytes) is for one of
+ * our own read-only pages; the caller then asks names_us. Length compares
+ * rule out nearly every request. */
+static bool
+own_page(const char *p, size_t n)
 {
-	const char *p = t->req.target;
-	size_t n = t->req.target_len;
+	if (n == strlen(SQDIGEST_PATH) && memcmp(p, SQDIGEST_PATH, n) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++)
+		if (n == strlen(pages[i].path) &&
+		    memcmp(p, pages[i].path, n) == 0)
+			return true;
+	return false;
+}
 
+/* An origin-form request (path p, n bytes): an internal page or 400. */
+static void
+serve_internal(struct txn *t, const char *p, size_t n)
+{
 	if (http_token_eq(p, n, SQDIGEST_PATH)) {
 		serve_digest(t);
 		return;
@@ -737,7 +750,7 @@ request_start(struct txn *t)
 	}
 	t->body_done = t->body_kind == BODY_NONE;
 	if (t->req.target_len > 0 && t->req.target[0] == '/') {
-		serve_internal(t);
+		serve_internal(t, t->req.target, t->req.target_len);
 		return;
 	}
 	if (url_parse_absolute(t->req.target, t->req.target_len, &t->url,
@@ -746,13 +759,13 @@ request_start(struct txn *t)
 		request_error(t, 400, "NONE_NONE", why, false);
 		return;
 	}
-	/* a Squid sibling may ask for our digest in absolute form (the
-	 * path is compared first: it rules out nearly every request at the
-	 * cost of a length compare) */
-	if (t->url.len - t->url.path_off == strlen(SQDIGEST_PATH) &&
-	    memcmp(t->url.norm + t->url.path_off, SQDIGEST_PATH,
-	    strlen(SQDIGEST_PATH)) == 0 && names_us(t)) {
-		serve_digest(t);
+	/* a Squid sibling asks for our digest in absolute form, and so does
+	 * a browser whose proxy is this node for the status page: answered
+	 * here, not fetched from ourselves (every refresh a client miss) */
+	if (own_page(t->url.norm + t->url.path_off,
+	    t->url.len - t->url.path_off) && names_us(t)) {
+		serve_internal(t, t->url.norm + t->url.path_off,
+		    t->url.len - t->url.path_off);
 		return;
 	}
 	cc_parse(&t->req, true, &t->reqcc);

@@ -281,6 +281,15 @@ Test(ops, status_page_and_its_data)
 	http_request(0, "POST", u, NULL, "x", 1, false, &r);
 	cr_assert_eq(r.status, 405);
 	resp_free(&r);
+	/* a browser using this node as its proxy asks in absolute form: the
+	 * node answers itself instead of fetching from itself */
+	proxy_get(&E, u, NULL, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert(strstr(r.body, "\"node\":\"test-node\"") != NULL);
+	cr_assert_null(resp_header(&r, "Via"), "not a proxied response");
+	resp_free(&r);
+	cr_assert_eq(proxy_metric(&E,
+	    "sumcache_requests_total{result=\"miss\"}"), 1);
 	cr_assert_eq(proxy_metric(&E,
 	    "sumcache_requests_total{result=\"local_hit\"}"), 1);
 	cr_assert_eq(proxy_metric(&E,
