@@ -25,7 +25,9 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 . tests/checks.sh browser-check
 
-base=${BROWSER_CHECK_PORT:-33128}   # nodes base..base+2, origins above
+# below Linux's ephemeral range (32768+), where a port may be some
+# connection's local end and refuse a listener (it did, once, in CI)
+base=${BROWSER_CHECK_PORT:-25128}   # nodes base..base+2, origins above
 http_port=$((base + 5000)) tls_port=$((base + 5001))
 demo_port=$((base + 5002))          # cluster.sh's demo origin, unused here
 cluster=$(pwd)/$dir/cluster
