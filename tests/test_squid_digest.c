@@ -14,6 +14,7 @@
 #include "digest.h"
 #include "harness.h"
 #include "squid.h"
+#include "sumkey.h"
 
 enum { OBJECTS = 40 };
 
@@ -138,6 +139,44 @@ Test(squid_digest, real_squid_digest_contains_every_cached_url,
 }
 
 /*
+ * Squid 5.7 corrupts the start of every peer digest mask it reads (Squid
+ * bug 5510, fixed upstream in 2025: peerDigestHandleReply moves as many
+ * bytes as a step consumed, not as many as are left, so the rest of the
+ * first 4 KB store page holds stale bytes). A key with a bit there may be
+ * a false miss in Squid, whoever made the digest; the key depends on the
+ * origin's port, so one run in ten failed. The object is named so that
+ * its four bits lie past the first 8 KB of our mask, which
+ * digest_generation sizes for the default cache_mem (256 MB, 1 KB
+ * objects).
+ */
+static void
+url_past_corrupted_page(char *url, size_t len, int oport)
+{
+	struct sumkey_hasher *h = sumkey_hasher_new(SUM_SQUID_MD5);
+	uint64_t m = 8ull * digest_mask_size(256u * 1024, 5);
+
+	cr_assert_not_null(h);
+	for (int i = 0; i < 100; i++) {
+		struct sumkey k;
+		uint64_t pos[SUM_SQUID_K];
+		bool clear = true;
+
+		snprintf(url, len, "http://127.0.0.1:%d/obj/in-sumcache-%d?"
+		    "max_age=600", oport, i);
+		cr_assert_eq(sumkey_make(h, SUM_METHOD_GET, url, strlen(url),
+		    &k), 0);
+		sumkey_positions(SUM_SQUID_MD5, &k, SUM_SQUID_K, m, pos);
+		for (int j = 0; j < SUM_SQUID_K; j++)
+			clear = clear && pos[j] >= 8 * 8192;
+		if (clear) {
+			sumkey_hasher_free(&h);
+			return;
+		}
+	}
+	cr_assert_fail("no name in 100 keeps clear of the first 8 KB");
+}
+
+/*
  * Squid with sumcache as a digest sibling (no ICP): Squid fetches our
  * digest, accepts it, and sends a request for an object sumcache holds to
  * sumcache, which its log calls CD_SIBLING_HIT.
@@ -151,8 +190,7 @@ Test(squid_digest, squid_forwards_a_digest_hit_to_sumcache, .timeout = 90)
 	struct resp r;
 
 	env_start(&e, opts);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/in-sumcache?"
-	    "max_age=600", e.oport);
+	url_past_corrupted_page(url, sizeof(url), e.oport);
 	proxy_get(&e, url, NULL, &r);
 	cr_assert_eq(r.status, 200);
 	resp_free(&r);
