@@ -444,10 +444,6 @@ serve_digest(struct txn *t)
 		    "(digest_generation off)", false);
 		return;
 	}
-	if (!t->is_get && !t->is_head) {
-		internal_text(t, 405, "GET or HEAD");
-		return;
-	}
 	struct evbuffer *out = client_out(t->c);
 	size_t before = evbuffer_get_length(out);
 	http_date_format(made, lm);
@@ -499,47 +495,50 @@ names_us(const struct txn *t)
 	    strncasecmp(s->conf.node_name, h, hl) == 0);
 }
 
-/* Pages that only read: GET or HEAD. */
-static const struct {
+/* Pages that only read (GET or HEAD). A Squid sibling asks for the
+ * digest, and a browser whose proxy is this node for the others, in
+ * absolute form too. */
+#define PAGE(path, serve) {path, sizeof(path) - 1, serve}
+static const struct page {
 	const char *path;
+	size_t len;
 	void (*serve)(struct txn *t);
 } pages[] = {
-	{"/metrics", serve_metrics},
-	{"/sumcache/status", serve_status_page},
-	{"/sumcache/v1/status", serve_status_json},
+	PAGE(SQDIGEST_PATH, serve_digest),
+	PAGE("/metrics", serve_metrics),
+	PAGE("/sumcache/status", serve_status_page),
+	PAGE("/sumcache/v1/status", serve_status_json),
 };
+#undef PAGE
 
-/* Whether an absolute-form request for path p (n bytes) is for one of
- * our own read-only pages; the caller then asks names_us. Length compares
- * rule out nearly every request. */
-static bool
-own_page(const char *p, size_t n)
+/* The read-only page at path p (n bytes), or NULL. Every absolute-form
+ * request comes through here: a length compare rules out nearly all. */
+static const struct page *
+find_page(const char *p, size_t n)
 {
-	if (n == strlen(SQDIGEST_PATH) && memcmp(p, SQDIGEST_PATH, n) == 0)
-		return true;
 	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++)
-		if (n == strlen(pages[i].path) &&
-		    memcmp(p, pages[i].path, n) == 0)
-			return true;
-	return false;
+		if (n == pages[i].len && memcmp(p, pages[i].path, n) == 0)
+			return &pages[i];
+	return NULL;
+}
+
+static void
+serve_page(struct txn *t, const struct page *pg)
+{
+	if (t->is_get || t->is_head)
+		pg->serve(t);
+	else
+		internal_text(t, 405, "GET or HEAD");
 }
 
 /* An origin-form request (path p, n bytes): an internal page or 400. */
 static void
 serve_internal(struct txn *t, const char *p, size_t n)
 {
-	if (http_token_eq(p, n, SQDIGEST_PATH)) {
-		serve_digest(t);
-		return;
-	}
+	const struct page *pg = find_page(p, n);
 
-	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
-		if (!http_token_eq(p, n, pages[i].path))
-			continue;
-		if (t->is_get || t->is_head)
-			pages[i].serve(t);
-		else
-			internal_text(t, 405, "GET or HEAD");
+	if (pg != NULL) {
+		serve_page(t, pg);
 		return;
 	}
 	if (http_token_eq(p, n, "/sumcache/v1/summary")) {
@@ -759,13 +758,12 @@ request_start(struct txn *t)
 		request_error(t, 400, "NONE_NONE", why, false);
 		return;
 	}
-	/* a Squid sibling asks for our digest in absolute form, and so does
-	 * a browser whose proxy is this node for the status page: answered
-	 * here, not fetched from ourselves (every refresh a client miss) */
-	if (own_page(t->url.norm + t->url.path_off,
-	    t->url.len - t->url.path_off) && names_us(t)) {
-		serve_internal(t, t->url.norm + t->url.path_off,
-		    t->url.len - t->url.path_off);
+	/* our own pages, named in absolute form: answered here, not fetched
+	 * from ourselves (every status page refresh a client miss) */
+	const struct page *pg = find_page(t->url.norm + t->url.path_off,
+	    t->url.len - t->url.path_off);
+	if (pg != NULL && names_us(t)) {
+		serve_page(t, pg);
 		return;
 	}
 	cc_parse(&t->req, true, &t->reqcc);

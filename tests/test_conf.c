@@ -225,3 +225,20 @@ Test(conf, summary_sharing_errors)
 	cr_expect(strstr(err, "needs cluster_key_file") != NULL, "%s", err);
 	conf_clear(&c);
 }
+
+Test(conf, status_interval_has_a_floor)
+{
+	struct conf c;
+	char err[256];
+
+	cr_assert_eq(conf_defaults(&c), 0);
+	cr_assert_eq(c.status_interval_ms, 5000);
+	cr_assert_eq(conf_override(&c, "status_interval=100ms", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(conf_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(conf_override(&c, "status_interval=50ms", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "status_interval") != NULL, "%s", err);
+	conf_clear(&c);
+}

@@ -281,6 +281,12 @@ Test(ops, status_page_and_its_data)
 	http_request(0, "POST", u, NULL, "x", 1, false, &r);
 	cr_assert_eq(r.status, 405);
 	resp_free(&r);
+	char du[128];
+	snprintf(du, sizeof(du), "http://127.0.0.1:%d/squid-internal-periodic/"
+	    "store_digest", E.pport);
+	http_request(0, "POST", du, NULL, "x", 1, false, &r);
+	cr_assert_eq(r.status, 405, "the digest is a read-only page too");
+	resp_free(&r);
 	/* a browser using this node as its proxy asks in absolute form: the
 	 * node answers itself instead of fetching from itself */
 	proxy_get(&E, u, NULL, &r);
@@ -294,4 +300,13 @@ Test(ops, status_page_and_its_data)
 	    "sumcache_requests_total{result=\"local_hit\"}"), 1);
 	cr_assert_eq(proxy_metric(&E,
 	    "sumcache_requests_total{result=\"error\"}"), 0);
+	/* paths are case-sensitive: this is no page of ours, and a client
+	 * error like any other origin-form request */
+	snprintf(du, sizeof(du), "http://127.0.0.1:%d/SUMCACHE/STATUS",
+	    E.pport);
+	http_request(0, "GET", du, NULL, NULL, 0, false, &r);
+	cr_assert_eq(r.status, 400);
+	resp_free(&r);
+	cr_assert_eq(proxy_metric(&E,
+	    "sumcache_requests_total{result=\"error\"}"), 1);
 }
