@@ -22,7 +22,7 @@
 #include "ratelog.h"
 
 #define QBUCKETS 1024
-#define ASK_MAX 256             /* peers one query can go to */
+#define ASK_MAX PEERS_MAX       /* a query may go to every peer */
 #define SILENT_DOWN 3           /* unanswered queries in a row: down */
 #define DOWN_PROBE_MS 10000     /* a down peer's query interval */
 #define TIMEOUT_MIN_MS 5

@@ -38,7 +38,6 @@
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 30000
 #define PUSHQ_MAX 32
-#define PEERS_MAX 256   /* configured and found */
 #define SUMMARY_PATH "/sumcache/v1/summary"
 /* Squid peers: Squid's own rules for fetching a peer's digest (at
  * Expires + 5 min, never sooner than 5 min after the last); a digest

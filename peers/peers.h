@@ -54,6 +54,9 @@ int peer_spec_parse(const char *text, struct peer_spec *ps,
 int peer_target_parse(const char *text, struct peer_spec *ps,
     const char *expect, const char **why);
 
+/* The table's size: peers configured and found (peer_dns) together. */
+#define PEERS_MAX 256
+
 /* Inter-proxy traffic, by DESIGN.md's type label. */
 enum ipm_type {
 	IPM_SUMMARY_FULL = 0,

@@ -161,8 +161,8 @@ json_sample(struct evbuffer *out, const struct sample *sm)
 static void
 json_peers(struct evbuffer *out, struct peers *ps)
 {
-	struct peer *v[256];
-	size_t n = ps ? peers_list(ps, v, sizeof(v) / sizeof(v[0])) : 0;
+	struct peer *v[PEERS_MAX];
+	size_t n = ps ? peers_list(ps, v, PEERS_MAX) : 0;
 	uint64_t now = mono_ms();
 
 	evbuffer_add_printf(out, "\"peers\":[");

@@ -123,11 +123,12 @@ parts=5  # index.html, style.css, app.js, img/rings.svg, img/tiles.png
 works='document.body.dataset.script === "ran" &&
   document.body.dataset.images === "vector:160,raster:160" &&
   document.body.dataset.h1 === "rgb(30, 136, 229)"'
-# every part answered 200 through PORT, and the page's script says it works
+# every part answered 200 through PORT (not from the browser's cache), and
+# the page's script says it works
 whole() {
   echo "(r['eval'] is True and not r['failed'] and len(r['responses']) == $parts and
-    all(x['status'] == 200 and x['connected_to'] == '127.0.0.1:$1'
-        for x in r['responses']))"
+    all(x['status'] == 200 and x['connected_to'] == '127.0.0.1:$1' and
+        not x['from_cache'] for x in r['responses']))"
 }
 
 # ---- a page of five parts through n1, then through n2 ----

@@ -192,8 +192,6 @@ def load(args):
                                                r.get("remotePort")),
                     "protocol": r.get("protocol"),
                     "from_cache": r.get("fromDiskCache", False),
-                    "x_cache": {k.lower(): v for k, v in
-                                r.get("headers", {}).items()}.get("x-cache"),
                 })
             elif e.get("method") == "Network.loadingFailed":
                 report["failed"].append({"error": p.get("errorText"),
