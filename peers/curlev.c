@@ -126,8 +126,12 @@ curlev_new(struct event_base *base)
 	curl_multi_setopt(o->multi, CURLMOPT_SOCKETDATA, o);
 	curl_multi_setopt(o->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
 	curl_multi_setopt(o->multi, CURLMOPT_TIMERDATA, o);
-	/* idle connections kept for reuse, across all origins */
-	curl_multi_setopt(o->multi, CURLMOPT_MAXCONNECTS, 256L);
+	/* idle connections kept for reuse, across all origins. curl looks
+	 * at idle ones only when it starts a transfer, so those an origin
+	 * closed stay (in CLOSE-WAIT) until then: this bounds them, and they
+	 * are part of the descriptor plan (proxy/accept.c) */
+	curl_multi_setopt(o->multi, CURLMOPT_MAXCONNECTS,
+	    (long)CURLEV_POOL_MAX);
 	return o;
 }
 

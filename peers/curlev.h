@@ -19,6 +19,9 @@ struct curlev_xfer {
 	void *arg;
 };
 
+/* Idle connections kept for reuse, at most. */
+#define CURLEV_POOL_MAX 32
+
 struct curlev *curlev_new(struct event_base *base);
 void curlev_free(struct curlev **o);
 

@@ -91,6 +91,7 @@ struct peers {
 	uint64_t rejected[REJ_NREASONS];
 	struct ratelog rejlog[REJ_NREASONS];
 	struct xfer *xfers;
+	uint64_t held;                /* bytes of summary bodies arriving */
 };
 
 /* One transfer to a peer: a push or a pull. */
@@ -113,7 +114,7 @@ static const char *const ipm_names[IPM_NTYPES] = {
 
 static const char *const reject_names[REJ_NREASONS] = {
 	"not_peer", "bad_mac", "malformed", "too_big", "old", "duplicate",
-	"params", "gap", "checksum",
+	"params", "gap", "checksum", "busy", "no_room", "slow",
 };
 
 static uint64_t
@@ -1053,6 +1054,63 @@ peers_receive(struct peers *ps, const struct sockaddr *from,
 }
 
 int
+peers_receive_begin(struct peers *ps, const struct sockaddr *from,
+    uint64_t len, const char **why)
+{
+	struct peer *slot = NULL;
+	char who[INET6_ADDRSTRLEN] = "?";
+
+	for (size_t i = 0; i < ps->n && slot == NULL; i++)
+		if (same_addr(from, &ps->v[i]->addr) && !ps->v[i]->receiving)
+			slot = ps->v[i];
+	if (from->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)from)->sin_addr,
+		    who, sizeof(who));
+	else if (from->sa_family == AF_INET6)
+		inet_ntop(AF_INET6,
+		    &((const struct sockaddr_in6 *)from)->sin6_addr, who,
+		    sizeof(who));
+	if (peers_by_addr(ps, from) == NULL)
+		return refuse(ps, REJ_NOT_PEER, 403, who, NULL, why);
+	if (len > ps->conf.max_message)
+		return refuse(ps, REJ_TOO_BIG, 413, who, "over summary_max_size",
+		    why);
+	if (slot == NULL)
+		return refuse(ps, REJ_BUSY, 503, who, "one summary from that "
+		    "address is still arriving", why);
+	if (ps->held + len > ps->conf.max_held)
+		return refuse(ps, REJ_NO_ROOM, 503, who, "summaries arriving "
+		    "hold the most allowed at once", why);
+	slot->receiving = true;
+	ps->held += len;
+	return 0;
+}
+
+void
+peers_receive_end(struct peers *ps, const struct sockaddr *from,
+    uint64_t len)
+{
+	/* the slot's peer may have left the table meanwhile: any peer at
+	 * the address marked receiving gives its slot back */
+	for (size_t i = 0; i < ps->n; i++)
+		if (same_addr(from, &ps->v[i]->addr) && ps->v[i]->receiving) {
+			ps->v[i]->receiving = false;
+			break;
+		}
+	SC_ASSERT(ps->held >= len);
+	ps->held -= len;
+}
+
+void
+peers_receive_slow(struct peers *ps, const char *who)
+{
+	const char *why;
+
+	refuse(ps, REJ_SLOW, 0, who, "body not received within "
+	    "peer_timeout", &why);
+}
+
+int
 peers_pull_response(struct peers *ps, const struct sockaddr *from,
     struct sum_buf *out)
 {
@@ -1083,7 +1141,8 @@ on_pull_body(char *data, size_t size, size_t n, void *arg)
 	struct xfer *x = arg;
 	size_t len = size * n;
 
-	if (x->resp.len + len > WIRE_MAX_BYTES) {
+	if (x->resp.len + len > (x->p->spec.type == PEER_SUMCACHE ?
+	    x->ps->conf.max_message : WIRE_MAX_BYTES)) {
 		x->too_big = true;
 		return 0;
 	}
@@ -1415,6 +1474,11 @@ peers_new(struct event_base *base, struct curlev *curl,
 	ps->base = base;
 	ps->curl = curl;
 	ps->conf = *conf;
+	/* unset: the protocol's own ceiling */
+	if (ps->conf.max_message == 0 || ps->conf.max_message > WIRE_MAX_BYTES)
+		ps->conf.max_message = WIRE_MAX_BYTES;
+	if (ps->conf.max_held < ps->conf.max_message)
+		ps->conf.max_held = ps->conf.max_message;
 	ps->key = malloc(conf->keylen ? conf->keylen : 1); /* ICP: none */
 	if (ps->key == NULL)
 		goto nomem;

@@ -87,6 +87,9 @@ enum reject {
 	REJ_PARAMS,         /* hash scheme differs from ours */
 	REJ_GAP,            /* delta that does not follow: we pull */
 	REJ_CHECKSUM,       /* decoded array differs from the sender's */
+	REJ_BUSY,           /* a body from that peer is still arriving */
+	REJ_NO_ROOM,        /* bodies in flight hold max_held bytes already */
+	REJ_SLOW,           /* body not received within the peer timeout */
 	REJ_NREASONS
 };
 
@@ -105,6 +108,7 @@ struct peer {
 	bool pulling;
 	struct pushq *pushq;           /* messages waiting to be sent */
 	bool pushing;
+	bool receiving;                /* a summary body from its address */
 	uint64_t msgs[2][IPM_NTYPES];
 	uint64_t bytes[2][IPM_NTYPES];
 	uint64_t remote_hits;
@@ -139,6 +143,11 @@ struct peers_conf {
 	uint32_t connect_timeout_ms;   /* peer connects and exchanges */
 	uint32_t timeout_ms;           /* peer response silence */
 	uint64_t expected_objects;     /* initial filter sizing */
+	/* a summary message, pushed or pulled, is at most max_message
+	 * bytes; the bodies being received, not yet authenticated, hold at
+	 * most max_held bytes at once */
+	uint64_t max_message;
+	uint64_t max_held;
 	const uint8_t *key;            /* cluster key */
 	size_t keylen;
 	/* false (sharing icp): no summaries are published or pulled; peers
@@ -195,6 +204,22 @@ int peers_pull_response(struct peers *ps, const struct sockaddr *from,
 
 /* Counts and logs a message refused before it reached peers_receive. */
 void peers_refused(struct peers *ps, enum reject r, const char *who);
+
+/*
+ * Before a byte of a POSTed summary body of len bytes from addr is read:
+ * whether it may be. Anyone at a peer's address can send one, before its
+ * MAC can be checked, so each peer at that address has one body in flight
+ * at most, a body is at most max_message bytes and all of them together
+ * at most max_held. Returns 0 (the caller calls peers_receive_end when
+ * the body is done with, however it ends) or the status to refuse with,
+ * counted and logged, with *why.
+ */
+int peers_receive_begin(struct peers *ps, const struct sockaddr *from,
+    uint64_t len, const char **why);
+void peers_receive_end(struct peers *ps, const struct sockaddr *from,
+    uint64_t len);
+/* A body begun did not arrive within the peer timeout: counted, logged. */
+void peers_receive_slow(struct peers *ps, const char *who);
 
 /*
  * peer_dns: the addresses its name resolves to now, each a peer like

@@ -26,13 +26,17 @@ segment_free(void *seg)
 }
 
 bool
-bodyfd_convert(struct store_body **bp)
+bodyfd_convert(struct store_body **bp, int fd_ceiling)
 {
 	struct store_body *b = *bp;
 	int fd = memfd_create("sumcache-body", MFD_CLOEXEC);
 
 	if (fd < 0)
 		return false;
+	if (fd >= fd_ceiling) {
+		close(fd);
+		return false;
+	}
 	for (size_t off = 0; off < b->len;) {
 		ssize_t n = write(fd, b->data + off, b->len - off);
 		if (n <= 0) {

@@ -18,9 +18,12 @@ struct evbuffer;
 /*
  * Moves a frozen body (the caller's only reference) into a memfd and gives
  * the heap copy back. Returns false, leaving the body as it was, when no
- * memfd can be had (EMFILE, ENOMEM): the body is then sent from the heap.
+ * memfd can be had (EMFILE, ENOMEM) or the one had is numbered fd_ceiling
+ * or more: the body is then sent from the heap. Descriptors are handed out
+ * lowest first, so a memfd numbered n means n others are open; the ceiling
+ * keeps the descriptors above it for connections (accept.c).
  */
-bool bodyfd_convert(struct store_body **b);
+bool bodyfd_convert(struct store_body **b, int fd_ceiling);
 
 /* Appends the whole body to out without copying it: a file segment for a
  * converted body, a heap reference otherwise. Takes its own references. */

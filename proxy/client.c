@@ -5,8 +5,15 @@
  * a pipelined request stays in the input buffer until the previous response
  * is fully queued, which answers pipelines in order with no response
  * buffering of our own. Parsing also waits while the output holds more than
- * CLIENT_OUT_HIGH, so a client that sends but never reads cannot make us
- * buffer without bound.
+ * CLIENT_OUT_HIGH, and reading stops once a head's worth of input waits
+ * behind it (input_cap), so a client that sends but never reads costs a
+ * bounded input and output buffer, however much it sends.
+ *
+ * A response that fails after its head was queued (the origin dies
+ * mid-body) cannot be repaired: what is queued is still flushed, so earlier
+ * pipelined answers arrive whole and the broken one arrives short of its
+ * framing, and the connection closes. Its log line is written at the
+ * close, with the bytes that really left.
  *
  * Timers: a connection with no request in progress has header_timeout to
  * complete a head once its first byte arrived (then 408) and idle_timeout
@@ -26,12 +33,22 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "fetch.h"
 #include "peers.h"
 #include "request.h"
 #include "sc_assert.h"
 #include "tunnel.h"
 
 static void client_next_request(struct client *c);
+
+/* Unparsed input held while the previous answer is pending: one head's
+ * worth (libevent may read 16 KB past it once). A client that pipelines
+ * without reading its answers costs this much, not what it sends. */
+static size_t
+input_cap(const struct client *c)
+{
+	return c->srv->limits.max_head + 4;
+}
 
 static void
 timer_set(struct client *c, uint32_t ms)
@@ -53,6 +70,12 @@ client_free(struct client *c)
 			bufferevent_disable(c->bev, EV_READ | EV_WRITE);
 		return;
 	}
+	if (c->txn != NULL && c->txn->aborted) {
+		struct txn *t = c->txn;
+		size_t unsent = c->bev ? evbuffer_get_length(client_out(c)) : 0;
+		t->bytes_out -= unsent < t->bytes_out ? unsent : t->bytes_out;
+		txn_account(t);
+	}
 	txn_free(&c->txn);
 	if (c->bev)
 		bufferevent_free(c->bev);
@@ -65,7 +88,7 @@ client_free(struct client *c)
 		c->next->prev = c->prev;
 	s->m.active_clients--;
 	free(c);
-	server_check_drained(s);
+	server_conn_closed(s);
 }
 
 struct evbuffer *
@@ -97,7 +120,12 @@ client_close_after_output(struct client *c)
 void
 client_fail(struct client *c)
 {
-	client_free(c);
+	struct txn *t = c->txn;
+
+	SC_ASSERT(t != NULL);
+	fetch_free(&t->fetch);
+	t->aborted = true;
+	client_close_after_output(c);
 }
 
 void
@@ -108,6 +136,7 @@ client_txn_done(struct client *c)
 
 	txn_account(t);
 	txn_free(&c->txn);
+	c->body_deadline = false;
 	if (!keep) {
 		client_close_after_output(c);
 		return;
@@ -115,6 +144,13 @@ client_txn_done(struct client *c)
 	bufferevent_enable(c->bev, EV_READ);
 	if (!c->in_loop)
 		client_next_request(c);
+}
+
+void
+client_body_deadline(struct client *c, uint32_t ms)
+{
+	c->body_deadline = true;
+	timer_set(c, ms);
 }
 
 void
@@ -184,6 +220,13 @@ parse_one(struct client *c)
 	const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)window);
 	size_t end = http_head_end(p, window, &c->scan);
 	struct txn *t;
+	if (end == HTTP_HEAD_BARE_LF) {
+		if ((t = txn_new(c)) == NULL)
+			return -1;
+		s->m.parse_errors++;
+		client_reject(c, t, 400, "bare LF in request head");
+		return -1;
+	}
 	if (end == 0) {
 		bool line_done = memchr(p, '\n', window) != NULL;
 		int status = 0;
@@ -248,6 +291,15 @@ client_next_request(struct client *c)
 		/* a transaction still running keeps the loop waiting;
 		 * client_txn_done() restarts it */
 	}
+	/* parsing waits for the client to read its answers: so does
+	 * reading, once a head's worth of requests is waiting */
+	if (!c->dead && !c->closing && c->txn == NULL) {
+		if (evbuffer_get_length(bufferevent_get_input(c->bev)) >
+		    input_cap(c))
+			bufferevent_disable(c->bev, EV_READ);
+		else
+			bufferevent_enable(c->bev, EV_READ);
+	}
 	c->in_loop = false;
 	if (c->dead || (c->closing && evbuffer_get_length(client_out(c)) == 0))
 		client_free(c);
@@ -269,7 +321,8 @@ on_read(struct bufferevent *bev, void *arg)
 		return;
 	}
 	if (t->body_kind != BODY_NONE && !t->body_done) {
-		timer_set(c, c->srv->conf.idle_timeout_ms);
+		if (!c->body_deadline)
+			timer_set(c, c->srv->conf.idle_timeout_ms);
 		/* the body may finish the transaction here (a summary POST
 		 * is answered at once) and even close the connection: hold
 		 * c as the parse loop does, and look at c->txn afresh */
@@ -296,8 +349,7 @@ on_read(struct bufferevent *bev, void *arg)
 	}
 	/* the next pipelined request waits; stop reading once it is a full
 	 * head's worth so a flood cannot grow the buffer */
-	if (evbuffer_get_length(bufferevent_get_input(c->bev)) >
-	    c->srv->limits.max_head + 4)
+	if (evbuffer_get_length(bufferevent_get_input(c->bev)) > input_cap(c))
 		bufferevent_disable(c->bev, EV_READ);
 }
 
@@ -341,8 +393,8 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 	if (c->closing)
 		return;
 	if (c->txn != NULL) {
-		/* a request body stalled */
-		c->srv->m.client_aborts++;
+		/* a request body stalled, or missed its deadline */
+		request_body_stalled(c->txn);
 		client_free(c);
 		return;
 	}

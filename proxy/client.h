@@ -23,9 +23,15 @@ void client_sent(struct txn *t, size_t n);
 /* The transaction's response is fully queued: log it and go on. */
 void client_txn_done(struct client *c);
 
-/* The response cannot be completed (origin died mid-body): close at once so
- * the client sees a truncated message, never a wrong one. */
+/* The response cannot be completed (origin died mid-body; the caller set
+ * t->code): stop the transaction, flush what is queued and close, so the
+ * client sees a message cut short of its framing, never a wrong one. The
+ * transaction is logged at the close with the bytes really sent. */
 void client_fail(struct client *c);
+
+/* The request body must arrive whole within ms from now, not within
+ * idle_timeout of each read (a peer's summary). */
+void client_body_deadline(struct client *c, uint32_t ms);
 
 /* More request body may be read (the origin took what was buffered). */
 void client_body_resume(struct client *c);
@@ -40,7 +46,8 @@ void client_drain_all(struct server *s);
 /* Closes every client at once (exit after the shutdown bound). */
 void client_free_all(struct server *s);
 
-/* Called whenever a client or tunnel ends: finishes a drain. */
-void server_check_drained(struct server *s);
+/* Called whenever a client or tunnel ends: a paused listener resumes, a
+ * drain finishes. */
+void server_conn_closed(struct server *s);
 
 #endif

@@ -150,6 +150,44 @@ parse_count(struct conf *c, size_t off, const char *v, const char **why)
 	return 0;
 }
 
+/* "auto" (stored as 0: the daemon derives the value), or a size */
+static int
+parse_size_auto(struct conf *c, size_t off, const char *v, const char **why)
+{
+	if (strcmp(v, "auto") == 0) {
+		*(size_t *)((char *)c + off) = 0;
+		return 0;
+	}
+	if (parse_size(c, off, v, why) < 0)
+		return -1;
+	if (*(size_t *)((char *)c + off) == 0) {
+		*why = "expected auto or a size above 0";
+		return -1;
+	}
+	return 0;
+}
+
+/* "auto" (0, derived), or a count of 1 or more */
+static int
+parse_count_auto(struct conf *c, size_t off, const char *v, const char **why)
+{
+	char *end;
+	errno = 0;
+	unsigned long n;
+
+	if (strcmp(v, "auto") == 0) {
+		*(uint32_t *)((char *)c + off) = 0;
+		return 0;
+	}
+	n = strtoul(v, &end, 10);
+	if (end == v || *end || errno || n == 0 || n > 10000000 || *v == '-') {
+		*why = "expected auto or a count from 1 to 10000000";
+		return -1;
+	}
+	*(uint32_t *)((char *)c + off) = (uint32_t)n;
+	return 0;
+}
+
 /* Checked with the parser main() binds with, so -t catches what start-up
  * would refuse: a numeric address and a port ("[::1]:3128" for IPv6). */
 static int
@@ -356,6 +394,13 @@ static const struct directive directives[] = {
 	    "memory budget for cached objects, headers and keys included"},
 	{"max_object_size", parse_size, OFF(max_object_size), "16MB", false,
 	    "largest response body that is cached (larger ones stream through)"},
+	{"inflight_mem", parse_size, OFF(inflight_mem), "64MB", false,
+	    "memory for copies of responses being fetched to be cached; when "
+	    "it is taken, further misses stream through uncached"},
+	{"max_connections", parse_count_auto, OFF(max_connections), "auto",
+	    false, "client connections and tunnels open at once (then new ones "
+	    "wait in the backlog); auto: 3/4 of what ulimit -n leaves, two "
+	    "descriptors each"},
 	{"allow", parse_allow, 0, "127.0.0.0/8 ::1/128", true,
 	    "client networks allowed to use the proxy (CIDR)"},
 	{"connect_ports", parse_port, 0, "443", true,
@@ -395,6 +440,10 @@ static const struct directive directives[] = {
 	    "4", false, "hash functions of the summary (1 to 16)"},
 	{"summary_threshold", parse_share, OFF(summary_threshold), "1%",
 	    false, "publish when this share of cached objects has changed"},
+	{"summary_max_size", parse_size_auto, OFF(summary_max_size), "auto",
+	    false, "largest summary taken from a peer (4 of them may arrive "
+	    "at once); auto: the largest a node with this cache_mem and "
+	    "summary_bits_per_entry sends"},
 	{"summary_max_interval", parse_duration,
 	    OFF(summary_max_interval_ms), "60s", false,
 	    "publish pending changes at least this often"},
@@ -636,6 +685,12 @@ conf_validate(const struct conf *c, char *err, size_t elen)
 	if (c->max_object_size > c->cache_mem) {
 		snprintf(err, elen, "max_object_size (%zu) exceeds cache_mem "
 		    "(%zu)", c->max_object_size, c->cache_mem);
+		return -1;
+	}
+	if (c->max_object_size > c->inflight_mem) {
+		snprintf(err, elen, "max_object_size (%zu) exceeds inflight_mem "
+		    "(%zu): such an object could never be cached",
+		    c->max_object_size, c->inflight_mem);
 		return -1;
 	}
 	if (c->max_request_line > c->max_header_size) {

@@ -27,6 +27,8 @@ struct conf {
 	char *http_listen;       /* "addr:port" as given */
 	size_t cache_mem;
 	size_t max_object_size;
+	size_t inflight_mem;     /* copies of misses being stored */
+	uint32_t max_connections; /* 0: derived (accept.c) */
 	struct acl allow;
 	uint16_t connect_ports[CONF_MAX_PORTS];
 	unsigned n_connect_ports;
@@ -49,6 +51,7 @@ struct conf {
 	uint32_t summary_hash_functions;
 	double summary_threshold;  /* share of cached objects */
 	uint32_t summary_max_interval_ms;
+	size_t summary_max_size;    /* 0: derived from cache_mem */
 	uint32_t peer_connect_timeout_ms;
 	uint32_t peer_timeout_ms;
 	uint32_t header_timeout_ms;

@@ -31,10 +31,12 @@
 #include <event2/event.h>
 
 #include "bodyfd.h"
+#include "budget.h"
 #include "client.h"
 #include "curlev.h"
 #include "icpsock.h"
 #include "peers.h"
+#include "ratelog.h"
 #include "request.h"
 #include "sc_assert.h"
 
@@ -66,6 +68,7 @@ struct fetch {
 	struct icpq *icpq;         /* ICP query out, before any source */
 	bool by_icp;               /* the candidate said ICP HIT */
 	struct store_body *body;   /* copy for the store, or NULL */
+	size_t reserved;           /* of inflight_mem, for body (budget.c) */
 	char *stored_head;         /* filtered fields for the store */
 	size_t stored_head_len;
 	time_t request_time;
@@ -90,6 +93,37 @@ apply_pause(struct fetch *f)
 	curl_easy_pause(f->easy, mask);
 }
 
+/* The copy for the store is given up (or was stored): its reservation
+ * goes back to inflight_mem. */
+static void
+drop_copy(struct fetch *f)
+{
+	store_body_unref(&f->body);
+	if (f->reserved > 0)
+		budget_give(f->t->srv->budget, f->reserved);
+	f->reserved = 0;
+}
+
+/*
+ * The copy may grow to need bytes: store_body_append's doubling makes its
+ * capacity less than twice that, so twice is reserved. false (and the copy
+ * dropped) when inflight_mem cannot hold it.
+ */
+static bool
+reserve_copy(struct fetch *f, size_t need)
+{
+	size_t want = need < 4096 ? 4096 : 2 * need;
+
+	if (want <= f->reserved)
+		return true;
+	if (!budget_take(f->t->srv->budget, want - f->reserved)) {
+		drop_copy(f);
+		return false;
+	}
+	f->reserved = want;
+	return true;
+}
+
 void
 fetch_free(struct fetch **fp)
 {
@@ -108,7 +142,7 @@ fetch_free(struct fetch **fp)
 	if (f->headbuf)
 		evbuffer_free(f->headbuf);
 	http_head_clear(&f->resp);
-	store_body_unref(&f->body);
+	drop_copy(f);
 	free(f->stored_head);
 	for (size_t i = 0; i < f->ncand; i++)
 		peers_put(&f->cand[i]);
@@ -122,18 +156,26 @@ static bool
 add_header(struct fetch *f, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A field line of any length the request's limits let in: most fit the
+ * stack, a long one (up to max_header_size) gets the heap. */
 static bool
 add_header(struct fetch *f, const char *fmt, ...)
 {
-	char line[8192];
-	va_list ap;
+	char stack[512], *line = stack;
+	va_list ap, again;
 
 	va_start(ap, fmt);
-	int n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_copy(again, ap);
+	int n = vsnprintf(stack, sizeof(stack), fmt, ap);
 	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(line))
-		return false;
-	struct curl_slist *l = curl_slist_append(f->hdrs, line);
+	if (n >= 0 && (size_t)n >= sizeof(stack) &&
+	    (line = malloc((size_t)n + 1)) != NULL)
+		vsnprintf(line, (size_t)n + 1, fmt, again);
+	va_end(again);
+	struct curl_slist *l = n < 0 || line == NULL ? NULL :
+	    curl_slist_append(f->hdrs, line);
+	if (line != stack)
+		free(line);
 	if (l == NULL)
 		return false;
 	f->hdrs = l;
@@ -250,11 +292,15 @@ invalidate_one(struct server *s, const struct url *base, const char *v,
 
 	if (vl > 0 && v[0] == '/') {
 		/* path-absolute: same origin as the request */
-		char buf[8192];
-		int n = snprintf(buf, sizeof(buf), "%.*s%.*s",
-		    (int)base->path_off, base->norm, (int)vl, v);
-		if (n < 0 || (size_t)n >= sizeof(buf) ||
-		    url_parse_absolute(buf, (size_t)n, &u, &why) < 0)
+		size_t n = base->path_off + vl;
+		char *abs = malloc(n);
+		if (abs == NULL)
+			return;
+		memcpy(abs, base->norm, base->path_off);
+		memcpy(abs + base->path_off, v, vl);
+		int rc = url_parse_absolute(abs, n, &u, &why);
+		free(abs);
+		if (rc < 0)
 			return;
 	} else if (url_parse_absolute(v, vl, &u, &why) < 0) {
 		return;
@@ -313,7 +359,10 @@ final_head(struct fetch *f)
 	bool proxy_only = f->peer != NULL && f->peer->spec.proxy_only;
 	if (f->kind != FETCH_FORWARD && t->is_get && !proxy_only &&
 	    cachectl_storable(&t->req, &t->reqcc, resp, &respcc, &why) &&
-	    (clen < 0 || (uint64_t)clen <= s->conf.max_object_size)) {
+	    (clen < 0 || (uint64_t)clen <= s->conf.max_object_size) &&
+	    budget_take(s->budget, clen > 0 ? (size_t)clen : 0)) {
+		/* a known length is reserved exactly: the copy never grows */
+		f->reserved = clen > 0 ? (size_t)clen : 0;
 		f->body = store_body_new(clen > 0 ? (size_t)clen : 0);
 		struct evbuffer *h = evbuffer_new();
 		if (h != NULL && filter_fields(resp, h, false)) {
@@ -325,8 +374,8 @@ final_head(struct fetch *f)
 		}
 		if (h != NULL)
 			evbuffer_free(h);
-		if (f->stored_head == NULL)
-			store_body_unref(&f->body);
+		if (f->stored_head == NULL || f->body == NULL)
+			drop_copy(f);
 	}
 
 	struct evbuffer *out = client_out(t->c);
@@ -406,6 +455,14 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 		f->peer_refused = true;
 		return 0;
 	}
+	/* curl decodes chunked and nothing else: anything else fails after
+	 * the head, so it is refused before a byte of it is written */
+	bool te, chunked;
+	if (http_transfer_coding(&f->resp, &te, &chunked, &why) < 0) {
+		f->proto_error = "Transfer-Encoding that this proxy cannot "
+		    "decode";
+		return 0;
+	}
 	f->head_done = true;
 	char *ip = NULL;
 	if (f->peer != NULL) {
@@ -448,9 +505,11 @@ on_body(char *data, size_t size, size_t n, void *arg)
 		evbuffer_add(out, "\r\n", 2);
 	client_sent(t, evbuffer_get_length(out) - before);
 	if (f->body != NULL) {
-		if (f->body->len + len > t->srv->conf.max_object_size ||
+		size_t need = f->body->len + len;
+		if (need > t->srv->conf.max_object_size ||
+		    (need > f->body->cap && !reserve_copy(f, need)) ||
 		    store_body_append(&f->body, data, len) < 0)
-			store_body_unref(&f->body);
+			drop_copy(f);
 	}
 	return len;
 }
@@ -503,15 +562,22 @@ make_object(struct fetch *f, const struct http_head *resp, const char *head,
 	struct txn *t = f->t;
 	time_t now = time(NULL);
 	struct cc respcc;
-	char vkey[2048];
 	size_t vlen = 0;
+	/* each name of the Vary list once, with the request's values: a key
+	 * longer than both heads names a field twice, and is not stored */
+	size_t vcap = t->req.len + resp->len + 16;
+	char *vkey = malloc(vcap);
+	bool keyed = vkey != NULL;
 
+	for (unsigned i = 0; i < resp->nfields && keyed; i++)
+		if (http_field_is(&resp->fields[i], "vary"))
+			keyed = cachectl_varykey(&t->req, resp->fields[i].value,
+			    resp->fields[i].vlen, vkey, vcap, &vlen);
+	if (!keyed) {
+		free(vkey);
+		return NULL;
+	}
 	cc_parse(resp, false, &respcc);
-	for (unsigned i = 0; i < resp->nfields; i++)
-		if (http_field_is(&resp->fields[i], "vary") &&
-		    !cachectl_varykey(&t->req, resp->fields[i].value,
-			resp->fields[i].vlen, vkey, sizeof(vkey), &vlen))
-			return NULL; /* too many varying fields to key */
 	struct store_meta meta = {
 		.status = resp->status,
 		.response_time = now,
@@ -520,8 +586,10 @@ make_object(struct fetch *f, const struct http_head *resp, const char *head,
 		.must_revalidate = respcc.must_revalidate,
 		.no_cache = respcc.no_cache,
 	};
-	return store_obj_new(t->url.norm, t->url.len, head, hlen, vkey, vlen,
-	    &meta, body);
+	struct store_obj *o = store_obj_new(t->url.norm, t->url.len, head,
+	    hlen, vkey, vlen, &meta, body);
+	free(vkey);
+	return o;
 }
 
 /* 304: the stored fields updated with the 304's, same body. */
@@ -588,12 +656,12 @@ finish_error(struct fetch *f, CURLcode rc)
 	struct txn *t = f->t;
 	struct server *s = t->srv;
 	char cause[512];
+	uint64_t skipped;
 
 	if (f->head_done) {
 		/* mid-body: the client must see a truncated message */
 		s->m.origin_protocol++;
 		t->code = "TCP_MISS_ABORTED";
-		txn_account(t);
 		client_fail(t->c);
 		return;
 	}
@@ -617,6 +685,10 @@ finish_error(struct fetch *f, CURLcode rc)
 		snprintf(cause, sizeof(cause), "bad response from origin: %s "
 		    "(%s)", f->proto_error ? f->proto_error :
 		    curl_easy_strerror(rc), t->url.norm);
+		if (ratelog_due(&s->origin_errlog, &skipped))
+			fprintf(stderr, "sumcache: %s; answered 502 (%llu more "
+			    "since the last line)\n", cause,
+			    (unsigned long long)skipped);
 		fail_before_head(f, 502, cause);
 		return;
 	}
@@ -651,7 +723,8 @@ finish_ok(struct fetch *f)
 	    (uint64_t)f->resp.content_length == f->body->len)) {
 		/* large bodies go to a memfd for sendfile; the rest, or a
 		 * large one when no memfd can be had, stay on the heap */
-		if (f->body->len < BODYFD_MIN || !bodyfd_convert(&f->body))
+		if (f->body->len < BODYFD_MIN ||
+		    !bodyfd_convert(&f->body, s->body_fd_ceiling))
 			store_body_shrink(&f->body);
 		struct store_obj *o = make_object(f, &f->resp, f->stored_head,
 		    f->stored_head_len, f->body);
@@ -786,10 +859,14 @@ attempt(struct fetch *f)
 	if (t->is_head) {
 		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
 	} else if (!t->is_get) {
-		char method[64];
-		snprintf(method, sizeof(method), "%.*s",
-		    (int)t->req.method_len, t->req.method);
-		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+		/* curl copies the string; a token as long as the request
+		 * line allows */
+		char *method = strndup(t->req.method, t->req.method_len);
+		CURLcode rc = method == NULL ? CURLE_OUT_OF_MEMORY :
+		    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+		free(method);
+		if (rc != CURLE_OK)
+			return -1;
 	}
 	if (t->body_kind != BODY_NONE) {
 		curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);

@@ -61,13 +61,17 @@ size_t
 http_head_end(const char *buf, size_t len, size_t *scan)
 {
 	size_t i = *scan;
+	const char *lf;
 
-	for (; i + 3 < len; i++) {
-		if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' &&
-		    buf[i + 3] == '\n')
-			return i + 4;
+	while (i < len && (lf = memchr(buf + i, '\n', len - i)) != NULL) {
+		i = (size_t)(lf - buf);
+		if (i == 0 || buf[i - 1] != '\r')
+			return HTTP_HEAD_BARE_LF;
+		if (i >= 3 && buf[i - 2] == '\n' && buf[i - 3] == '\r')
+			return i + 1;
+		i++;
 	}
-	*scan = i;
+	*scan = len;
 	return 0;
 }
 
@@ -289,38 +293,49 @@ scan_common(struct http_head *h, const char **why)
 	return 0;
 }
 
-static int
-scan_request_framing(struct http_head *h, const char **why)
+int
+http_transfer_coding(const struct http_head *h, bool *te, bool *chunked,
+    const char **why)
 {
-	unsigned hosts = 0;
-	bool te = false;
-
+	*te = *chunked = false;
 	for (unsigned i = 0; i < h->nfields; i++) {
 		const struct http_field *f = &h->fields[i];
 		const char *e;
 		size_t el, pos = 0;
 
-		if (http_field_is(f, "host")) {
-			hosts++;
-		} else if (http_field_is(f, "transfer-encoding")) {
-			te = true;
-			while (http_list_next(f->value, f->vlen, &pos, &e, &el)) {
-				if (h->chunked) {
-					*why = "transfer coding after chunked";
-					return HTTP_ERR_BAD;
-				}
-				if (!http_token_eq(e, el, "chunked")) {
-					*why = "unsupported transfer coding";
-					return HTTP_ERR_NOT_IMPL;
-				}
-				h->chunked = true;
+		if (!http_field_is(f, "transfer-encoding"))
+			continue;
+		*te = true;
+		while (http_list_next(f->value, f->vlen, &pos, &e, &el)) {
+			if (*chunked) {
+				*why = "transfer coding after chunked";
+				return HTTP_ERR_BAD;
 			}
+			if (!http_token_eq(e, el, "chunked")) {
+				*why = "unsupported transfer coding";
+				return HTTP_ERR_NOT_IMPL;
+			}
+			*chunked = true;
 		}
 	}
-	if (te && !h->chunked) {
+	if (*te && !*chunked) {
 		*why = "empty Transfer-Encoding";
 		return HTTP_ERR_BAD;
 	}
+	return 0;
+}
+
+static int
+scan_request_framing(struct http_head *h, const char **why)
+{
+	unsigned hosts = 0;
+	bool te;
+	int rc = http_transfer_coding(h, &te, &h->chunked, why);
+
+	if (rc < 0)
+		return rc;
+	for (unsigned i = 0; i < h->nfields; i++)
+		hosts += http_field_is(&h->fields[i], "host");
 	if (te && h->content_length >= 0) {
 		*why = "Content-Length with Transfer-Encoding";
 		return HTTP_ERR_BAD;

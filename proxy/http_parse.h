@@ -56,8 +56,12 @@ struct http_head {
 /*
  * Finds the end of a head ("\r\n\r\n") in buf[0..len). *scan carries the
  * position already searched between calls so slow senders cost O(n) in all.
- * Returns the head length including the blank line, or 0 if not there yet.
+ * Returns the head length including the blank line, 0 if not there yet, or
+ * HTTP_HEAD_BARE_LF at the first LF without its CR: no valid head has one,
+ * so the sender is refused at once instead of waiting for a blank line
+ * that, written with bare LFs, never comes.
  */
+#define HTTP_HEAD_BARE_LF ((size_t)-1)
 size_t http_head_end(const char *buf, size_t len, size_t *scan);
 
 /*
@@ -111,6 +115,15 @@ struct http_chunked {
 ssize_t http_chunked_feed(struct http_chunked *c, const char *in, size_t len,
     const char **data, size_t *dlen, const char **why);
 bool http_chunked_done(const struct http_chunked *c);
+
+/*
+ * The message's transfer coding, as this code can decode it: none, or
+ * exactly one final "chunked". *te says whether the head has the field at
+ * all. 0, or HTTP_ERR_NOT_IMPL for a coding we do not decode and
+ * HTTP_ERR_BAD for a malformed list, with *why.
+ */
+int http_transfer_coding(const struct http_head *h, bool *te, bool *chunked,
+    const char **why);
 
 /* Hop-by-hop fields (RFC 9110 7.6.1), including those h's Connection
  * names, which a proxy must not forward. */

@@ -11,16 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include <netinet/in.h>
 
 #include <curl/curl.h>
 #include <event2/dns.h>
 #include <event2/event.h>
-#include <event2/listener.h>
 #include <event2/util.h>
 
+#include "accept.h"
+#include "budget.h"
 #include "client.h"
 #include "curlev.h"
 #include "discover.h"
@@ -51,31 +51,11 @@ usage(FILE *f)
 }
 
 void
-server_check_drained(struct server *s)
+server_conn_closed(struct server *s)
 {
+	accept_conn_closed(s);
 	if (s->draining && s->clients == NULL && s->ntunnels == 0)
 		event_base_loopbreak(s->base);
-}
-
-static void
-on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
-    int salen, void *arg)
-{
-	(void)l;
-	(void)salen;
-	client_accept(arg, fd, sa);
-}
-
-static void
-on_accept_error(struct evconnlistener *l, void *arg)
-{
-	struct server *s = arg;
-
-	(void)l;
-	/* EMFILE and friends: counted, logged, and the listener goes on */
-	s->m.accept_errors++;
-	fprintf(stderr, "sumcache: accept: %s\n",
-	    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 }
 
 static void
@@ -106,12 +86,12 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 		return;
 	fprintf(stderr, "sumcache: signal %d: draining\n", (int)sig);
 	s->draining = true;
-	evconnlistener_disable(s->listener);
+	accept_stop(s);
 	uint32_t ms = s->conf.shutdown_timeout_ms;
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 	evtimer_add(s->shutdown_timer, &tv);
 	client_drain_all(s);
-	server_check_drained(s);
+	server_conn_closed(s);
 }
 
 static void
@@ -122,19 +102,6 @@ on_flush(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	accesslog_flush(s->log);
-}
-
-/* Every connection and every large cached body (bodyfd.c) holds a
- * descriptor: use all the hard limit allows, as nginx and Squid do. */
-static void
-raise_fd_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
 }
 
 static int
@@ -271,6 +238,11 @@ peers_init(struct server *s)
 	 * one wire bit per set position per doubling; an under-sized one is
 	 * rebuilt larger (feed.c) */
 	uint64_t expected = c->cache_mem / 2048;
+	/* the largest summary a node like this one sends: its filter grows
+	 * to twice the objects it holds, and an object is charged 128 bytes
+	 * at least (store.c), so cache_mem / 64 entries of bits_per_entry */
+	uint64_t max_message = c->summary_max_size ? c->summary_max_size :
+	    (uint64_t)c->cache_mem / 64 * c->summary_bits_per_entry / 8 + 4096;
 	struct peers_conf pc = {
 		.node_name = c->node_name,
 		.scheme = c->summary_hash,
@@ -281,6 +253,8 @@ peers_init(struct server *s)
 		.connect_timeout_ms = c->peer_connect_timeout_ms,
 		.timeout_ms = c->peer_timeout_ms,
 		.expected_objects = expected < 1024 ? 1024 : expected,
+		.max_message = max_message < 65536 ? 65536 : max_message,
+		.max_held = 4 * (max_message < 65536 ? 65536 : max_message),
 		.key = c->cluster_key,
 		.keylen = c->cluster_key_len,
 		.summaries = c->sharing == SHARING_SUMMARY,
@@ -332,6 +306,7 @@ server_init(struct server *s)
 	if (dns_init(s) < 0)
 		return -1;
 	s->store = store_new(s->conf.cache_mem);
+	s->budget = budget_new(s->base, s->conf.inflight_mem);
 	s->curl = curlev_new(s->base);
 	s->log = accesslog_open(s->conf.access_log);
 	if (s->log == NULL) {
@@ -339,17 +314,11 @@ server_init(struct server *s)
 		    s->conf.access_log, strerror(errno));
 		return -1;
 	}
-	if (s->dns == NULL || s->store == NULL || s->curl == NULL)
+	if (s->dns == NULL || s->store == NULL || s->curl == NULL ||
+	    s->budget == NULL)
 		return -1;
-	s->listener = evconnlistener_new_bind(s->base, on_accept, s,
-	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-	    1024, (struct sockaddr *)&s->listen_addr, s->listen_len);
-	if (s->listener == NULL) {
-		fprintf(stderr, "sumcache: cannot listen on %s: %s\n",
-		    s->conf.http_listen, strerror(errno));
+	if (accept_start(s) < 0)
 		return -1;
-	}
-	evconnlistener_set_error_cb(s->listener, on_accept_error);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		s->signals[i] = evsignal_new(s->base, sigs[i], on_signal, s);
 		if (s->signals[i] == NULL || evsignal_add(s->signals[i],
@@ -395,8 +364,7 @@ server_fini(struct server *s)
 	if (s->flush_timer)
 		event_free(s->flush_timer);
 	status_free(&s->status);
-	if (s->listener)
-		evconnlistener_free(s->listener);
+	accept_free(s);
 	/* the store's removals feed the summary, so the summary goes after
 	 * the store; transfers of both go before curl's multi */
 	store_free(&s->store);
@@ -404,6 +372,7 @@ server_fini(struct server *s)
 	feed_stop(s);
 	peers_free(&s->peers);
 	curlev_free(&s->curl);
+	budget_free(&s->budget);
 	accesslog_close(&s->log);
 	if (s->dns)
 		evdns_base_free(s->dns, 0);
@@ -456,7 +425,9 @@ main(int argc, char **argv)
 		goto out;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	raise_fd_limit();
+	budget_tune_allocator();
+	if (accept_plan(&s) < 0)
+		goto out;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		goto out;
 	if (server_init(&s) < 0) {

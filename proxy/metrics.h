@@ -35,6 +35,11 @@ struct evbuffer;
 	    "", "Client connections accepted")                               \
 	X(accept_errors, counter, "sumcache_accept_errors_total", "",      \
 	    "Failed accept() calls (descriptors or memory exhausted)")       \
+	X(connection_limit_reached, counter,                                 \
+	    "sumcache_connection_limit_reached_total", "",                   \
+	    "Times accepting paused at max_connections")                     \
+	X(max_connections, gauge, "sumcache_max_connections", "",            \
+	    "Client connections and tunnels allowed at once")                \
 	X(client_denied, counter, "sumcache_client_denied_total", "",        \
 	    "Requests refused by the allow list (403)")                      \
 	X(parse_errors, counter, "sumcache_client_parse_errors_total", "",   \
@@ -70,7 +75,13 @@ struct evbuffer;
 	X(evictions, counter, "sumcache_evictions_total", "",                \
 	    "Objects evicted to make room")                                  \
 	X(active_clients, gauge, "sumcache_client_connections", "",          \
-	    "Open client connections")
+	    "Open client connections")                                       \
+	X(inflight_bytes, gauge, "sumcache_inflight_copy_bytes", "",         \
+	    "inflight_mem reserved by misses being copied for the cache")    \
+	X(inflight_refused, counter, "sumcache_inflight_copy_refused_total", \
+	    "", "Misses streamed uncached because inflight_mem was taken")   \
+	X(heap_trims, counter, "sumcache_heap_trims_total", "",              \
+	    "Times freed heap memory was given back to the kernel")
 
 struct metrics {
 #define METRICS_FIELD(field, type, family, labels, help) uint64_t field;

@@ -16,6 +16,7 @@
 #include "conf.h"
 #include "http_parse.h"
 #include "metrics.h"
+#include "ratelog.h"
 #include "store.h"
 #include "url.h"
 
@@ -34,6 +35,7 @@ struct feed;
 struct fetch;
 struct tunnel;
 struct status;
+struct budget;
 
 /* The one mutable root; everything else hangs off it. */
 struct server {
@@ -54,9 +56,15 @@ struct server {
 	struct metrics m;
 	struct status *status;   /* samples for /sumcache/status */
 	struct evconnlistener *listener;
+	struct event *accept_retry;  /* a paused listener tries again */
+	uint64_t accept_paused_ms;   /* when it paused; 0 = accepting */
+	unsigned max_connections;    /* clients and tunnels (accept.c) */
+	int body_fd_ceiling;         /* memfd bodies below this (bodyfd.c) */
+	struct budget *budget;       /* in-flight copies, heap trimming */
 	struct event *signals[3]; /* TERM, INT, HUP */
 	struct event *flush_timer;
 	struct event *shutdown_timer;
+	struct ratelog origin_errlog; /* bad origin answers: a line a second */
 	struct client *clients;
 	struct tunnel *tunnels;
 	unsigned ntunnels;
@@ -77,6 +85,7 @@ struct client {
 	bool head_started;    /* bytes of a next request have arrived */
 	bool in_loop;         /* in the parse loop or feeding a body */
 	bool dead;            /* freed while in_loop: free on loop exit */
+	bool body_deadline;   /* the body's timer is not re-armed per read */
 	struct sockaddr_storage sa;
 	char addr[64];
 };
@@ -107,6 +116,7 @@ struct txn {
 	bool keep_alive;      /* the connection may carry another request */
 	bool looped;          /* our name is in Via: never ask a peer */
 	bool for_peer;        /* a peer asks (not counted as a client's) */
+	bool aborted;         /* failed mid-response: logged at the close */
 	struct timeval start;
 	/* request body, decoded, waiting for the origin */
 	enum body_kind body_kind;
@@ -115,6 +125,7 @@ struct txn {
 	bool body_done;
 	struct evbuffer *body;
 	bool summary_post;    /* a peer's summary: read whole, then applied */
+	uint8_t *peer_msg;    /* its body, Content-Length bytes, or NULL */
 	/* what is answering it */
 	struct fetch *fetch;
 	struct store_obj *stale;  /* stored copy under revalidation */

@@ -25,6 +25,7 @@
 #include <event2/bufferevent.h>
 
 #include "bodyfd.h"
+#include "budget.h"
 #include "discover.h"
 #include "icpsock.h"
 #include "sqdigest.h"
@@ -158,6 +159,11 @@ txn_free(struct txn **tp)
 		return;
 	*tp = NULL;
 	fetch_free(&t->fetch);
+	if (t->summary_post)
+		peers_receive_end(t->srv->peers,
+		    (const struct sockaddr *)&t->c->sa,
+		    (uint64_t)t->req.content_length);
+	free(t->peer_msg);
 	store_obj_unref(&t->stale);
 	http_head_clear(&t->req);
 	url_clear(&t->url);
@@ -172,17 +178,27 @@ static bool
 vary_matches(const struct store_obj *o, void *arg)
 {
 	const struct txn *t = arg;
-	char key[2048];
+	char stack[2048];
 	size_t len = 0, pos = 0, nl, vl;
 	const char *n, *v;
+	bool same = true;
 
 	if (o->vary_len == 0)
 		return true;
-	while (store_head_next(o, &pos, &n, &nl, &v, &vl))
-		if (http_token_eq(n, nl, "vary") &&
-		    !cachectl_varykey(&t->req, v, vl, key, sizeof(key), &len))
-			return false;
-	return len == o->vary_len && memcmp(key, store_obj_varykey(o), len) == 0;
+	/* a key that outgrows the stored one cannot match it: room for
+	 * that much is enough, whatever the request's size */
+	size_t cap = o->vary_len + 3;
+	char *key = cap <= sizeof(stack) ? stack : malloc(cap);
+	if (key == NULL)
+		return false;
+	while (same && store_head_next(o, &pos, &n, &nl, &v, &vl))
+		if (http_token_eq(n, nl, "vary"))
+			same = cachectl_varykey(&t->req, v, vl, key, cap, &len);
+	same = same && len == o->vary_len &&
+	    memcmp(key, store_obj_varykey(o), len) == 0;
+	if (key != stack)
+		free(key);
+	return same;
 }
 
 static int64_t
@@ -321,9 +337,13 @@ serve_metrics(struct txn *t)
 	const struct store_stats *st = store_stats(s->store);
 	struct evbuffer *body = evbuffer_new();
 
+	const struct budget_stats *bs = budget_stats(s->budget);
 	s->m.cache_objects = st->objects;
 	s->m.cache_bytes = st->bytes;
 	s->m.evictions = st->evictions;
+	s->m.inflight_bytes = bs->inflight;
+	s->m.inflight_refused = bs->inflight_refused;
+	s->m.heap_trims = bs->trims;
 	if (body != NULL) {
 		metrics_render(&s->m, body);
 		if (s->peers != NULL)
@@ -389,44 +409,66 @@ serve_summary_pull(struct txn *t)
 	free(b.p);
 }
 
-/* POST /sumcache/v1/summary: checked before a byte of body is read. */
+/* POST /sumcache/v1/summary: checked before a byte of body is read, then
+ * read into a buffer of its declared size within peer_timeout, in all;
+ * peers_receive_begin says how much of that may be held at once. */
 static void
 start_summary_push(struct txn *t)
 {
 	struct server *s = t->srv;
+	const struct sockaddr *from = (const struct sockaddr *)&t->c->sa;
+	const char *why;
 
-	if (peers_by_addr(s->peers, (const struct sockaddr *)&t->c->sa) ==
-	    NULL) {
+	if (peers_by_addr(s->peers, from) == NULL) {
 		peers_refused(s->peers, REJ_NOT_PEER, t->c->addr);
 		internal_text(t, 403, "not a configured peer");
 		return;
 	}
-	if (t->body_kind != BODY_LENGTH) {
+	if (t->body_kind == BODY_CHUNKED || t->req.content_length < 0) {
 		internal_text(t, 411, "a summary needs a Content-Length");
 		return;
 	}
-	if ((uint64_t)t->req.content_length > WIRE_MAX_BYTES) {
-		peers_refused(s->peers, REJ_TOO_BIG, t->c->addr);
-		internal_text(t, 413, "summary too large");
+	uint64_t len = (uint64_t)t->req.content_length;
+	int status = peers_receive_begin(s->peers, from, len, &why);
+	if (status != 0) {
+		internal_text(t, status, why);
 		return;
 	}
 	t->summary_post = true;
+	t->peer_msg = malloc(len > 0 ? len : 1);
+	if (t->peer_msg == NULL) {
+		request_error(t, 503, "NONE_NONE", "out of memory", true);
+		return;
+	}
+	client_body_deadline(t->c, s->conf.peer_timeout_ms);
 	request_feed_body(t, bufferevent_get_input(t->c->bev));
 }
 
 static void
 finish_summary_push(struct txn *t)
 {
-	size_t len = evbuffer_get_length(t->body);
-	const uint8_t *msg = evbuffer_pullup(t->body, -1);
 	const char *why = "";
 	int status = peers_receive(t->srv->peers,
-	    (const struct sockaddr *)&t->c->sa, msg, len, &why);
+	    (const struct sockaddr *)&t->c->sa, t->peer_msg,
+	    (size_t)t->req.content_length, &why);
 
+	/* large: give it back now rather than when the connection goes */
+	free(t->peer_msg);
+	t->peer_msg = NULL;
+	budget_freed(t->srv->budget, (size_t)t->req.content_length);
 	if (status == 204)
 		internal_reply(t, 204, NULL, NULL, 0);
 	else
 		internal_text(t, status, why);
+}
+
+void
+request_body_stalled(struct txn *t)
+{
+	if (t->summary_post)
+		peers_receive_slow(t->srv->peers, t->c->addr);
+	else
+		t->srv->m.client_aborts++;
 }
 
 /* Our Squid Cache Digest, for a Squid sibling (PROTOCOLS.md 2). */
@@ -583,7 +625,11 @@ request_feed_body(struct txn *t, struct evbuffer *in)
 		if (t->body_kind == BODY_LENGTH) {
 			size_t n = avail < t->body_left ? avail :
 			    (size_t)t->body_left;
-			evbuffer_remove_buffer(in, t->body, n);
+			if (t->peer_msg != NULL)
+				evbuffer_remove(in, t->peer_msg +
+				    (t->req.content_length - t->body_left), n);
+			else
+				evbuffer_remove_buffer(in, t->body, n);
 			t->body_left -= n;
 			avail -= n;
 			t->body_done = t->body_left == 0;

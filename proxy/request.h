@@ -16,6 +16,10 @@ int request_feed_body(struct txn *t, struct evbuffer *in);
 /* The client's output fell below the low mark. */
 void request_output_drained(struct txn *t);
 
+/* The client's request body stopped arriving (idle_timeout) or missed its
+ * deadline: counted, before the connection is closed. */
+void request_body_stalled(struct txn *t);
+
 /* Appends the response's Connection field and settles t->keep_alive: no
  * reuse with request body left unread, while draining, or on request. */
 void request_connection_field(struct txn *t, struct evbuffer *out);

@@ -63,7 +63,7 @@ tunnel_free(struct tunnel *tn)
 		tn->next->prev = tn->prev;
 	free(tn);
 	s->ntunnels--;
-	server_check_drained(s);
+	server_conn_closed(s);
 }
 
 static bool

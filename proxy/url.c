@@ -43,6 +43,13 @@ split_authority(const char *s, size_t n, size_t *hlen, unsigned *port,
 		*why = "empty host";
 		return -1;
 	}
+	/* before the port is looked for: in "a:b@host" the colon is not
+	 * the port's */
+	if (memchr(s, '@', n) != NULL) {
+		*why = "userinfo in URL (user:password@ is not allowed in "
+		    "http URLs, RFC 9110 4.2.4)";
+		return -1;
+	}
 	if (s[0] == '[') {
 		for (i = 1; i < n && s[i] != ']'; i++) {
 			if (!is_ipv6_char((unsigned char)s[i])) {
@@ -57,10 +64,6 @@ split_authority(const char *s, size_t n, size_t *hlen, unsigned *port,
 		i++;
 	} else {
 		for (; i < n && s[i] != ':'; i++) {
-			if (s[i] == '@') {
-				*why = "userinfo in URL";
-				return -1;
-			}
 			if (!is_regname_char((unsigned char)s[i])) {
 				*why = "bad character in host";
 				return -1;

@@ -288,7 +288,9 @@ on_read(struct bufferevent *bev, void *arg)
 			struct http_limits lim = {65536, 65536, 1000};
 			if (end == 0)
 				return;
-			if (http_parse_request(p, end, &lim, &c->req, &why) < 0) {
+			if (end == HTTP_HEAD_BARE_LF ||
+			    http_parse_request(p, end, &lim, &c->req, &why) < 0) {
+				why = end == HTTP_HEAD_BARE_LF ? "bare LF" : why;
 				fprintf(stderr, "origin: bad request: %s\n", why);
 				conn_free(c);
 				return;

@@ -96,6 +96,20 @@ Test(http_parse, head_end_is_incremental)
 	cr_assert_eq(http_head_end(s, strlen(s), &scan), strlen(s) - 4);
 }
 
+Test(http_parse, head_end_refuses_a_bare_lf_at_once)
+{
+	const char *lf = "GET / HTTP/1.1\nHost: a\n\n";
+	const char *late = "GET / HTTP/1.1\r\nHost: a\n";
+	size_t scan = 0;
+
+	cr_assert_eq(http_head_end(lf, strlen(lf), &scan), HTTP_HEAD_BARE_LF);
+	scan = 0;
+	/* found where it arrives, before any blank line */
+	cr_assert_eq(http_head_end(late, 16, &scan), 0);
+	cr_assert_eq(http_head_end(late, strlen(late), &scan),
+	    HTTP_HEAD_BARE_LF);
+}
+
 Test(http_parse, response_status_line)
 {
 	const char *r = "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n";

@@ -64,3 +64,18 @@ Test(url, authority)
 	url_clear(&u);
 	cr_assert_lt(url_parse_authority("host", 4, &u, &why), 0);
 }
+
+Test(url, userinfo_is_named_as_such)
+{
+	const char *in[] = {"http://a:b@host/", "http://a@host:80/",
+	    "http://a:@host/"};
+	struct url u;
+	const char *why = "";
+
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		cr_assert_lt(url_parse_absolute(in[i], strlen(in[i]), &u, &why),
+		    0, "%s", in[i]);
+		cr_expect_not_null(strstr(why, "userinfo"), "%s: %s", in[i],
+		    why);
+	}
+}

@@ -22,7 +22,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t scan = 0;
 
 	size_t end = http_head_end(s, size, &scan);
-	if (end > 0) {
+	if (end > 0 && end != HTTP_HEAD_BARE_LF) {
 		if (http_parse_request(s, end, &lim, &h, &why) == 0) {
 			struct url u;
 			if (url_parse_absolute(h.target, h.target_len, &u,

@@ -1,0 +1,209 @@
+/*
+ * Admission of client connections.
+ *
+ * Every connection costs descriptors (its socket, and an origin or peer
+ * socket or a tunnel's target while it is served) and memory (client.c
+ * bounds each one's buffers). max_connections bounds their number, so
+ * that both totals hold: at the limit the listener is disabled, and
+ * connections wait in the kernel's backlog; the first close re-enables
+ * it. When accept() fails for want of descriptors or memory anyway (other
+ * descriptors are open, or a smaller limit elsewhere), the listener pauses
+ * the same way, until a close or for RETRY_MS, instead of being woken for
+ * the same failing accept in a loop. Each pause is one log line and one
+ * count, however many accepts it spares.
+ *
+ * The descriptor plan (accept_plan): of RLIMIT_NOFILE, FIXED_FDS for the
+ * process's own (listener, log, resolver, ICP, curl, signals), POOL_FDS
+ * for curl's idle origin connections, two per peer (a push and a pull),
+ * then two per connection. Cached bodies of BODYFD_MIN and more hold a
+ * memfd each, but only below the descriptor numbers the rest may need
+ * (bodyfd.c): a full cache never starves accept().
+ */
+#include "accept.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "client.h"
+#include "curlev.h"
+#include "proxy.h"
+
+#define FIXED_FDS 32
+#define RETRY_MS 1000
+/* of what is left after the reserve, the share connections may take by
+ * default; the rest can hold memfd bodies */
+#define CONN_SHARE_NUM 3
+#define CONN_SHARE_DEN 4
+
+static unsigned
+open_conns(const struct server *s)
+{
+	return (unsigned)s->m.active_clients + s->ntunnels;
+}
+
+static void
+pause_listener(struct server *s, const char *why)
+{
+	struct timeval tv = {RETRY_MS / 1000, (RETRY_MS % 1000) * 1000};
+
+	if (s->accept_paused_ms == 0) {
+		s->accept_paused_ms = mono_ms();
+		fprintf(stderr, "sumcache: %s: not accepting until a "
+		    "connection closes (%u open)\n", why, open_conns(s));
+	}
+	evconnlistener_disable(s->listener);
+	evtimer_add(s->accept_retry, &tv);
+}
+
+static void
+resume_listener(struct server *s)
+{
+	if (s->accept_paused_ms == 0 || s->draining)
+		return;
+	if (open_conns(s) >= s->max_connections)
+		return;
+	fprintf(stderr, "sumcache: accepting again after %llu ms\n",
+	    (unsigned long long)(mono_ms() - s->accept_paused_ms));
+	s->accept_paused_ms = 0;
+	evtimer_del(s->accept_retry);
+	evconnlistener_enable(s->listener);
+}
+
+static void
+on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+    int salen, void *arg)
+{
+	struct server *s = arg;
+
+	(void)l;
+	(void)salen;
+	client_accept(s, fd, sa);
+	if (open_conns(s) >= s->max_connections) {
+		s->m.connection_limit_reached++;
+		pause_listener(s, "max_connections reached");
+	}
+}
+
+static void
+on_accept_error(struct evconnlistener *l, void *arg)
+{
+	struct server *s = arg;
+	int err = EVUTIL_SOCKET_ERROR();
+
+	(void)l;
+	s->m.accept_errors++;
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+		pause_listener(s, evutil_socket_error_to_string(err));
+		return;
+	}
+	/* a connection that died in the backlog: the next one is fine */
+}
+
+static void
+on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *s = arg;
+
+	(void)fd;
+	(void)what;
+	if (s->accept_paused_ms == 0 || s->draining)
+		return;
+	if (open_conns(s) >= s->max_connections) {
+		struct timeval tv = {RETRY_MS / 1000, 0};
+		evtimer_add(s->accept_retry, &tv);
+		return;
+	}
+	/* descriptors may be free again: try; a failure pauses again */
+	s->accept_paused_ms = 0;
+	evconnlistener_enable(s->listener);
+}
+
+int
+accept_plan(struct server *s)
+{
+	struct rlimit rl;
+	uint64_t nofile = 1024;
+
+	/* every connection and every large cached body holds a descriptor:
+	 * use all the hard limit allows, as nginx and Squid do */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		if (rl.rlim_cur < rl.rlim_max) {
+			rl.rlim_cur = rl.rlim_max;
+			setrlimit(RLIMIT_NOFILE, &rl);
+			getrlimit(RLIMIT_NOFILE, &rl);
+		}
+		nofile = rl.rlim_cur > INT32_MAX ? INT32_MAX : rl.rlim_cur;
+	}
+	uint64_t reserve = FIXED_FDS + CURLEV_POOL_MAX +
+	    2 * (uint64_t)s->conf.n_peers;
+	uint64_t conns = s->conf.max_connections;
+	if (nofile <= reserve + 2 * 8) {
+		fprintf(stderr, "sumcache: %llu descriptors (ulimit -n) cannot "
+		    "hold the %llu this node reserves and 8 connections\n",
+		    (unsigned long long)nofile, (unsigned long long)reserve);
+		return -1;
+	}
+	if (conns == 0)
+		conns = (nofile - reserve) / 2 * CONN_SHARE_NUM / CONN_SHARE_DEN;
+	if (2 * conns + reserve > nofile) {
+		fprintf(stderr, "sumcache: max_connections %llu needs %llu "
+		    "descriptors; ulimit -n allows %llu\n",
+		    (unsigned long long)conns,
+		    (unsigned long long)(2 * conns + reserve),
+		    (unsigned long long)nofile);
+		return -1;
+	}
+	s->max_connections = (unsigned)conns;
+	s->m.max_connections = conns;
+	s->body_fd_ceiling = (int)(nofile - reserve - 2 * conns);
+	return 0;
+}
+
+int
+accept_start(struct server *s)
+{
+	s->accept_retry = evtimer_new(s->base, on_retry, s);
+	if (s->accept_retry == NULL)
+		return -1;
+	s->listener = evconnlistener_new_bind(s->base, on_accept, s,
+	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+	    1024, (struct sockaddr *)&s->listen_addr, s->listen_len);
+	if (s->listener == NULL) {
+		fprintf(stderr, "sumcache: cannot listen on %s: %s\n",
+		    s->conf.http_listen, strerror(errno));
+		return -1;
+	}
+	evconnlistener_set_error_cb(s->listener, on_accept_error);
+	return 0;
+}
+
+void
+accept_conn_closed(struct server *s)
+{
+	resume_listener(s);
+}
+
+void
+accept_stop(struct server *s)
+{
+	if (s->accept_retry != NULL)
+		evtimer_del(s->accept_retry);
+	if (s->listener != NULL)
+		evconnlistener_disable(s->listener);
+}
+
+void
+accept_free(struct server *s)
+{
+	if (s->listener)
+		evconnlistener_free(s->listener);
+	s->listener = NULL;
+	if (s->accept_retry)
+		event_free(s->accept_retry);
+	s->accept_retry = NULL;
+}

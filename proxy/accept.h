@@ -1,0 +1,32 @@
+/*
+ * Admission of client connections: max_connections, and what happens when
+ * descriptors run out. See accept.c.
+ */
+#ifndef ACCEPT_H
+#define ACCEPT_H
+
+#include <stdint.h>
+
+struct server;
+
+/*
+ * The descriptor plan for this process's limit (RLIMIT_NOFILE, raised to
+ * the hard limit first): how many connections may be open at once (the
+ * max_connections directive, or derived when it is 0) and below which
+ * descriptor number a cached body may hold a memfd. 0, or -1 with the
+ * reason on stderr when the limit cannot hold the configured connections.
+ */
+int accept_plan(struct server *s);
+
+/* Listens on http_listen. 0, or -1 with the reason on stderr. */
+int accept_start(struct server *s);
+
+/* A client connection or tunnel closed: a paused listener resumes. */
+void accept_conn_closed(struct server *s);
+
+/* Stops accepting for good (drain). */
+void accept_stop(struct server *s);
+
+void accept_free(struct server *s);
+
+#endif

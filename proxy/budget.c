@@ -1,0 +1,132 @@
+/*
+ * The memory budget beyond the cache.
+ *
+ * cache_mem bounds what the store holds (store.c charges every object, and
+ * every evicted body a client is still being sent). This module bounds the
+ * rest that grows with traffic rather than with connections:
+ *
+ *   - In-flight copies. A miss that will be stored is copied as it streams
+ *     to the client; a thousand slow misses of 1 MB each would hold 1 GB
+ *     that no budget saw. Each fetch reserves what its copy may grow to
+ *     (budget_take) before it grows; when inflight_mem is taken, new
+ *     fetches stream to their clients uncached, and the refusal is counted.
+ *     A reservation is given back when its fetch ends, stored or not.
+ *
+ *   - The allocator's high-water mark. glibc keeps freed heap memory for
+ *     reuse, so a burst of large buffers (summary bodies, request heads,
+ *     copies) would leave RSS at the burst's peak for ever. Blocks of
+ *     BUDGET_MMAP_MIN and more are mapped on their own (a fixed threshold:
+ *     glibc's default one rises with use, after which large blocks stay on
+ *     the heap); after TRIM_AFTER bytes of large frees, malloc_trim runs
+ *     from a zero-delay timer, at most once per TRIM_EVERY_MS, returning
+ *     the heap's free pages.
+ *
+ * Per-connection buffers are bounded where they live (client.c, fetch.c,
+ * tunnel.c) and by max_connections; the README's reliability section adds
+ * the parts up.
+ */
+#include "budget.h"
+
+#include <malloc.h>
+#include <stdlib.h>
+
+#include <event2/event.h>
+
+#include "ratelog.h"
+#include "sc_assert.h"
+
+#define TRIM_AFTER (4u * 1024 * 1024)
+#define TRIM_EVERY_MS 1000
+
+struct budget {
+	struct budget_stats stats;
+	struct event *trim_ev;
+	size_t freed;          /* large frees since the last trim */
+	uint64_t last_trim_ms;
+};
+
+static void
+on_trim(evutil_socket_t fd, short what, void *arg)
+{
+	struct budget *b = arg;
+
+	(void)fd;
+	(void)what;
+	malloc_trim(0);
+	b->stats.trims++;
+	b->freed = 0;
+	b->last_trim_ms = mono_ms();
+}
+
+struct budget *
+budget_new(struct event_base *base, size_t inflight_max)
+{
+	struct budget *b = calloc(1, sizeof(*b));
+
+	if (b == NULL)
+		return NULL;
+	b->stats.inflight_max = inflight_max;
+	b->trim_ev = evtimer_new(base, on_trim, b);
+	if (b->trim_ev == NULL) {
+		free(b);
+		return NULL;
+	}
+	return b;
+}
+
+void
+budget_free(struct budget **bp)
+{
+	struct budget *b = *bp;
+
+	if (b == NULL)
+		return;
+	*bp = NULL;
+	event_free(b->trim_ev);
+	free(b);
+}
+
+bool
+budget_take(struct budget *b, size_t n)
+{
+	if (n > b->stats.inflight_max - b->stats.inflight) {
+		b->stats.inflight_refused++;
+		return false;
+	}
+	b->stats.inflight += n;
+	return true;
+}
+
+void
+budget_give(struct budget *b, size_t n)
+{
+	SC_ASSERT(b->stats.inflight >= n);
+	b->stats.inflight -= n;
+	budget_freed(b, n);
+}
+
+void
+budget_freed(struct budget *b, size_t n)
+{
+	b->freed += n;
+	if (b->freed < TRIM_AFTER || evtimer_pending(b->trim_ev, NULL))
+		return;
+	/* at the end of this loop turn, or when a second has passed */
+	uint64_t since = mono_ms() - b->last_trim_ms;
+	uint64_t wait = since >= TRIM_EVERY_MS ? 0 : TRIM_EVERY_MS - since;
+	struct timeval tv = {(time_t)(wait / 1000),
+	    (suseconds_t)(wait % 1000) * 1000};
+	evtimer_add(b->trim_ev, &tv);
+}
+
+const struct budget_stats *
+budget_stats(const struct budget *b)
+{
+	return &b->stats;
+}
+
+void
+budget_tune_allocator(void)
+{
+	mallopt(M_MMAP_THRESHOLD, BUDGET_MMAP_MIN);
+}
