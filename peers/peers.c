@@ -1674,6 +1674,13 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 		    "{reason=\"%s\"} %llu\n", reject_names[r],
 		    (unsigned long long)ps->rejected[r]);
 	evbuffer_add_printf(out,
+	    "# TYPE sumcache_summary_receiving_bytes gauge\n"
+	    "sumcache_summary_receiving_bytes %llu\n"
+	    "# TYPE sumcache_summary_max_size_bytes gauge\n"
+	    "sumcache_summary_max_size_bytes %llu\n",
+	    (unsigned long long)ps->held,
+	    (unsigned long long)ps->conf.max_message);
+	evbuffer_add_printf(out,
 	    "# TYPE sumcache_summary_entries gauge\n"
 	    "sumcache_summary_entries %llu\n"
 	    "# TYPE sumcache_summary_bits gauge\n"

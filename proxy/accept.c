@@ -4,18 +4,24 @@
  * Every connection costs descriptors (its socket, and an origin or peer
  * socket or a tunnel's target while it is served) and memory (client.c
  * bounds each one's buffers). max_connections bounds their number, so
- * that both totals hold: at the limit the listener is disabled, and
- * connections wait in the kernel's backlog; the first close re-enables
- * it. When accept() fails for want of descriptors or memory anyway (other
- * descriptors are open, or a smaller limit elsewhere), the listener pauses
- * the same way, until a close or for RETRY_MS, instead of being woken for
- * the same failing accept in a loop. Each pause is one log line and one
- * count, however many accepts it spares.
+ * that both totals hold. At the limit the longest-open connection that is
+ * only waiting for a request is closed to make room (so idle or slowloris
+ * connections cannot lock clients out); when every connection is busy,
+ * the listener is disabled and connections wait in the kernel's backlog
+ * until the first close re-enables it.
+ *
+ * When accept() fails for want of descriptors or memory anyway (other
+ * descriptors are open, or a smaller limit elsewhere), an idle connection
+ * is closed the same way, or else the listener pauses until a close or
+ * for RETRY_MS, instead of being woken for the same failing accept in a
+ * loop. Each pause, or each episode of closing idle connections, is one
+ * log line, however many accepts it concerns; every failed accept is
+ * counted.
  *
  * The descriptor plan (accept_plan): of RLIMIT_NOFILE, FIXED_FDS for the
- * process's own (listener, log, resolver, ICP, curl, signals), POOL_FDS
- * for curl's idle origin connections, two per peer (a push and a pull),
- * then two per connection. Cached bodies of BODYFD_MIN and more hold a
+ * process's own (listener, log, resolver, ICP, curl, signals),
+ * CURLEV_POOL_MAX for curl's idle origin connections, two per peer (a push
+ * and a pull), then two per connection. Cached bodies of BODYFD_MIN and more hold a
  * memfd each, but only below the descriptor numbers the rest may need
  * (bodyfd.c): a full cache never starves accept().
  */
@@ -35,6 +41,9 @@
 
 #define FIXED_FDS 32
 #define RETRY_MS 1000
+/* descriptor shortage met again within this is the same episode: one log
+ * line for it */
+#define EPISODE_MS 10000
 /* of what is left after the reserve, the share connections may take by
  * default; the rest can hold memfd bodies */
 #define CONN_SHARE_NUM 3
@@ -83,9 +92,12 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	(void)l;
 	(void)salen;
 	client_accept(s, fd, sa);
-	if (open_conns(s) >= s->max_connections) {
+	/* the next accept needs a free slot: an idle connection gives up
+	 * its own, else accepting waits for a close */
+	if (open_conns(s) >= s->max_connections &&
+	    !client_close_oldest_idle(s)) {
 		s->m.connection_limit_reached++;
-		pause_listener(s, "max_connections reached");
+		pause_listener(s, "max_connections reached, none idle");
 	}
 }
 
@@ -97,11 +109,20 @@ on_accept_error(struct evconnlistener *l, void *arg)
 
 	(void)l;
 	s->m.accept_errors++;
-	if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-		pause_listener(s, evutil_socket_error_to_string(err));
+	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
+		return; /* it died in the backlog: the next one is fine */
+	/* an idle connection's descriptor lets the waiting one in (the
+	 * listening socket stays readable, so accept runs again) */
+	if (client_close_oldest_idle(s)) {
+		uint64_t now = mono_ms();
+		if (now - s->accept_short_ms > EPISODE_MS)
+			fprintf(stderr, "sumcache: accept: %s: closing idle "
+			    "connections to make room (%u open)\n",
+			    evutil_socket_error_to_string(err), open_conns(s));
+		s->accept_short_ms = now;
 		return;
 	}
-	/* a connection that died in the backlog: the next one is fine */
+	pause_listener(s, evutil_socket_error_to_string(err));
 }
 
 static void

@@ -13,13 +13,16 @@
  *     A reservation is given back when its fetch ends, stored or not.
  *
  *   - The allocator's high-water mark. glibc keeps freed heap memory for
- *     reuse, so a burst of large buffers (summary bodies, request heads,
+ *     reuse, so a burst of connections or large buffers (summary bodies,
  *     copies) would leave RSS at the burst's peak for ever. Blocks of
  *     BUDGET_MMAP_MIN and more are mapped on their own (a fixed threshold:
- *     glibc's default one rises with use, after which large blocks stay on
- *     the heap); after TRIM_AFTER bytes of large frees, malloc_trim runs
- *     from a zero-delay timer, at most once per TRIM_EVERY_MS, returning
- *     the heap's free pages.
+ *     glibc's default one rises with use, after which large blocks stay
+ *     on the heap), and malloc_trim returns the heap's free pages. A trim
+ *     walks the heap, so it is kept for the end of a burst: when the open
+ *     connections fall to half their peak (budget_conns), or after
+ *     TRIM_AFTER of single large frees (budget_freed); never more than
+ *     once per TRIM_EVERY_MS, with one more look a second later for what
+ *     the burst's tail freed meanwhile. Steady traffic never trims.
  *
  * Per-connection buffers are bounded where they live (client.c, fetch.c,
  * tunnel.c) and by max_connections; the README's reliability section adds
@@ -35,20 +38,29 @@
 #include "ratelog.h"
 #include "sc_assert.h"
 
-#define TRIM_AFTER (4u * 1024 * 1024)
-#define TRIM_EVERY_MS 1000
+#define TRIM_AFTER (16u * 1024 * 1024)
+/* a trim walks the heap (35 ms for 200,000 free chunks, measured): at most
+ * one per TRIM_EVERY_MS, and none while traffic is steady */
+#define TRIM_EVERY_MS 5000
+#define FOLLOW_UP_MS 1000
+/* a burst is over when connections fell to half their peak, by this many */
+#define BURST_MIN 64
 
 struct budget {
 	struct budget_stats stats;
 	struct event *trim_ev;
 	size_t freed;          /* large frees since the last trim */
 	uint64_t last_trim_ms;
+	uint64_t conns_peak;   /* open connections, highest since a trim */
+	bool follow_up;        /* the next trim is a burst's second look */
 };
 
 static void
 on_trim(evutil_socket_t fd, short what, void *arg)
 {
 	struct budget *b = arg;
+	struct timeval again = {FOLLOW_UP_MS / 1000,
+	    (FOLLOW_UP_MS % 1000) * 1000};
 
 	(void)fd;
 	(void)what;
@@ -56,6 +68,26 @@ on_trim(evutil_socket_t fd, short what, void *arg)
 	b->stats.trims++;
 	b->freed = 0;
 	b->last_trim_ms = mono_ms();
+	/* a burst's tail is freed after its first trim: look once more */
+	b->follow_up = !b->follow_up;
+	if (b->follow_up)
+		evtimer_add(b->trim_ev, &again);
+}
+
+/* A trim at the end of this loop turn, or once TRIM_EVERY_MS has passed
+ * since the last. */
+static void
+schedule_trim(struct budget *b)
+{
+	if (evtimer_pending(b->trim_ev, NULL))
+		return;
+	uint64_t since = mono_ms() - b->last_trim_ms;
+	uint64_t wait = since >= TRIM_EVERY_MS ? 0 : TRIM_EVERY_MS - since;
+	struct timeval tv = {(time_t)(wait / 1000),
+	    (suseconds_t)(wait % 1000) * 1000};
+
+	b->follow_up = false;
+	evtimer_add(b->trim_ev, &tv);
 }
 
 struct budget *
@@ -102,21 +134,28 @@ budget_give(struct budget *b, size_t n)
 {
 	SC_ASSERT(b->stats.inflight >= n);
 	b->stats.inflight -= n;
-	budget_freed(b, n);
 }
 
 void
 budget_freed(struct budget *b, size_t n)
 {
 	b->freed += n;
-	if (b->freed < TRIM_AFTER || evtimer_pending(b->trim_ev, NULL))
+	if (b->freed >= TRIM_AFTER)
+		schedule_trim(b);
+}
+
+void
+budget_conns(struct budget *b, uint64_t open)
+{
+	if (open > b->conns_peak) {
+		b->conns_peak = open;
 		return;
-	/* at the end of this loop turn, or when a second has passed */
-	uint64_t since = mono_ms() - b->last_trim_ms;
-	uint64_t wait = since >= TRIM_EVERY_MS ? 0 : TRIM_EVERY_MS - since;
-	struct timeval tv = {(time_t)(wait / 1000),
-	    (suseconds_t)(wait % 1000) * 1000};
-	evtimer_add(b->trim_ev, &tv);
+	}
+	if (open * 2 > b->conns_peak || b->conns_peak - open < BURST_MIN)
+		return;
+	/* what the burst's connections held is free now */
+	b->conns_peak = open;
+	schedule_trim(b);
 }
 
 const struct budget_stats *

@@ -32,16 +32,21 @@ void budget_free(struct budget **b);
  * them: the caller streams the response without keeping a copy.
  */
 bool budget_take(struct budget *b, size_t n);
-/* Gives back n reserved bytes (the copy was freed or stored). */
+/* Gives back n reserved bytes (the copy was stored, or freed: then
+ * budget_freed says so). */
 void budget_give(struct budget *b, size_t n);
 
 /*
  * n bytes of a large buffer were just freed. The allocator keeps freed
- * heap memory for reuse; after enough of it, the heap's free top is
- * returned to the kernel once the loop is idle (malloc_trim), so RSS
- * follows what is in use rather than its peak.
+ * heap memory for reuse; after enough of it, the heap's free pages are
+ * returned to the kernel (malloc_trim), so RSS follows what is in use
+ * rather than its peak.
  */
 void budget_freed(struct budget *b, size_t n);
+
+/* open connections now (after one opened or closed): when a burst of
+ * them is over, the heap is trimmed the same way. */
+void budget_conns(struct budget *b, uint64_t open);
 
 const struct budget_stats *budget_stats(const struct budget *b);
 

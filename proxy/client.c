@@ -33,6 +33,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "budget.h"
 #include "fetch.h"
 #include "peers.h"
 #include "request.h"
@@ -41,13 +42,29 @@
 
 static void client_next_request(struct client *c);
 
+/* How far client_close_oldest_idle looks: a bounded cost per accept. */
+#define IDLE_SCAN_MAX 64
+
 /* Unparsed input held while the previous answer is pending: one head's
- * worth (libevent may read 16 KB past it once). A client that pipelines
- * without reading its answers costs this much, not what it sends. */
+ * worth (a read may go CLIENT_READ_CHUNK past it). A client that
+ * pipelines without reading its answers costs this much, not what it
+ * sends. */
 static size_t
 input_cap(const struct client *c)
 {
 	return c->srv->limits.max_head + 4;
+}
+
+size_t
+client_mem_bound(const struct server *s)
+{
+	const struct http_limits *l = &s->limits;
+	size_t input = l->max_head + 4 + CLIENT_READ_CHUNK;
+	size_t head = l->max_head + l->max_fields * sizeof(struct http_field);
+	size_t body = CLIENT_BODY_HIGH + CLIENT_READ_CHUNK;
+	size_t conn = sizeof(struct client) + sizeof(struct txn) + 4096;
+
+	return conn + input + head + body + fetch_mem_bound();
 }
 
 static void
@@ -86,7 +103,10 @@ client_free(struct client *c)
 		s->clients = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	else
+		s->oldest_client = c->prev;
 	s->m.active_clients--;
+	budget_conns(s->budget, s->m.active_clients);
 	free(c);
 	server_conn_closed(s);
 }
@@ -454,13 +474,17 @@ client_accept(struct server *s, evutil_socket_t fd, const struct sockaddr *sa)
 	c->next = s->clients;
 	if (s->clients)
 		s->clients->prev = c;
+	else
+		s->oldest_client = c;
 	s->clients = c;
 	s->m.client_connections++;
 	s->m.active_clients++;
+	budget_conns(s->budget, s->m.active_clients);
 	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
 	/* libevent writes 16 KB per call by default; a hit of a few hundred
 	 * KB should leave in one writev */
 	bufferevent_set_max_single_write(c->bev, 4 * CLIENT_OUT_HIGH);
+	bufferevent_set_max_single_read(c->bev, CLIENT_READ_CHUNK);
 	bufferevent_setwatermark(c->bev, EV_WRITE, CLIENT_OUT_HIGH / 4, 0);
 	struct timeval wto = {s->conf.idle_timeout_ms / 1000,
 	    (s->conf.idle_timeout_ms % 1000) * 1000};
@@ -479,6 +503,24 @@ client_detach(struct client *c)
 	bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
 	client_free(c);
 	return bev;
+}
+
+bool
+client_close_oldest_idle(struct server *s)
+{
+	struct client *c = s->oldest_client;
+
+	/* newest first in the list: from its tail, the longest-open ones;
+	 * the newest (just accepted) is never the one */
+	for (int i = 0; i < IDLE_SCAN_MAX && c != NULL && c != s->clients;
+	    i++, c = c->prev) {
+		if (c->txn != NULL || c->closing || c->in_loop)
+			continue;
+		s->m.idle_closed_at_limit++;
+		client_free(c);
+		return true;
+	}
+	return false;
 }
 
 void

@@ -6,11 +6,21 @@
 
 #include "proxy.h"
 
-/* Output above this stops origin reads and pipelined parsing until the
- * client has taken it (back-pressure). */
+/* Output above this stops pipelined parsing until the client has taken
+ * it (back-pressure); a hit's body is in it by reference, not copied. */
 #define CLIENT_OUT_HIGH (256 * 1024)
 /* Request body buffered for the origin above this stops client reads. */
-#define CLIENT_BODY_HIGH (256 * 1024)
+#define CLIENT_BODY_HIGH (64 * 1024)
+/* What one read from a socket may add past a mark (libevent's default). */
+#define CLIENT_READ_CHUNK (16 * 1024)
+
+/*
+ * The most memory one client connection holds, whatever it sends or
+ * fails to read: its unparsed input, its parsed head, a request body on
+ * its way, and its fetch's buffers (fetch_mem_bound). Bodies of hits are
+ * the store's, and copies for the store are inflight_mem's.
+ */
+size_t client_mem_bound(const struct server *s);
 
 void client_accept(struct server *s, evutil_socket_t fd,
     const struct sockaddr *sa);
@@ -38,6 +48,14 @@ void client_body_resume(struct client *c);
 
 /* Hands the socket to a tunnel; frees the client and its transaction. */
 struct bufferevent *client_detach(struct client *c);
+
+/*
+ * At max_connections: closes the longest-open connection that is waiting
+ * for a request (idle keep-alive, or a head still arriving), so a new
+ * client is served while slow or idle ones hold every slot. Looks at a
+ * bounded number of the oldest; false when none of them is idle.
+ */
+bool client_close_oldest_idle(struct server *s);
 
 /* Shutdown: close idle connections, make busy ones close after their
  * response. */

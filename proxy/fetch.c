@@ -7,8 +7,10 @@
  * fields minus hop-by-hop ones, and frame the body ourselves.
  *
  * Back-pressure: the write callback returns CURL_WRITEFUNC_PAUSE while the
- * client's output holds more than CLIENT_OUT_HIGH; the client's write
- * callback unpauses. The request body goes the other way the same way:
+ * client's output holds more than FETCH_OUT_HIGH; the client's write
+ * callback (at the same low-water mark) unpauses. curl keeps the chunk it
+ * could not deliver, so a fetch holds at most its output, curl's buffer
+ * and that chunk: fetch_mem_bound(). The request body goes the other way the same way:
  * the read callback pauses when the client has not sent more yet. So a
  * response of any size through a slow client costs a bounded buffer.
  *
@@ -42,6 +44,17 @@
 
 #define RESPONSE_HEAD_MAX (256 * 1024)
 #define FETCH_MAX_CANDIDATES 4
+/* curl's receive buffer: what one write callback brings at most */
+#define FETCH_CHUNK (64 * 1024)
+/* client output, miss bytes: reading the origin stops above this (the
+ * client's write low-water mark, so its write callback resumes it) */
+#define FETCH_OUT_HIGH (CLIENT_OUT_HIGH / 4)
+/* curl's own per transfer (handle, connection, header lists), measured
+ * at under 24 KB and rounded up */
+#define FETCH_CURL_OVERHEAD (32 * 1024)
+/* curl's upload buffer (CURLOPT_UPLOAD_BUFFERSIZE's default), allocated
+ * for a request with a body */
+#define FETCH_UPLOAD_BUFFER (64 * 1024)
 
 struct fetch {
 	struct txn *t;
@@ -98,6 +111,8 @@ apply_pause(struct fetch *f)
 static void
 drop_copy(struct fetch *f)
 {
+	if (f->body != NULL && f->body->refs == 1)
+		budget_freed(f->t->srv->budget, f->body->cap);
 	store_body_unref(&f->body);
 	if (f->reserved > 0)
 		budget_give(f->t->srv->budget, f->reserved);
@@ -122,6 +137,15 @@ reserve_copy(struct fetch *f, size_t need)
 	}
 	f->reserved = want;
 	return true;
+}
+
+size_t
+fetch_mem_bound(void)
+{
+	/* output above the mark plus one chunk and its framing; curl's
+	 * buffer and the chunk it holds while paused; an upload's buffer */
+	return sizeof(struct fetch) + FETCH_OUT_HIGH + FETCH_CHUNK + 32 +
+	    2 * FETCH_CHUNK + FETCH_UPLOAD_BUFFER + FETCH_CURL_OVERHEAD;
 }
 
 void
@@ -491,7 +515,7 @@ on_body(char *data, size_t size, size_t n, void *arg)
 	if (!f->head_done || f->not_modified)
 		return len;
 	struct evbuffer *out = client_out(t->c);
-	if (evbuffer_get_length(out) > CLIENT_OUT_HIGH) {
+	if (evbuffer_get_length(out) > FETCH_OUT_HIGH) {
 		f->recv_paused = true;
 		evtimer_del(f->timer);
 		return CURL_WRITEFUNC_PAUSE;
@@ -850,7 +874,7 @@ attempt(struct fetch *f)
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(f->peer ?
 	    s->conf.peer_connect_timeout_ms : s->conf.connect_timeout_ms));
-	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 65536L);
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)FETCH_CHUNK);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, f->hdrs);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, f);

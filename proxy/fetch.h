@@ -23,6 +23,10 @@ void fetch_body_ready(struct fetch *f);
 /* The client's output drained: resume reading from the origin. */
 void fetch_output_drained(struct fetch *f);
 
+/* The most memory one fetch holds, buffers of curl's included (the copy
+ * for the store is inflight_mem's, not counted here). */
+size_t fetch_mem_bound(void);
+
 /* Stops the transfer if running and frees the fetch. */
 void fetch_free(struct fetch **f);
 

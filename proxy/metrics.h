@@ -40,6 +40,12 @@ struct evbuffer;
 	    "Times accepting paused at max_connections")                     \
 	X(max_connections, gauge, "sumcache_max_connections", "",            \
 	    "Client connections and tunnels allowed at once")                \
+	X(conn_mem_bound, gauge, "sumcache_connection_memory_bound_bytes",   \
+	    "", "The most memory one connection can hold (README, "          \
+	    "Reliability)")                                                  \
+	X(idle_closed_at_limit, counter,                                     \
+	    "sumcache_idle_connections_closed_total", "",                    \
+	    "Idle connections closed at max_connections to make room")       \
 	X(client_denied, counter, "sumcache_client_denied_total", "",        \
 	    "Requests refused by the allow list (403)")                      \
 	X(parse_errors, counter, "sumcache_client_parse_errors_total", "",   \

@@ -58,6 +58,7 @@ struct server {
 	struct evconnlistener *listener;
 	struct event *accept_retry;  /* a paused listener tries again */
 	uint64_t accept_paused_ms;   /* when it paused; 0 = accepting */
+	uint64_t accept_short_ms;    /* last accept short of descriptors */
 	unsigned max_connections;    /* clients and tunnels (accept.c) */
 	int body_fd_ceiling;         /* memfd bodies below this (bodyfd.c) */
 	struct budget *budget;       /* in-flight copies, heap trimming */
@@ -65,7 +66,8 @@ struct server {
 	struct event *flush_timer;
 	struct event *shutdown_timer;
 	struct ratelog origin_errlog; /* bad origin answers: a line a second */
-	struct client *clients;
+	struct client *clients;       /* newest first */
+	struct client *oldest_client; /* the list's tail */
 	struct tunnel *tunnels;
 	unsigned ntunnels;
 	bool draining;

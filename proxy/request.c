@@ -344,6 +344,7 @@ serve_metrics(struct txn *t)
 	s->m.inflight_bytes = bs->inflight;
 	s->m.inflight_refused = bs->inflight_refused;
 	s->m.heap_trims = bs->trims;
+	s->m.conn_mem_bound = client_mem_bound(s);
 	if (body != NULL) {
 		metrics_render(&s->m, body);
 		if (s->peers != NULL)

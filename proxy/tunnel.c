@@ -27,7 +27,9 @@
 #include "client.h"
 #include "request.h"
 
-#define TUNNEL_HIGH (256 * 1024)
+/* per direction; with a read's worth past it, less than a client's bound
+ * (client_mem_bound) for both */
+#define TUNNEL_HIGH (64 * 1024)
 
 struct tunnel {
 	struct server *srv;

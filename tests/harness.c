@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -39,10 +40,19 @@ harness_free_port(void)
 pid_t
 harness_spawn(char *const argv[], const char *out_path)
 {
+	return harness_spawn_nofile(argv, out_path, 0);
+}
+
+pid_t
+harness_spawn_nofile(char *const argv[], const char *out_path, int nofile)
+{
 	pid_t pid = fork();
 
 	cr_assert(pid >= 0);
 	if (pid == 0) {
+		struct rlimit rl = {(rlim_t)nofile, (rlim_t)nofile};
+		if (nofile > 0 && setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			_exit(126);
 		int fd = open(out_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
 		if (fd >= 0) {
 			dup2(fd, 1);
@@ -101,7 +111,10 @@ origin_start(struct env *e)
 {
 	char port[16], out[300];
 
+	int nofile = e->nofile;  /* the one setting a test makes first */
+
 	memset(e, 0, sizeof(*e));
+	e->nofile = nofile;
 	snprintf(e->dir, sizeof(e->dir), "/tmp/sumcache-test.%d", getpid());
 	mkdir(e->dir, 0755);
 	e->oport = harness_free_port();
@@ -139,7 +152,7 @@ env_start(struct env *e, const char *const *opts)
 	}
 	argv[n] = NULL;
 	snprintf(out, sizeof(out), "%s/sumcache.out", e->dir);
-	e->proxy = harness_spawn(argv, out);
+	e->proxy = harness_spawn_nofile(argv, out, e->nofile);
 	cr_assert(harness_wait_port(e->pport, 10000), "sumcache did not start");
 }
 

@@ -17,6 +17,8 @@ struct env {
 	int pport;
 	char dir[256];  /* per-test scratch directory */
 	char log[300];  /* the proxy's access log */
+	int nofile;     /* the proxy's RLIMIT_NOFILE, or 0 as inherited; set
+	                 * before env_start, which keeps it */
 };
 
 struct resp {
@@ -28,6 +30,9 @@ struct resp {
 
 int harness_free_port(void);
 pid_t harness_spawn(char *const argv[], const char *out_path);
+/* The same with RLIMIT_NOFILE (soft and hard) set to nofile, if > 0. */
+pid_t harness_spawn_nofile(char *const argv[], const char *out_path,
+    int nofile);
 bool harness_wait_port(int port, int ms);
 bool harness_wait_addr(const char *host, int port, int ms);
 /* Sends sig and waits up to ms; returns the exit status or -1. */

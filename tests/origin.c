@@ -9,7 +9,11 @@
  *   /vary/NAME       Vary: Accept-Language, body names the language
  *   /echo            the request body back, X-Method, X-Body-Length,
  *                    X-Request-Chunked
- *   /big?size=N      N bytes streamed as fast as the peer reads them
+ *   /big?size=N&max_age=N
+ *                    N bytes streamed as fast as the peer reads them;
+ *                    no-store unless max_age is given
+ *   /te?coding=C     a body sent with "Transfer-Encoding: C" (raw bytes)
+ *   /cut?size=N&at=M Content-Length N, then M bytes and a close
  *   /slow?ms=N       the response after N ms
  *   /hints           a 103 Early Hints, then 200
  *   /chunked         a chunked response
@@ -44,6 +48,7 @@ struct conn {
 	struct http_chunked ch;
 	struct evbuffer *body;
 	uint64_t big_left;   /* bytes of /big still to send */
+	bool close_after;    /* /cut: close once the output is sent */
 	struct event *delay;
 	char path[1024];
 	char query[1024];
@@ -185,11 +190,11 @@ respond(struct conn *c)
 	if (strncmp(c->path, "/vary/", 6) == 0) {
 		const struct http_field *al =
 		    http_field_find(&c->req, "accept-language");
-		int n = snprintf(tmp, sizeof(tmp), "lang=%.*s\n",
-		    al ? (int)al->vlen : 4, al ? al->value : "none");
+		int n = al ? (int)al->vlen : 4;
 		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nDate: %s\r\n"
 		    "Cache-Control: max-age=300\r\nVary: Accept-Language\r\n"
-		    "Content-Length: %d\r\n\r\n%s", date, n, tmp);
+		    "Content-Length: %d\r\n\r\nlang=%.*s\n", date, n + 6,
+		    n, al ? al->value : "none");
 		return;
 	}
 	if (strcmp(c->path, "/echo") == 0) {
@@ -202,11 +207,39 @@ respond(struct conn *c)
 		return;
 	}
 	if (strcmp(c->path, "/big") == 0) {
+		long max_age = qparam(c, "max_age", -1);
 		c->big_left = (uint64_t)qparam(c, "size", 1 << 20);
+		if (max_age >= 0)
+			snprintf(tmp, sizeof(tmp), "max-age=%ld", max_age);
 		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nCache-Control: "
-		    "no-store\r\nContent-Length: %llu\r\n\r\n",
+		    "%s\r\nContent-Length: %llu\r\n\r\n",
+		    max_age >= 0 ? tmp : "no-store",
 		    (unsigned long long)c->big_left);
 		return; /* the body follows in on_write */
+	}
+	if (strcmp(c->path, "/te") == 0) {
+		char coding[64];
+		if (qstr(c, "coding", coding, sizeof(coding)) == NULL)
+			strcpy(coding, "foo");
+		for (char *p = coding; *p; p++)
+			if (*p == '+')
+				*p = ' ';
+		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nCache-Control: "
+		    "max-age=60\r\nTransfer-Encoding: %s\r\n\r\n"
+		    "5\r\nhello\r\n0\r\n\r\n", coding);
+		c->close_after = true;
+		return;
+	}
+	if (strcmp(c->path, "/cut") == 0) {
+		long size = qparam(c, "size", 100000), at = qparam(c, "at", 0);
+		char *b = calloc(1, (size_t)at + 1);
+		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nCache-Control: "
+		    "max-age=60\r\nContent-Length: %ld\r\n\r\n", size);
+		fill(b, (size_t)at, "cut", 0);
+		evbuffer_add(out, b, (size_t)at);
+		free(b);
+		c->close_after = true;
+		return;
 	}
 	if (strcmp(c->path, "/hints") == 0) {
 		evbuffer_add_printf(out, "HTTP/1.1 103 Early Hints\r\nLink: "
@@ -353,6 +386,9 @@ on_write(struct bufferevent *bev, void *arg)
 		bufferevent_write(bev, chunk, n);
 		c->big_left -= n;
 	}
+	if (c->close_after && evbuffer_get_length(bufferevent_get_output(bev))
+	    == 0)
+		conn_free(c);
 }
 
 static void
