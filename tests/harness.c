@@ -111,10 +111,7 @@ origin_start(struct env *e)
 {
 	char port[16], out[300];
 
-	int nofile = e->nofile;  /* the one setting a test makes first */
-
 	memset(e, 0, sizeof(*e));
-	e->nofile = nofile;
 	snprintf(e->dir, sizeof(e->dir), "/tmp/sumcache-test.%d", getpid());
 	mkdir(e->dir, 0755);
 	e->oport = harness_free_port();
@@ -128,10 +125,17 @@ origin_start(struct env *e)
 void
 env_start(struct env *e, const char *const *opts)
 {
+	env_start_nofile(e, opts, 0);
+}
+
+void
+env_start_nofile(struct env *e, const char *const *opts, int nofile)
+{
 	char out[300], *argv[64];
 	int n = 0;
 
 	origin_start(e);
+	e->nofile = nofile;
 
 	static char listen[64], logopt[320], portopt[64];
 	e->pport = harness_free_port();

@@ -17,8 +17,7 @@ struct env {
 	int pport;
 	char dir[256];  /* per-test scratch directory */
 	char log[300];  /* the proxy's access log */
-	int nofile;     /* the proxy's RLIMIT_NOFILE, or 0 as inherited; set
-	                 * before env_start, which keeps it */
+	int nofile;     /* the proxy's RLIMIT_NOFILE, or 0 as inherited */
 };
 
 struct resp {
@@ -50,6 +49,8 @@ void origin_start(struct env *e);
 /* Origin plus one sumcache with extra "-o name=value" arguments (NULL
  * terminated). */
 void env_start(struct env *e, const char *const *opts);
+/* The same with the proxy's RLIMIT_NOFILE set to nofile (soft and hard). */
+void env_start_nofile(struct env *e, const char *const *opts, int nofile);
 void env_stop(struct env *e);
 
 /* GET through the proxy; extra is a NULL-terminated list of header lines. */

@@ -61,26 +61,7 @@ suite build-asan -DCMAKE_BUILD_TYPE=Debug -DSUMCACHE_SANITIZE=ON || status=1
 
 fuzz_seconds=${FUZZ_SECONDS:-20}
 if [ "$fuzz_seconds" -gt 0 ]; then
-  CC=clang cmake -S . -B build-fuzz -DSUMCACHE_FUZZ=ON -DSUMCACHE_TESTS=OFF \
-    -DSUMCACHE_WERROR=ON >/dev/null
-  cmake --build build-fuzz -j"$jobs" --target fuzz-http fuzz-icp \
-    fuzz-digest fuzz-summary fuzz-seeds >/dev/null
-  mkdir -p build-fuzz/corpus-{http,icp,digest,summary}
-  cp tests/fuzz/corpus/http/* build-fuzz/corpus-http/
-  build-fuzz/fuzz-seeds build-fuzz
-  for t in http icp digest summary; do
-    echo "== fuzz-$t for ${fuzz_seconds}s"
-    if build-fuzz/fuzz-$t -max_total_time="$fuzz_seconds" -max_len=4096 \
-        build-fuzz/corpus-$t > build-fuzz/fuzz-$t.log 2>&1; then
-      echo "fuzz-$t: 1 passed, 0 failed" | tee -a "$log"
-      grep -E '^#[0-9]+.*DONE' build-fuzz/fuzz-$t.log ||
-        tail -n 2 build-fuzz/fuzz-$t.log
-    else
-      tail -n 40 build-fuzz/fuzz-$t.log
-      echo "fuzz-$t: 0 passed, 1 failed" | tee -a "$log"
-      status=1
-    fi
-  done
+  ./tests/fuzz.sh "$fuzz_seconds" 2>&1 | tee -a "$log" || status=1
 fi
 
 # One closing line over every suite above.

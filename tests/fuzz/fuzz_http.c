@@ -22,7 +22,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t scan = 0;
 
 	size_t end = http_head_end(s, size, &scan);
-	if (end > 0 && end != HTTP_HEAD_BARE_LF) {
+	if (end == HTTP_HEAD_BARE_LF)
+		end = 0; /* refused: the whole input is body, below */
+	if (end > 0) {
 		if (http_parse_request(s, end, &lim, &h, &why) == 0) {
 			struct url u;
 			if (url_parse_absolute(h.target, h.target_len, &u,
