@@ -8,7 +8,10 @@
  * body, so eviction never cuts a transfer short.
  *
  * The pages live in the kernel's shmem, outside our heap, but they are
- * charged to cache_mem exactly as heap bodies are (store_obj.charge).
+ * charged to cache_mem exactly as heap bodies are (store_obj.charge), and
+ * after eviction for as long as a chain still sends them: the store's pin
+ * of such a body is kept beside the segment and released by libevent's
+ * cleanup callback, when the last chain is done with it.
  */
 #define _GNU_SOURCE /* memfd_create */
 #include "bodyfd.h"
@@ -23,6 +26,24 @@ static void
 segment_free(void *seg)
 {
 	evbuffer_file_segment_free(seg);
+}
+
+/* Outlives the body: libevent frees the segment when its last chain is
+ * sent, which may be after the store let go of the body. */
+struct segment_watch {
+	struct store_pin *pin;
+};
+
+static void
+on_segment_done(struct evbuffer_file_segment const *seg, int flags,
+    void *arg)
+{
+	struct segment_watch *w = arg;
+
+	(void)seg;
+	(void)flags;
+	store_pin_release(&w->pin);
+	free(w);
 }
 
 bool
@@ -46,17 +67,20 @@ bodyfd_convert(struct store_body **bp, int fd_ceiling)
 		off += (size_t)n;
 	}
 	struct store_ext *ext = malloc(sizeof(*ext));
+	struct segment_watch *w = calloc(1, sizeof(*w));
 	struct evbuffer_file_segment *seg = evbuffer_file_segment_new(fd, 0,
 	    (ev_off_t)b->len, EVBUF_FS_CLOSE_ON_FREE);
-	if (seg == NULL || ext == NULL) {
+	if (seg == NULL || ext == NULL || w == NULL) {
 		free(ext);
+		free(w);
 		if (seg != NULL)
 			evbuffer_file_segment_free(seg); /* closes fd */
 		else
 			close(fd);
 		return false;
 	}
-	*ext = (struct store_ext){seg, segment_free};
+	evbuffer_file_segment_add_cleanup_cb(seg, on_segment_done, w);
+	*ext = (struct store_ext){seg, segment_free, &w->pin};
 	store_body_drop_data(bp);
 	(*bp)->ext = ext;
 	return true;

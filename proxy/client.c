@@ -314,10 +314,12 @@ client_next_request(struct client *c)
 	/* parsing waits for the client to read its answers: so does
 	 * reading, once a head's worth of requests is waiting */
 	if (!c->dead && !c->closing && c->txn == NULL) {
-		if (evbuffer_get_length(bufferevent_get_input(c->bev)) >
-		    input_cap(c))
+		bool full = evbuffer_get_length(bufferevent_get_input(c->bev)) >
+		    input_cap(c);
+		bool reading = bufferevent_get_enabled(c->bev) & EV_READ;
+		if (full && reading)
 			bufferevent_disable(c->bev, EV_READ);
-		else
+		else if (!full && !reading)
 			bufferevent_enable(c->bev, EV_READ);
 	}
 	c->in_loop = false;

@@ -394,9 +394,10 @@ static const struct directive directives[] = {
 	    "memory budget for cached objects, headers and keys included"},
 	{"max_object_size", parse_size, OFF(max_object_size), "16MB", false,
 	    "largest response body that is cached (larger ones stream through)"},
-	{"inflight_mem", parse_size, OFF(inflight_mem), "64MB", false,
+	{"inflight_mem", parse_size_auto, OFF(inflight_mem), "auto", false,
 	    "memory for copies of responses being fetched to be cached; when "
-	    "it is taken, further misses stream through uncached"},
+	    "it is taken, further misses stream through uncached; auto: 64MB, "
+	    "or max_object_size if larger"},
 	{"max_connections", parse_count_auto, OFF(max_connections), "auto",
 	    false, "client connections and tunnels open at once (then new ones "
 	    "wait in the backlog); auto: 3/4 of what ulimit -n leaves, two "
@@ -687,7 +688,7 @@ conf_validate(const struct conf *c, char *err, size_t elen)
 		    "(%zu)", c->max_object_size, c->cache_mem);
 		return -1;
 	}
-	if (c->max_object_size > c->inflight_mem) {
+	if (c->inflight_mem != 0 && c->max_object_size > c->inflight_mem) {
 		snprintf(err, elen, "max_object_size (%zu) exceeds inflight_mem "
 		    "(%zu): such an object could never be cached",
 		    c->max_object_size, c->inflight_mem);

@@ -27,7 +27,7 @@ struct conf {
 	char *http_listen;       /* "addr:port" as given */
 	size_t cache_mem;
 	size_t max_object_size;
-	size_t inflight_mem;     /* copies of misses being stored */
+	size_t inflight_mem;     /* copies of misses being stored; 0: auto */
 	uint32_t max_connections; /* 0: derived (accept.c) */
 	struct acl allow;
 	uint16_t connect_ports[CONF_MAX_PORTS];

@@ -306,7 +306,11 @@ server_init(struct server *s)
 	if (dns_init(s) < 0)
 		return -1;
 	s->store = store_new(s->conf.cache_mem);
-	s->budget = budget_new(s->base, s->conf.inflight_mem);
+	size_t inflight = s->conf.inflight_mem;
+	if (inflight == 0)
+		inflight = s->conf.max_object_size > 64u << 20 ?
+		    s->conf.max_object_size : 64u << 20;
+	s->budget = budget_new(s->base, inflight);
 	s->curl = curlev_new(s->base);
 	s->log = accesslog_open(s->conf.access_log);
 	if (s->log == NULL) {

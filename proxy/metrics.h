@@ -78,6 +78,8 @@ struct evbuffer;
 	    "Objects in the memory cache")                                   \
 	X(cache_bytes, gauge, "sumcache_cache_bytes", "",                    \
 	    "Bytes charged to the memory cache budget")                      \
+	X(cache_pinned, gauge, "sumcache_cache_pinned_bytes", "",            \
+	    "Evicted bodies still being sent, charged to cache_mem too")     \
 	X(evictions, counter, "sumcache_evictions_total", "",                \
 	    "Objects evicted to make room")                                  \
 	X(active_clients, gauge, "sumcache_client_connections", "",          \

@@ -340,6 +340,7 @@ serve_metrics(struct txn *t)
 	const struct budget_stats *bs = budget_stats(s->budget);
 	s->m.cache_objects = st->objects;
 	s->m.cache_bytes = st->bytes;
+	s->m.cache_pinned = st->pinned;
 	s->m.evictions = st->evictions;
 	s->m.inflight_bytes = bs->inflight;
 	s->m.inflight_refused = bs->inflight_refused;

@@ -11,6 +11,17 @@
  * (through a zero-copy evbuffer reference) keeps it alive after the object
  * is evicted or replaced. Single-threaded: the event loop owns the store.
  *
+ * The budget covers those bodies too. An evicted body that someone still
+ * holds (a slow client, a revalidation) stays in memory, so the store
+ * keeps charging it: a pin, released when the last holder lets go, with
+ * its bytes in stats.pinned and counted against the budget. Without it,
+ * clients that stop reading hits while the cache churns could hold any
+ * number of evicted bodies. A heap body's holders are its references; a
+ * memfd body is sent as a file segment that libevent counts itself, so
+ * its pin is released by bodyfd.c when the segment is let go. The cost:
+ * while many evicted bodies are still in flight, fewer objects are kept,
+ * and an object that does not fit beside them is not stored at all.
+ *
  * Eviction is SIEVE (Zhang et al., NSDI 2024): a hit only sets a bit, no
  * list movement, so hits stay cheap; a hand sweeps from the oldest entry
  * toward the newest, clearing bits, and evicts the first unvisited object.
@@ -55,10 +66,19 @@ store_body_new(size_t cap)
 	if (b == NULL)
 		return NULL;
 	b->refs = 1;
+	b->stored = 0;
 	b->len = 0;
 	b->cap = cap;
 	b->ext = NULL;
+	b->pin = NULL;
 	return b;
+}
+
+/* What a body costs the budget, wherever it is held. */
+static size_t
+body_charge(const struct store_body *b)
+{
+	return sizeof(*b) + b->len + ALLOC_OVERHEAD;
 }
 
 int
@@ -128,6 +148,8 @@ store_body_unref(struct store_body **bp)
 	SC_ASSERT(b->refs > 0);
 	if (--b->refs > 0)
 		return;
+	SC_ASSERT(b->stored == 0);
+	store_pin_release(&b->pin);
 	if (b->ext != NULL) {
 		b->ext->free(b->ext->handle);
 		free(b->ext);
@@ -175,7 +197,7 @@ store_obj_new(const char *key, size_t klen, const char *head, size_t hlen,
 	o->body = store_body_ref(body);
 	o->charge = sizeof(*o) + klen + hlen + vlen + 3 + ALLOC_OVERHEAD;
 	/* a body shared by two versions is charged to each: conservative */
-	o->charge += sizeof(*body) + body->len + ALLOC_OVERHEAD;
+	o->charge += body_charge(body);
 	return o;
 }
 
@@ -237,6 +259,61 @@ store_head_find(const struct store_obj *o, const char *name,
 		if (nl == len && strncasecmp(n, name, len) == 0)
 			return true;
 	return false;
+}
+
+/* ---- pins: evicted bodies still being sent ---- */
+
+struct store_pin {
+	struct store *s;
+	size_t charge;
+};
+
+void
+store_pin_release(struct store_pin **pp)
+{
+	struct store_pin *p = *pp;
+
+	if (p == NULL)
+		return;
+	*pp = NULL;
+	SC_ASSERT(p->s->stats.pinned >= p->charge);
+	p->s->stats.pinned -= p->charge;
+	free(p);
+}
+
+static struct store_pin **
+pin_slot(struct store_body *b)
+{
+	return b->ext != NULL && b->ext->pin != NULL ? b->ext->pin : &b->pin;
+}
+
+static void
+body_entered(struct store_body *b)
+{
+	if (b->stored++ == 0)
+		store_pin_release(pin_slot(b));
+}
+
+/* o, leaving the store, was the last stored holder of its body: when
+ * anyone else may still hold the body, the store keeps charging it. */
+static void
+body_left(struct store *s, struct store_obj *o)
+{
+	struct store_body *b = o->body;
+
+	SC_ASSERT(b->stored > 0);
+	if (--b->stored > 0)
+		return;
+	/* a segment's senders are libevent's count, not ours: pinned
+	 * always, released at once by bodyfd.c when there are none */
+	if (b->refs == 1 && o->refs == 1 && pin_slot(b) == &b->pin)
+		return;
+	struct store_pin *p = malloc(sizeof(*p));
+	if (p == NULL)
+		return; /* uncharged rather than an eviction that fails */
+	*p = (struct store_pin){s, body_charge(b)};
+	*pin_slot(b) = p;
+	s->stats.pinned += p->charge;
 }
 
 /* ---- the table and queue ---- */
@@ -328,6 +405,7 @@ unlink_obj(struct store *s, struct store_obj *o)
 	s->stats.bytes -= o->charge;
 	for (unsigned i = 0; i < s->nobs; i++)
 		s->obs[i].removed(s->obs[i].arg, o);
+	body_left(s, o);
 	store_obj_unref(&o);
 }
 
@@ -377,6 +455,9 @@ store_free(struct store **sp)
 	*sp = NULL;
 	while (s->tail != NULL)
 		unlink_obj(s, s->tail);
+	/* a pin outliving the store would give its charge back to freed
+	 * memory: whoever sends bodies goes first (server_fini) */
+	SC_ASSERT(s->stats.pinned == 0);
 	free(s->buckets);
 	free(s);
 }
@@ -411,6 +492,9 @@ store_insert(struct store *s, struct store_obj *o)
 	SC_ASSERT(!o->in_store);
 	if (o->charge > s->budget)
 		return false;
+	/* first, so that a version replacing another with the same body
+	 * (a 304) never pins it on the way */
+	body_entered(o->body);
 	/* replace the same variant */
 	struct store_obj *old = *bucket(s, o->hash), *next;
 	for (; old; old = next) {
@@ -421,8 +505,14 @@ store_insert(struct store *s, struct store_obj *o)
 			o->vary_len) == 0)
 			unlink_obj(s, old);
 	}
-	while (s->stats.bytes + o->charge > s->budget)
+	while (s->stats.bytes + s->stats.pinned + o->charge > s->budget) {
+		if (s->tail == NULL) {
+			/* what is still being sent leaves no room */
+			body_left(s, o);
+			return false;
+		}
 		evict_one(s);
+	}
 	if (s->stats.objects >= s->nbuckets)
 		grow(s);
 	struct store_obj **b = bucket(s, o->hash);

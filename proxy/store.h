@@ -16,19 +16,32 @@
  */
 typedef void store_ext_free_f(void *handle);
 
+/* The charge a store keeps for an evicted body that is still being sent
+ * (see store.c); released with store_pin_release. */
+struct store_pin;
+
 /* A body held outside data[] (bodyfd.c); freed with the body. */
 struct store_ext {
 	void *handle;
 	store_ext_free_f *free;
+	/* where the store keeps its pin of this body: the holder of the
+	 * handle releases it when the last sender of the data is done,
+	 * which may be after the body itself is freed */
+	struct store_pin **pin;
 };
 
 struct store_body {
 	uint32_t refs;
+	uint32_t stored;       /* objects in the store holding it */
 	size_t len;
 	size_t cap;
 	struct store_ext *ext; /* owned; NULL for a heap body */
+	struct store_pin *pin; /* a heap body's pin, released at its free */
 	char data[];
 };
+
+/* Gives back a pin's charge to its store; accepts NULL, clears *p. */
+void store_pin_release(struct store_pin **p);
 
 /* New body with room for cap bytes and one reference; NULL on ENOMEM. */
 struct store_body *store_body_new(size_t cap);
@@ -120,6 +133,7 @@ struct store_observer {
 struct store_stats {
 	uint64_t objects;
 	uint64_t bytes;
+	uint64_t pinned;      /* evicted bodies still being sent */
 	uint64_t evictions;   /* removed to make room */
 	uint64_t invalidations;
 	uint64_t inserts;
@@ -154,8 +168,9 @@ struct store_obj *store_lookup(struct store *s, const char *key, size_t klen,
 
 /*
  * Inserts o (the store takes its own reference), replacing an object with
- * the same key and variant and evicting others to fit the budget. Returns
- * false, storing nothing, when o alone exceeds the budget.
+ * the same key and variant and evicting others to fit the budget, which
+ * counts the bodies evicted but still being sent. Returns false, storing
+ * nothing, when o does not fit even in an empty store.
  */
 bool store_insert(struct store *s, struct store_obj *o);
 

@@ -242,3 +242,36 @@ Test(conf, status_interval_has_a_floor)
 	cr_assert(strstr(err, "status_interval") != NULL, "%s", err);
 	conf_clear(&c);
 }
+
+Test(conf, limits_take_auto_or_a_value)
+{
+	struct conf c;
+	char err[256];
+
+	cr_assert_eq(conf_defaults(&c), 0);
+	/* auto is 0: the daemon derives each at start-up */
+	cr_assert_eq(c.max_connections, 0);
+	cr_assert_eq(c.inflight_mem, 0);
+	cr_assert_eq(c.summary_max_size, 0);
+	cr_assert_eq(conf_override(&c, "max_connections=5000", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.max_connections, 5000);
+	cr_assert_eq(conf_override(&c, "summary_max_size=32MB", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.summary_max_size, 32u << 20);
+	cr_assert_eq(conf_override(&c, "max_connections=0", err,
+	    sizeof(err)), -1);
+	cr_assert_eq(conf_override(&c, "summary_max_size=0", err,
+	    sizeof(err)), -1);
+	cr_assert_eq(conf_override(&c, "inflight_mem=many", err,
+	    sizeof(err)), -1);
+	/* an object max_object_size allows must fit the copies' pool */
+	cr_assert_eq(conf_override(&c, "inflight_mem=8MB", err, sizeof(err)),
+	    0, "%s", err);
+	cr_assert_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "inflight_mem") != NULL, "%s", err);
+	cr_assert_eq(conf_override(&c, "max_object_size=8MB", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(conf_validate(&c, err, sizeof(err)), 0, "%s", err);
+	conf_clear(&c);
+}

@@ -215,6 +215,31 @@ open_idle(int port, int n)
 	return fds;
 }
 
+struct idle_flood {
+	int *fds;      /* 200 connections, open */
+	double cpu;    /* the node's CPU seconds over the 2 s */
+	long logged;   /* bytes it wrote to stderr meanwhile */
+};
+
+/* 200 connections that send nothing, held 2 s: the node neither spins
+ * nor floods its log, and serves a normal client meanwhile. */
+static void
+idle_flood(const char *out, const char *url, struct idle_flood *fl)
+{
+	long log0 = file_size(out);
+	double cpu0 = cpu_seconds(E.proxy);
+
+	fl->fds = open_idle(E.pport, 200);
+	sleep(2);
+	fl->cpu = cpu_seconds(E.proxy) - cpu0;
+	assert_served_quickly(&E, url);
+	fl->logged = file_size(out) - log0;
+	cr_expect_lt(fl->cpu, 0.5, "%.2f s of CPU in 2 s with 200 idle "
+	    "connections", fl->cpu);
+	cr_expect_lt(fl->logged, 1024, "the node logged %ld bytes",
+	    fl->logged);
+}
+
 static void
 close_all(int *fds, int n)
 {
@@ -237,24 +262,15 @@ Test(hostile, low_descriptor_limit_neither_spins_nor_locks_clients_out,
 	double max = proxy_metric(&E, "sumcache_max_connections");
 	cr_assert(max > 8 && max < 64, "max_connections %g for ulimit -n 128",
 	    max);
-	long log0 = file_size(out);
-	double cpu0 = cpu_seconds(E.proxy);
-
-	int *fds = open_idle(E.pport, 200);
-	sleep(2);
-	double cpu = cpu_seconds(E.proxy) - cpu0;
-	assert_served_quickly(&E, url);
-	cr_expect_lt(cpu, 0.5, "%.2f s of CPU in 2 s with 200 idle "
-	    "connections", cpu);
-	cr_expect_lt(file_size(out) - log0, 2048, "the node logged %ld bytes",
-	    file_size(out) - log0);
+	struct idle_flood fl;
+	idle_flood(out, url, &fl);
 	cr_expect_leq(proxy_metric(&E, "sumcache_client_connections"), max);
 	cr_expect_geq(proxy_metric(&E, "sumcache_idle_connections_closed_total"),
 	    200 - max);
 	fprintf(stderr, "figure: ulimit -n 128, 200 idle connections: "
-	    "max_connections %g, %.2f s CPU in 2 s, %ld log bytes\n", max, cpu,
-	    file_size(out) - log0);
-	close_all(fds, 200);
+	    "max_connections %g, %.2f s CPU in 2 s, %ld log bytes\n", max,
+	    fl.cpu, fl.logged);
+	close_all(fl.fds, 200);
 	env_stop(&E);
 }
 
@@ -273,24 +289,15 @@ Test(hostile, descriptors_running_out_after_start_close_idle_ones,
 	struct rlimit rl = {64, 64};
 	cr_assert(prlimit(E.proxy, RLIMIT_NOFILE, &rl, NULL) == 0, "prlimit: "
 	    "%s", strerror(errno));
-	long log0 = file_size(out);
-	double cpu0 = cpu_seconds(E.proxy);
-
-	int *fds = open_idle(E.pport, 200);
-	sleep(2);
-	double cpu = cpu_seconds(E.proxy) - cpu0;
-	assert_served_quickly(&E, url);
-	cr_expect_lt(cpu, 0.5, "%.2f s of CPU in 2 s", cpu);
+	struct idle_flood fl;
+	idle_flood(out, url, &fl);
 	cr_expect_gt(proxy_metric(&E, "sumcache_accept_errors_total"), 0);
-	cr_expect_lt(file_size(out) - log0, 1024, "the node logged %ld bytes",
-	    file_size(out) - log0);
 	cr_expect(harness_file_has(out, "closing idle connections", NULL,
 	    1000));
 	fprintf(stderr, "figure: EMFILE after start, 200 idle connections: "
-	    "%.2f s CPU in 2 s, %ld log bytes, %g failed accepts\n", cpu,
-	    file_size(out) - log0,
-	    proxy_metric(&E, "sumcache_accept_errors_total"));
-	close_all(fds, 200);
+	    "%.2f s CPU in 2 s, %ld log bytes, %g failed accepts\n", fl.cpu,
+	    fl.logged, proxy_metric(&E, "sumcache_accept_errors_total"));
+	close_all(fl.fds, 200);
 	env_stop(&E);
 }
 
@@ -653,6 +660,53 @@ Test(hostile, thousand_non_reading_misses_stay_in_the_budget,
 #endif
 	cr_expect_gt(proxy_metric(&E, "sumcache_heap_trims_total"), 0);
 	fprintf(stderr, "figure: after they left: RSS %ld kB\n", after);
+	env_stop(&E);
+}
+
+/* Hits on bodies the cache then evicts: clients that stop reading them
+ * hold them in memory, and the cache keeps charging them until they are
+ * sent, so cache_mem bounds what is stored and what is still in flight. */
+Test(hostile, evicted_bodies_still_being_sent_stay_in_cache_mem,
+    .timeout = 120)
+{
+	const char *opts[] = {"cache_mem=16MB", "max_object_size=8MB", NULL};
+	char url[5][160], req[256];
+	int fds[2];
+
+	env_start(&E, opts);
+	for (int i = 0; i < 5; i++)
+		snprintf(url[i], sizeof(url[i]), "http://127.0.0.1:%d/obj/pin%d?"
+		    "size=6291456&max_age=600", E.oport, i);
+	warm(&E, url[0]);
+	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n"
+	    "\r\n", url[0]);
+	for (int i = 0; i < 2; i++) {
+		fds[i] = connect_small(E.pport);
+		cr_assert(send(fds[i], req, (size_t)n, MSG_NOSIGNAL) == n);
+	}
+	cr_assert_geq(proxy_wait_metric(&E,
+	    "sumcache_requests_total{result=\"local_hit\"}", 2, 5000), 2);
+	/* more objects: the first is evicted (after SIEVE's second chance)
+	 * while still being sent */
+	for (int i = 1; i < 5; i++)
+		warm(&E, url[i]);
+	double pinned = proxy_metric(&E, "sumcache_cache_pinned_bytes");
+	double bytes = proxy_metric(&E, "sumcache_cache_bytes");
+	cr_expect_geq(pinned, 6291456, "the body being sent is charged "
+	    "nowhere (%g)", pinned);
+	cr_expect_leq(bytes + pinned, 16 * MB, "stored %g + in flight %g",
+	    bytes, pinned);
+	fprintf(stderr, "figure: 2 clients not reading an evicted 6 MB hit, "
+	    "cache_mem 16 MB: stored %.1f MB + in flight %.1f MB\n",
+	    bytes / MB, pinned / MB);
+	for (int i = 0; i < 2; i++)
+		close(fds[i]);
+	double t0 = now_ms();
+	while (now_ms() - t0 < 5000 && proxy_metric(&E,
+	    "sumcache_cache_pinned_bytes") > 0)
+		usleep(50 * 1000);
+	cr_expect_eq(proxy_metric(&E, "sumcache_cache_pinned_bytes"), 0,
+	    "the charge stayed after the clients left");
 	env_stop(&E);
 }
 

@@ -163,3 +163,60 @@ Test(store, walk_survives_removals_and_reaches_new_objects)
 	cr_assert_null(store_walk_next(s));
 	store_free(&s);
 }
+
+/* An evicted body that a sender still holds keeps its charge until it is
+ * let go: the budget covers what is in memory, not only what is stored. */
+Test(store, evicted_bodies_still_held_stay_charged)
+{
+	struct store_obj *a = obj("http://a/", 6000, "");
+	size_t charge = a->charge;
+	/* room for two objects of this size, not three */
+	struct store *s = store_new(charge * 2 + charge / 2);
+
+	cr_assert(store_insert(s, a));
+	struct store_body *sending = store_body_ref(a->body);
+	store_obj_unref(&a);
+	for (int i = 0; i < 2; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "http://b%d/", i);
+		struct store_obj *b = obj(key, 6000, "");
+		cr_assert(store_insert(s, b));
+		store_obj_unref(&b);
+	}
+	const struct store_stats *st = store_stats(s);
+	cr_assert_null(store_lookup(s, "http://a/", 9, NULL, NULL),
+	    "a was not evicted");
+	cr_assert_gt(st->pinned, 0, "the body being sent is charged nowhere");
+	cr_assert_leq(st->bytes + st->pinned, charge * 2 + charge / 2);
+	cr_assert_eq(st->objects, 1, "b1 must have made room beside a's body");
+	store_body_unref(&sending);
+	cr_assert_eq(st->pinned, 0);
+
+	/* a body no one else holds is not pinned when evicted */
+	struct store_obj *c = obj("http://c/", 6000, "");
+	cr_assert(store_insert(s, c));
+	store_obj_unref(&c);
+	cr_assert_eq(st->pinned, 0);
+	store_free(&s);
+}
+
+Test(store, nothing_stored_while_what_is_sent_fills_the_budget)
+{
+	struct store_obj *a = obj("http://a/", 6000, "");
+	struct store *s = store_new(a->charge + a->charge / 2);
+
+	cr_assert(store_insert(s, a));
+	struct store_body *sending = store_body_ref(a->body);
+	store_obj_unref(&a);
+	struct store_obj *b = obj("http://b/", 6000, "");
+	cr_assert(!store_insert(s, b), "stored beside a pinned body that "
+	    "leaves no room");
+	cr_assert_eq(store_stats(s)->objects, 0);
+	store_obj_unref(&b);
+	store_body_unref(&sending);
+	cr_assert_eq(store_stats(s)->pinned, 0);
+	struct store_obj *c = obj("http://c/", 6000, "");
+	cr_assert(store_insert(s, c), "room again once it was sent");
+	store_obj_unref(&c);
+	store_free(&s);
+}
