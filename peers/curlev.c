@@ -3,7 +3,8 @@
  *
  * curl tells us which sockets to watch (socket callback) and when to call it
  * back (timer callback); we turn those into libevent events and report
- * readiness with curl_multi_socket_action. Each socket's event is stored in
+ * readiness with curl_multi_socket_action. Connections kept for reuse are
+ * closed once nothing has run for CURLEV_IDLE_CLOSE_MS. Each socket's event is stored in
  * curl's per-socket pointer (curl_multi_assign), so there is no table of
  * our own. Completed transfers are collected after every action.
  */
@@ -19,7 +20,22 @@ struct curlev {
 	struct event_base *base;
 	CURLM *multi;
 	struct event *timer;
+	struct event *idle;   /* closes the kept connections */
+	long pool;
+	unsigned running;
 };
+
+static void
+stopped(struct curlev *o, struct curlev_xfer *x)
+{
+	struct timeval tv = {CURLEV_IDLE_CLOSE_MS / 1000,
+	    (CURLEV_IDLE_CLOSE_MS % 1000) * 1000};
+
+	x->running = false;
+	SC_ASSERT(o->running > 0);
+	if (--o->running == 0)
+		evtimer_add(o->idle, &tv);
+}
 
 static void
 check_done(struct curlev *o)
@@ -36,6 +52,7 @@ check_done(struct curlev *o)
 		curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
 		curl_multi_remove_handle(o->multi, easy);
 		SC_ASSERT(x != NULL);
+		stopped(o, x);
 		x->done(x->arg, rc);
 	}
 }
@@ -108,30 +125,61 @@ timer_cb(CURLM *multi, long timeout_ms, void *userp)
 	return 0;
 }
 
+static CURLM *
+multi_new(struct curlev *o)
+{
+	CURLM *m = curl_multi_init();
+
+	if (m == NULL)
+		return NULL;
+	curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, socket_cb);
+	curl_multi_setopt(m, CURLMOPT_SOCKETDATA, o);
+	curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, timer_cb);
+	curl_multi_setopt(m, CURLMOPT_TIMERDATA, o);
+	/* connections kept for reuse, across all origins; part of the
+	 * caller's descriptor plan (proxy/accept.c) */
+	curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, o->pool);
+	return m;
+}
+
+/*
+ * Nothing has run for CURLEV_IDLE_CLOSE_MS: close the kept connections.
+ * curl looks at a kept connection only when it starts a transfer, so one
+ * its origin closed would otherwise sit in CLOSE-WAIT, holding a
+ * descriptor, until traffic comes back; and curl has no call to drop its
+ * pool but the multi's own cleanup. So the idle multi is replaced by a
+ * new one.
+ */
+static void
+on_idle(evutil_socket_t fd, short what, void *arg)
+{
+	struct curlev *o = arg;
+	CURLM *fresh;
+
+	(void)fd;
+	(void)what;
+	if (o->running > 0 || (fresh = multi_new(o)) == NULL)
+		return;
+	curl_multi_cleanup(o->multi); /* its socket callbacks see o->multi */
+	o->multi = fresh;
+}
+
 struct curlev *
-curlev_new(struct event_base *base)
+curlev_new(struct event_base *base, long pool)
 {
 	struct curlev *o = calloc(1, sizeof(*o));
 
 	if (o == NULL)
 		return NULL;
 	o->base = base;
-	o->multi = curl_multi_init();
+	o->pool = pool;
+	o->multi = multi_new(o);
 	o->timer = evtimer_new(base, on_timer, o);
-	if (o->multi == NULL || o->timer == NULL) {
+	o->idle = evtimer_new(base, on_idle, o);
+	if (o->multi == NULL || o->timer == NULL || o->idle == NULL) {
 		curlev_free(&o);
 		return NULL;
 	}
-	curl_multi_setopt(o->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
-	curl_multi_setopt(o->multi, CURLMOPT_SOCKETDATA, o);
-	curl_multi_setopt(o->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-	curl_multi_setopt(o->multi, CURLMOPT_TIMERDATA, o);
-	/* idle connections kept for reuse, across all origins. curl looks
-	 * at idle ones only when it starts a transfer, so those an origin
-	 * closed stay (in CLOSE-WAIT) until then: this bounds them, and they
-	 * are part of the descriptor plan (proxy/accept.c) */
-	curl_multi_setopt(o->multi, CURLMOPT_MAXCONNECTS,
-	    (long)CURLEV_POOL_MAX);
 	return o;
 }
 
@@ -147,6 +195,8 @@ curlev_free(struct curlev **op)
 		curl_multi_cleanup(o->multi);
 	if (o->timer)
 		event_free(o->timer);
+	if (o->idle)
+		event_free(o->idle);
 	free(o);
 }
 
@@ -154,11 +204,22 @@ int
 curlev_start(struct curlev *o, CURL *easy, struct curlev_xfer *x)
 {
 	curl_easy_setopt(easy, CURLOPT_PRIVATE, x);
-	return curl_multi_add_handle(o->multi, easy) == CURLM_OK ? 0 : -1;
+	if (curl_multi_add_handle(o->multi, easy) != CURLM_OK)
+		return -1;
+	x->running = true;
+	o->running++;
+	evtimer_del(o->idle);
+	return 0;
 }
 
 void
 curlev_cancel(struct curlev *o, CURL *easy)
 {
+	struct curlev_xfer *x = NULL;
+
+	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
+	if (x == NULL || !x->running)
+		return;
 	curl_multi_remove_handle(o->multi, easy);
+	stopped(o, x);
 }

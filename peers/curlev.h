@@ -6,6 +6,8 @@
 #ifndef CURLEV_H
 #define CURLEV_H
 
+#include <stdbool.h>
+
 #include <curl/curl.h>
 
 struct event_base;
@@ -17,12 +19,18 @@ typedef void curlev_done_f(void *arg, CURLcode rc);
 struct curlev_xfer {
 	curlev_done_f *done;
 	void *arg;
+	bool running;   /* curlev's own: in the multi */
 };
 
-/* Idle connections kept for reuse, at most. */
-#define CURLEV_POOL_MAX 32
+/* Connections kept for reuse, at most (the caller's descriptor plan may
+ * ask for fewer). */
+#define CURLEV_POOL_MAX 256
+/* With no transfer running this long, the kept connections are closed. */
+#define CURLEV_IDLE_CLOSE_MS 5000
 
-struct curlev *curlev_new(struct event_base *base);
+/* A multi on base keeping up to pool connections for reuse; NULL on
+ * ENOMEM. */
+struct curlev *curlev_new(struct event_base *base, long pool);
 void curlev_free(struct curlev **o);
 
 /*

@@ -347,7 +347,7 @@ xfer_start(struct xfer **xp, curlev_done_f *done)
 {
 	struct xfer *x = *xp;
 
-	x->cx = (struct curlev_xfer){done, x};
+	x->cx = (struct curlev_xfer){.done = done, .arg = x};
 	if (curlev_start(x->ps->curl, x->easy, &x->cx) == 0)
 		return true;
 	xfer_free(xp);

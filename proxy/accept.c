@@ -19,9 +19,9 @@
  * counted.
  *
  * The descriptor plan (accept_plan): of RLIMIT_NOFILE, FIXED_FDS for the
- * process's own (listener, log, resolver, ICP, curl, signals),
- * CURLEV_POOL_MAX for curl's idle origin connections, two per peer (a push
- * and a pull), then two per connection. Cached bodies of BODYFD_MIN and more hold a
+ * process's own (listener, log, resolver, ICP, curl, signals), an eighth
+ * (8 to CURLEV_POOL_MAX) for the origin connections curl keeps for reuse,
+ * two per peer (a push and a pull), then two per connection. Cached bodies of BODYFD_MIN and more hold a
  * memfd each, but only below the descriptor numbers the rest may need
  * (bodyfd.c): a full cache never starves accept().
  */
@@ -160,8 +160,11 @@ accept_plan(struct server *s)
 		}
 		nofile = rl.rlim_cur > INT32_MAX ? INT32_MAX : rl.rlim_cur;
 	}
-	uint64_t reserve = FIXED_FDS + CURLEV_POOL_MAX +
-	    2 * (uint64_t)s->conf.n_peers;
+	/* curl's kept connections: an eighth of the descriptors, within
+	 * curlev's own bounds */
+	uint64_t pool = nofile / 8 < 8 ? 8 : nofile / 8 > CURLEV_POOL_MAX ?
+	    CURLEV_POOL_MAX : nofile / 8;
+	uint64_t reserve = FIXED_FDS + pool + 2 * (uint64_t)s->conf.n_peers;
 	uint64_t conns = s->conf.max_connections;
 	if (nofile <= reserve + 2 * 8) {
 		fprintf(stderr, "sumcache: %llu descriptors (ulimit -n) cannot "
@@ -180,6 +183,7 @@ accept_plan(struct server *s)
 		return -1;
 	}
 	s->max_connections = (unsigned)conns;
+	s->curl_pool = (unsigned)pool;
 	s->m.max_connections = conns;
 	s->body_fd_ceiling = (int)(nofile - reserve - 2 * conns);
 	return 0;

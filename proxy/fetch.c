@@ -907,7 +907,7 @@ attempt(struct fetch *f)
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
 		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L);
 	}
-	f->xfer = (struct curlev_xfer){on_done, f};
+	f->xfer = (struct curlev_xfer){.done = on_done, .arg = f};
 	if (curlev_start(s->curl, e, &f->xfer) < 0)
 		return -1;
 	f->running = true;

@@ -311,7 +311,7 @@ server_init(struct server *s)
 		inflight = s->conf.max_object_size > 64u << 20 ?
 		    s->conf.max_object_size : 64u << 20;
 	s->budget = budget_new(s->base, inflight);
-	s->curl = curlev_new(s->base);
+	s->curl = curlev_new(s->base, (long)s->curl_pool);
 	s->log = accesslog_open(s->conf.access_log);
 	if (s->log == NULL) {
 		fprintf(stderr, "sumcache: access_log %s: %s\n",

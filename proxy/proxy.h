@@ -61,6 +61,7 @@ struct server {
 	uint64_t accept_short_ms;    /* last accept short of descriptors */
 	unsigned max_connections;    /* clients and tunnels (accept.c) */
 	int body_fd_ceiling;         /* memfd bodies below this (bodyfd.c) */
+	unsigned curl_pool;          /* origin connections kept (accept.c) */
 	struct budget *budget;       /* in-flight copies, heap trimming */
 	struct event *signals[3]; /* TERM, INT, HUP */
 	struct event *flush_timer;

@@ -712,6 +712,60 @@ Test(hostile, evicted_bodies_still_being_sent_stay_in_cache_mem,
 
 /* ---- 7. smaller ---- */
 
+/* The node's established connections to the origin, as the kernel lists
+ * them. */
+static int
+origin_connections(const struct env *e)
+{
+	char cmd[160], line[256];
+	int open = 0;
+
+	snprintf(cmd, sizeof(cmd), "ss -Htn state established '( dport = :%d )'",
+	    e->oport);
+	FILE *p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	while (fgets(line, sizeof(line), p))
+		open++;
+	pclose(p);
+	return open;
+}
+
+/* Origin connections kept for reuse after a burst are closed once the
+ * node has had nothing to fetch for a while (curlev.c), instead of
+ * holding a descriptor each, in CLOSE-WAIT once the origin closes. */
+Test(hostile, origin_connections_kept_after_a_burst_are_closed_when_idle,
+    .timeout = 60)
+{
+	enum { BURST = 100 };
+	int fds[BURST];
+	char req[256];
+
+	raise_own_fd_limit();
+	env_start(&E, NULL);
+	for (int i = 0; i < BURST; i++) {
+		int n = snprintf(req, sizeof(req), "GET http://127.0.0.1:%d/slow?"
+		    "ms=300&n=%d HTTP/1.1\r\nHost: x\r\n\r\n", E.oport, i);
+		fds[i] = connect_to(E.pport, false);
+		cr_assert(send(fds[i], req, (size_t)n, MSG_NOSIGNAL) == n);
+	}
+	for (int i = 0; i < BURST; i++) {
+		cr_expect_eq(status_on(fds[i], 5000), 200);
+		close(fds[i]);
+	}
+	int kept = origin_connections(&E);
+	cr_expect_gt(kept, 0, "none kept for reuse?");
+	double t0 = now_ms();
+	while (now_ms() - t0 < 8000 && origin_connections(&E) > 0)
+		usleep(200 * 1000);
+	int left = origin_connections(&E);
+	cr_expect_eq(left, 0, "%d of %d kept origin connections still open "
+	    "after 8 s idle", left, kept);
+	fprintf(stderr, "figure: a burst of %d misses: %d origin connections "
+	    "kept, %d after %.1f s idle\n", BURST, kept, left,
+	    (now_ms() - t0) / 1000);
+	env_stop(&E);
+}
+
 Test(hostile, bare_lf_heads_are_refused_at_once, .timeout = 60)
 {
 	const char *opts[] = {"header_timeout=5s", NULL};
