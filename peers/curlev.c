@@ -3,10 +3,11 @@
  *
  * curl tells us which sockets to watch (socket callback) and when to call it
  * back (timer callback); we turn those into libevent events and report
- * readiness with curl_multi_socket_action. Connections kept for reuse are
- * closed once nothing has run for CURLEV_IDLE_CLOSE_MS. Each socket's event is stored in
- * curl's per-socket pointer (curl_multi_assign), so there is no table of
- * our own. Completed transfers are collected after every action.
+ * readiness with curl_multi_socket_action. Each socket's event is stored
+ * in curl's per-socket pointer (curl_multi_assign), so there is no table
+ * of our own. Completed transfers are collected after every action.
+ * Connections kept for reuse are closed once nothing has run for
+ * CURLEV_IDLE_CLOSE_MS.
  */
 #include "curlev.h"
 

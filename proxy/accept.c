@@ -21,9 +21,10 @@
  * The descriptor plan (accept_plan): of RLIMIT_NOFILE, FIXED_FDS for the
  * process's own (listener, log, resolver, ICP, curl, signals), an eighth
  * (8 to CURLEV_POOL_MAX) for the origin connections curl keeps for reuse,
- * two per peer (a push and a pull), then two per connection. Cached bodies of BODYFD_MIN and more hold a
- * memfd each, but only below the descriptor numbers the rest may need
- * (bodyfd.c): a full cache never starves accept().
+ * two per peer (a push and a pull), then two per connection. Cached
+ * bodies of BODYFD_MIN and more hold a memfd each, but only below the
+ * descriptor numbers the rest may need (bodyfd.c): a full cache never
+ * starves accept().
  */
 #include "accept.h"
 

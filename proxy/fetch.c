@@ -10,9 +10,13 @@
  * client's output holds more than FETCH_OUT_HIGH; the client's write
  * callback (at the same low-water mark) unpauses. curl keeps the chunk it
  * could not deliver, so a fetch holds at most its output, curl's buffer
- * and that chunk: fetch_mem_bound(). The request body goes the other way the same way:
- * the read callback pauses when the client has not sent more yet. So a
- * response of any size through a slow client costs a bounded buffer.
+ * and that chunk: fetch_mem_bound(). The request body goes the other way
+ * the same way: the read callback pauses when the client has not sent
+ * more yet. So a response of any size through a slow client costs a
+ * bounded buffer.
+ *
+ * The copy for the store reserves inflight_mem as it grows (a known length
+ * at once); when the pool is taken, the response streams on uncached.
  *
  * The body is also copied into a store_body while it stays within
  * max_object_size and the response is storable; on a clean finish it
