@@ -135,18 +135,27 @@ bad:
 	return -1;
 }
 
+/* A count of 1 to max in v, into the uint32_t at off. */
 static int
-parse_count(struct conf *c, size_t off, const char *v, const char **why)
+count_upto(struct conf *c, size_t off, const char *v, unsigned long max)
 {
 	char *end;
 	errno = 0;
 	unsigned long n = strtoul(v, &end, 10);
 
-	if (end == v || *end || errno || n == 0 || n > 100000 || *v == '-') {
+	if (end == v || *end || errno || n == 0 || n > max || *v == '-')
+		return -1;
+	*(uint32_t *)((char *)c + off) = (uint32_t)n;
+	return 0;
+}
+
+static int
+parse_count(struct conf *c, size_t off, const char *v, const char **why)
+{
+	if (count_upto(c, off, v, 100000) < 0) {
 		*why = "expected a count from 1 to 100000";
 		return -1;
 	}
-	*(uint32_t *)((char *)c + off) = (uint32_t)n;
 	return 0;
 }
 
@@ -171,20 +180,14 @@ parse_size_auto(struct conf *c, size_t off, const char *v, const char **why)
 static int
 parse_count_auto(struct conf *c, size_t off, const char *v, const char **why)
 {
-	char *end;
-	errno = 0;
-	unsigned long n;
-
 	if (strcmp(v, "auto") == 0) {
 		*(uint32_t *)((char *)c + off) = 0;
 		return 0;
 	}
-	n = strtoul(v, &end, 10);
-	if (end == v || *end || errno || n == 0 || n > 10000000 || *v == '-') {
+	if (count_upto(c, off, v, 10000000) < 0) {
 		*why = "expected auto or a count from 1 to 10000000";
 		return -1;
 	}
-	*(uint32_t *)((char *)c + off) = (uint32_t)n;
 	return 0;
 }
 
