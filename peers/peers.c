@@ -1055,21 +1055,13 @@ peers_receive(struct peers *ps, const struct sockaddr *from,
 
 int
 peers_receive_begin(struct peers *ps, const struct sockaddr *from,
-    uint64_t len, const char **why)
+    const char *who, uint64_t len, const char **why)
 {
 	struct peer *slot = NULL;
-	char who[INET6_ADDRSTRLEN] = "?";
 
 	for (size_t i = 0; i < ps->n && slot == NULL; i++)
 		if (same_addr(from, &ps->v[i]->addr) && !ps->v[i]->receiving)
 			slot = ps->v[i];
-	if (from->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)from)->sin_addr,
-		    who, sizeof(who));
-	else if (from->sa_family == AF_INET6)
-		inet_ntop(AF_INET6,
-		    &((const struct sockaddr_in6 *)from)->sin6_addr, who,
-		    sizeof(who));
 	if (peers_by_addr(ps, from) == NULL)
 		return refuse(ps, REJ_NOT_PEER, 403, who, NULL, why);
 	if (len > ps->conf.max_message)

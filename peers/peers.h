@@ -206,7 +206,8 @@ int peers_pull_response(struct peers *ps, const struct sockaddr *from,
 void peers_refused(struct peers *ps, enum reject r, const char *who);
 
 /*
- * Before a byte of a POSTed summary body of len bytes from addr is read:
+ * Before a byte of a POSTed summary body of len bytes from addr (who, as
+ * logged) is read:
  * whether it may be. Anyone at a peer's address can send one, before its
  * MAC can be checked, so each peer at that address has one body in flight
  * at most, a body is at most max_message bytes and all of them together
@@ -215,7 +216,7 @@ void peers_refused(struct peers *ps, enum reject r, const char *who);
  * counted and logged, with *why.
  */
 int peers_receive_begin(struct peers *ps, const struct sockaddr *from,
-    uint64_t len, const char **why);
+    const char *who, uint64_t len, const char **why);
 void peers_receive_end(struct peers *ps, const struct sockaddr *from,
     uint64_t len);
 /* A body begun did not arrive within the peer timeout: counted, logged. */

@@ -431,7 +431,8 @@ start_summary_push(struct txn *t)
 		return;
 	}
 	uint64_t len = (uint64_t)t->req.content_length;
-	int status = peers_receive_begin(s->peers, from, len, &why);
+	int status = peers_receive_begin(s->peers, from, t->c->addr, len,
+	    &why);
 	if (status != 0) {
 		internal_text(t, status, why);
 		return;
