@@ -207,8 +207,7 @@ void peers_refused(struct peers *ps, enum reject r, const char *who);
 
 /*
  * Before a byte of a POSTed summary body of len bytes from addr (who, as
- * logged) is read:
- * whether it may be. Anyone at a peer's address can send one, before its
+ * logged) is read: whether it may be. Anyone at a peer's address can send one, before its
  * MAC can be checked, so each peer at that address has one body in flight
  * at most, a body is at most max_message bytes and all of them together
  * at most max_held. Returns 0 (the caller calls peers_receive_end when
