@@ -1,4 +1,5 @@
-/* Answering one request: internal pages, cache lookups, origin fetches. */
+/* Answering one request: cache lookups and origin fetches (the node's
+ * own pages are pages.c's). */
 #ifndef REQUEST_H
 #define REQUEST_H
 

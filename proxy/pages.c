@@ -1,0 +1,347 @@
+/*
+ * The node's own pages: /metrics, the status page and its JSON, the Squid
+ * Cache Digest, and the summary exchange (a peer's pull, a peer's push).
+ * Answered for origin-form requests, and the read-only ones also in
+ * absolute form when the URL names this node (a browser whose proxy is
+ * this node asks for them so). None of them is a client request in the
+ * counts; the peer protocol's refusals are counted by peers.c.
+ */
+#include "pages.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "budget.h"
+#include "client.h"
+#include "discover.h"
+#include "icpsock.h"
+#include "peers.h"
+#include "request.h"
+#include "sqdigest.h"
+#include "status.h"
+
+
+/* The head of an internal answer; extra is more header lines (each
+ * ending in CRLF) or "". Not a client request in the counts. */
+static void
+internal_head(struct txn *t, int status, const char *ctype,
+    const char *extra, size_t len)
+{
+	struct evbuffer *out = client_out(t->c);
+
+	t->status = status;
+	t->result = RESULT_INTERNAL;
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nCache-Control: no-store\r\n"
+	    "%s", status, http_reason(status), extra);
+	if (status != 204)
+		evbuffer_add_printf(out, "Content-Type: %s\r\n"
+		    "Content-Length: %zu\r\n", ctype, len);
+	request_connection_field(t, out);
+	evbuffer_add(out, "\r\n", 2);
+}
+
+/* A short internal answer: status, optional body of type ctype. */
+static void
+internal_reply(struct txn *t, int status, const char *ctype,
+    const void *body, size_t len)
+{
+	internal_head(t, status, ctype, "", len);
+	if (status != 204 && !t->is_head)
+		evbuffer_add(client_out(t->c), body, len);
+	client_txn_done(t->c);
+}
+
+/* A 200 whose body was built in buf (freed here); NULL buf is 503. */
+static void
+internal_buffer(struct txn *t, const char *ctype, struct evbuffer *buf)
+{
+	if (buf == NULL) {
+		request_error(t, 503, "NONE_NONE", "out of memory", true);
+		return;
+	}
+	internal_head(t, 200, ctype, "", evbuffer_get_length(buf));
+	if (!t->is_head)
+		evbuffer_add_buffer(client_out(t->c), buf);
+	evbuffer_free(buf);
+	client_txn_done(t->c);
+}
+
+static void
+serve_metrics(struct txn *t)
+{
+	struct server *s = t->srv;
+	const struct store_stats *st = store_stats(s->store);
+	struct evbuffer *body = evbuffer_new();
+
+	const struct budget_stats *bs = budget_stats(s->budget);
+	s->m.cache_objects = st->objects;
+	s->m.cache_bytes = st->bytes;
+	s->m.cache_pinned = st->pinned;
+	s->m.evictions = st->evictions;
+	s->m.inflight_bytes = bs->inflight;
+	s->m.inflight_refused = bs->inflight_refused;
+	s->m.heap_trims = bs->trims;
+	s->m.conn_mem_bound = client_mem_bound(s);
+	if (body != NULL) {
+		metrics_render(&s->m, body);
+		if (s->peers != NULL)
+			peers_render_metrics(s->peers, body);
+		if (s->discover != NULL)
+			discover_render_metrics(s->discover, body);
+		if (s->icp != NULL)
+			icpsock_render_metrics(s->icp, body);
+	}
+	internal_buffer(t, "text/plain; version=0.0.4", body);
+}
+
+/* The page may run its own script and styles and read this node's JSON,
+ * nothing else: the browser itself refuses any asset from elsewhere. */
+static void
+serve_status_page(struct txn *t)
+{
+	internal_head(t, 200, "text/html; charset=utf-8",
+	    "Content-Security-Policy: default-src 'none'; "
+	    "script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+	    "connect-src 'self'; img-src data:\r\n"
+	    "X-Content-Type-Options: nosniff\r\n", status_html_len);
+	if (!t->is_head)
+		evbuffer_add_reference(client_out(t->c), status_html,
+		    status_html_len, NULL, NULL);
+	client_txn_done(t->c);
+}
+
+static void
+serve_status_json(struct txn *t)
+{
+	struct evbuffer *body = evbuffer_new();
+
+	if (body != NULL)
+		status_render_json(t->srv->status, body);
+	internal_buffer(t, "application/json", body);
+}
+
+/* Peer-protocol refusals: a reason line, and not a client request (the
+ * peers module has counted and logged it). */
+static void
+internal_text(struct txn *t, int status, const char *why)
+{
+	char line[256];
+	int n = snprintf(line, sizeof(line), "%s\n", why);
+
+	internal_reply(t, status, "text/plain", line, (size_t)n);
+}
+
+/* GET /sumcache/v1/summary: a peer pulls our full summary. */
+static void
+serve_summary_pull(struct txn *t)
+{
+	struct sum_buf b = {0};
+	int status = peers_pull_response(t->srv->peers,
+	    (const struct sockaddr *)&t->c->sa, &b);
+
+	if (status == 200)
+		internal_reply(t, 200, "application/x-protobuf", b.p, b.len);
+	else
+		internal_text(t, status, status == 403 ?
+		    "not a configured peer" : "summary unavailable");
+	free(b.p);
+}
+
+/* POST /sumcache/v1/summary: checked before a byte of body is read, then
+ * read into a buffer of its declared size within peer_timeout, in all;
+ * peers_receive_begin says how much of that may be held at once. */
+static void
+start_summary_push(struct txn *t)
+{
+	struct server *s = t->srv;
+	const struct sockaddr *from = (const struct sockaddr *)&t->c->sa;
+	const char *why;
+
+	if (peers_by_addr(s->peers, from) == NULL) {
+		peers_refused(s->peers, REJ_NOT_PEER, t->c->addr);
+		internal_text(t, 403, "not a configured peer");
+		return;
+	}
+	if (t->body_kind == BODY_CHUNKED || t->req.content_length < 0) {
+		internal_text(t, 411, "a summary needs a Content-Length");
+		return;
+	}
+	uint64_t len = (uint64_t)t->req.content_length;
+	int status = peers_receive_begin(s->peers, from, t->c->addr, len,
+	    &why);
+	if (status != 0) {
+		internal_text(t, status, why);
+		return;
+	}
+	t->summary_post = true;
+	t->peer_msg = malloc(len > 0 ? len : 1);
+	if (t->peer_msg == NULL) {
+		request_error(t, 503, "NONE_NONE", "out of memory", true);
+		return;
+	}
+	client_body_deadline(t->c, s->conf.peer_timeout_ms);
+	request_feed_body(t, bufferevent_get_input(t->c->bev));
+}
+
+void
+pages_summary_arrived(struct txn *t)
+{
+	const char *why = "";
+	int status = peers_receive(t->srv->peers,
+	    (const struct sockaddr *)&t->c->sa, t->peer_msg,
+	    (size_t)t->req.content_length, &why);
+
+	/* large: give it back now rather than when the connection goes */
+	free(t->peer_msg);
+	t->peer_msg = NULL;
+	budget_freed(t->srv->budget, (size_t)t->req.content_length);
+	if (status == 204)
+		internal_reply(t, 204, NULL, NULL, 0);
+	else
+		internal_text(t, status, why);
+}
+
+/* Our Squid Cache Digest, for a Squid sibling (PROTOCOLS.md 2). */
+static void
+serve_digest(struct txn *t)
+{
+	struct server *s = t->srv;
+	time_t made, expires;
+	char lm[64], ex[64];
+	const struct sum_buf *b = s->digest == NULL ? NULL :
+	    sqdigest_get(s->digest, time(NULL), &made, &expires);
+
+	if (b == NULL) {
+		request_error(t, 404, "NONE_NONE", "no cache digest here "
+		    "(digest_generation off)", false);
+		return;
+	}
+	struct evbuffer *out = client_out(t->c);
+	size_t before = evbuffer_get_length(out);
+	http_date_format(made, lm);
+	http_date_format(expires, ex);
+	t->status = 200;
+	t->result = RESULT_INTERNAL;
+	evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Type: "
+	    "application/cache-digest\r\nContent-Length: %zu\r\n"
+	    "Last-Modified: %s\r\nExpires: %s\r\nVia: %s\r\n", b->len, lm,
+	    ex, s->via);
+	request_connection_field(t, out);
+	evbuffer_add(out, "\r\n", 2);
+	if (!t->is_head)
+		evbuffer_add(out, b->p, b->len);
+	s->m.digests_served++;
+	if (s->peers != NULL && !t->is_head)
+		peers_digest_served(s->peers,
+		    (const struct sockaddr *)&t->c->sa, b->len);
+	client_sent(t, evbuffer_get_length(out) - before);
+	client_txn_done(t->c);
+}
+
+/*
+ * Whether t's absolute URL names this proxy: our port, and our listen
+ * address or node name as the host (any host when we listen on a
+ * wildcard address, where we cannot tell our names from others').
+ */
+static bool
+names_us(const struct txn *t)
+{
+	const struct server *s = t->srv;
+	const struct sockaddr_storage *a = &s->listen_addr;
+	uint16_t port = ntohs(a->ss_family == AF_INET6 ?
+	    ((const struct sockaddr_in6 *)a)->sin6_port :
+	    ((const struct sockaddr_in *)a)->sin_port);
+	const char *h = t->url.norm + t->url.host_off;
+	size_t hl = t->url.host_len;
+
+	if (t->url.port != port)
+		return false;
+	if (hl >= 2 && h[0] == '[') {   /* [v6] */
+		h++;
+		hl -= 2;
+	}
+	/* peer_source is "host!IP" exactly when we listen on one address */
+	const char *ip = s->peer_source[0] ? s->peer_source + 5 : NULL;
+	return ip == NULL || (strlen(ip) == hl && memcmp(ip, h, hl) == 0) ||
+	    (strlen(s->conf.node_name) == hl &&
+	    strncasecmp(s->conf.node_name, h, hl) == 0);
+}
+
+/* Pages that only read (GET or HEAD). A Squid sibling asks for the
+ * digest, and a browser whose proxy is this node for the others, in
+ * absolute form too. */
+#define PAGE(path, serve) {path, sizeof(path) - 1, serve}
+static const struct page {
+	const char *path;
+	size_t len;
+	void (*serve)(struct txn *t);
+} pages[] = {
+	PAGE(SQDIGEST_PATH, serve_digest),
+	PAGE("/metrics", serve_metrics),
+	PAGE("/sumcache/status", serve_status_page),
+	PAGE("/sumcache/v1/status", serve_status_json),
+};
+#undef PAGE
+
+/* The read-only page at path p (n bytes), or NULL. Every absolute-form
+ * request comes through here: a length compare rules out nearly all. */
+static const struct page *
+find_page(const char *p, size_t n)
+{
+	for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++)
+		if (n == pages[i].len && memcmp(p, pages[i].path, n) == 0)
+			return &pages[i];
+	return NULL;
+}
+
+static void
+serve_page(struct txn *t, const struct page *pg)
+{
+	if (t->is_get || t->is_head)
+		pg->serve(t);
+	else
+		internal_text(t, 405, "GET or HEAD");
+}
+
+void
+pages_answer(struct txn *t, const char *p, size_t n)
+{
+	const struct page *pg = find_page(p, n);
+
+	if (pg != NULL) {
+		serve_page(t, pg);
+		return;
+	}
+	if (http_token_eq(p, n, "/sumcache/v1/summary")) {
+		if (t->srv->conf.sharing != SHARING_SUMMARY)
+			request_error(t, 404, "NONE_NONE", "this node shares "
+			    "no summary (sharing none)", false);
+		else if (t->is_get)
+			serve_summary_pull(t);
+		else if (http_token_eq(t->req.method, t->req.method_len,
+		    "POST"))
+			start_summary_push(t);
+		else
+			internal_text(t, 405, "GET or POST");
+		return;
+	}
+	request_error(t, 400, "NONE_NONE", "this is a forward proxy: the "
+	    "request target must be an absolute URL", false);
+}
+
+bool
+pages_answer_absolute(struct txn *t)
+{
+	const struct page *pg = find_page(t->url.norm + t->url.path_off,
+	    t->url.len - t->url.path_off);
+
+	if (pg == NULL || !names_us(t))
+		return false;
+	serve_page(t, pg);
+	return true;
+}

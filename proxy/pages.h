@@ -1,0 +1,21 @@
+/* The node's own pages and the summary exchange; see pages.c. */
+#ifndef PAGES_H
+#define PAGES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "proxy.h"
+
+/* An origin-form request (path p, n bytes): an internal page, the summary
+ * exchange, or 400 (this is a forward proxy). Finishes or starts t. */
+void pages_answer(struct txn *t, const char *p, size_t n);
+
+/* An absolute-form request for one of our read-only pages at this node's
+ * own address: answered, and true; false for anything else. */
+bool pages_answer_absolute(struct txn *t);
+
+/* A pushed summary's body is all here (t->peer_msg): applied, answered. */
+void pages_summary_arrived(struct txn *t);
+
+#endif
