@@ -1,10 +1,12 @@
 /*
  * Origin fetches.
  *
- * One curl easy handle per fetch, run on the shared multi (origin.c). curl
+ * One curl easy handle per fetch, run on the shared multi (curlev.c). curl
  * frames the exchange with the origin (chunked decoding, Content-Length,
  * connection reuse); we rebuild the head for the client from the origin's
- * fields minus hop-by-hop ones, and frame the body ourselves.
+ * fields minus hop-by-hop ones, and frame the body ourselves. This file
+ * runs the exchange and decides; the head sent upstream is upstream.c's,
+ * and what is stored or invalidated of a response is stored.c's.
  *
  * Back-pressure: the write callback returns CURL_WRITEFUNC_PAUSE while the
  * client's output holds more than FETCH_OUT_HIGH; the client's write
@@ -27,11 +29,9 @@
  */
 #include "fetch.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -45,8 +45,9 @@
 #include "ratelog.h"
 #include "request.h"
 #include "sc_assert.h"
+#include "stored.h"
+#include "upstream.h"
 
-#define RESPONSE_HEAD_MAX (256 * 1024)
 #define FETCH_MAX_CANDIDATES 4
 /* curl's receive buffer: what one write callback brings at most */
 #define FETCH_CHUNK (64 * 1024)
@@ -178,121 +179,6 @@ fetch_free(struct fetch **fp)
 	free(f);
 }
 
-/* ---- request to the origin ---- */
-
-static bool
-add_header(struct fetch *f, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-/* A field line of any length the request's limits let in: most fit the
- * stack, a long one (up to max_header_size) gets the heap. */
-static bool
-add_header(struct fetch *f, const char *fmt, ...)
-{
-	char stack[512], *line = stack;
-	va_list ap, again;
-
-	va_start(ap, fmt);
-	va_copy(again, ap);
-	int n = vsnprintf(stack, sizeof(stack), fmt, ap);
-	va_end(ap);
-	if (n >= 0 && (size_t)n >= sizeof(stack) &&
-	    (line = malloc((size_t)n + 1)) != NULL)
-		vsnprintf(line, (size_t)n + 1, fmt, again);
-	va_end(again);
-	struct curl_slist *l = n < 0 || line == NULL ? NULL :
-	    curl_slist_append(f->hdrs, line);
-	if (line != stack)
-		free(line);
-	if (l == NULL)
-		return false;
-	f->hdrs = l;
-	return true;
-}
-
-static bool
-skip_request_field(const struct fetch *f, const struct http_field *fl)
-{
-	static const char *const own[] = {"host", "content-length", "expect"};
-	const struct http_head *req = &f->t->req;
-
-	if (http_field_hop_by_hop(req, fl))
-		return true;
-	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
-		if (http_field_is(fl, own[i]))
-			return true;
-	/* a revalidation carries our validators, not the client's */
-	return f->kind == FETCH_REVALIDATE &&
-	    (http_field_is(fl, "if-none-match") ||
-		http_field_is(fl, "if-modified-since"));
-}
-
-static bool
-build_request_headers(struct fetch *f)
-{
-	const struct http_head *req = &f->t->req;
-	bool ok = true;
-
-	for (unsigned i = 0; i < req->nfields && ok; i++) {
-		const struct http_field *fl = &req->fields[i];
-		if (skip_request_field(f, fl))
-			continue;
-		/* curl drops "Name:" lines; "Name;" sends an empty value */
-		if (fl->vlen == 0)
-			ok = add_header(f, "%.*s;", (int)fl->nlen, fl->name);
-		else
-			ok = add_header(f, "%.*s: %.*s", (int)fl->nlen,
-			    fl->name, (int)fl->vlen, fl->value);
-	}
-	ok = ok && add_header(f, "Via: %s", f->t->srv->via);
-	/* PROTOCOLS.md 4: a sibling answers from its cache or says 504 */
-	if (f->peer != NULL)
-		ok = ok && add_header(f, "Cache-Control: only-if-cached");
-	/* no Expect round trip to the origin: we already have the body */
-	ok = ok && add_header(f, "Expect:");
-	if (ok && http_field_find(req, "accept") == NULL)
-		ok = add_header(f, "Accept:");
-	if (ok && f->kind == FETCH_REVALIDATE) {
-		const char *v;
-		size_t vl;
-		if (store_head_find(f->t->stale, "etag", &v, &vl))
-			ok = add_header(f, "If-None-Match: %.*s", (int)vl, v);
-		if (ok && store_head_find(f->t->stale, "last-modified", &v,
-		    &vl))
-			ok = add_header(f, "If-Modified-Since: %.*s", (int)vl,
-			    v);
-	}
-	return ok;
-}
-
-/* ---- response from the origin ---- */
-
-/* Appends f's response fields that a cache keeps: no hop-by-hop, no
- * framing, no Age (recomputed on every hit). */
-static bool
-kept_field(const struct http_head *resp, const struct http_field *fl,
-    bool keep_age)
-{
-	return !http_field_hop_by_hop(resp, fl) &&
-	    !http_field_is(fl, "content-length") &&
-	    (keep_age || !http_field_is(fl, "age"));
-}
-
-static bool
-filter_fields(const struct http_head *resp, struct evbuffer *out,
-    bool keep_age)
-{
-	for (unsigned i = 0; i < resp->nfields; i++) {
-		const struct http_field *fl = &resp->fields[i];
-		if (!kept_field(resp, fl, keep_age))
-			continue;
-		if (evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)fl->nlen,
-		    fl->name, (int)fl->vlen, fl->value) < 0)
-			return false;
-	}
-	return true;
-}
-
 static void
 forward_interim(struct fetch *f)
 {
@@ -306,60 +192,9 @@ forward_interim(struct fetch *f)
 		return;
 	evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n", f->resp.status,
 	    (int)f->resp.reason_len, f->resp.reason);
-	filter_fields(&f->resp, out, true);
+	stored_fields(&f->resp, out, true);
 	evbuffer_add(out, "\r\n", 2);
 	client_sent(t, evbuffer_get_length(out) - before);
-}
-
-static void
-invalidate_one(struct server *s, const struct url *base, const char *v,
-    size_t vl)
-{
-	struct url u;
-	const char *why;
-
-	if (vl > 0 && v[0] == '/') {
-		/* path-absolute: same origin as the request */
-		size_t n = base->path_off + vl;
-		char *abs = malloc(n);
-		if (abs == NULL)
-			return;
-		memcpy(abs, base->norm, base->path_off);
-		memcpy(abs + base->path_off, v, vl);
-		int rc = url_parse_absolute(abs, n, &u, &why);
-		free(abs);
-		if (rc < 0)
-			return;
-	} else if (url_parse_absolute(v, vl, &u, &why) < 0) {
-		return;
-	}
-	/* RFC 9111 4.4: only URLs on the request's own host */
-	if (u.host_len == base->host_len && u.port == base->port &&
-	    memcmp(u.norm + u.host_off, base->norm + base->host_off,
-		u.host_len) == 0)
-		s->m.invalidations += store_invalidate(s->store, u.norm, u.len);
-	url_clear(&u);
-}
-
-static void
-invalidate_after_unsafe(struct fetch *f)
-{
-	struct txn *t = f->t;
-	struct server *s = t->srv;
-	static const char *const safe[] = {"GET", "HEAD", "OPTIONS", "TRACE"};
-
-	if (f->resp.status >= 400)
-		return;
-	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
-		if (http_token_eq(t->req.method, t->req.method_len, safe[i]))
-			return;
-	s->m.invalidations += store_invalidate(s->store, t->url.norm,
-	    t->url.len);
-	const struct http_field *fl;
-	if ((fl = http_field_find(&f->resp, "location")) != NULL)
-		invalidate_one(s, &t->url, fl->value, fl->vlen);
-	if ((fl = http_field_find(&f->resp, "content-location")) != NULL)
-		invalidate_one(s, &t->url, fl->value, fl->vlen);
 }
 
 /* Decides storing and writes the client's head. false aborts the fetch. */
@@ -376,7 +211,7 @@ final_head(struct fetch *f)
 	if (ct != NULL)
 		snprintf(t->ctype, sizeof(t->ctype), "%.*s", (int)ct->vlen,
 		    ct->value);
-	invalidate_after_unsafe(f);
+	stored_invalidate(t, &f->resp);
 	if (f->kind == FETCH_REVALIDATE && resp->status == 304) {
 		f->not_modified = true;
 		return true; /* answered from the store when done */
@@ -393,7 +228,7 @@ final_head(struct fetch *f)
 		f->reserved = clen > 0 ? (size_t)clen : 0;
 		f->body = store_body_new(clen > 0 ? (size_t)clen : 0);
 		struct evbuffer *h = evbuffer_new();
-		if (h != NULL && filter_fields(resp, h, false)) {
+		if (h != NULL && stored_fields(resp, h, false)) {
 			f->stored_head_len = evbuffer_get_length(h);
 			f->stored_head = malloc(f->stored_head_len + 1);
 			if (f->stored_head != NULL)
@@ -414,7 +249,7 @@ final_head(struct fetch *f)
 	t->result = f->peer != NULL ? RESULT_REMOTE_HIT : RESULT_MISS;
 	evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n", resp->status,
 	    (int)resp->reason_len, resp->reason);
-	filter_fields(resp, out, true);
+	stored_fields(resp, out, true);
 	evbuffer_add_printf(out, "Via: %s\r\nX-Cache: MISS from %s\r\n",
 	    s->via, s->conf.node_name);
 	if (no_body) {
@@ -583,85 +418,6 @@ fetch_output_drained(struct fetch *f)
 
 /* ---- completion ---- */
 
-static struct store_obj *
-make_object(struct fetch *f, const struct http_head *resp, const char *head,
-    size_t hlen, struct store_body *body)
-{
-	struct txn *t = f->t;
-	time_t now = time(NULL);
-	struct cc respcc;
-	size_t vlen = 0;
-	/* each name of the Vary list once, with the request's values: a key
-	 * longer than both heads names a field twice, and is not stored */
-	size_t vcap = t->req.len + resp->len + 16;
-	char *vkey = malloc(vcap);
-	bool keyed = vkey != NULL;
-
-	for (unsigned i = 0; i < resp->nfields && keyed; i++)
-		if (http_field_is(&resp->fields[i], "vary"))
-			keyed = cachectl_varykey(&t->req, resp->fields[i].value,
-			    resp->fields[i].vlen, vkey, vcap, &vlen);
-	if (!keyed) {
-		free(vkey);
-		return NULL;
-	}
-	cc_parse(resp, false, &respcc);
-	struct store_meta meta = {
-		.status = resp->status,
-		.response_time = now,
-		.initial_age = cachectl_initial_age(resp, f->request_time, now),
-		.lifetime = cachectl_lifetime(resp, &respcc, now),
-		.must_revalidate = respcc.must_revalidate,
-		.no_cache = respcc.no_cache,
-	};
-	struct store_obj *o = store_obj_new(t->url.norm, t->url.len, head,
-	    hlen, vkey, vlen, &meta, body);
-	free(vkey);
-	return o;
-}
-
-/* 304: the stored fields updated with the 304's, same body. */
-static struct store_obj *
-refreshed_object(struct fetch *f)
-{
-	struct txn *t = f->t;
-	struct store_obj *old = t->stale;
-	struct evbuffer *h = evbuffer_new();
-	struct store_obj *o = NULL;
-	const char *n, *v, *why;
-	size_t nl, vl, pos = 0;
-	struct http_head merged;
-
-	if (h == NULL)
-		return NULL;
-	evbuffer_add_printf(h, "HTTP/1.1 %d X\r\n", old->meta.status);
-	while (store_head_next(old, &pos, &n, &nl, &v, &vl)) {
-		bool replaced = false;
-		for (unsigned i = 0; i < f->resp.nfields && !replaced; i++) {
-			const struct http_field *fl = &f->resp.fields[i];
-			replaced = fl->nlen == nl &&
-			    strncasecmp(fl->name, n, nl) == 0 &&
-			    kept_field(&f->resp, fl, false);
-		}
-		if (!replaced)
-			evbuffer_add_printf(h, "%.*s: %.*s\r\n", (int)nl, n,
-			    (int)vl, v);
-	}
-	filter_fields(&f->resp, h, false);
-	evbuffer_add(h, "\r\n", 2);
-	size_t len = evbuffer_get_length(h);
-	const char *p = (const char *)evbuffer_pullup(h, -1);
-	struct http_limits lim = {RESPONSE_HEAD_MAX, RESPONSE_HEAD_MAX, 2000};
-	if (http_parse_response(p, len, &lim, &merged, &why) == 0) {
-		const char *fields = strstr(merged.buf, "\r\n") + 2;
-		size_t flen = merged.len - (size_t)(fields - merged.buf) - 2;
-		o = make_object(f, &merged, fields, flen, old->body);
-		http_head_clear(&merged);
-	}
-	evbuffer_free(h);
-	return o;
-}
-
 static void
 fail_before_head(struct fetch *f, int status, const char *cause)
 {
@@ -729,7 +485,8 @@ finish_ok(struct fetch *f)
 	struct server *s = t->srv;
 
 	if (f->not_modified) {
-		struct store_obj *o = refreshed_object(f);
+		struct store_obj *o = stored_refresh(t, &f->resp,
+		    f->request_time);
 		s->m.revalidated_unmodified++;
 		if (o != NULL) {
 			store_insert(s->store, o);
@@ -754,8 +511,9 @@ finish_ok(struct fetch *f)
 		if (f->body->len < BODYFD_MIN ||
 		    !bodyfd_convert(&f->body, s->body_fd_ceiling))
 			store_body_shrink(&f->body);
-		struct store_obj *o = make_object(f, &f->resp, f->stored_head,
-		    f->stored_head_len, f->body);
+		struct store_obj *o = stored_object(t, &f->resp,
+		    f->stored_head, f->stored_head_len, f->body,
+		    f->request_time);
 		if (o != NULL)
 			store_insert(s->store, o);
 		store_obj_unref(&o);
@@ -862,8 +620,9 @@ attempt(struct fetch *f)
 	else
 		curl_easy_reset(f->easy);
 	curl_slist_free_all(f->hdrs);
-	f->hdrs = NULL;
-	if (f->easy == NULL || !build_request_headers(f))
+	f->hdrs = upstream_fields(t, f->kind == FETCH_REVALIDATE,
+	    f->peer != NULL);
+	if (f->easy == NULL || f->hdrs == NULL)
 		return -1;
 	CURL *e = f->easy;
 	curl_easy_setopt(e, CURLOPT_URL, t->url.norm);

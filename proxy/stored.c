@@ -1,0 +1,173 @@
+/*
+ * What a shared cache keeps of a response (RFC 9111): the fields it stores
+ * (no hop-by-hop, no framing, no Age), the object it makes of a response
+ * (freshness from the response, the Vary key from the request), the
+ * object a 304 refreshes (the stored fields updated with the 304's, the
+ * same body), and what a successful unsafe method invalidates (its URL,
+ * and its Location and Content-Location on the same host, 4.4). fetch.c
+ * decides when; this file says what.
+ */
+#include "stored.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+
+/* A response field a cache keeps: no hop-by-hop, no framing, and no Age
+ * unless asked (it is recomputed on every hit). */
+static bool
+kept_field(const struct http_head *resp, const struct http_field *fl,
+    bool keep_age)
+{
+	return !http_field_hop_by_hop(resp, fl) &&
+	    !http_field_is(fl, "content-length") &&
+	    (keep_age || !http_field_is(fl, "age"));
+}
+
+bool
+stored_fields(const struct http_head *resp, struct evbuffer *out,
+    bool keep_age)
+{
+	for (unsigned i = 0; i < resp->nfields; i++) {
+		const struct http_field *fl = &resp->fields[i];
+		if (!kept_field(resp, fl, keep_age))
+			continue;
+		if (evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)fl->nlen,
+		    fl->name, (int)fl->vlen, fl->value) < 0)
+			return false;
+	}
+	return true;
+}
+
+static void
+invalidate_one(struct server *s, const struct url *base, const char *v,
+    size_t vl)
+{
+	struct url u;
+	const char *why;
+
+	if (vl > 0 && v[0] == '/') {
+		/* path-absolute: same origin as the request */
+		size_t n = base->path_off + vl;
+		char *abs = malloc(n);
+		if (abs == NULL)
+			return;
+		memcpy(abs, base->norm, base->path_off);
+		memcpy(abs + base->path_off, v, vl);
+		int rc = url_parse_absolute(abs, n, &u, &why);
+		free(abs);
+		if (rc < 0)
+			return;
+	} else if (url_parse_absolute(v, vl, &u, &why) < 0) {
+		return;
+	}
+	/* RFC 9111 4.4: only URLs on the request's own host */
+	if (u.host_len == base->host_len && u.port == base->port &&
+	    memcmp(u.norm + u.host_off, base->norm + base->host_off,
+		u.host_len) == 0)
+		s->m.invalidations += store_invalidate(s->store, u.norm, u.len);
+	url_clear(&u);
+}
+
+void
+stored_invalidate(const struct txn *t, const struct http_head *resp)
+{
+	struct server *s = t->srv;
+	static const char *const safe[] = {"GET", "HEAD", "OPTIONS", "TRACE"};
+
+	if (resp->status >= 400)
+		return;
+	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
+		if (http_token_eq(t->req.method, t->req.method_len, safe[i]))
+			return;
+	s->m.invalidations += store_invalidate(s->store, t->url.norm,
+	    t->url.len);
+	const struct http_field *fl;
+	if ((fl = http_field_find(resp, "location")) != NULL)
+		invalidate_one(s, &t->url, fl->value, fl->vlen);
+	if ((fl = http_field_find(resp, "content-location")) != NULL)
+		invalidate_one(s, &t->url, fl->value, fl->vlen);
+}
+
+struct store_obj *
+stored_object(const struct txn *t, const struct http_head *resp,
+    const char *head, size_t hlen, struct store_body *body,
+    time_t request_time)
+{
+	time_t now = time(NULL);
+	struct cc respcc;
+	size_t vlen = 0;
+	/* each name of the Vary list once, with the request's values: a key
+	 * longer than both heads names a field twice, and is not stored */
+	size_t vcap = t->req.len + resp->len + 16;
+	char *vkey = malloc(vcap);
+	bool keyed = vkey != NULL;
+
+	for (unsigned i = 0; i < resp->nfields && keyed; i++)
+		if (http_field_is(&resp->fields[i], "vary"))
+			keyed = cachectl_varykey(&t->req, resp->fields[i].value,
+			    resp->fields[i].vlen, vkey, vcap, &vlen);
+	if (!keyed) {
+		free(vkey);
+		return NULL;
+	}
+	cc_parse(resp, false, &respcc);
+	struct store_meta meta = {
+		.status = resp->status,
+		.response_time = now,
+		.initial_age = cachectl_initial_age(resp, request_time, now),
+		.lifetime = cachectl_lifetime(resp, &respcc, now),
+		.must_revalidate = respcc.must_revalidate,
+		.no_cache = respcc.no_cache,
+	};
+	struct store_obj *o = store_obj_new(t->url.norm, t->url.len, head,
+	    hlen, vkey, vlen, &meta, body);
+	free(vkey);
+	return o;
+}
+
+struct store_obj *
+stored_refresh(const struct txn *t, const struct http_head *resp,
+    time_t request_time)
+{
+	struct store_obj *old = t->stale;
+	struct evbuffer *h = evbuffer_new();
+	struct store_obj *o = NULL;
+	const char *n, *v, *why;
+	size_t nl, vl, pos = 0;
+	struct http_head merged;
+
+	if (h == NULL)
+		return NULL;
+	evbuffer_add_printf(h, "HTTP/1.1 %d X\r\n", old->meta.status);
+	while (store_head_next(old, &pos, &n, &nl, &v, &vl)) {
+		bool replaced = false;
+		for (unsigned i = 0; i < resp->nfields && !replaced; i++) {
+			const struct http_field *fl = &resp->fields[i];
+			replaced = fl->nlen == nl &&
+			    strncasecmp(fl->name, n, nl) == 0 &&
+			    kept_field(resp, fl, false);
+		}
+		if (!replaced)
+			evbuffer_add_printf(h, "%.*s: %.*s\r\n", (int)nl, n,
+			    (int)vl, v);
+	}
+	stored_fields(resp, h, false);
+	evbuffer_add(h, "\r\n", 2);
+	size_t len = evbuffer_get_length(h);
+	const char *p = (const char *)evbuffer_pullup(h, -1);
+	struct http_limits lim = {RESPONSE_HEAD_MAX, RESPONSE_HEAD_MAX, 2000};
+	if (http_parse_response(p, len, &lim, &merged, &why) == 0) {
+		const char *fields = strstr(merged.buf, "\r\n") + 2;
+		size_t flen = merged.len - (size_t)(fields - merged.buf) - 2;
+		o = stored_object(t, &merged, fields, flen, old->body,
+		    request_time);
+		http_head_clear(&merged);
+	}
+	evbuffer_free(h);
+	return o;
+}

@@ -1,0 +1,40 @@
+/* What a shared cache keeps of a response; see stored.c. */
+#ifndef STORED_H
+#define STORED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "proxy.h"
+
+struct evbuffer;
+
+/* The largest response head taken from an origin or peer. */
+#define RESPONSE_HEAD_MAX (256 * 1024)
+
+/* Appends resp's fields a cache keeps ("Name: value\r\n" each), Age too
+ * when keep_age (a response passed on, not stored). false on ENOMEM. */
+bool stored_fields(const struct http_head *resp, struct evbuffer *out,
+    bool keep_age);
+
+/*
+ * A new object (one reference) for t's URL from resp, with head (hlen
+ * bytes of stored fields, copied) and body (the object takes its own
+ * reference); request_time is when the request went out. NULL on ENOMEM
+ * or when resp's Vary names a field twice.
+ */
+struct store_obj *stored_object(const struct txn *t,
+    const struct http_head *resp, const char *head, size_t hlen,
+    struct store_body *body, time_t request_time);
+
+/* The object a 304 (resp) makes of t->stale: its fields updated with the
+ * 304's, its body shared. A new reference, or NULL. */
+struct store_obj *stored_refresh(const struct txn *t,
+    const struct http_head *resp, time_t request_time);
+
+/* After t's unsafe request got resp (below 400): its URL and the same-host
+ * Location and Content-Location leave the store, counted. */
+void stored_invalidate(const struct txn *t, const struct http_head *resp);
+
+#endif

@@ -1,0 +1,103 @@
+/*
+ * The request head a fetch sends upstream (an origin, or a peer asked as a
+ * proxy): the client's fields without hop-by-hop ones and those curl
+ * writes itself (Host, Content-Length, Expect), our Via, only-if-cached
+ * for a peer (PROTOCOLS.md 4), and for a revalidation our validators
+ * instead of the client's. A field is as long as the client's limits let
+ * it be: no buffer of ours cuts it.
+ */
+#include "upstream.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static bool
+add_header(struct curl_slist **list, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A field line of any length the request's limits let in: most fit the
+ * stack, a long one (up to max_header_size) gets the heap. */
+static bool
+add_header(struct curl_slist **list, const char *fmt, ...)
+{
+	char stack[512], *line = stack;
+	va_list ap, again;
+
+	va_start(ap, fmt);
+	va_copy(again, ap);
+	int n = vsnprintf(stack, sizeof(stack), fmt, ap);
+	va_end(ap);
+	if (n >= 0 && (size_t)n >= sizeof(stack) &&
+	    (line = malloc((size_t)n + 1)) != NULL)
+		vsnprintf(line, (size_t)n + 1, fmt, again);
+	va_end(again);
+	struct curl_slist *l = n < 0 || line == NULL ? NULL :
+	    curl_slist_append(*list, line);
+	if (line != stack)
+		free(line);
+	if (l == NULL)
+		return false;
+	*list = l;
+	return true;
+}
+
+static bool
+skip_request_field(const struct http_head *req, const struct http_field *fl,
+    bool revalidate)
+{
+	static const char *const own[] = {"host", "content-length", "expect"};
+
+	if (http_field_hop_by_hop(req, fl))
+		return true;
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (http_field_is(fl, own[i]))
+			return true;
+	/* a revalidation carries our validators, not the client's */
+	return revalidate &&
+	    (http_field_is(fl, "if-none-match") ||
+		http_field_is(fl, "if-modified-since"));
+}
+
+struct curl_slist *
+upstream_fields(const struct txn *t, bool revalidate, bool to_peer)
+{
+	const struct http_head *req = &t->req;
+	struct curl_slist *l = NULL;
+	bool ok = true;
+
+	for (unsigned i = 0; i < req->nfields && ok; i++) {
+		const struct http_field *fl = &req->fields[i];
+		if (skip_request_field(req, fl, revalidate))
+			continue;
+		/* curl drops "Name:" lines; "Name;" sends an empty value */
+		if (fl->vlen == 0)
+			ok = add_header(&l, "%.*s;", (int)fl->nlen, fl->name);
+		else
+			ok = add_header(&l, "%.*s: %.*s", (int)fl->nlen,
+			    fl->name, (int)fl->vlen, fl->value);
+	}
+	ok = ok && add_header(&l, "Via: %s", t->srv->via);
+	/* PROTOCOLS.md 4: a sibling answers from its cache or says 504 */
+	if (to_peer)
+		ok = ok && add_header(&l, "Cache-Control: only-if-cached");
+	/* no Expect round trip to the origin: we already have the body */
+	ok = ok && add_header(&l, "Expect:");
+	if (ok && http_field_find(req, "accept") == NULL)
+		ok = add_header(&l, "Accept:");
+	if (ok && revalidate) {
+		const char *v;
+		size_t vl;
+		if (store_head_find(t->stale, "etag", &v, &vl))
+			ok = add_header(&l, "If-None-Match: %.*s", (int)vl, v);
+		if (ok && store_head_find(t->stale, "last-modified", &v,
+		    &vl))
+			ok = add_header(&l, "If-Modified-Since: %.*s", (int)vl,
+			    v);
+	}
+	if (!ok) {
+		curl_slist_free_all(l);
+		return NULL;
+	}
+	return l;
+}

@@ -1,0 +1,17 @@
+/* The request head a fetch sends upstream; see upstream.c. */
+#ifndef UPSTREAM_H
+#define UPSTREAM_H
+
+#include <stdbool.h>
+
+#include <curl/curl.h>
+
+#include "proxy.h"
+
+/* The field lines for t's request, for CURLOPT_HTTPHEADER: revalidating
+ * t->stale, or to a peer. A new list (free with curl_slist_free_all), or
+ * NULL on ENOMEM. */
+struct curl_slist *upstream_fields(const struct txn *t, bool revalidate,
+    bool to_peer);
+
+#endif
