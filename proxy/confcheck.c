@@ -1,0 +1,108 @@
+/*
+ * The configuration as a whole, once every directive is read (conf.c
+ * reads them one at a time): the rules between directives, and the
+ * cluster key file, read only when sharing needs it. Each refusal says
+ * which directives and why; -t runs the same checks as start-up.
+ */
+#include "conf.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int
+conf_validate(const struct conf *c, char *err, size_t elen)
+{
+	if (c->max_object_size > c->cache_mem) {
+		snprintf(err, elen, "max_object_size (%zu) exceeds cache_mem "
+		    "(%zu)", c->max_object_size, c->cache_mem);
+		return -1;
+	}
+	if (c->inflight_mem != 0 && c->max_object_size > c->inflight_mem) {
+		snprintf(err, elen, "max_object_size (%zu) exceeds inflight_mem "
+		    "(%zu): such an object could never be cached",
+		    c->max_object_size, c->inflight_mem);
+		return -1;
+	}
+	if (c->max_request_line > c->max_header_size) {
+		snprintf(err, elen, "max_request_line exceeds max_header_size");
+		return -1;
+	}
+	if (c->status_interval_ms < 100) {
+		snprintf(err, elen, "status_interval must be at least 100ms");
+		return -1;
+	}
+	if (c->max_header_size < 1024) {
+		snprintf(err, elen, "max_header_size must be at least 1KB");
+		return -1;
+	}
+	if (c->summary_bits_per_entry < 4 || c->summary_bits_per_entry > 64) {
+		snprintf(err, elen, "summary_bits_per_entry must be 4 to 64");
+		return -1;
+	}
+	if (c->summary_hash_functions > CBF_MAX_K ||
+	    (c->summary_hash == SUM_SQUID_MD5 &&
+	    c->summary_hash_functions != SUM_SQUID_K)) {
+		snprintf(err, elen, "summary_hash_functions must be 1 to 16, "
+		    "and 4 with squid-md5");
+		return -1;
+	}
+	if (c->sharing != SHARING_NONE && c->n_peers == 0 &&
+	    c->peer_dns.host[0] == '\0') {
+		snprintf(err, elen, "sharing %s needs a peer or peer_dns",
+		    c->sharing == SHARING_ICP ? "icp" : "summary");
+		return -1;
+	}
+	size_t squids = 0;
+	for (size_t i = 0; i < c->n_peers; i++)
+		squids += c->peers[i].type == PEER_SQUID_DIGEST;
+	if (squids > 0 && c->sharing != SHARING_SUMMARY) {
+		snprintf(err, elen, "peer type=squid-digest needs sharing "
+		    "summary (with sharing icp, a Squid is an ordinary peer)");
+		return -1;
+	}
+	/* the key signs summaries; Squid peers read our digest instead */
+	if (c->sharing == SHARING_SUMMARY && c->cluster_key_file == NULL &&
+	    (squids < c->n_peers || c->peer_dns.host[0] != '\0')) {
+		snprintf(err, elen, "sharing summary with sumcache peers needs "
+		    "cluster_key_file");
+		return -1;
+	}
+	return 0;
+}
+
+int
+conf_load_key(struct conf *c, char *err, size_t elen)
+{
+	if (c->sharing != SHARING_SUMMARY || c->cluster_key_file == NULL)
+		return 0;  /* conf_validate said whether it may be missing */
+	FILE *f = fopen(c->cluster_key_file, "rb");
+	uint8_t buf[4096];
+	size_t n = 0;
+
+	if (f == NULL) {
+		snprintf(err, elen, "cluster_key_file %s: %s",
+		    c->cluster_key_file, strerror(errno));
+		return -1;
+	}
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	/* a trailing newline from an editor or echo is not key material */
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	if (n < WIRE_KEY_MIN) {
+		snprintf(err, elen, "cluster_key_file %s: %zu bytes; the key "
+		    "needs at least %d (try: head -c 32 /dev/urandom | "
+		    "base64 > FILE)", c->cluster_key_file, n, WIRE_KEY_MIN);
+		return -1;
+	}
+	free(c->cluster_key);
+	c->cluster_key = malloc(n);
+	if (c->cluster_key == NULL) {
+		snprintf(err, elen, "out of memory");
+		return -1;
+	}
+	memcpy(c->cluster_key, buf, n);
+	c->cluster_key_len = n;
+	return 0;
+}
