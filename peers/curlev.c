@@ -15,6 +15,7 @@
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "sc_assert.h"
 
 struct curlev {
@@ -29,8 +30,7 @@ struct curlev {
 static void
 stopped(struct curlev *o, struct curlev_xfer *x)
 {
-	struct timeval tv = {CURLEV_IDLE_CLOSE_MS / 1000,
-	    (CURLEV_IDLE_CLOSE_MS % 1000) * 1000};
+	struct timeval tv = tv_ms(CURLEV_IDLE_CLOSE_MS);
 
 	x->running = false;
 	SC_ASSERT(o->running > 0);
@@ -121,7 +121,7 @@ timer_cb(CURLM *multi, long timeout_ms, void *userp)
 		evtimer_del(o->timer);
 		return 0;
 	}
-	struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+	struct timeval tv = tv_ms(timeout_ms);
 	evtimer_add(o->timer, &tv);
 	return 0;
 }

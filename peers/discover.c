@@ -14,6 +14,9 @@
 #include <event2/event.h>
 #include <event2/util.h>
 
+#include "clock.h"
+#include "metric.h"
+
 /* addresses taken from one answer; peers_found caps the table anyway */
 #define ANSWER_MAX 256
 
@@ -105,7 +108,7 @@ discover_new(struct event_base *base, struct evdns_base *dns,
 		free(d);
 		return NULL;
 	}
-	struct timeval tv = {every_ms / 1000, (every_ms % 1000) * 1000};
+	struct timeval tv = tv_ms(every_ms);
 	event_add(d->timer, &tv);
 	lookup(-1, 0, d);
 	return d;
@@ -133,12 +136,8 @@ discover_free(struct discover **dp)
 void
 discover_render_metrics(const struct discover *d, struct evbuffer *out)
 {
-	evbuffer_add_printf(out,
-	    "# TYPE sumcache_peer_dns_lookups_total counter\n"
-	    "sumcache_peer_dns_lookups_total{result=\"ok\"} %llu\n"
-	    "sumcache_peer_dns_lookups_total{result=\"error\"} %llu\n"
-	    "# TYPE sumcache_peer_dns_addresses gauge\n"
-	    "sumcache_peer_dns_addresses %zu\n",
-	    (unsigned long long)d->ok, (unsigned long long)d->failed,
-	    d->addresses);
+	metric_head(out, MF_DNS_LOOKUPS);
+	metric_u64(out, MF_DNS_LOOKUPS, (const char *[]){"ok"}, d->ok);
+	metric_u64(out, MF_DNS_LOOKUPS, (const char *[]){"error"}, d->failed);
+	metric_single_u64(out, MF_DNS_ADDRESSES, d->addresses);
 }

@@ -14,6 +14,10 @@
 #define ICP_HEADER 20
 #define ICP_MAX 16384      /* largest message either side sends */
 #define ICP_PORT 3130
+/* A HIT is answered for a copy that stays fresh this many seconds more,
+ * as Squid answers (icpCheckUdpHit: the copy must outlive the fetch that
+ * follows). */
+#define ICP_HIT_FRESH 30
 
 enum icp_op {
 	ICP_OP_QUERY = 1,

@@ -19,7 +19,9 @@
 #include <event2/event.h>
 #include <event2/util.h>
 
+#include "metric.h"
 #include "ratelog.h"
+#include "sc_assert.h"
 
 #define QBUCKETS 1024
 #define ASK_MAX PEERS_MAX       /* a query may go to every peer */
@@ -48,6 +50,15 @@ struct icpq {
 	void *arg;
 };
 
+/* What ICP keeps of a peer, by its serial: peers/ owns the peer, this
+ * socket its ICP history. */
+struct icp_peer {
+	uint64_t serial;
+	double rtt_ms;           /* smoothed; 0 = not measured */
+	unsigned silent;         /* queries in a row it left unanswered */
+	uint64_t probe_at_ms;    /* down: next query it gets */
+};
+
 struct icpsock {
 	struct event_base *base;
 	struct peers *ps;
@@ -62,6 +73,9 @@ struct icpsock {
 	uint64_t answered[ANS_NKINDS];
 	uint64_t timeouts;
 	struct ratelog droplog;
+	/* ascending serials, as peers_list lists them (sync_records) */
+	struct icp_peer rec[PEERS_MAX];
+	size_t nrec;
 };
 
 /* drop reasons: the decoder's, then ours */
@@ -80,9 +94,10 @@ static const char *const answer_names[ANS_NKINDS] = {
 static void
 icp_addr(const struct peer *p, struct sockaddr_storage *ss)
 {
-	uint16_t port = htons(p->spec.icp_port ? p->spec.icp_port : ICP_PORT);
+	uint16_t icp_port = peer_spec(p)->icp_port;
+	uint16_t port = htons(icp_port ? icp_port : ICP_PORT);
 
-	*ss = p->addr;
+	*ss = *peer_addr(p);
 	if (ss->ss_family == AF_INET6)
 		((struct sockaddr_in6 *)ss)->sin6_port = port;
 	else
@@ -108,6 +123,46 @@ same_endpoint(const struct sockaddr_storage *a, const struct sockaddr *b)
  * The peer whose ICP address sent from (peers on one host share an
  * address: the port tells them apart), or NULL.
  */
+/* Makes the records those of v[0..n) (ascending serials, as peers_list
+ * gives them): records of peers that left are dropped, newcomers start
+ * afresh. Then rec[i] is v[i]'s. */
+static void
+sync_records(struct icpsock *is, struct peer *const *v, size_t n)
+{
+	struct icp_peer next[PEERS_MAX];
+	size_t j = 0;
+
+	SC_ASSERT(n <= PEERS_MAX);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t serial = peer_serial(v[i]);
+		SC_ASSERT(i == 0 || serial > next[i - 1].serial);
+		while (j < is->nrec && is->rec[j].serial < serial)
+			j++;
+		next[i] = j < is->nrec && is->rec[j].serial == serial ?
+		    is->rec[j] : (struct icp_peer){.serial = serial};
+	}
+	memcpy(is->rec, next, n * sizeof(next[0]));
+	is->nrec = n;
+}
+
+/* p's record, or NULL for a peer that joined since the last query. */
+static struct icp_peer *
+record(struct icpsock *is, const struct peer *p)
+{
+	uint64_t serial = peer_serial(p);
+	size_t lo = 0, hi = is->nrec;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (is->rec[mid].serial < serial)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < is->nrec && is->rec[lo].serial == serial ? &is->rec[lo] :
+	    NULL;
+}
+
 static struct peer *
 icp_peer(struct icpsock *is, const struct sockaddr *from)
 {
@@ -231,7 +286,8 @@ on_timeout(evutil_socket_t fd, short what, void *arg)
 	q->is->timeouts++;
 	for (size_t i = 0; i < q->nwaited; i++) {
 		struct peer *p = q->asked[i];
-		if (p != NULL && ++p->icp_silent >= SILENT_DOWN)
+		struct icp_peer *r = p != NULL ? record(q->is, p) : NULL;
+		if (r != NULL && ++r->silent >= SILENT_DOWN)
 			peers_silent(p, "no ICP replies");
 	}
 	finish(q, NULL);
@@ -262,13 +318,15 @@ take_reply(struct icpsock *is, const struct icp_msg *m, size_t len,
 	/* even after the timeout, or a second time, a reply is traffic
 	 * and says the peer is alive */
 	peers_count(p, IPM_RECEIVED, IPM_ICP_REPLY, len);
-	p->icp_silent = 0;
+	struct icp_peer *r = record(is, p);
+	if (r != NULL)
+		r->silent = 0;
 	peers_alive(p);
 	if (!asked)
 		return;
 	double ms = (double)(mono_us() - q->sent_us) / 1000;
-	p->icp_rtt_ms = p->icp_rtt_ms == 0 ? ms : 0.8 * p->icp_rtt_ms +
-	    0.2 * ms;
+	if (r != NULL)
+		r->rtt_ms = r->rtt_ms == 0 ? ms : 0.8 * r->rtt_ms + 0.2 * ms;
 	if (m->op == ICP_OP_HIT || m->op == ICP_OP_HIT_OBJ) {
 		finish(q, p);
 		return;
@@ -278,6 +336,7 @@ take_reply(struct icpsock *is, const struct icp_msg *m, size_t len,
 		finish(q, NULL);
 }
 
+/* After sync_records for v[0..n). */
 static uint32_t
 query_timeout(const struct icpsock *is, struct peer *const *v, size_t n)
 {
@@ -287,8 +346,8 @@ query_timeout(const struct icpsock *is, struct peer *const *v, size_t n)
 	if (is->timeout_ms != 0)
 		return is->timeout_ms;
 	for (size_t i = 0; i < n; i++)
-		if (v[i]->up && v[i]->icp_rtt_ms > 0) {
-			sum += v[i]->icp_rtt_ms;
+		if (peer_is_up(v[i]) && is->rec[i].rtt_ms > 0) {
+			sum += is->rec[i].rtt_ms;
 			k++;
 		}
 	if (k == 0)
@@ -310,6 +369,7 @@ icpsock_ask(struct icpsock *is, const char *url, size_t len,
 
 	if (q == NULL)
 		return NULL;
+	sync_records(is, v, n);
 	q->is = is;
 	q->reqnum = is->next_reqnum++;
 	q->url = malloc(len + 1);
@@ -331,17 +391,17 @@ icpsock_ask(struct icpsock *is, const char *url, size_t len,
 	for (int live = 1; live >= 0; live--)
 		for (size_t i = 0; i < n; i++) {
 			struct peer *p = v[i];
-			if (p->up != live || (!live &&
-			    now_ms < p->icp_probe_at_ms))
+			if (peer_is_up(p) != live || (!live &&
+			    now_ms < is->rec[i].probe_at_ms))
 				continue;
 			if (!live)
-				p->icp_probe_at_ms = now_ms + DOWN_PROBE_MS;
+				is->rec[i].probe_at_ms = now_ms + DOWN_PROBE_MS;
 			struct sockaddr_storage ss;
 			icp_addr(p, &ss);
 			send_to(is, out, dlen, (struct sockaddr *)&ss,
 			    ss.ss_family == AF_INET6 ?
 			    sizeof(struct sockaddr_in6) :
-			    sizeof(struct sockaddr_in), p->spec.name);
+			    sizeof(struct sockaddr_in), peer_spec(p)->name);
 			peers_count(p, IPM_SENT, IPM_ICP_QUERY, dlen);
 			peers_hold(p);
 			q->asked[q->nasked++] = p;
@@ -354,7 +414,7 @@ icpsock_ask(struct icpsock *is, const char *url, size_t len,
 	q->next = *bucket(is, q->reqnum);
 	*bucket(is, q->reqnum) = q;
 	uint32_t ms = query_timeout(is, v, n);
-	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	struct timeval tv = tv_ms(ms);
 	evtimer_add(q->timer, &tv);
 	return q;
 none:
@@ -466,17 +526,12 @@ icpsock_free(struct icpsock **isp)
 void
 icpsock_render_metrics(const struct icpsock *is, struct evbuffer *out)
 {
-	evbuffer_add_printf(out, "# TYPE sumcache_icp_dropped_total counter\n");
+	metric_head(out, MF_ICP_DROPPED);
 	for (int r = 1; r < ICP_NERRS + 3; r++)
-		evbuffer_add_printf(out, "sumcache_icp_dropped_total{reason="
-		    "\"%s\"} %llu\n", drop_names[r],
-		    (unsigned long long)is->dropped[r]);
-	evbuffer_add_printf(out, "# TYPE sumcache_icp_answers_total counter\n");
+		metric_u64(out, MF_ICP_DROPPED, &drop_names[r], is->dropped[r]);
+	metric_head(out, MF_ICP_ANSWERS);
 	for (int k = 0; k < ANS_NKINDS; k++)
-		evbuffer_add_printf(out, "sumcache_icp_answers_total{result="
-		    "\"%s\"} %llu\n", answer_names[k],
-		    (unsigned long long)is->answered[k]);
-	evbuffer_add_printf(out, "# TYPE sumcache_icp_timeouts_total counter\n"
-	    "sumcache_icp_timeouts_total %llu\n",
-	    (unsigned long long)is->timeouts);
+		metric_u64(out, MF_ICP_ANSWERS, &answer_names[k],
+		    is->answered[k]);
+	metric_single_u64(out, MF_ICP_TIMEOUTS, is->timeouts);
 }

@@ -25,6 +25,7 @@
 
 #include "cbf.h"
 #include "psum.h"
+#include "publisher.h"
 #include "wire.h"
 
 struct event_base;
@@ -56,6 +57,11 @@ int peer_target_parse(const char *text, struct peer_spec *ps,
 
 /* The table's size: peers configured and found (peer_dns) together. */
 #define PEERS_MAX 256
+
+/* On a local miss, at most this many of the peers whose summaries claim
+ * the object are asked, fastest first (each false hit costs a round
+ * trip; a fifth claim is rarely the one that is right). */
+#define PEERS_ASKED 4
 
 /* Inter-proxy traffic, by DESIGN.md's type label. */
 enum ipm_type {
@@ -93,56 +99,27 @@ enum reject {
 	REJ_NREASONS
 };
 
-struct peer {
-	struct peer_spec spec;
-	struct sockaddr_storage addr;  /* resolved at start-up */
-	socklen_t addrlen;
-	char proxy_url[300];           /* "http://host:port" for curl */
-	bool up;
-	double rtt_ms;                 /* smoothed; 0 = not measured */
-	unsigned backoff_ms;           /* next re-probe delay while down */
-	uint64_t probe_at_ms;          /* monotonic time of the next probe */
-	struct psum *sum;              /* what the peer last told us */
-	uint64_t sum_entries;
-	uint64_t sum_updated_ms;       /* monotonic; 0 = never */
-	bool pulling;
-	struct pushq *pushq;           /* messages waiting to be sent */
-	bool pushing;
-	bool receiving;                /* a summary body from its address */
-	uint64_t msgs[2][IPM_NTYPES];
-	uint64_t bytes[2][IPM_NTYPES];
-	uint64_t remote_hits;
-	uint64_t downs;
-	struct peers *owner;
-	/* a peer found through peer_dns is known by its address until its
-	 * first signed message names it; it leaves when DNS stops listing
-	 * it, and is freed when the last transfer or fetch lets go of it */
-	unsigned refs;                 /* the table's, transfers', fetches' */
-	bool found;                    /* from peer_dns, not a peer line */
-	bool named;                    /* found, and its messages named it */
-	bool self;                     /* found, and it is this node */
-	bool retired;                  /* no longer in the table */
-	/* ICP (icpsock.c) */
-	double icp_rtt_ms;             /* smoothed; 0 = not measured */
-	unsigned icp_silent;           /* queries in a row it left unanswered */
-	uint64_t icp_probe_at_ms;      /* down: next query it gets */
-	/* type=squid-digest: its digest is fetched when a lookup first
-	 * wants it, then again 5 min after it expires */
-	bool digest_wanted;
-	uint64_t digest_due_ms;        /* monotonic: next fetch while up */
-	unsigned digest_retry_ms;      /* after a refused or missing digest */
-};
+/* A peer, as modules outside peers/ see it: through the accessors
+ * below (table.c owns its fields). */
+struct peer;
+
+/* What its peer line (or peer_dns) says: name, host, port, type, ICP
+ * port, proxy_only. A found peer's name changes when it names itself. */
+const struct peer_spec *peer_spec(const struct peer *p);
+/* "http://host:port", for curl's CURLOPT_PROXY. */
+const char *peer_proxy_url(const struct peer *p);
+/* Its address, as resolved or found. */
+const struct sockaddr_storage *peer_addr(const struct peer *p);
+bool peer_is_up(const struct peer *p);
+/* Unique for the life of the process; ascending in peers_list order. */
+uint64_t peer_serial(const struct peer *p);
+
 
 struct peers_conf {
 	const char *node_name;
-	enum sum_scheme scheme;
-	unsigned bits_per_entry;
-	unsigned k;
-	double threshold;              /* share of cached objects, (0, 1] */
-	uint32_t max_interval_ms;
+	struct pub_conf publish;       /* our filter and its publication */
 	uint32_t connect_timeout_ms;   /* peer connects and exchanges */
 	uint32_t timeout_ms;           /* peer response silence */
-	uint64_t expected_objects;     /* initial filter sizing */
 	/* a summary message, pushed or pulled, is at most max_message
 	 * bytes; the bodies being received, not yet authenticated, hold at
 	 * most max_held bytes at once */
@@ -169,25 +146,36 @@ struct peers *peers_new(struct event_base *base, struct curlev *curl,
     char *err, size_t elen);
 void peers_free(struct peers **ps);
 
+/*
+ * The publishing policy a configuration gives, with the constants of
+ * peer choice and ICP, as one line of name=value pairs: what `sumcache
+ * --policy` and `sumcache-sim --policy` print, so a test can hold the
+ * simulator to the daemon.
+ */
+void peers_policy_line(const struct pub_conf *c, char *buf, size_t len);
+
 /* Publishes the first (empty) summary and pulls every peer's. */
 void peers_start(struct peers *ps);
 
-/* The store took in or let go of an object under key (normalized URL). */
-void peers_object_added(struct peers *ps, const char *key, size_t len);
-void peers_object_removed(struct peers *ps, const char *key, size_t len);
+/* The store took in an object under key (normalized URL): returns the
+ * mark the store keeps with it and gives back when it lets go of it
+ * (summary/publisher.h). */
+uint8_t peers_object_added(struct peers *ps, const char *key, size_t len);
+void peers_object_removed(struct peers *ps, const char *key, size_t len,
+    uint8_t mark);
 
 /*
- * Growing the filter. When the cache holds more objects than the filter
- * was sized for, the caller starts a rebuild, feeds every stored key to
- * the new filter a bounded number per loop turn (and the keys that come
- * and go meanwhile to both), then ends it: the new filter replaces the
- * old one in a new epoch and a full summary goes to every peer. The old
- * filter keeps publishing until then.
+ * Growing the filter (publisher.h's rules). When the cache holds more
+ * objects than the filter was sized for, the caller starts a rebuild,
+ * hands every stored object to peers_rebuild_walk a bounded number per
+ * loop turn, then ends it: the new filter replaces the old one in a new
+ * epoch and a full summary goes to every peer. The old filter keeps
+ * publishing until then.
  */
 bool peers_wants_rebuild(const struct peers *ps);
 void peers_rebuild_begin(struct peers *ps);
-void peers_rebuild_add(struct peers *ps, const char *key, size_t len);
-void peers_rebuild_remove(struct peers *ps, const char *key, size_t len);
+void peers_rebuild_walk(struct peers *ps, const char *key, size_t len,
+    uint8_t *mark);
 void peers_rebuild_end(struct peers *ps);
 
 /*
@@ -282,6 +270,9 @@ struct peer_view {
 	uint64_t entries;   /* objects the peer said it holds */
 	double age_s;       /* since its summary last changed; -1 never */
 	double rtt_s;       /* smoothed; 0 not measured */
+	uint64_t remote_hits;
+	uint64_t downs;
+	uint64_t messages, bytes;  /* both directions, every type */
 };
 void peer_view(const struct peer *p, uint64_t now_ms, struct peer_view *v);
 

@@ -1,29 +1,15 @@
 /*
- * The monotonic clock, and a limit of one log line per second for one
- * kind of event: a flood of bad messages must not become a flood of log
- * lines (the event's counter still has every one).
+ * A limit of one log line per second for one kind of event: a flood of
+ * bad messages must not become a flood of log lines (the event's counter
+ * still has every one).
  */
 #ifndef RATELOG_H
 #define RATELOG_H
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
 
-static inline uint64_t
-mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
-static inline uint64_t
-mono_ms(void)
-{
-	return mono_us() / 1000;
-}
+#include "clock.h"
 
 struct ratelog {
 	uint64_t last_ms;   /* of the last line written */

@@ -4,6 +4,7 @@
  */
 #include "wire.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,6 +116,27 @@ fields(const Sumcache__V1__Summary *m, struct wire_summary *s)
 	if (m->payload.len)
 		memcpy(s->payload, m->payload.data, m->payload.len);
 	return WIRE_OK;
+}
+
+int
+wire_encode_publication(const struct publication *pub, const char *sender,
+    const uint8_t *key, size_t keylen, struct sum_buf *out)
+{
+	struct wire_summary w = {
+		.epoch = pub->epoch,
+		.seq = pub->seq,
+		.scheme = pub->scheme,
+		.m = pub->m,
+		.k = pub->k,
+		.full = pub->full,
+		.payload = pub->payload.p,
+		.payload_len = pub->payload.len,
+		.checksum = pub->checksum,
+		.entries = pub->entries,
+	};
+
+	snprintf(w.sender, sizeof(w.sender), "%s", sender);
+	return wire_encode(&w, key, keylen, out);
 }
 
 enum wire_err

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "publisher.h"
 #include "rice.h"
 #include "sumkey.h"
 
@@ -46,6 +47,11 @@ enum wire_err {
 /* Appends a Signed message for s to out. Returns 0 or -1 (ENOMEM). */
 int wire_encode(const struct wire_summary *s, const uint8_t *key,
     size_t keylen, struct sum_buf *out);
+
+/* The same for a publication (summary/publisher.h) signed by sender. */
+int wire_encode_publication(const struct publication *pub,
+    const char *sender, const uint8_t *key, size_t keylen,
+    struct sum_buf *out);
 
 /* Checks and parses a Signed message into *s (payload allocated; free it
  * with wire_summary_clear). On error *s is zeroed. */

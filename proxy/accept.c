@@ -59,7 +59,7 @@ open_conns(const struct server *s)
 static void
 pause_listener(struct server *s, const char *why)
 {
-	struct timeval tv = {RETRY_MS / 1000, (RETRY_MS % 1000) * 1000};
+	struct timeval tv = tv_ms(RETRY_MS);
 
 	if (s->accept_paused_ms == 0) {
 		s->accept_paused_ms = mono_ms();
@@ -136,7 +136,7 @@ on_retry(evutil_socket_t fd, short what, void *arg)
 	if (s->accept_paused_ms == 0 || s->draining)
 		return;
 	if (open_conns(s) >= s->max_connections) {
-		struct timeval tv = {RETRY_MS / 1000, 0};
+		struct timeval tv = tv_ms(RETRY_MS);
 		evtimer_add(s->accept_retry, &tv);
 		return;
 	}

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sc_assert.h"
+
 struct accesslog {
 	char *path;
 	FILE *f;
@@ -51,8 +53,8 @@ accesslog_write(struct accesslog *l, const struct accesslog_entry *e)
 	    (e->end.tv_usec - e->start.tv_usec) / 1000;
 	fprintf(l->f, "%ld.%03ld %6ld %s %s/%03d %llu %.*s %s - %s/%s %.*s\n",
 	    (long)e->end.tv_sec, (long)e->end.tv_usec / 1000, elapsed,
-	    e->client, e->code, e->status, (unsigned long long)e->bytes,
-	    e->method_len, e->method, e->url, e->hier, e->hier_host,
+	    e->client, squid_code_name(e->code), e->status, (unsigned long long)e->bytes,
+	    e->method_len, e->method, e->url, squid_hier_name(e->hier), e->hier_host,
 	    e->content_type_len ? e->content_type_len : 1,
 	    e->content_type_len ? e->content_type : "-");
 }
@@ -92,4 +94,30 @@ accesslog_close(struct accesslog **lp)
 		fflush(l->f);
 	free(l->path);
 	free(l);
+}
+
+const char *
+squid_code_name(enum squid_code c)
+{
+	static const char *const names[SQ_NCODES] = {
+#define SQUID_CODE_NAME(name) #name,
+		SQUID_CODES(SQUID_CODE_NAME)
+#undef SQUID_CODE_NAME
+	};
+
+	SC_ASSERT((unsigned)c < SQ_NCODES);
+	return names[c];
+}
+
+const char *
+squid_hier_name(enum squid_hier h)
+{
+	static const char *const names[SQ_NHIERS] = {
+#define SQUID_HIER_NAME(name) #name,
+		SQUID_HIERS(SQUID_HIER_NAME)
+#undef SQUID_HIER_NAME
+	};
+
+	SC_ASSERT((unsigned)h < SQ_NHIERS);
+	return names[h];
 }

@@ -7,17 +7,56 @@
 
 struct accesslog;
 
+/* Squid's result codes (the CODE of CODE/status), one name each. */
+#define SQUID_CODES(X)                                                         \
+	X(TCP_MISS)                /* from the origin or a peer */            \
+	X(TCP_MISS_ABORTED)        /* the client left before the end */       \
+	X(TCP_MEM_HIT)             /* fresh, from the memory cache */         \
+	X(TCP_IMS_HIT)             /* the client's conditional matched: 304 */\
+	X(TCP_STALE_HIT)           /* stale but allowed (max-stale) */        \
+	X(TCP_REFRESH_UNMODIFIED)  /* revalidated: 304 from upstream */       \
+	X(TCP_REFRESH_MODIFIED)    /* revalidated: a new copy */              \
+	X(TCP_REFRESH_FAIL_OLD)    /* revalidation failed, stale served */    \
+	X(TCP_CLIENT_REFRESH_MISS) /* the client's no-cache: to the origin */ \
+	X(TCP_TUNNEL)              /* CONNECT */                              \
+	X(TCP_DENIED)              /* the allow lists refused it */           \
+	X(NONE_NONE)               /* no request to speak of: parse errors */
+
+enum squid_code {
+#define SQUID_CODE_ENUM(name) SQ_##name,
+	SQUID_CODES(SQUID_CODE_ENUM)
+#undef SQUID_CODE_ENUM
+	SQ_NCODES
+};
+
+/* Squid's hierarchy codes: who answered. */
+#define SQUID_HIERS(X)                                                         \
+	X(HIER_NONE)       /* nobody: a hit, or an error */                   \
+	X(HIER_DIRECT)     /* the origin */                                   \
+	X(SIBLING_HIT)     /* a peer found by ICP */                          \
+	X(CD_SIBLING_HIT)  /* a peer found by its summary (Cache Digest) */
+
+enum squid_hier {
+#define SQUID_HIER_ENUM(name) SQ_##name,
+	SQUID_HIERS(SQUID_HIER_ENUM)
+#undef SQUID_HIER_ENUM
+	SQ_NHIERS
+};
+
+const char *squid_code_name(enum squid_code c);
+const char *squid_hier_name(enum squid_hier h);
+
 struct accesslog_entry {
 	struct timeval start;
 	struct timeval end;
 	const char *client;  /* address text */
-	const char *code;    /* TCP_MISS, TCP_MEM_HIT, ... */
+	enum squid_code code;
 	int status;
 	uint64_t bytes;      /* sent to the client, head included */
 	const char *method;
 	int method_len;
 	const char *url;
-	const char *hier;    /* HIER_DIRECT, HIER_NONE, ... */
+	enum squid_hier hier;
 	const char *hier_host; /* "-" when none */
 	const char *content_type;
 	int content_type_len;

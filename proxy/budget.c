@@ -59,8 +59,7 @@ static void
 on_trim(evutil_socket_t fd, short what, void *arg)
 {
 	struct budget *b = arg;
-	struct timeval again = {FOLLOW_UP_MS / 1000,
-	    (FOLLOW_UP_MS % 1000) * 1000};
+	struct timeval again = tv_ms(FOLLOW_UP_MS);
 
 	(void)fd;
 	(void)what;
@@ -83,8 +82,7 @@ schedule_trim(struct budget *b)
 		return;
 	uint64_t since = mono_ms() - b->last_trim_ms;
 	uint64_t wait = since >= TRIM_EVERY_MS ? 0 : TRIM_EVERY_MS - since;
-	struct timeval tv = {(time_t)(wait / 1000),
-	    (suseconds_t)(wait % 1000) * 1000};
+	struct timeval tv = tv_ms(wait);
 
 	b->follow_up = false;
 	evtimer_add(b->trim_ev, &tv);

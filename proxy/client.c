@@ -22,6 +22,7 @@
  * cut by the bufferevent write timeout.
  */
 #include "client.h"
+#include "server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -70,7 +71,7 @@ client_mem_bound(const struct server *s)
 static void
 timer_set(struct client *c, uint32_t ms)
 {
-	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	struct timeval tv = tv_ms(ms);
 
 	evtimer_add(c->timer, &tv);
 }
@@ -152,6 +153,9 @@ void
 client_txn_done(struct client *c)
 {
 	struct txn *t = c->txn;
+
+	/* once per transaction, by whoever finished it */
+	SC_ASSERT(t != NULL && t->c == c);
 	bool keep = t->keep_alive && !c->srv->draining;
 
 	txn_account(t);
@@ -173,6 +177,20 @@ client_body_deadline(struct client *c, uint32_t ms)
 	timer_set(c, ms);
 }
 
+enum body_feed
+client_feed_body(struct client *c)
+{
+	struct txn *t = c->txn;
+
+	SC_ASSERT(t != NULL);
+	enum body_feed rc = request_feed_body(t, bufferevent_get_input(c->bev));
+	/* the transaction may have finished meanwhile: then there is
+	 * nothing to hold */
+	if (rc == BODY_FEED_FULL && c->txn == t)
+		bufferevent_disable(c->bev, EV_READ);
+	return rc;
+}
+
 void
 client_body_resume(struct client *c)
 {
@@ -186,7 +204,7 @@ client_reject(struct client *c, struct txn *t, int status, const char *why)
 {
 	c->txn = t;
 	t->keep_alive = false;
-	request_error(t, status, "NONE_NONE", why, true);
+	request_error(t, status, SQ_NONE_NONE, why, true);
 }
 
 static struct txn *
@@ -199,8 +217,8 @@ txn_new(struct client *c)
 	t->srv = c->srv;
 	t->c = c;
 	t->req.content_length = -1;
-	t->code = "NONE_NONE";
-	t->hier = "HIER_NONE";
+	t->code = SQ_NONE_NONE;
+	t->hier = SQ_HIER_NONE;
 	evutil_gettimeofday(&t->start, NULL);
 	return t;
 }
@@ -282,13 +300,21 @@ parse_one(struct client *c)
 	if (!c->allowed) {
 		s->m.client_denied++;
 		t->keep_alive = false;
-		request_error(t, 403, "TCP_DENIED",
+		request_error(t, 403, SQ_TCP_DENIED,
 		    "access denied: your address is not in the allow list",
 		    true);
 		return -1;
 	}
-	if (http_token_eq(t->req.method, t->req.method_len, "CONNECT"))
-		return tunnel_start(t) ? -2 : 1;
+	if (http_token_eq(t->req.method, t->req.method_len, "CONNECT")) {
+		enum squid_code code;
+		const char *refusal;
+		int status = tunnel_start(t, &code, &refusal);
+		if (status == 0)
+			return -2;
+		/* a port refused is a policy answer: the connection stays */
+		request_error(t, status, code, refusal, status != 403);
+		return 1;
+	}
 	/* everything below may finish (and even close) synchronously */
 	request_start(t);
 	return 1;
@@ -349,24 +375,17 @@ on_read(struct bufferevent *bev, void *arg)
 		 * is answered at once) and even close the connection: hold
 		 * c as the parse loop does, and look at c->txn afresh */
 		c->in_loop = true;
-		int rc = request_feed_body(t, bufferevent_get_input(c->bev));
+		enum body_feed rc = client_feed_body(c);
 		c->in_loop = false;
 		if (c->dead || (c->closing &&
 		    evbuffer_get_length(client_out(c)) == 0)) {
 			client_free(c);
 			return;
 		}
-		if (rc < 0 || c->closing)
+		if (rc == BODY_FEED_FAILED || c->closing)
 			return;
-		t = c->txn;
-		if (t == NULL) {
+		if (c->txn == NULL)
 			client_next_request(c);  /* pipelined, or idle */
-			return;
-		}
-		/* a summary POST is read whole (its size was checked) */
-		if (t->body != NULL && !t->summary_post &&
-		    evbuffer_get_length(t->body) > CLIENT_BODY_HIGH)
-			bufferevent_disable(c->bev, EV_READ);
 		return;
 	}
 	/* the next pipelined request waits; stop reading once it is a full
@@ -488,8 +507,7 @@ client_accept(struct server *s, evutil_socket_t fd, const struct sockaddr *sa)
 	bufferevent_set_max_single_write(c->bev, 4 * CLIENT_OUT_HIGH);
 	bufferevent_set_max_single_read(c->bev, CLIENT_READ_CHUNK);
 	bufferevent_setwatermark(c->bev, EV_WRITE, CLIENT_OUT_HIGH / 4, 0);
-	struct timeval wto = {s->conf.idle_timeout_ms / 1000,
-	    (s->conf.idle_timeout_ms % 1000) * 1000};
+	struct timeval wto = tv_ms(s->conf.idle_timeout_ms);
 	bufferevent_set_timeouts(c->bev, NULL, &wto);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	/* a connection that never sends a byte is closed quietly */

@@ -46,6 +46,10 @@ void client_body_deadline(struct client *c, uint32_t ms);
 /* More request body may be read (the origin took what was buffered). */
 void client_body_resume(struct client *c);
 
+/* Gives the transaction the body bytes read so far (request_feed_body),
+ * and stops reading when it holds enough. */
+enum body_feed client_feed_body(struct client *c);
+
 /* Hands the socket to a tunnel; frees the client and its transaction. */
 struct bufferevent *client_detach(struct client *c);
 
@@ -63,9 +67,5 @@ void client_drain_all(struct server *s);
 
 /* Closes every client at once (exit after the shutdown bound). */
 void client_free_all(struct server *s);
-
-/* Called whenever a client or tunnel ends: a paused listener resumes, a
- * drain finishes. */
-void server_conn_closed(struct server *s);
 
 #endif

@@ -63,6 +63,12 @@ parse_node_name(struct conf *c, size_t off, const char *v, const char **why)
 		host[sizeof(host) - 1] = '\0';
 		v = host;
 	}
+	/* peers know us by it: it is the sender of every summary we sign */
+	if (strlen(v) > WIRE_MAX_SENDER) {
+		*why = "node_name longer than 63 characters (set one shorter "
+		    "than the host name)";
+		return -1;
+	}
 	for (const char *p = v; *p; p++) {
 		/* node_name goes into Via, so it must be a token */
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
@@ -392,7 +398,8 @@ parse_share(struct conf *c, size_t off, const char *v, const char **why)
 
 static const struct directive directives[] = {
 	{"node_name", parse_node_name, OFF(node_name), "", false,
-	    "name in Via and peer messages; default: the host name"},
+	    "name in Via and peer messages (at most 63 characters); default: "
+	    "the host name"},
 	{"http_listen", parse_hostport, OFF(http_listen), "127.0.0.1:3128",
 	    false, "address and port for client connections"},
 	{"cache_mem", parse_size, OFF(cache_mem), "256MB", false,
@@ -452,7 +459,8 @@ static const struct directive directives[] = {
 	    "summary_bits_per_entry sends"},
 	{"summary_max_interval", parse_duration,
 	    OFF(summary_max_interval_ms), "60s", false,
-	    "publish pending changes at least this often"},
+	    "publish pending changes at least this often (0: only at the "
+	    "threshold)"},
 	{"peer_connect_timeout", parse_duration, OFF(peer_connect_timeout_ms),
 	    "500ms", false, "time to connect to a peer (then it is down)"},
 	{"peer_timeout", parse_duration, OFF(peer_timeout_ms), "2s", false,

@@ -1,12 +1,7 @@
 /*
- * See feed.h.
- *
- * During a rebuild an object belongs in the new filter once the walk has
- * passed it or it arrived after the rebuild began. Each object's mark says
- * which: it holds the parity of the filter that counts it, and a rebuild
- * flips the parity. Outside a rebuild every stored object carries the
- * current parity, so at the start of the next one none carries the new
- * parity and the walk adds each exactly once.
+ * See feed.h. Each stored object's mark belongs to the publisher
+ * (summary/publisher.h says how a rebuild's walk uses it); the feed only
+ * carries it between the store and the peers.
  */
 #include "feed.h"
 
@@ -16,14 +11,12 @@
 
 #include "peers.h"
 
-/* Objects added per loop turn: about a millisecond of hashing. */
+/* Objects walked per loop turn: about a millisecond of hashing. */
 #define FEED_STEP 4096
 
 struct feed {
 	struct server *srv;
 	struct event *step;
-	bool rebuilding;
-	uint8_t parity;       /* of the filter in use */
 };
 
 static void
@@ -31,7 +24,6 @@ on_step(evutil_socket_t fd, short what, void *arg)
 {
 	struct feed *f = arg;
 	struct server *s = f->srv;
-	uint8_t next = !f->parity;
 
 	(void)fd;
 	(void)what;
@@ -39,14 +31,9 @@ on_step(evutil_socket_t fd, short what, void *arg)
 		struct store_obj *o = store_walk_next(s->store);
 		if (o == NULL) {
 			peers_rebuild_end(s->peers);
-			f->parity = next;
-			f->rebuilding = false;
 			return;
 		}
-		if (o->mark != next) {
-			peers_rebuild_add(s->peers, o->key, o->key_len);
-			o->mark = next;
-		}
+		peers_rebuild_walk(s->peers, o->key, o->key_len, &o->mark);
 	}
 	event_active(f->step, EV_TIMEOUT, 0);
 }
@@ -57,14 +44,9 @@ on_insert(void *arg, struct store_obj *o)
 	struct feed *f = arg;
 	struct peers *ps = f->srv->peers;
 
-	peers_object_added(ps, o->key, o->key_len);
-	o->mark = f->parity;
-	if (f->rebuilding) {
-		peers_rebuild_add(ps, o->key, o->key_len);
-		o->mark = !f->parity;
-	} else if (peers_wants_rebuild(ps)) {
+	o->mark = peers_object_added(ps, o->key, o->key_len);
+	if (peers_wants_rebuild(ps)) {
 		peers_rebuild_begin(ps);
-		f->rebuilding = true;
 		store_walk_start(f->srv->store);
 		event_active(f->step, EV_TIMEOUT, 0);
 	}
@@ -74,13 +56,9 @@ static void
 on_remove(void *arg, struct store_obj *o)
 {
 	struct feed *f = arg;
-	struct peers *ps = f->srv->peers;
 
-	peers_object_removed(ps, o->key, o->key_len);
-	if (f->rebuilding && o->mark != f->parity)
-		peers_rebuild_remove(ps, o->key, o->key_len);
+	peers_object_removed(f->srv->peers, o->key, o->key_len, o->mark);
 }
-
 int
 feed_start(struct server *s)
 {

@@ -44,11 +44,11 @@
 #include "peers.h"
 #include "ratelog.h"
 #include "request.h"
+#include "response.h"
 #include "sc_assert.h"
 #include "stored.h"
 #include "upstream.h"
 
-#define FETCH_MAX_CANDIDATES 4
 /* curl's receive buffer: what one write callback brings at most */
 #define FETCH_CHUNK (64 * 1024)
 /* client output, miss bytes: reading the origin stops above this (the
@@ -79,7 +79,7 @@ struct fetch {
 	const char *proto_error;
 	/* peers whose summaries claim the object, asked in order before the
 	 * origin; peer is the one being asked now (NULL: the origin) */
-	struct peer *cand[FETCH_MAX_CANDIDATES];
+	struct peer *cand[PEERS_ASKED];
 	size_t ncand, next_cand;
 	struct peer *peer;
 	bool peer_refused;         /* it answered 5xx: a false hit */
@@ -97,7 +97,7 @@ arm_timer(struct fetch *f)
 {
 	uint32_t ms = f->peer != NULL ? f->t->srv->conf.peer_timeout_ms :
 	    f->t->srv->conf.origin_timeout_ms;
-	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	struct timeval tv = tv_ms(ms);
 
 	evtimer_add(f->timer, &tv);
 }
@@ -190,8 +190,9 @@ forward_interim(struct fetch *f)
 	 * we never forward */
 	if (t->req.version != 11 || f->resp.status == 101)
 		return;
-	evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n", f->resp.status,
-	    (int)f->resp.reason_len, f->resp.reason);
+	/* a 1xx head has no framing or Connection of ours */
+	response_status(out, f->resp.status, f->resp.reason,
+	    f->resp.reason_len);
 	stored_fields(&f->resp, out, true);
 	evbuffer_add(out, "\r\n", 2);
 	client_sent(t, evbuffer_get_length(out) - before);
@@ -219,7 +220,7 @@ final_head(struct fetch *f)
 	cc_parse(resp, false, &respcc);
 	bool has_te = http_field_find(resp, "transfer-encoding") != NULL;
 	int64_t clen = has_te ? -1 : resp->content_length;
-	bool proxy_only = f->peer != NULL && f->peer->spec.proxy_only;
+	bool proxy_only = f->peer != NULL && peer_spec(f->peer)->proxy_only;
 	if (f->kind != FETCH_FORWARD && t->is_get && !proxy_only &&
 	    cachectl_storable(&t->req, &t->reqcc, resp, &respcc, &why) &&
 	    (clen < 0 || (uint64_t)clen <= s->conf.max_object_size) &&
@@ -247,26 +248,19 @@ final_head(struct fetch *f)
 	    resp->status == 304;
 	t->status = resp->status;
 	t->result = f->peer != NULL ? RESULT_REMOTE_HIT : RESULT_MISS;
-	evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n", resp->status,
-	    (int)resp->reason_len, resp->reason);
+	response_status(out, resp->status, resp->reason, resp->reason_len);
 	stored_fields(resp, out, true);
-	evbuffer_add_printf(out, "Via: %s\r\nX-Cache: MISS from %s\r\n",
-	    s->via, s->conf.node_name);
+	struct head_tail tl = {.age = -1, .via = true, .x_cache = "MISS",
+	    .length = clen};
 	if (no_body) {
-		if (clen >= 0 && resp->status != 204)
-			evbuffer_add_printf(out, "Content-Length: %lld\r\n",
-			    (long long)clen);
-	} else if (clen >= 0) {
-		evbuffer_add_printf(out, "Content-Length: %lld\r\n",
-		    (long long)clen);
-	} else if (t->req.version == 11) {
-		evbuffer_add(out, "Transfer-Encoding: chunked\r\n", 28);
-		f->chunked_out = true;
-	} else {
+		if (resp->status == 204)
+			tl.length = -1;
+	} else if (clen < 0 && t->req.version == 11) {
+		tl.chunked = f->chunked_out = true;
+	} else if (clen < 0) {
 		t->keep_alive = false; /* the close ends the body */
 	}
-	request_connection_field(t, out);
-	evbuffer_add(out, "\r\n", 2);
+	response_end(s, t, out, &tl);
 	client_sent(t, evbuffer_get_length(out) - before);
 	return true;
 }
@@ -331,11 +325,11 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 	if (f->peer != NULL) {
 		/* Squid's codes for a sibling chosen by ICP, and by its
 		 * digest (a summary is one) */
-		f->t->hier = f->by_icp ? "SIBLING_HIT" : "CD_SIBLING_HIT";
+		f->t->hier = f->by_icp ? SQ_SIBLING_HIT : SQ_CD_SIBLING_HIT;
 		snprintf(f->t->hier_host, sizeof(f->t->hier_host), "%s",
-		    f->peer->spec.name);
+		    peer_spec(f->peer)->name);
 	} else {
-		f->t->hier = "HIER_DIRECT";
+		f->t->hier = SQ_HIER_DIRECT;
 		if (curl_easy_getinfo(f->easy, CURLINFO_PRIMARY_IP, &ip) ==
 		    CURLE_OK && ip != NULL)
 			snprintf(f->t->hier_host, sizeof(f->t->hier_host),
@@ -428,10 +422,10 @@ fail_before_head(struct fetch *f, int status, const char *cause)
 		/* RFC 9111 4.2.4: a stale copy beats an error when the
 		 * origin cannot be reached and the origin did not forbid it */
 		s->m.revalidate_failed++;
-		request_serve_object(t, t->stale, "TCP_REFRESH_FAIL_OLD");
+		request_serve_object(t, t->stale, SQ_TCP_REFRESH_FAIL_OLD);
 		return;
 	}
-	request_error(t, status, "TCP_MISS", cause, false);
+	request_error(t, status, SQ_TCP_MISS, cause, false);
 }
 
 static void
@@ -445,7 +439,7 @@ finish_error(struct fetch *f, CURLcode rc)
 	if (f->head_done) {
 		/* mid-body: the client must see a truncated message */
 		s->m.origin_protocol++;
-		t->code = "TCP_MISS_ABORTED";
+		t->code = SQ_TCP_MISS_ABORTED;
 		client_fail(t->c);
 		return;
 	}
@@ -490,11 +484,11 @@ finish_ok(struct fetch *f)
 		s->m.revalidated_unmodified++;
 		if (o != NULL) {
 			store_insert(s->store, o);
-			request_serve_object(t, o, "TCP_REFRESH_UNMODIFIED");
+			request_serve_object(t, o, SQ_TCP_REFRESH_UNMODIFIED);
 			store_obj_unref(&o);
 		} else {
 			request_serve_object(t, t->stale,
-			    "TCP_REFRESH_UNMODIFIED");
+			    SQ_TCP_REFRESH_UNMODIFIED);
 		}
 		return;
 	}
@@ -554,7 +548,7 @@ next_source(struct fetch *f, enum peer_outcome outcome)
 	f->resp.content_length = -1;
 	evbuffer_drain(f->headbuf, evbuffer_get_length(f->headbuf));
 	if (attempt(f) < 0) {
-		request_error(f->t, 503, "TCP_MISS", "cannot start origin "
+		request_error(f->t, 503, SQ_TCP_MISS, "cannot start origin "
 		    "fetch", false);
 	}
 }
@@ -629,7 +623,7 @@ attempt(struct fetch *f)
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	/* a peer is asked as a proxy; the origin directly, never through a
 	 * proxy from the environment */
-	curl_easy_setopt(e, CURLOPT_PROXY, f->peer ? f->peer->proxy_url : "");
+	curl_easy_setopt(e, CURLOPT_PROXY, f->peer ? peer_proxy_url(f->peer) : "");
 	if (f->peer != NULL && s->peer_source[0] != '\0')
 		curl_easy_setopt(e, CURLOPT_INTERFACE, s->peer_source);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
@@ -692,7 +686,7 @@ on_icp_answer(void *arg, struct peer *hit)
 		f->by_icp = true;
 	}
 	if (attempt(f) < 0)
-		request_error(f->t, 503, "TCP_MISS", "cannot start origin "
+		request_error(f->t, 503, SQ_TCP_MISS, "cannot start origin "
 		    "fetch", false);
 }
 
@@ -715,7 +709,7 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 	if (peer_eligible(t, kind)) {
 		if (s->conf.sharing != SHARING_ICP) {
 			f->ncand = peers_candidates(s->peers, t->url.norm,
-			    t->url.len, f->cand, FETCH_MAX_CANDIDATES);
+			    t->url.len, f->cand, PEERS_ASKED);
 		} else if (s->icp != NULL) {
 			/* the answer starts the first source (no query out:
 			 * no live peer, so the origin at once) */

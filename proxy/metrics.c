@@ -1,48 +1,82 @@
 /*
- * Prometheus text rendering of the counter table. One HELP/TYPE pair per
- * family, emitted at the first row of the family.
+ * The proxy's counters rendered through the family table (metric.h):
+ * HELP and TYPE at the first row of each family.
  */
 #include "metrics.h"
 
-#include <inttypes.h>
-#include <string.h>
+#include <stddef.h>
 
-#include <event2/buffer.h>
+#include "budget.h"
+#include "sc_assert.h"
+#include "client.h"
+#include "proxy.h"
+#include "store.h"
 
-struct metric_desc {
-	const char *family;
-	const char *type;
-	const char *labels;
-	const char *help;
+struct metric_row {
+	enum metric_family family;
+	const char *label;    /* the family's one label value, or NULL */
+	const char *status;   /* the status page's name, or NULL */
 	size_t off;
 };
 
-static const struct metric_desc descs[] = {
-#define METRICS_DESC(field, type, family, labels, help)                      \
-	{family, #type, labels, help, offsetof(struct metrics, field)},
-	METRICS_TABLE(METRICS_DESC)
-#undef METRICS_DESC
+static const struct metric_row rows[] = {
+#define METRICS_ROW(field, family, label, status)                            \
+	{MF_##family, label, status, offsetof(struct metrics, field)},
+	METRICS_TABLE(METRICS_ROW)
+#undef METRICS_ROW
 };
+
+static uint64_t
+value(const struct metrics *m, const struct metric_row *r)
+{
+	return *(const uint64_t *)((const char *)m + r->off);
+}
+
+void
+metrics_refresh(struct server *s)
+{
+	const struct store_stats *st = store_stats(s->store);
+	const struct budget_stats *bs = budget_stats(s->budget);
+
+	s->m.cache_objects = st->objects;
+	s->m.cache_bytes = st->bytes;
+	s->m.cache_pinned = st->pinned;
+	s->m.evictions = st->evictions;
+	s->m.inflight_bytes = bs->inflight;
+	s->m.inflight_refused = bs->inflight_refused;
+	s->m.heap_trims = bs->trims;
+	s->m.conn_mem_bound = client_mem_bound(s);
+}
 
 void
 metrics_render(const struct metrics *m, struct evbuffer *out)
 {
-	const char *prev = "";
+	int prev = -1;
 
-	for (size_t i = 0; i < sizeof(descs) / sizeof(descs[0]); i++) {
-		const struct metric_desc *d = &descs[i];
-		uint64_t v = *(const uint64_t *)((const char *)m + d->off);
-
-		if (strcmp(prev, d->family) != 0) {
-			evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n",
-			    d->family, d->help, d->family, d->type);
-			prev = d->family;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct metric_row *r = &rows[i];
+		if ((int)r->family != prev) {
+			metric_head(out, r->family);
+			prev = (int)r->family;
 		}
-		if (*d->labels)
-			evbuffer_add_printf(out, "%s{%s} %" PRIu64 "\n",
-			    d->family, d->labels, v);
-		else
-			evbuffer_add_printf(out, "%s %" PRIu64 "\n", d->family,
-			    v);
+		metric_u64(out, r->family, r->label ? &r->label : NULL,
+		    value(m, r));
 	}
+}
+
+size_t
+metrics_status_fields(const struct metrics *m, const char **names,
+    uint64_t *values, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (rows[i].status != NULL) {
+			/* a status row past the caller's room would vanish
+			 * from the page unseen: the room is ours to grow */
+			SC_ASSERT(n < max);
+			names[n] = rows[i].status;
+			values[n++] = value(m, &rows[i]);
+		}
+	return n;
 }

@@ -22,6 +22,7 @@
 #include "icpsock.h"
 #include "peers.h"
 #include "request.h"
+#include "response.h"
 #include "sqdigest.h"
 #include "status.h"
 
@@ -36,13 +37,12 @@ internal_head(struct txn *t, int status, const char *ctype,
 
 	t->status = status;
 	t->result = RESULT_INTERNAL;
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nCache-Control: no-store\r\n"
-	    "%s", status, http_reason(status), extra);
+	response_status(out, status, NULL, 0);
+	evbuffer_add_printf(out, "Cache-Control: no-store\r\n%s", extra);
 	if (status != 204)
-		evbuffer_add_printf(out, "Content-Type: %s\r\n"
-		    "Content-Length: %zu\r\n", ctype, len);
-	request_connection_field(t, out);
-	evbuffer_add(out, "\r\n", 2);
+		evbuffer_add_printf(out, "Content-Type: %s\r\n", ctype);
+	response_end(t->srv, t, out, &(struct head_tail){.age = -1,
+	    .length = status != 204 ? (int64_t)len : -1});
 }
 
 /* A short internal answer: status, optional body of type ctype. */
@@ -61,7 +61,7 @@ static void
 internal_buffer(struct txn *t, const char *ctype, struct evbuffer *buf)
 {
 	if (buf == NULL) {
-		request_error(t, 503, "NONE_NONE", "out of memory", true);
+		request_error(t, 503, SQ_NONE_NONE, "out of memory", true);
 		return;
 	}
 	internal_head(t, 200, ctype, "", evbuffer_get_length(buf));
@@ -75,18 +75,9 @@ static void
 serve_metrics(struct txn *t)
 {
 	struct server *s = t->srv;
-	const struct store_stats *st = store_stats(s->store);
 	struct evbuffer *body = evbuffer_new();
 
-	const struct budget_stats *bs = budget_stats(s->budget);
-	s->m.cache_objects = st->objects;
-	s->m.cache_bytes = st->bytes;
-	s->m.cache_pinned = st->pinned;
-	s->m.evictions = st->evictions;
-	s->m.inflight_bytes = bs->inflight;
-	s->m.inflight_refused = bs->inflight_refused;
-	s->m.heap_trims = bs->trims;
-	s->m.conn_mem_bound = client_mem_bound(s);
+	metrics_refresh(s);
 	if (body != NULL) {
 		metrics_render(&s->m, body);
 		if (s->peers != NULL)
@@ -181,11 +172,11 @@ start_summary_push(struct txn *t)
 	t->summary_post = true;
 	t->peer_msg = malloc(len > 0 ? len : 1);
 	if (t->peer_msg == NULL) {
-		request_error(t, 503, "NONE_NONE", "out of memory", true);
+		request_error(t, 503, SQ_NONE_NONE, "out of memory", true);
 		return;
 	}
 	client_body_deadline(t->c, s->conf.peer_timeout_ms);
-	request_feed_body(t, bufferevent_get_input(t->c->bev));
+	client_feed_body(t->c);
 }
 
 void
@@ -217,7 +208,7 @@ serve_digest(struct txn *t)
 	    sqdigest_get(s->digest, time(NULL), &made, &expires);
 
 	if (b == NULL) {
-		request_error(t, 404, "NONE_NONE", "no cache digest here "
+		request_error(t, 404, SQ_NONE_NONE, "no cache digest here "
 		    "(digest_generation off)", false);
 		return;
 	}
@@ -227,12 +218,11 @@ serve_digest(struct txn *t)
 	http_date_format(expires, ex);
 	t->status = 200;
 	t->result = RESULT_INTERNAL;
-	evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Type: "
-	    "application/cache-digest\r\nContent-Length: %zu\r\n"
-	    "Last-Modified: %s\r\nExpires: %s\r\nVia: %s\r\n", b->len, lm,
-	    ex, s->via);
-	request_connection_field(t, out);
-	evbuffer_add(out, "\r\n", 2);
+	response_status(out, 200, NULL, 0);
+	evbuffer_add_printf(out, "Content-Type: application/cache-digest\r\n"
+	    "Last-Modified: %s\r\nExpires: %s\r\n", lm, ex);
+	response_end(s, t, out, &(struct head_tail){.age = -1, .via = true,
+	    .length = (int64_t)b->len});
 	if (!t->is_head)
 		evbuffer_add(out, b->p, b->len);
 	s->m.digests_served++;
@@ -319,7 +309,7 @@ pages_answer(struct txn *t, const char *p, size_t n)
 	}
 	if (http_token_eq(p, n, "/sumcache/v1/summary")) {
 		if (t->srv->conf.sharing != SHARING_SUMMARY)
-			request_error(t, 404, "NONE_NONE", "this node shares "
+			request_error(t, 404, SQ_NONE_NONE, "this node shares "
 			    "no summary (sharing none)", false);
 		else if (t->is_get)
 			serve_summary_pull(t);
@@ -330,7 +320,7 @@ pages_answer(struct txn *t, const char *p, size_t n)
 			internal_text(t, 405, "GET or POST");
 		return;
 	}
-	request_error(t, 400, "NONE_NONE", "this is a forward proxy: the "
+	request_error(t, 400, SQ_NONE_NONE, "this is a forward proxy: the "
 	    "request target must be an absolute URL", false);
 }
 

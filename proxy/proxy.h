@@ -93,6 +93,17 @@ struct client {
 	char addr[64];
 };
 
+/*
+ * What the body feed tells the connection: the client owns its socket,
+ * the request decides how much body it holds.
+ */
+enum body_feed {
+	BODY_FEED_MORE = 0,  /* read on */
+	BODY_FEED_FULL,      /* stop reading until client_body_resume */
+	BODY_FEED_FAILED,    /* a framing error: answered, or the connection
+	                      * is failing; read nothing more */
+};
+
 /* How a response counts in sumcache_requests_total. */
 enum txn_result {
 	RESULT_INTERNAL = 0, /* /metrics and the like: not counted */
@@ -136,8 +147,8 @@ struct txn {
 	enum txn_result result;
 	int status;
 	uint64_t bytes_out;
-	const char *code;
-	const char *hier;     /* Squid hierarchy code */
+	enum squid_code code;
+	enum squid_hier hier;
 	char hier_host[64];   /* address that answered, or "-" */
 	char ctype[80];
 };

@@ -28,61 +28,12 @@
 #include "client.h"
 #include "fetch.h"
 #include "pages.h"
+#include "response.h"
 #include "peers.h"
 
-const char *
-http_reason(int status)
-{
-	switch (status) {
-	case 100: return "Continue";
-	case 200: return "OK";
-	case 203: return "Non-Authoritative Information";
-	case 204: return "No Content";
-	case 206: return "Partial Content";
-	case 300: return "Multiple Choices";
-	case 301: return "Moved Permanently";
-	case 302: return "Found";
-	case 304: return "Not Modified";
-	case 307: return "Temporary Redirect";
-	case 308: return "Permanent Redirect";
-	case 400: return "Bad Request";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 409: return "Conflict";
-	case 411: return "Length Required";
-	case 413: return "Content Too Large";
-	case 422: return "Unprocessable Content";
-	case 408: return "Request Timeout";
-	case 410: return "Gone";
-	case 414: return "URI Too Long";
-	case 431: return "Request Header Fields Too Large";
-	case 501: return "Not Implemented";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	case 505: return "HTTP Version Not Supported";
-	default: return status < 300 ? "OK" : status < 400 ? "Redirect" :
-	    status < 500 ? "Client Error" : "Server Error";
-	}
-}
-
 void
-request_connection_field(struct txn *t, struct evbuffer *out)
-{
-	/* unread request body would be parsed as the next request */
-	if (t->body_kind != BODY_NONE && !t->body_done)
-		t->keep_alive = false;
-	if (t->srv->draining)
-		t->keep_alive = false;
-	if (!t->keep_alive)
-		evbuffer_add(out, "Connection: close\r\n", 19);
-	else if (t->req.version == 10)
-		evbuffer_add(out, "Connection: keep-alive\r\n", 24);
-}
-
-void
-request_error(struct txn *t, int status, const char *code, const char *cause,
+request_error(struct txn *t, int status, enum squid_code code,
+    const char *cause,
     bool close)
 {
 	struct evbuffer *out = client_out(t->c);
@@ -99,11 +50,11 @@ request_error(struct txn *t, int status, const char *code, const char *cause,
 	t->code = code;
 	t->result = RESULT_ERROR;
 	snprintf(t->ctype, sizeof(t->ctype), "text/plain");
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
-	    "Content-Length: %d\r\nCache-Control: no-store\r\nVia: %s\r\n",
-	    status, http_reason(status), n, t->srv->via);
-	request_connection_field(t, out);
-	evbuffer_add(out, "\r\n", 2);
+	response_status(out, status, NULL, 0);
+	evbuffer_add_printf(out, "Content-Type: text/plain\r\n"
+	    "Cache-Control: no-store\r\n");
+	response_end(t->srv, t, out, &(struct head_tail){.age = -1,
+	    .via = true, .length = n});
 	if (!t->is_head)
 		evbuffer_add(out, body, (size_t)n);
 	client_sent(t, evbuffer_get_length(out) - before);
@@ -244,7 +195,8 @@ client_not_modified(const struct txn *t, const struct store_obj *o)
 }
 
 void
-request_serve_object(struct txn *t, struct store_obj *o, const char *code)
+request_serve_object(struct txn *t, struct store_obj *o,
+    enum squid_code code)
 {
 	struct evbuffer *out = client_out(t->c);
 	size_t before = evbuffer_get_length(out);
@@ -256,22 +208,16 @@ request_serve_object(struct txn *t, struct store_obj *o, const char *code)
 	size_t ctl;
 
 	t->status = status;
-	t->code = not_modified && strcmp(code, "TCP_MEM_HIT") == 0 ?
-	    "TCP_IMS_HIT" : code;
+	t->code = not_modified && code == SQ_TCP_MEM_HIT ? SQ_TCP_IMS_HIT :
+	    code;
 	t->result = RESULT_LOCAL_HIT;
 	if (store_head_find(o, "content-type", &ct, &ctl))
 		snprintf(t->ctype, sizeof(t->ctype), "%.*s", (int)ctl, ct);
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
-	    http_reason(status));
+	response_status(out, status, NULL, 0);
 	evbuffer_add(out, store_obj_head(o), o->head_len);
-	evbuffer_add_printf(out, "Age: %lld\r\nVia: %s\r\nX-Cache: HIT from "
-	    "%s\r\n", (long long)(age < 2147483648LL ? age : 2147483648LL),
-	    t->srv->via, t->srv->conf.node_name);
-	if (status != 304 && status != 204)
-		evbuffer_add_printf(out, "Content-Length: %zu\r\n",
-		    o->body->len);
-	request_connection_field(t, out);
-	evbuffer_add(out, "\r\n", 2);
+	response_end(t->srv, t, out, &(struct head_tail){.age = age,
+	    .via = true, .x_cache = "HIT", .length = status != 304 &&
+	    status != 204 ? (int64_t)o->body->len : -1});
 	if (body)
 		bodyfd_send(o->body, out);
 	client_sent(t, evbuffer_get_length(out) - before);
@@ -304,7 +250,7 @@ setup_body(struct txn *t)
 	return t->body != NULL;
 }
 
-int
+enum body_feed
 request_feed_body(struct txn *t, struct evbuffer *in)
 {
 	size_t avail = evbuffer_get_length(in);
@@ -336,12 +282,12 @@ request_feed_body(struct txn *t, struct evbuffer *in)
 			/* once a response is under way, only a close can
 			 * tell the client */
 			if (t->status == 0) {
-				request_error(t, 400, "NONE_NONE", why, true);
+				request_error(t, 400, SQ_NONE_NONE, why, true);
 			} else {
-				t->code = "TCP_MISS_ABORTED";
+				t->code = SQ_TCP_MISS_ABORTED;
 				client_fail(t->c);
 			}
-			return -1;
+			return BODY_FEED_FAILED;
 		}
 		if (dlen > 0)
 			evbuffer_add(t->body, data, dlen);
@@ -349,11 +295,20 @@ request_feed_body(struct txn *t, struct evbuffer *in)
 		avail -= (size_t)used;
 		t->body_done = http_chunked_done(&t->chunk);
 	}
+	if (t->summary_post) {
+		/* read whole (its size was checked); answering it may
+		 * finish t */
+		if (t->body_done)
+			pages_summary_arrived(t);
+		return BODY_FEED_MORE;
+	}
+	/* a body waits for its fetch beyond CLIENT_BODY_HIGH; decided
+	 * before the fetch hears of it, which may finish t */
+	enum body_feed r = t->body != NULL && evbuffer_get_length(t->body) >
+	    CLIENT_BODY_HIGH ? BODY_FEED_FULL : BODY_FEED_MORE;
 	if (t->fetch != NULL)
 		fetch_body_ready(t->fetch);
-	else if (t->summary_post && t->body_done)
-		pages_summary_arrived(t);
-	return 0;
+	return r;
 }
 
 void
@@ -406,10 +361,10 @@ start_fetch(struct txn *t, enum fetch_kind kind)
 	/* body bytes that arrived with the head are checked before the
 	 * origin hears of the request: a framing error never reaches it */
 	if (t->body_kind != BODY_NONE &&
-	    request_feed_body(t, bufferevent_get_input(t->c->bev)) < 0)
+	    client_feed_body(t->c) == BODY_FEED_FAILED)
 		return;
 	if (fetch_start(t, kind) < 0)
-		request_error(t, 503, "NONE_NONE", "cannot start origin fetch",
+		request_error(t, 503, SQ_NONE_NONE, "cannot start origin fetch",
 		    true);
 }
 
@@ -432,11 +387,11 @@ lookup(struct txn *t)
 
 	if (o == NULL) {
 		if (t->reqcc.only_if_cached) {
-			request_error(t, 504, "TCP_MISS", "not in cache "
+			request_error(t, 504, SQ_TCP_MISS, "not in cache "
 			    "(only-if-cached)", false);
 			return;
 		}
-		t->code = "TCP_MISS";
+		t->code = SQ_TCP_MISS;
 		start_fetch(t, FETCH_MISS);
 		return;
 	}
@@ -448,25 +403,25 @@ lookup(struct txn *t)
 	};
 	enum cachectl_verdict v = cachectl_judge(&e, &t->reqcc);
 	if (v != CACHECTL_REVALIDATE) {
-		request_serve_object(t, o, v == CACHECTL_FRESH ? "TCP_MEM_HIT" :
-		    "TCP_STALE_HIT");
+		request_serve_object(t, o, v == CACHECTL_FRESH ? SQ_TCP_MEM_HIT :
+		    SQ_TCP_STALE_HIT);
 		store_obj_unref(&o);
 		return;
 	}
 	if (t->reqcc.only_if_cached) {
 		store_obj_unref(&o);
-		request_error(t, 504, "TCP_MISS", "no fresh copy in cache "
+		request_error(t, 504, SQ_TCP_MISS, "no fresh copy in cache "
 		    "(only-if-cached)", false);
 		return;
 	}
 	if (t->is_get && has_validator(o)) {
 		t->stale = o;
-		t->code = "TCP_REFRESH_MODIFIED";
+		t->code = SQ_TCP_REFRESH_MODIFIED;
 		start_fetch(t, FETCH_REVALIDATE);
 		return;
 	}
 	store_obj_unref(&o);
-	t->code = t->reqcc.no_cache ? "TCP_CLIENT_REFRESH_MISS" : "TCP_MISS";
+	t->code = t->reqcc.no_cache ? SQ_TCP_CLIENT_REFRESH_MISS : SQ_TCP_MISS;
 	start_fetch(t, FETCH_MISS);
 }
 
@@ -478,7 +433,7 @@ request_start(struct txn *t)
 	t->is_get = http_token_eq(t->req.method, t->req.method_len, "GET");
 	t->is_head = http_token_eq(t->req.method, t->req.method_len, "HEAD");
 	if (!setup_body(t)) {
-		request_error(t, 503, "NONE_NONE", "out of memory", true);
+		request_error(t, 503, SQ_NONE_NONE, "out of memory", true);
 		return;
 	}
 	t->body_done = t->body_kind == BODY_NONE;
@@ -489,7 +444,7 @@ request_start(struct txn *t)
 	if (url_parse_absolute(t->req.target, t->req.target_len, &t->url,
 	    &why) < 0) {
 		t->srv->m.parse_errors++;
-		request_error(t, 400, "NONE_NONE", why, false);
+		request_error(t, 400, SQ_NONE_NONE, why, false);
 		return;
 	}
 	/* our own pages, named in absolute form: answered here, not fetched
@@ -513,6 +468,6 @@ request_start(struct txn *t)
 		lookup(t);
 		return;
 	}
-	t->code = "TCP_MISS";
+	t->code = SQ_TCP_MISS;
 	start_fetch(t, FETCH_FORWARD);
 }

@@ -9,10 +9,10 @@
 /* A complete, valid head has been parsed into t->req: act on it. */
 void request_start(struct txn *t);
 
-/* Moves request body bytes from in to the transaction. Returns -1 on a
- * framing error (the response has been written and the connection must
- * close), 0 otherwise. */
-int request_feed_body(struct txn *t, struct evbuffer *in);
+/* Moves request body bytes from in (the client's input) to the
+ * transaction, which may finish meanwhile (a summary POST is answered as
+ * soon as it is whole). */
+enum body_feed request_feed_body(struct txn *t, struct evbuffer *in);
 
 /* The client's output fell below the low mark. */
 void request_output_drained(struct txn *t);
@@ -21,18 +21,14 @@ void request_output_drained(struct txn *t);
  * deadline: counted, before the connection is closed. */
 void request_body_stalled(struct txn *t);
 
-/* Appends the response's Connection field and settles t->keep_alive: no
- * reuse with request body left unread, while draining, or on request. */
-void request_connection_field(struct txn *t, struct evbuffer *out);
-
 /* Writes a short text error response; close forces Connection: close. */
-void request_error(struct txn *t, int status, const char *code,
+void request_error(struct txn *t, int status, enum squid_code code,
     const char *cause, bool close);
 
 /* Answers from a stored object (304 when the client's conditionals
  * match); code is the access-log code. Finishes the transaction. */
 void request_serve_object(struct txn *t, struct store_obj *o,
-    const char *code);
+    enum squid_code code);
 
 /* The client went away: stop any fetch and forget the transaction. */
 void txn_free(struct txn **t);
@@ -42,13 +38,10 @@ void txn_account(struct txn *t);
 
 /*
  * ICP's question (arg is the server): HIT when url is cached and stays
- * fresh for at least the next ICP_HIT_FRESH seconds, as Squid answers;
- * ERR when url is no URL we could cache.
+ * fresh for at least the next ICP_HIT_FRESH seconds (icp.h), as Squid
+ * answers; ERR when url is no URL we could cache.
  */
-#define ICP_HIT_FRESH 30
 enum icp_op request_icp_lookup(void *arg, const char *url, size_t len);
 
-/* Reason phrase for a status code. */
-const char *http_reason(int status);
 
 #endif

@@ -18,19 +18,14 @@
 
 #define STATUS_SAMPLES 720
 
-/* What a sample holds; the names go to the page with the samples. */
-enum field {
-	F_LOCAL_HIT, F_REMOTE_HIT, F_MISS, F_ERROR,
-	F_PEER_HIT, F_PEER_MISS,
-	F_CACHE_BYTES, F_CACHE_OBJECTS, F_EVICTIONS,
-	F_MESSAGES,                   /* IPM_NTYPES of them, by type */
+/* What a sample holds: the rows of METRICS_TABLE with a status name
+ * (metrics.h), then inter-proxy messages and bytes by type; the names go
+ * to the page with the samples. */
+#define F_TABLE_MAX 12
+enum {
+	F_MESSAGES = F_TABLE_MAX,
 	F_BYTES = F_MESSAGES + IPM_NTYPES,
 	F_COUNT = F_BYTES + IPM_NTYPES
-};
-
-static const char *const field_names[F_MESSAGES] = {
-	"local_hit", "remote_hit", "miss", "error", "peer_hit", "peer_miss",
-	"cache_bytes", "cache_objects", "evictions",
 };
 
 struct sample {
@@ -42,6 +37,8 @@ struct status {
 	struct server *srv;
 	struct event *timer;
 	uint64_t started_ms;
+	size_t nfields;               /* of METRICS_TABLE, at most F_TABLE_MAX */
+	const char *names[F_TABLE_MAX];
 	size_t head, n;               /* ring: next slot, samples held */
 	struct sample ring[STATUS_SAMPLES];
 };
@@ -58,21 +55,15 @@ wall_ms(void)
 /* Messages and bytes count both directions: the page charts this
  * node's share of the cluster's traffic, in and out. */
 static void
-take(const struct server *s, struct sample *out)
+take(struct status *st, struct sample *out)
 {
-	const struct store_stats *st = store_stats(s->store);
+	struct server *s = st->srv;
 
 	memset(out, 0, sizeof(*out));
 	out->ms = wall_ms();
-	out->v[F_LOCAL_HIT] = s->m.req_local_hit;
-	out->v[F_REMOTE_HIT] = s->m.req_remote_hit;
-	out->v[F_MISS] = s->m.req_miss;
-	out->v[F_ERROR] = s->m.req_error;
-	out->v[F_PEER_HIT] = s->m.peer_served_hit;
-	out->v[F_PEER_MISS] = s->m.peer_served_miss;
-	out->v[F_CACHE_BYTES] = st->bytes;
-	out->v[F_CACHE_OBJECTS] = st->objects;
-	out->v[F_EVICTIONS] = st->evictions;
+	metrics_refresh(s);
+	st->nfields = metrics_status_fields(&s->m, st->names, out->v,
+	    F_TABLE_MAX);
 	if (s->peers != NULL) {
 		uint64_t msgs[2][IPM_NTYPES], bytes[2][IPM_NTYPES];
 
@@ -91,7 +82,7 @@ on_sample(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	take(st->srv, &st->ring[st->head]);
+	take(st, &st->ring[st->head]);
 	st->head = (st->head + 1) % STATUS_SAMPLES;
 	if (st->n < STATUS_SAMPLES)
 		st->n++;
@@ -102,7 +93,7 @@ status_new(struct server *s)
 {
 	struct status *st = calloc(1, sizeof(*st));
 	uint32_t ms = s->conf.status_interval_ms;
-	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	struct timeval tv = tv_ms(ms);
 
 	if (st == NULL)
 		return NULL;
@@ -149,10 +140,14 @@ json_str(struct evbuffer *out, const char *s)
 }
 
 static void
-json_sample(struct evbuffer *out, const struct sample *sm)
+json_sample(const struct status *st, struct evbuffer *out,
+    const struct sample *sm)
 {
 	evbuffer_add_printf(out, "[%llu", (unsigned long long)sm->ms);
-	for (int f = 0; f < F_COUNT; f++)
+	for (size_t f = 0; f < st->nfields; f++)
+		evbuffer_add_printf(out, ",%llu",
+		    (unsigned long long)sm->v[f]);
+	for (int f = F_MESSAGES; f < F_COUNT; f++)
 		evbuffer_add_printf(out, ",%llu",
 		    (unsigned long long)sm->v[f]);
 	evbuffer_add(out, "]", 1);
@@ -167,34 +162,29 @@ json_peers(struct evbuffer *out, struct peers *ps)
 
 	evbuffer_add_printf(out, "\"peers\":[");
 	for (size_t i = 0; i < n; i++) {
-		const struct peer *p = v[i];
+		const struct peer_spec *sp = peer_spec(v[i]);
 		struct peer_view pv;
-		uint64_t msgs = 0, bytes = 0;
 
-		peer_view(p, now, &pv);
-		for (int d = 0; d < 2; d++)
-			for (int t = 0; t < IPM_NTYPES; t++) {
-				msgs += p->msgs[d][t];
-				bytes += p->bytes[d][t];
-			}
+		peer_view(v[i], now, &pv);
 		evbuffer_add_printf(out, "%s{\"name\":", i ? "," : "");
-		json_str(out, p->spec.name);
+		json_str(out, sp->name);
 		evbuffer_add_printf(out, ",\"address\":");
-		json_str(out, p->spec.host);
+		json_str(out, sp->host);
 		evbuffer_add_printf(out, ",\"port\":%u,\"type\":\"%s\","
 		    "\"up\":%s,\"has_summary\":%s,\"epoch\":%llu,"
 		    "\"sequence\":%llu,\"entries\":%llu,\"fill\":%.17g,"
 		    "\"fpr\":%.17g,\"age_s\":%.3f,\"rtt_s\":%.6f,"
 		    "\"remote_hits\":%llu,\"downs\":%llu,\"messages\":%llu,"
 		    "\"bytes\":%llu}",
-		    p->spec.port, p->spec.type == PEER_SQUID_DIGEST ?
+		    sp->port, sp->type == PEER_SQUID_DIGEST ?
 		    "squid-digest" : "sumcache", pv.up ? "true" : "false",
 		    pv.has_summary ? "true" : "false",
 		    (unsigned long long)pv.epoch, (unsigned long long)pv.seq,
 		    (unsigned long long)pv.entries, pv.fill, pv.fpr, pv.age_s,
-		    pv.rtt_s, (unsigned long long)p->remote_hits,
-		    (unsigned long long)p->downs, (unsigned long long)msgs,
-		    (unsigned long long)bytes);
+		    pv.rtt_s, (unsigned long long)pv.remote_hits,
+		    (unsigned long long)pv.downs,
+		    (unsigned long long)pv.messages,
+		    (unsigned long long)pv.bytes);
 	}
 	evbuffer_add(out, "]", 1);
 }
@@ -206,7 +196,7 @@ status_render_json(struct status *st, struct evbuffer *out)
 	const struct server *s = st->srv;
 	struct sample now;
 
-	take(s, &now);
+	take(st, &now);
 	evbuffer_add_printf(out, "{\"node\":");
 	json_str(out, s->conf.node_name);
 	evbuffer_add_printf(out, ",\"version\":\"%s\",\"listen\":",
@@ -217,8 +207,8 @@ status_render_json(struct status *st, struct evbuffer *out)
 	    sharing[s->conf.sharing], (unsigned long long)st->started_ms,
 	    s->conf.status_interval_ms, s->conf.cache_mem);
 	evbuffer_add_printf(out, "\"time_ms\"");
-	for (int f = 0; f < F_MESSAGES; f++)
-		evbuffer_add_printf(out, ",\"%s\"", field_names[f]);
+	for (size_t f = 0; f < st->nfields; f++)
+		evbuffer_add_printf(out, ",\"%s\"", st->names[f]);
 	for (int t = 0; t < IPM_NTYPES; t++)
 		evbuffer_add_printf(out, ",\"messages_%s\"", ipm_type_name(t));
 	for (int t = 0; t < IPM_NTYPES; t++)
@@ -226,10 +216,10 @@ status_render_json(struct status *st, struct evbuffer *out)
 	evbuffer_add_printf(out, "],\"samples\":[");
 	size_t first = (st->head + STATUS_SAMPLES - st->n) % STATUS_SAMPLES;
 	for (size_t i = 0; i < st->n; i++) {
-		json_sample(out, &st->ring[(first + i) % STATUS_SAMPLES]);
+		json_sample(st, out, &st->ring[(first + i) % STATUS_SAMPLES]);
 		evbuffer_add(out, ",", 1);
 	}
-	json_sample(out, &now);
+	json_sample(st, out, &now);
 	evbuffer_add(out, "],", 2);
 	json_peers(out, s->peers);
 	evbuffer_add(out, "}\n", 2);

@@ -25,7 +25,8 @@
 #include <event2/event.h>
 
 #include "client.h"
-#include "request.h"
+#include "server.h"
+#include "response.h"
 
 /* per direction; with a read's worth past it, less than a client's bound
  * (client_mem_bound) for both */
@@ -165,10 +166,12 @@ on_event(struct bufferevent *bev, short what, void *arg)
 		int n = snprintf(body, sizeof(body),
 		    "sumcache: cannot connect to %s: %s\n", tn->url, cause);
 		tn->status = timeout ? 504 : 502;
-		evbuffer_add_printf(bufferevent_get_output(tn->side[0]),
-		    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\n"
-		    "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
-		    tn->status, http_reason(tn->status), n, body);
+		struct evbuffer *out = bufferevent_get_output(tn->side[0]);
+		response_status(out, tn->status, NULL, 0);
+		evbuffer_add_printf(out, "Content-Type: text/plain\r\n");
+		response_end(tn->srv, NULL, out, &(struct head_tail){.age = -1,
+		    .length = n});
+		evbuffer_add(out, body, (size_t)n);
 		if (timeout)
 			tn->srv->m.origin_timeout++;
 		else
@@ -202,7 +205,7 @@ on_idle(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	uint64_t left = ms - (uint64_t)idle * 1000;
-	struct timeval tv = {(time_t)(left / 1000), (left % 1000) * 1000};
+	struct timeval tv = tv_ms(left);
 	evtimer_add(tn->timer, &tv);
 }
 
@@ -215,31 +218,28 @@ port_allowed(const struct conf *c, uint16_t port)
 	return false;
 }
 
-bool
-tunnel_start(struct txn *t)
+int
+tunnel_start(struct txn *t, enum squid_code *code, const char **why)
 {
 	struct server *s = t->srv;
 	struct url u;
-	const char *why;
 
+	*code = SQ_NONE_NONE;
 	if (url_parse_authority(t->req.target, t->req.target_len, &u,
-	    &why) < 0) {
-		request_error(t, 400, "NONE_NONE", why, true);
-		return false;
-	}
+	    why) < 0)
+		return 400;
 	if (!port_allowed(&s->conf, u.port)) {
 		s->m.tunnel_denied++;
 		url_clear(&u);
-		request_error(t, 403, "TCP_DENIED",
-		    "CONNECT to this port is not allowed (connect_ports)",
-		    false);
-		return false;
+		*code = SQ_TCP_DENIED;
+		*why = "CONNECT to this port is not allowed (connect_ports)";
+		return 403;
 	}
+	*why = "out of memory";
 	struct tunnel *tn = calloc(1, sizeof(*tn));
 	if (tn == NULL) {
 		url_clear(&u);
-		request_error(t, 503, "NONE_NONE", "out of memory", true);
-		return false;
+		return 503;
 	}
 	tn->srv = s;
 	tn->timer = evtimer_new(s->base, on_idle, tn);
@@ -252,15 +252,14 @@ tunnel_start(struct txn *t)
 			bufferevent_free(tn->side[1]);
 		free(tn);
 		url_clear(&u);
-		request_error(t, 503, "NONE_NONE", "out of memory", true);
-		return false;
+		return 503;
 	}
 	snprintf(tn->url, sizeof(tn->url), "%s", u.norm);
 	snprintf(tn->client, sizeof(tn->client), "%s", t->c->addr);
 	tn->log = (struct accesslog_entry){
-		.start = t->start, .client = tn->client, .code = "TCP_TUNNEL",
+		.start = t->start, .client = tn->client, .code = SQ_TCP_TUNNEL,
 		.method = "CONNECT", .method_len = 7, .url = tn->url,
-		.hier = "HIER_DIRECT", .hier_host = "-",
+		.hier = SQ_HIER_DIRECT, .hier_host = "-",
 	};
 	tn->status = 0;
 	char host[256];
@@ -288,16 +287,14 @@ tunnel_start(struct txn *t)
 	}
 	/* the client waits until the target answers */
 	bufferevent_disable(tn->side[0], EV_READ);
-	struct timeval tv = {s->conf.tunnel_idle_timeout_ms / 1000,
-	    (s->conf.tunnel_idle_timeout_ms % 1000) * 1000};
+	struct timeval tv = tv_ms(s->conf.tunnel_idle_timeout_ms);
 	evtimer_add(tn->timer, &tv);
-	struct timeval cto = {s->conf.connect_timeout_ms / 1000,
-	    (s->conf.connect_timeout_ms % 1000) * 1000};
+	struct timeval cto = tv_ms(s->conf.connect_timeout_ms);
 	bufferevent_set_timeouts(tn->side[1], &cto, &cto);
 	/* a failure is reported through on_event, now or later */
 	bufferevent_socket_connect_hostname(tn->side[1], s->dns, AF_UNSPEC,
 	    host, port);
-	return true;
+	return 0;
 }
 
 void

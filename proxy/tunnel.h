@@ -7,11 +7,12 @@
 #include "proxy.h"
 
 /*
- * Handles a CONNECT transaction. Returns true when the connection now
- * belongs to a tunnel (the client and t are freed); false when the request
- * was refused with an error response on the client connection.
+ * Handles a CONNECT transaction. Returns 0 when the connection now
+ * belongs to a tunnel (the client and t are freed), or the status the
+ * caller refuses it with, *code and *why saying how and why; t is
+ * untouched then.
  */
-bool tunnel_start(struct txn *t);
+int tunnel_start(struct txn *t, enum squid_code *code, const char **why);
 
 /* Closes every tunnel at once (exit after the shutdown bound). */
 void tunnel_free_all(struct server *s);

@@ -14,12 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A growable byte buffer owned by the caller (free(buf.p) when done). */
-struct sum_buf {
-	uint8_t *p;
-	size_t len;
-	size_t cap;
-};
+#include "buf.h"
 
 /* The Rice parameter that makes this list smallest. */
 unsigned rice_best_param(const uint64_t *pos, size_t n);
@@ -47,9 +42,5 @@ enum sum_err {
 	SUM_ERR_GAP = -4,       /* not the next sequence: pull a full one */
 	SUM_ERR_CHECKSUM = -5,  /* decoded, but the result is not the sender's */
 };
-
-/* Appends n bytes; or makes room for n more (len unchanged). 0 or -1. */
-int sum_buf_put(struct sum_buf *b, const void *p, size_t n);
-int sum_buf_reserve(struct sum_buf *b, size_t n);
 
 #endif

@@ -8,6 +8,8 @@
 #     publication with URLs the trace never asks for) is within 10 % of
 #     the Bloom formula (1 - e^(-kn/m))^k at 8 and at 16 bits per entry,
 #     and falls as the bits grow;
+#   - sumcache-sim --policy and sumcache --policy agree (the simulator
+#     runs the daemon's publisher and constants);
 #   - a trace with a malformed line is refused with its file and line;
 #     long URLs are read whole, and a client name too long is refused;
 #     a bad option value is refused with what it wants.
@@ -16,6 +18,24 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . tests/checks.sh sim-check
+
+# The simulator runs the daemon's policy: on its defaults and on changed
+# settings, sumcache-sim --policy prints what sumcache --policy prints for
+# the same cache size (filter sizing, threshold, max interval and its
+# tick, peers asked, ICP's freshness rule).
+sim_policy=$("$build/sumcache-sim" --policy --cache 16MB 2>&1)
+node_policy=$("$build/sumcache" --policy -o cache_mem=16MB 2>&1)
+echo "sim:  $sim_policy"
+echo "node: $node_policy"
+check "the simulator's default policy is the daemon's" \
+  [ -n "$sim_policy" -a "$sim_policy" = "$node_policy" ]
+sim_policy=$("$build/sumcache-sim" --policy --cache 64MB --thresholds 2.5 \
+  --bits 8 --hash-functions 6 --max-interval 30 2>&1)
+node_policy=$("$build/sumcache" --policy -o cache_mem=64MB \
+  -o summary_threshold=2.5% -o summary_bits_per_entry=8 \
+  -o summary_hash_functions=6 -o summary_max_interval=30s 2>&1)
+check "the simulator's policy follows its options as the daemon's does" \
+  [ -n "$sim_policy" -a "$sim_policy" = "$node_policy" ]
 
 "$build/workload-gen" --requests 100000 --objects 50000 --proxies 8 \
   --seed 3 >"$dir/trace.log" 2>/dev/null

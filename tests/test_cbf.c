@@ -1,6 +1,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cbf.h"
@@ -74,6 +75,52 @@ Test(cbf, false_positive_rate_matches_theory, .timeout = 300)
 			cbf_free(&f);
 		}
 	}
+}
+
+Test(cbf, remove_is_the_exact_inverse_of_add)
+{
+	/* every one of the k counters goes back down, not only the first:
+	 * the counters after adding A then adding and removing B are those
+	 * after A alone, and removing A as well leaves every counter 0 */
+	const uint64_t n = 20000;
+	struct cbf *f = cbf_new(SUM_XXH3, cbf_size_for(n, 8), 4, 1);
+	struct sumkey k;
+
+	cr_assert_not_null(f);
+	size_t bytes = (size_t)(f->m + 1) / 2;
+	for (uint64_t i = 0; i < n / 2; i++) {
+		test_key(i, &k);
+		cbf_add(f, &k);
+	}
+	uint8_t *after_a = malloc(bytes);
+	cr_assert_not_null(after_a);
+	memcpy(after_a, f->counters, bytes);
+	uint64_t ones_a = f->ones;
+	for (uint64_t i = n / 2; i < n; i++) {
+		test_key(i, &k);
+		cbf_add(f, &k);
+	}
+	for (uint64_t i = n / 2; i < n; i++) {
+		test_key(i, &k);
+		cr_assert(cbf_remove(f, &k));
+	}
+	cr_assert(memcmp(after_a, f->counters, bytes) == 0,
+	    "adding and removing B left counters changed");
+	cr_assert_eq(f->ones, ones_a);
+	for (uint64_t i = 0; i < n / 2; i++) {
+		test_key(i, &k);
+		cr_assert(cbf_remove(f, &k));
+	}
+	for (size_t i = 0; i < bytes; i++)
+		cr_assert_eq(f->counters[i], 0, "counter byte %zu is %u", i,
+		    f->counters[i]);
+	cr_assert_eq(f->ones, 0);
+	cr_assert_eq(cbf_popcount(f), 0);
+	cr_assert_eq(f->entries, 0);
+	cr_assert_eq(f->saturations, 0);
+	cr_assert_eq(f->bad_removes, 0);
+	free(after_a);
+	cbf_free(&f);
 }
 
 Test(cbf, saturation_never_decrements)

@@ -84,6 +84,14 @@ Test(conf, errors_name_file_and_line)
 	cr_assert_eq(conf_override(&c, "sharing=gossip", err, sizeof(err)), -1);
 	cr_assert_eq(conf_override(&c, "nonsense", err, sizeof(err)), -1);
 	cr_assert_eq(conf_override(&c, "node_name=a b", err, sizeof(err)), -1);
+	/* the sender of our signed summaries holds 63 characters: a longer
+	 * name is refused, not cut (peers would not know the cut one) */
+	char name[100] = "node_name=";
+	memset(name + 10, 'n', 63);
+	cr_assert_eq(conf_override(&c, name, err, sizeof(err)), 0, "%s", err);
+	name[10 + 63] = 'n';
+	cr_assert_eq(conf_override(&c, name, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "longer than 63") != NULL, "%s", err);
 	/* http_listen is checked the way start-up binds it */
 	cr_assert_eq(conf_override(&c, "http_listen=[::1]:3128", err,
 	    sizeof(err)), 0, "%s", err);

@@ -134,6 +134,48 @@ Test(e2e, vary_keeps_variants_apart)
 	resp_free(&c);
 }
 
+Test(e2e, client_no_cache_reaches_origin_for_a_fresh_copy)
+{
+	/* RFC 9111 5.2.1.4 and 5.4: the client asks that a stored copy not
+	 * be used without the origin's say, however fresh it is */
+	const char *cc[] = {"Cache-Control: no-cache", NULL};
+	const char *pragma[] = {"Pragma: no-cache", NULL};
+	struct resp a, b, c, d;
+
+	proxy_get(&E, url("/obj/nc?max_age=300&etag=1"), NULL, &a);
+	proxy_get(&E, url("/obj/nc?max_age=300&etag=1"), NULL, &b);
+	cr_assert_str_eq(resp_header(&b, "X-Cache"), "HIT from test-node");
+	cr_assert_eq(origin_count(&E, "/obj/nc", NULL), 1);
+	proxy_get(&E, url("/obj/nc?max_age=300&etag=1"), cc, &c);
+	cr_assert_eq(c.status, 200);
+	cr_assert_eq(origin_count(&E, "/obj/nc", NULL), 2,
+	    "Cache-Control: no-cache went to the origin");
+	proxy_get(&E, url("/obj/nc?max_age=300&etag=1"), pragma, &d);
+	cr_assert_eq(d.status, 200);
+	cr_assert_eq(origin_count(&E, "/obj/nc", NULL), 3,
+	    "Pragma: no-cache went to the origin");
+	cr_assert(c.len == a.len && memcmp(a.body, c.body, a.len) == 0);
+	cr_assert(d.len == a.len && memcmp(a.body, d.body, a.len) == 0);
+	resp_free(&a);
+	resp_free(&b);
+	resp_free(&c);
+	resp_free(&d);
+}
+
+Test(e2e, s_maxage_overrides_max_age_zero)
+{
+	/* a shared cache takes s-maxage over max-age (RFC 9111 5.2.2.10) */
+	struct resp a, b;
+
+	proxy_get(&E, url("/obj/sm?cc=max-age=0,s-maxage=60"), NULL, &a);
+	proxy_get(&E, url("/obj/sm?cc=max-age=0,s-maxage=60"), NULL, &b);
+	cr_assert_eq(b.status, 200);
+	cr_assert_str_eq(resp_header(&b, "X-Cache"), "HIT from test-node");
+	cr_assert_eq(origin_count(&E, "/obj/sm", NULL), 1);
+	resp_free(&a);
+	resp_free(&b);
+}
+
 Test(e2e, no_store_and_private_never_cached)
 {
 	struct resp r;

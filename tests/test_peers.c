@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "metric.h"
 #include "psum.h"
 #include "wire.h"
 
@@ -647,4 +648,60 @@ Test(peers, silent_peer_costs_one_timeout_and_is_marked_down)
 	resp_free(&r);
 	cr_expect_eq(sent_to(a, "peer_request", "z"), 1);
 	close(hole);
+}
+
+/* Every family a node exports is declared in METRIC_FAMILIES (so in the
+ * README's list), and has HELP and TYPE lines before its samples. */
+static void
+check_metrics_declared(const struct node *nd)
+{
+	struct resp r;
+	char url[128];
+
+	snprintf(url, sizeof(url), "http://%s:%d/metrics", nd->host, nd->port);
+	http_request(0, "GET", url, NULL, NULL, 0, false, &r);
+	cr_assert_eq(r.status, 200);
+	char *text = strdup(r.body);
+	int families = 0, samples = 0;
+	char help[128] = "", type[128] = "";
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		if (strncmp(line, "# HELP ", 7) == 0) {
+			sscanf(line + 7, "%127s", help);
+			families++;
+			int f = 0;
+			while (f < MF_COUNT &&
+			    strcmp(metric_family(f)->name, help) != 0)
+				f++;
+			cr_assert(f < MF_COUNT, "%s is not in METRIC_FAMILIES",
+			    help);
+			continue;
+		}
+		if (strncmp(line, "# TYPE ", 7) == 0) {
+			sscanf(line + 7, "%127s", type);
+			cr_assert_str_eq(type, help, "TYPE without its HELP");
+			continue;
+		}
+		size_t n = strcspn(line, "{ ");
+		cr_assert(strlen(help) == n && strncmp(line, help, n) == 0,
+		    "%s: not under its own HELP (%s)", line, help);
+		samples++;
+	}
+	cr_assert(families > 40 && samples > families, "%d families, %d "
+	    "samples", families, samples);
+	free(text);
+	resp_free(&r);
+}
+
+Test(peers, every_exported_family_is_declared_with_help)
+{
+	char url[256];
+	struct resp r;
+
+	cluster_start(&env, &cl, 2, NULL, NULL);
+	obj_url(url, sizeof(url), "declared", 600);
+	node_get(&cl.nodes[0], url, &r);
+	resp_free(&r);
+	wait_synced(&cl.nodes[0], &cl.nodes[1]);
+	check_metrics_declared(&cl.nodes[0]);
+	check_metrics_declared(&cl.nodes[1]);
 }

@@ -1,0 +1,121 @@
+/*
+ * What the simulator's files share: the trace as read (objects and
+ * requests), the (proxy, object) map, a run's parameters and results.
+ *
+ *   sim.c        the cluster: caches, the publisher, ICP and summary
+ *                lookups, one run over the trace
+ *   sim_trace.c  reading the trace into objects and requests
+ *   sim_map.c    the (proxy, object) -> value table
+ *   sim_main.c   options, the policy line, the table and CSV output
+ */
+#ifndef SIM_H
+#define SIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "publisher.h"
+#include "sumkey.h"
+
+#define MAX_PROXIES 1024
+#define NIL UINT32_MAX
+
+/* Exits with a message: the simulator has no partial result to keep. */
+void die(const char *what);
+void *xcalloc(size_t n, size_t size);
+
+/* ---- the trace (sim_trace.c) ---- */
+
+struct object {
+	struct sumkey key;
+	uint32_t size;
+	uint32_t max_age;
+	uint16_t icp_query;   /* bytes of an ICP query for its URL */
+	uint16_t icp_reply;
+	bool nostore;
+};
+
+struct request {
+	uint32_t obj;
+	uint32_t client;      /* in address order once the trace is read */
+	double time;
+};
+
+/* URL -> object number, open addressing on the URL's 64-bit hash (the
+ * full key is compared: URLs are kept until the trace is read) */
+struct url_table {
+	uint64_t *hash;
+	uint32_t *obj;        /* index + 1; 0 is empty */
+	char **urls;
+	size_t nslots;
+};
+
+struct trace {
+	struct object *obj;
+	size_t nobj, objcap;
+	struct request *req;
+	size_t nreq, reqcap;
+	size_t nclients;
+	struct url_table urls;
+	struct sumkey_hasher *hasher;
+};
+
+/* Reads a trace (exits with its file and line when it is malformed). */
+void trace_load(struct trace *t, const char *path);
+
+/* ---- (proxy, object) -> value: caches and ghosts (sim_map.c) ---- */
+
+/* Linear probing with backward-shift deletion, so a table that sees
+ * millions of inserts and deletes never fills with tombstones. */
+struct map {
+	uint64_t *key;        /* (proxy << 32 | object) + 1; 0 is empty */
+	uint32_t *val;
+	size_t nslots, n;
+};
+
+uint64_t map_key(unsigned proxy, uint32_t obj);
+uint32_t map_get(const struct map *m, uint64_t key);  /* NIL: absent */
+void map_put(struct map *m, uint64_t key, uint32_t val);
+void map_del(struct map *m, uint64_t key);
+void map_free(struct map *m);
+
+/* ---- a run (sim.c) ---- */
+
+enum mode { MODE_NONE, MODE_ICP, MODE_SUMMARY };
+extern const char *const mode_names[3];
+
+struct params {
+	enum mode mode;
+	unsigned proxies;
+	double threshold;       /* share of entries */
+	unsigned bits;          /* per entry */
+	unsigned k;
+	double cache_share;     /* of each proxy's infinite cache; or */
+	uint64_t cache_bytes;   /* a fixed size per proxy */
+	double max_interval;    /* seconds; 0: never */
+	double filter_object_bytes;  /* 0: the proxy's mean object, once */
+};
+
+struct stats {
+	uint64_t requests, local_hits, remote_hits, false_hits, false_misses;
+	uint64_t stale_false_hits;        /* the peer's copy had expired */
+	uint64_t messages, bytes;         /* ICP or summary protocol */
+	uint64_t peer_fetches;
+	uint64_t publications, fulls;
+	uint64_t probes, true_positives, bloom_fp;
+	double fp_theory;                 /* expected false positives */
+	uint64_t absent_probes, absent_fp;
+	double absent_theory;
+	uint64_t rebuilds;
+	uint64_t mean_entries_sum, mean_entries_n;
+	double bits_sum;                  /* m at each publication */
+	double seconds;
+};
+
+/* The publisher's configuration for a proxy with a cache of cap bytes. */
+struct pub_conf sim_pub_conf(const struct params *p, uint64_t cap);
+/* Runs the cluster over the trace. */
+void run(const struct trace *t, const struct params *p, struct stats *out);
+
+#endif

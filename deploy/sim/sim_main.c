@@ -1,0 +1,337 @@
+/*
+ * sumcache-sim's command line (sim.c says what it simulates): options,
+ * the policy line, and the table or CSV rows of each run.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cbf.h"
+#include "peers.h"
+#include "sim.h"
+
+#define MAX_LIST 16
+
+/* ---- output ---- */
+
+static double
+pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0;
+}
+
+/* share of probes that said yes wrongly, and what the formula expected */
+struct fp_rates {
+	double absent, absent_theory, probe, probe_theory;
+};
+
+static struct fp_rates
+fp_rates(const struct stats *st)
+{
+	struct fp_rates r = {0};
+	uint64_t neg = st->probes - st->true_positives;
+
+	if (st->absent_probes > 0) {
+		r.absent = (double)st->absent_fp / (double)st->absent_probes;
+		r.absent_theory = st->absent_theory /
+		    (double)st->absent_probes;
+	}
+	if (neg > 0) {
+		r.probe = (double)st->bloom_fp / (double)neg;
+		r.probe_theory = st->fp_theory / (double)neg;
+	}
+	return r;
+}
+
+static void
+print_row(const struct params *p, const struct stats *st, bool csv)
+{
+	double req = (double)st->requests;
+	double entries = st->mean_entries_n ? (double)st->mean_entries_sum /
+	    (double)st->mean_entries_n : 0;
+	struct fp_rates fp = fp_rates(st);
+	bool sum = p->mode == MODE_SUMMARY;
+
+	if (csv) {
+		printf("%s,%u,%g,%u,%u,%" PRIu64 ",%.4f,%.4f,%.4f,%.4f,%.4f,"
+		    "%.5f,%.2f,%.5f,%" PRIu64 ",%" PRIu64 ",%.0f,%.6f,%.6f,"
+		    "%.6f,%.6f,%.2f,%.4f,%.1f,%" PRIu64 "\n",
+		    mode_names[p->mode], p->proxies,
+		    sum ? p->threshold * 100 : 0, sum ? p->bits : 0,
+		    sum ? p->k : 0, st->requests,
+		    pct(st->local_hits, st->requests),
+		    pct(st->remote_hits, st->requests),
+		    pct(st->local_hits + st->remote_hits, st->requests),
+		    pct(st->false_hits, st->requests),
+		    pct(st->false_misses, st->requests),
+		    (double)st->messages / req, (double)st->bytes / req,
+		    (double)st->peer_fetches / req, st->publications,
+		    st->fulls, entries, fp.absent * 100,
+		    fp.absent_theory * 100, fp.probe * 100,
+		    fp.probe_theory * 100, st->seconds,
+		    pct(st->stale_false_hits, st->requests),
+		    st->mean_entries_sum ? st->bits_sum /
+		    (double)st->mean_entries_sum : 0,
+		    st->rebuilds);
+		return;
+	}
+	char what[48];
+	if (sum)
+		snprintf(what, sizeof(what), "summary %g%% %ub", p->threshold *
+		    100, p->bits);
+	else
+		snprintf(what, sizeof(what), "%s", mode_names[p->mode]);
+	printf("%-18s %5u %7.2f %7.2f %7.2f %7.3f %7.3f %9.4f %9.1f %8.4f",
+	    what, p->proxies, pct(st->local_hits, st->requests),
+	    pct(st->remote_hits, st->requests),
+	    pct(st->local_hits + st->remote_hits, st->requests),
+	    pct(st->false_hits, st->requests),
+	    pct(st->false_misses, st->requests),
+	    (double)st->messages / req, (double)st->bytes / req,
+	    (double)st->peer_fetches / req);
+	if (sum)
+		printf(" %8.4f %8.4f %8.4f", fp.absent * 100,
+		    fp.absent_theory * 100, fp.probe * 100);
+	else
+		printf(" %8s %8s %8s", "-", "-", "-");
+	printf(" %6.1f\n", st->seconds);
+}
+
+static const char csv_header[] =
+    "mode,proxies,threshold_pct,bits_per_entry,hash_functions,requests,"
+    "local_hit_pct,remote_hit_pct,total_hit_pct,false_hit_pct,"
+    "false_miss_pct,messages_per_request,bytes_per_request,"
+    "peer_fetches_per_request,publications,full_publications,"
+    "mean_published_entries,bloom_fp_pct,bloom_fp_theory_pct,"
+    "probe_fp_pct,probe_fp_theory_pct,seconds,stale_false_hit_pct,"
+    "effective_bits_per_entry,rebuilds\n";
+
+/* percentages of requests, except the three false-positive rates, which
+ * are of summary probes */
+static const char table_header[] =
+    "                                     hit %                    "
+    "        per request            false positive %\n"
+    "run                proxies   local  remote   total  falseh  falsem"
+    "  messages     bytes  fetches   absent  formula   trace      s\n";
+
+/* ---- options ---- */
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: sumcache-sim [options] TRACE\n"
+	    "  --proxies N          proxies; client c uses proxy c mod N (4)\n"
+	    "  --modes LIST         none,icp,summary (all three)\n"
+	    "  --thresholds LIST    summary update thresholds in %% (1)\n"
+	    "  --bits LIST          summary bits per entry (16)\n"
+	    "  --hash-functions K   (4)\n"
+	    "  --cache SIZE         per proxy: P%% of its infinite cache, or bytes\n"
+	    "                       with K, M or G (10%%)\n"
+	    "  --max-interval S     publish pending changes at least every S\n"
+	    "                       trace seconds; 0: never (60)\n"
+	    "  --filter-for BYTES   size each filter for cache / BYTES objects,\n"
+	    "                       and grow it, as sumcache does (%d); mean:\n"
+	    "                       once, for the proxy's mean object size\n"
+	    "  --csv                CSV rows instead of the table\n"
+	    "  --policy             print the publishing policy of one proxy\n"
+	    "                       (as sumcache --policy does) and exit\n",
+	    PUB_OBJECT_BYTES);
+	exit(2);
+}
+
+static void
+bad_option(const char *name, const char *value, const char *want)
+{
+	fprintf(stderr, "sumcache-sim: --%s %s: want %s\n", name, value, want);
+	exit(2);
+}
+
+/* Comma-separated positive numbers; the count, or 0 when malformed. */
+static unsigned
+parse_list(const char *s, double *v)
+{
+	unsigned n = 0;
+
+	for (;;) {
+		char *end;
+		errno = 0;
+		double x = strtod(s, &end);
+		if (end == s || errno != 0 || !(x > 0) || n == MAX_LIST)
+			return 0;
+		v[n++] = x;
+		if (*end == '\0')
+			return n;
+		if (*end != ',')
+			return 0;
+		s = end + 1;
+	}
+}
+
+static int
+parse_cache(const char *s, struct params *p)
+{
+	char *end;
+	double x = strtod(s, &end);
+
+	if (end == s || !(x > 0))
+		return -1;
+	p->cache_bytes = 0;
+	p->cache_share = 0;
+	if (strcmp(end, "%") == 0 && x <= 100) {
+		p->cache_share = x / 100;
+		return 0;
+	}
+	double mult = strcmp(end, "") == 0 ? 1 : strcmp(end, "K") == 0 ?
+	    1024 : strcmp(end, "M") == 0 || strcmp(end, "MB") == 0 ?
+	    1048576 : strcmp(end, "G") == 0 || strcmp(end, "GB") == 0 ?
+	    1073741824.0 : 0;
+	if (mult == 0)
+		return -1;
+	p->cache_bytes = (uint64_t)(x * mult);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{"proxies", 1, 0, 'n'}, {"modes", 1, 0, 'm'},
+		{"thresholds", 1, 0, 't'}, {"bits", 1, 0, 'b'},
+		{"hash-functions", 1, 0, 'k'}, {"cache", 1, 0, 'c'},
+		{"max-interval", 1, 0, 'i'}, {"csv", 0, 0, 'v'},
+		{"filter-for", 1, 0, 'f'}, {"policy", 0, 0, 'p'},
+		{0, 0, 0, 0},
+	};
+	struct params p = {.proxies = 4, .k = 4, .cache_share = 0.1,
+	    .max_interval = 60, .filter_object_bytes = PUB_OBJECT_BYTES};
+	double thresholds[MAX_LIST] = {1}, bits[MAX_LIST] = {16};
+	unsigned nthr = 1, nbits = 1;
+	bool modes[3] = {true, true, true}, csv = false, policy = false;
+	int c, li = 0;
+
+	while ((c = getopt_long(argc, argv, "", longs, &li)) != -1) {
+		const char *name = longs[li].name;
+		char *end;
+		switch (c) {
+		case 'n':
+			p.proxies = (unsigned)strtoul(optarg, &end, 10);
+			if (*end != '\0' || p.proxies < 2 ||
+			    p.proxies > MAX_PROXIES)
+				bad_option(name, optarg, "2 to 1024 proxies");
+			break;
+		case 'm':
+			memset(modes, 0, sizeof(modes));
+			for (char *m = strtok(optarg, ","); m != NULL;
+			    m = strtok(NULL, ",")) {
+				int i = 0;
+				while (i < 3 && strcmp(m, mode_names[i]) != 0)
+					i++;
+				if (i == 3)
+					bad_option(name, m, "none, icp or summary");
+				modes[i] = true;
+			}
+			break;
+		case 't':
+			nthr = parse_list(optarg, thresholds);
+			for (unsigned i = 0; i < nthr; i++)
+				if (thresholds[i] > 100)
+					nthr = 0;
+			if (nthr == 0)
+				bad_option(name, optarg, "percentages over 0, "
+				    "at most 100, comma-separated");
+			break;
+		case 'b':
+			nbits = parse_list(optarg, bits);
+			for (unsigned i = 0; i < nbits; i++)
+				if (bits[i] < 4 || bits[i] > 64 ||
+				    bits[i] != floor(bits[i]))
+					nbits = 0;
+			if (nbits == 0)
+				bad_option(name, optarg, "whole numbers 4 to 64, "
+				    "comma-separated");
+			break;
+		case 'k':
+			p.k = (unsigned)strtoul(optarg, &end, 10);
+			if (*end != '\0' || p.k < 1 || p.k > CBF_MAX_K)
+				bad_option(name, optarg, "1 to 16");
+			break;
+		case 'c':
+			if (parse_cache(optarg, &p) < 0)
+				bad_option(name, optarg, "a share (10%) or a "
+				    "size (64MB)");
+			break;
+		case 'i':
+			p.max_interval = strtod(optarg, &end);
+			if (*end != '\0' || !(p.max_interval >= 0))
+				bad_option(name, optarg, "seconds, 0 or more");
+			break;
+		case 'f':
+			if (strcmp(optarg, "mean") == 0) {
+				p.filter_object_bytes = 0;
+				break;
+			}
+			p.filter_object_bytes = strtod(optarg, &end);
+			if (*end != '\0' || !(p.filter_object_bytes >= 64))
+				bad_option(name, optarg, "bytes (64 or more), "
+				    "or mean");
+			break;
+		case 'v': csv = true; break;
+		case 'p': policy = true; break;
+		default: usage();
+		}
+	}
+	if (policy) {
+		/* what one proxy of this run publishes by: --cache must be
+		 * a size, as cache_mem is */
+		char line[512];
+		if (p.cache_bytes == 0 || p.filter_object_bytes == 0)
+			bad_option("policy", "", "--cache SIZE in bytes and "
+			    "--filter-for BYTES");
+		p.threshold = thresholds[0] / 100;
+		p.bits = (unsigned)bits[0];
+		struct pub_conf pc = sim_pub_conf(&p, p.cache_bytes);
+		peers_policy_line(&pc, line, sizeof(line));
+		printf("%s\n", line);
+		return 0;
+	}
+	if (optind != argc - 1)
+		usage();
+
+	struct trace t = {0};
+	trace_load(&t, argv[optind]);
+	if (t.nclients < p.proxies)
+		fprintf(stderr, "sumcache-sim: warning: %zu clients for %u "
+		    "proxies: some proxies get no requests\n", t.nclients,
+		    p.proxies);
+	if (!csv)
+		printf("sumcache-sim: %s: %zu requests, %zu objects, %zu "
+		    "clients, %u proxies, k = %u\n\n%s", argv[optind],
+		    t.nreq, t.nobj, t.nclients, p.proxies, p.k,
+		    table_header);
+	else
+		fputs(csv_header, stdout);
+	for (int m = 0; m < 3; m++) {
+		if (!modes[m])
+			continue;
+		p.mode = (enum mode)m;
+		for (unsigned a = 0; a < (m == MODE_SUMMARY ? nthr : 1); a++)
+			for (unsigned b = 0; b < (m == MODE_SUMMARY ? nbits :
+			    1); b++) {
+				struct stats st;
+				p.threshold = thresholds[a] / 100;
+				p.bits = (unsigned)bits[b];
+				run(&t, &p, &st);
+				print_row(&p, &st, csv);
+				fflush(stdout);
+			}
+	}
+	sumkey_hasher_free(&t.hasher);
+	free(t.obj);
+	free(t.req);
+	return 0;
+}

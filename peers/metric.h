@@ -1,0 +1,183 @@
+/*
+ * Every metric family sumcache exports, declared once: name, type, label
+ * keys and HELP. /metrics is written through metric_head and the sample
+ * writers below, so no family goes out without its HELP and TYPE; the
+ * README's metric reference is this table printed (sumcache
+ * --metrics-list), and a unit test holds the two together. Label values
+ * come from the enums' own name tables (reject reasons, traffic types,
+ * ICP drop reasons...). The table lives here, in the lowest layer that
+ * renders metrics: proxy/ and peers/ both write through it.
+ */
+#ifndef METRIC_H
+#define METRIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct evbuffer;
+
+/* X(id, type, name, label keys (comma-separated, "" for none), help) */
+#define METRIC_FAMILIES(X)                                                     \
+	/* requests and connections (proxy/) */                               \
+	X(REQUESTS, counter, "sumcache_requests_total", "result",             \
+	    "Client requests by where the response came from")                \
+	X(PEER_SERVED, counter, "sumcache_peer_requests_served_total",        \
+	    "result", "Requests from peers (a peer's address and a Via), not " \
+	    "in sumcache_requests_total")                                     \
+	X(REVALIDATIONS, counter, "sumcache_revalidations_total", "result",   \
+	    "Stale objects revalidated with the origin")                      \
+	X(CLIENT_CONNECTIONS, counter, "sumcache_client_connections_total",   \
+	    "", "Client connections accepted")                                \
+	X(ACCEPT_ERRORS, counter, "sumcache_accept_errors_total", "",         \
+	    "Failed accept() calls (descriptors or memory exhausted)")        \
+	X(CONN_LIMIT_REACHED, counter,                                        \
+	    "sumcache_connection_limit_reached_total", "",                    \
+	    "Times accepting paused at max_connections")                      \
+	X(MAX_CONNECTIONS, gauge, "sumcache_max_connections", "",             \
+	    "Client connections and tunnels allowed at once")                 \
+	X(CONN_MEM_BOUND, gauge, "sumcache_connection_memory_bound_bytes", "", \
+	    "The most memory one connection can hold (README, Reliability)")  \
+	X(IDLE_CLOSED, counter, "sumcache_idle_connections_closed_total", "", \
+	    "Idle connections closed at max_connections to make room")       \
+	X(CLIENT_DENIED, counter, "sumcache_client_denied_total", "",         \
+	    "Requests refused by the allow list (403)")                       \
+	X(PARSE_ERRORS, counter, "sumcache_client_parse_errors_total", "",    \
+	    "Malformed requests answered with 4xx/5xx and closed")            \
+	X(HEADER_TIMEOUTS, counter, "sumcache_client_header_timeouts_total",  \
+	    "", "Clients that did not send a request head in time (408)")     \
+	X(CLIENT_ABORTS, counter, "sumcache_client_aborts_total", "",         \
+	    "Clients that went away before their response was complete")      \
+	X(ORIGIN_ERRORS, counter, "sumcache_origin_errors_total", "cause",    \
+	    "Origin fetches that failed, by cause")                           \
+	X(ORIGIN_REQUESTS, counter, "sumcache_origin_requests_total", "",     \
+	    "Requests sent to origins")                                       \
+	X(TUNNELS, counter, "sumcache_tunnels_total", "",                     \
+	    "CONNECT tunnels opened")                                         \
+	X(TUNNEL_DENIED, counter, "sumcache_tunnel_denied_total", "",         \
+	    "CONNECT requests to ports not in connect_ports")                 \
+	X(INVALIDATIONS, counter, "sumcache_invalidations_total", "",         \
+	    "Objects removed because an unsafe method changed their URL")     \
+	X(DIGESTS_SERVED, counter, "sumcache_squid_digests_served_total", "", \
+	    "Our Squid Cache Digest, sent to a sibling")                      \
+	X(FORWARDING_LOOPS, counter, "sumcache_forwarding_loops_total", "",   \
+	    "Requests whose Via already named this node (not sent to peers)") \
+	X(CLIENT_BYTES_OUT, counter, "sumcache_client_bytes_sent_total", "",  \
+	    "Bytes sent to clients (heads and bodies)")                       \
+	X(CACHE_OBJECTS, gauge, "sumcache_cache_objects", "",                 \
+	    "Objects in the memory cache")                                    \
+	X(CACHE_BYTES, gauge, "sumcache_cache_bytes", "",                     \
+	    "Bytes charged to the memory cache budget")                       \
+	X(CACHE_PINNED, gauge, "sumcache_cache_pinned_bytes", "",             \
+	    "Evicted bodies still being sent, charged to cache_mem too")      \
+	X(EVICTIONS, counter, "sumcache_evictions_total", "",                 \
+	    "Objects evicted to make room")                                   \
+	X(ACTIVE_CLIENTS, gauge, "sumcache_client_connections", "",           \
+	    "Open client connections")                                        \
+	X(INFLIGHT_BYTES, gauge, "sumcache_inflight_copy_bytes", "",          \
+	    "inflight_mem reserved by misses being copied for the cache")     \
+	X(INFLIGHT_REFUSED, counter, "sumcache_inflight_copy_refused_total",  \
+	    "", "Misses streamed uncached because inflight_mem was taken")    \
+	X(HEAP_TRIMS, counter, "sumcache_heap_trims_total", "",               \
+	    "Times freed heap memory was given back to the kernel")           \
+	/* this node's summary (peers/) */                                    \
+	X(SUM_PUBLICATIONS, counter, "sumcache_summary_publications_total",   \
+	    "kind", "Summaries this node published, full or delta")           \
+	X(SUM_REJECTED, counter, "sumcache_summary_rejected_total", "reason", \
+	    "Summary messages and Squid digests refused, by reason")          \
+	X(SUM_RECEIVING, gauge, "sumcache_summary_receiving_bytes", "",       \
+	    "Bytes of summary bodies being received, not yet authenticated")  \
+	X(SUM_MAX_SIZE, gauge, "sumcache_summary_max_size_bytes", "",         \
+	    "Largest summary message taken from a peer (summary_max_size)")   \
+	X(SUM_ENTRIES, gauge, "sumcache_summary_entries", "",                 \
+	    "Objects in this node's counting filter")                         \
+	X(SUM_BITS, gauge, "sumcache_summary_bits", "",                       \
+	    "Bits (counters) of this node's filter")                          \
+	X(SUM_EPOCH, gauge, "sumcache_summary_epoch", "",                     \
+	    "Epoch of this node's filter (microseconds when it was made)")    \
+	X(SUM_SEQUENCE, gauge, "sumcache_summary_sequence", "",               \
+	    "Sequence of this node's last publication in its epoch")          \
+	X(SUM_CHECKSUM, gauge, "sumcache_summary_checksum", "",               \
+	    "Top 53 bits of the XXH64 of the array last published")           \
+	X(SUM_PENDING, gauge, "sumcache_summary_pending_changes", "",         \
+	    "Adds and removes since the last publication")                    \
+	X(SUM_REBUILDS, counter, "sumcache_summary_rebuilds_total", "",       \
+	    "Filters rebuilt larger in a new epoch")                          \
+	X(SUM_SATURATIONS, counter, "sumcache_summary_saturations_total", "", \
+	    "Counter increments lost at the counters' maximum")               \
+	X(SUM_BAD_REMOVES, counter, "sumcache_summary_bad_removes_total", "", \
+	    "Removals of keys the filter could not hold (a bug if not 0)")    \
+	/* inter-proxy traffic and peers (peers/) */                          \
+	X(IPM_MESSAGES, counter, "sumcache_interproxy_messages_total",        \
+	    "direction,type,peer", "Inter-proxy messages, by direction, "     \
+	    "type and peer (peers that left: peer=\"_left\")")                \
+	X(IPM_BYTES, counter, "sumcache_interproxy_bytes_total",              \
+	    "direction,type,peer", "Inter-proxy bytes, as the messages")      \
+	X(PEER_UP, gauge, "sumcache_peer_up", "peer",                         \
+	    "1 while the peer answers")                                       \
+	X(PEER_SUM_EPOCH, gauge, "sumcache_peer_summary_epoch", "peer",       \
+	    "Epoch of the summary held of the peer")                          \
+	X(PEER_SUM_SEQUENCE, gauge, "sumcache_peer_summary_sequence", "peer", \
+	    "Sequence of the summary held of the peer")                       \
+	X(PEER_SUM_FILL, gauge, "sumcache_peer_summary_fill_ratio", "peer",   \
+	    "Share of the peer's summary bits set")                           \
+	X(PEER_SUM_FPR, gauge, "sumcache_peer_summary_false_positive_rate",   \
+	    "peer", "False-positive rate the peer's summary bits give")       \
+	X(PEER_SUM_AGE, gauge, "sumcache_peer_summary_age_seconds", "peer",   \
+	    "Since the peer's summary last changed; -1 never")                \
+	X(PEER_SUM_ENTRIES, gauge, "sumcache_peer_summary_entries", "peer",   \
+	    "Objects the peer said it holds")                                 \
+	X(PEER_SUM_CHECKSUM, gauge, "sumcache_peer_summary_checksum", "peer", \
+	    "Top 53 bits of the XXH64 of the peer's summary as held")         \
+	X(PEER_RTT, gauge, "sumcache_peer_rtt_seconds", "peer",               \
+	    "Smoothed round-trip time of requests to the peer; 0 unmeasured") \
+	X(PEER_REMOTE_HITS, counter, "sumcache_peer_remote_hits_total",       \
+	    "peer", "Objects the peer served us from its cache")              \
+	X(PEER_DOWNS, counter, "sumcache_peer_downs_total", "peer",           \
+	    "Times the peer was marked down")                                 \
+	X(PEER_FALSE_HITS, counter, "sumcache_peer_false_hits_total", "",     \
+	    "Peers asked because their summary claimed an object they lacked") \
+	/* peer_dns (peers/discover.c) */                                     \
+	X(DNS_LOOKUPS, counter, "sumcache_peer_dns_lookups_total", "result",  \
+	    "peer_dns lookups, by result")                                    \
+	X(DNS_ADDRESSES, gauge, "sumcache_peer_dns_addresses", "",            \
+	    "Addresses peer_dns listed at its last answer")                   \
+	/* ICP (peers/icpsock.c) */                                           \
+	X(ICP_DROPPED, counter, "sumcache_icp_dropped_total", "reason",       \
+	    "ICP datagrams dropped, by reason")                               \
+	X(ICP_ANSWERS, counter, "sumcache_icp_answers_total", "result",       \
+	    "ICP queries answered, by answer")                                \
+	X(ICP_TIMEOUTS, counter, "sumcache_icp_timeouts_total", "",           \
+	    "ICP rounds that ended at icp_timeout with replies missing")
+
+enum metric_family {
+#define METRIC_FAMILY_ENUM(id, type, name, labels, help) MF_##id,
+	METRIC_FAMILIES(METRIC_FAMILY_ENUM)
+#undef METRIC_FAMILY_ENUM
+	MF_COUNT
+};
+
+struct metric_family_info {
+	const char *name;
+	const char *type;     /* "counter" or "gauge" */
+	const char *labels;   /* keys, comma-separated; "" for none */
+	const char *help;
+};
+
+const struct metric_family_info *metric_family(enum metric_family f);
+
+/* The family's HELP and TYPE lines: once, before its samples. */
+void metric_head(struct evbuffer *out, enum metric_family f);
+/* One sample. values holds one value per label key of the family, in
+ * its order (NULL for a family without labels); values are escaped. */
+void metric_u64(struct evbuffer *out, enum metric_family f,
+    const char *const *values, uint64_t v);
+void metric_f64(struct evbuffer *out, enum metric_family f,
+    const char *const *values, double v);
+/* A family without labels: head and its one sample. */
+void metric_single_u64(struct evbuffer *out, enum metric_family f,
+    uint64_t v);
+
+/* The README's metric reference: a Markdown table of every family. */
+void metric_reference(struct evbuffer *out);
+
+#endif

@@ -1,0 +1,191 @@
+/*
+ * What peers/ shows: the policy line, one peer's view for /metrics and
+ * the status page, the traffic totals, and the Prometheus series of the
+ * summaries and peers.
+ */
+#include "peers_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "icp.h"
+#include "metric.h"
+
+static const char *const ipm_names[IPM_NTYPES] = {
+	"summary_full", "summary_delta", "summary_pull", "icp_query",
+	"icp_reply", "peer_request", "peer_response", "squid_digest",
+};
+
+void
+peers_policy_line(const struct pub_conf *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "scheme=%s bits_per_entry=%u hash_functions=%u "
+	    "threshold=%g max_interval_ms=%llu tick_ms=%llu "
+	    "expected_objects=%llu filter_bits=%llu max_bits=%llu "
+	    "object_bytes=%d min_objects=%d peers_asked=%d "
+	    "icp_hit_fresh_s=%d", c->scheme == SUM_SQUID_MD5 ? "squid-md5" : "xxh3",
+	    c->bits_per_entry, c->k, c->threshold,
+	    (unsigned long long)c->max_interval_ms,
+	    (unsigned long long)pub_tick_ms(c),
+	    (unsigned long long)c->expected_objects,
+	    (unsigned long long)cbf_size_for(c->expected_objects,
+	    c->bits_per_entry), (unsigned long long)c->max_bits,
+	    PUB_OBJECT_BYTES, PUB_MIN_OBJECTS, PEERS_ASKED, ICP_HIT_FRESH);
+}
+
+const char *
+ipm_type_name(enum ipm_type t)
+{
+	return ipm_names[t];
+}
+
+void
+peer_view(const struct peer *p, uint64_t now_ms, struct peer_view *v)
+{
+	const struct psum *s = p->sum && p->sum->loaded ? p->sum : NULL;
+
+	*v = (struct peer_view){
+		.up = p->up,
+		.has_summary = s != NULL,
+		.epoch = s ? s->epoch : 0,
+		.seq = s ? s->seq : 0,
+		.entries = p->sum_entries,
+		.checksum = s ? s->checksum >> 11 : 0,
+		.fill = s ? psum_fill(s) : 0,
+		.fpr = s ? psum_fpr(s) : 0,
+		.age_s = p->sum_updated_ms ?
+		    (double)(now_ms - p->sum_updated_ms) / 1000 : -1,
+		.rtt_s = p->rtt_ms / 1000,
+		.remote_hits = p->remote_hits,
+		.downs = p->downs,
+	};
+	for (int d = 0; d < 2; d++)
+		for (int t = 0; t < IPM_NTYPES; t++) {
+			v->messages += p->msgs[d][t];
+			v->bytes += p->bytes[d][t];
+		}
+}
+
+void
+peers_traffic(const struct peers *ps, uint64_t msgs[2][IPM_NTYPES],
+    uint64_t bytes[2][IPM_NTYPES])
+{
+	memcpy(msgs, ps->gone_msgs, sizeof(ps->gone_msgs));
+	memcpy(bytes, ps->gone_bytes, sizeof(ps->gone_bytes));
+	for (size_t i = 0; i < ps->n; i++)
+		for (int d = 0; d < 2 && !ps->v[i]->self; d++)
+			for (int t = 0; t < IPM_NTYPES; t++) {
+				msgs[d][t] += ps->v[i]->msgs[d][t];
+				bytes[d][t] += ps->v[i]->bytes[d][t];
+			}
+}
+
+/* One inter-proxy traffic family (messages or bytes), by peer; peers
+ * that left are summed under peer="_left". */
+static void
+render_traffic(const struct peers *ps, struct evbuffer *out, bool msgs)
+{
+	enum metric_family f = msgs ? MF_IPM_MESSAGES : MF_IPM_BYTES;
+
+	metric_head(out, f);
+	for (size_t i = 0; i <= ps->n; i++) {
+		const struct peer *p = i < ps->n ? ps->v[i] : NULL;
+		if (p != NULL ? p->self : !ps->any_gone)
+			continue;
+		const uint64_t (*v)[IPM_NTYPES] = p != NULL ?
+		    (msgs ? p->msgs : p->bytes) :
+		    (msgs ? ps->gone_msgs : ps->gone_bytes);
+		for (int d = 0; d < 2; d++)
+			for (int t = 0; t < IPM_NTYPES; t++) {
+				const char *labels[] = {d ? "received" : "sent",
+				    ipm_names[t], p ? p->spec.name : "_left"};
+				metric_u64(out, f, labels, v[d][t]);
+			}
+	}
+}
+
+/* A per-peer gauge from each peer's view. */
+enum peer_gauge {
+	PG_UP, PG_EPOCH, PG_SEQUENCE, PG_FILL, PG_FPR, PG_AGE, PG_ENTRIES,
+	PG_CHECKSUM, PG_RTT, PG_COUNT
+};
+
+static double
+gauge_value(const struct peer_view *pv, enum peer_gauge g)
+{
+	switch (g) {
+	case PG_UP: return pv->up;
+	case PG_EPOCH: return (double)pv->epoch;
+	case PG_SEQUENCE: return (double)pv->seq;
+	case PG_FILL: return pv->fill;
+	case PG_FPR: return pv->fpr;
+	case PG_AGE: return pv->age_s;
+	case PG_ENTRIES: return (double)pv->entries;
+	case PG_CHECKSUM: return (double)pv->checksum;
+	default: return pv->rtt_s;
+	}
+}
+
+void
+peers_render_metrics(const struct peers *ps, struct evbuffer *out)
+{
+	static const enum metric_family gauges[PG_COUNT] = {
+		MF_PEER_UP, MF_PEER_SUM_EPOCH, MF_PEER_SUM_SEQUENCE,
+		MF_PEER_SUM_FILL, MF_PEER_SUM_FPR, MF_PEER_SUM_AGE,
+		MF_PEER_SUM_ENTRIES, MF_PEER_SUM_CHECKSUM, MF_PEER_RTT,
+	};
+	const struct cbf *f = pub_filter(ps->pub);
+	struct pub_stats st;
+	uint64_t now = mono_ms();
+
+	pub_stats(ps->pub, &st);
+	metric_head(out, MF_SUM_PUBLICATIONS);
+	metric_u64(out, MF_SUM_PUBLICATIONS, (const char *[]){"full"},
+	    st.fulls);
+	metric_u64(out, MF_SUM_PUBLICATIONS, (const char *[]){"delta"},
+	    st.deltas);
+	metric_head(out, MF_SUM_REJECTED);
+	for (int r = 0; r < REJ_NREASONS; r++)
+		metric_u64(out, MF_SUM_REJECTED, &reject_names[r],
+		    ps->rejected[r]);
+	metric_single_u64(out, MF_SUM_RECEIVING, ps->held);
+	metric_single_u64(out, MF_SUM_MAX_SIZE, ps->conf.max_message);
+	metric_single_u64(out, MF_SUM_ENTRIES, f->entries);
+	metric_single_u64(out, MF_SUM_BITS, f->m);
+	metric_single_u64(out, MF_SUM_EPOCH, f->epoch);
+	metric_single_u64(out, MF_SUM_SEQUENCE, st.seq);
+	/* the top 53 bits of the XXH64, exact as a float */
+	metric_single_u64(out, MF_SUM_CHECKSUM,
+	    sum_checksum(f->published, f->m) >> 11);
+	metric_single_u64(out, MF_SUM_PENDING, f->changes);
+	metric_single_u64(out, MF_SUM_REBUILDS, st.rebuilds);
+	metric_single_u64(out, MF_SUM_SATURATIONS, f->saturations);
+	metric_single_u64(out, MF_SUM_BAD_REMOVES, f->bad_removes);
+
+	render_traffic(ps, out, true);
+	render_traffic(ps, out, false);
+
+	for (int g = 0; g < PG_COUNT; g++) {
+		metric_head(out, gauges[g]);
+		for (size_t i = 0; i < ps->n; i++) {
+			struct peer_view pv;
+			if (ps->v[i]->self)
+				continue;
+			peer_view(ps->v[i], now, &pv);
+			metric_f64(out, gauges[g], (const char *[]){
+			    ps->v[i]->spec.name}, gauge_value(&pv, g));
+		}
+	}
+	metric_head(out, MF_PEER_REMOTE_HITS);
+	for (size_t i = 0; i < ps->n; i++)
+		if (!ps->v[i]->self)
+			metric_u64(out, MF_PEER_REMOTE_HITS, (const char *[]){
+			    ps->v[i]->spec.name}, ps->v[i]->remote_hits);
+	metric_head(out, MF_PEER_DOWNS);
+	for (size_t i = 0; i < ps->n; i++)
+		if (!ps->v[i]->self)
+			metric_u64(out, MF_PEER_DOWNS, (const char *[]){
+			    ps->v[i]->spec.name}, ps->v[i]->downs);
+	metric_single_u64(out, MF_PEER_FALSE_HITS, ps->false_hits);
+}

@@ -1,0 +1,161 @@
+/*
+ * What the files of peers/ share and nobody outside them sees: the state
+ * of a peer table, the signed messages its queues hold, a transfer to a
+ * peer, and the calls between the files. Each file says what it owns in
+ * its opening paragraph:
+ *
+ *   spec.c      peer lines
+ *   table.c     the table: members, liveness, references, candidates
+ *   exchange.c  publishing, the push queues, pulls and probes
+ *   receive.c   the checks a summary passes, and refusals
+ *   sqpeer.c    Squid peers' Cache Digests
+ *   observe.c   the policy line, views and metrics
+ */
+#ifndef PEERS_IMPL_H
+#define PEERS_IMPL_H
+
+#include <sys/queue.h>
+
+#include <curl/curl.h>
+
+#include "curlev.h"
+#include "peers.h"
+#include "ratelog.h"
+
+#define SUMMARY_PATH "/sumcache/v1/summary"
+#define DIGEST_PATH "/squid-internal-periodic/store_digest"
+
+struct peer {
+	struct peer_spec spec;
+	struct sockaddr_storage addr;  /* resolved at start-up */
+	socklen_t addrlen;
+	char proxy_url[300];           /* "http://host:port" for curl */
+	bool up;
+	double rtt_ms;                 /* smoothed; 0 = not measured */
+	unsigned backoff_ms;           /* next re-probe delay while down */
+	uint64_t probe_at_ms;          /* monotonic time of the next probe */
+	struct psum *sum;              /* what the peer last told us */
+	uint64_t sum_entries;
+	uint64_t sum_updated_ms;       /* monotonic; 0 = never */
+	bool pulling;
+	struct pushq *pushq;           /* messages waiting to be sent */
+	bool pushing;
+	bool receiving;                /* a summary body from its address */
+	uint64_t msgs[2][IPM_NTYPES];
+	uint64_t bytes[2][IPM_NTYPES];
+	uint64_t remote_hits;
+	uint64_t downs;
+	struct peers *owner;
+	/* a peer found through peer_dns is known by its address until its
+	 * first signed message names it; it leaves when DNS stops listing
+	 * it, and is freed when the last transfer or fetch lets go of it */
+	unsigned refs;                 /* the table's, transfers', fetches' */
+	bool found;                    /* from peer_dns, not a peer line */
+	bool named;                    /* found, and its messages named it */
+	bool self;                     /* found, and it is this node */
+	bool retired;                  /* no longer in the table */
+	uint64_t serial;               /* peer_serial */
+	/* type=squid-digest: its digest is fetched when a lookup first
+	 * wants it, then again 5 min after it expires */
+	bool digest_wanted;
+	uint64_t digest_due_ms;        /* monotonic: next fetch while up */
+	unsigned digest_retry_ms;      /* after a refused or missing digest */
+};
+
+/* A signed message, shared by every peer's queue (refs). */
+struct msg {
+	unsigned refs;
+	enum ipm_type type;
+	struct sum_buf buf;
+};
+
+struct pushq {
+	struct msg *m;
+	struct pushq *next;
+};
+
+/* One transfer to a peer: a push or a pull. */
+struct xfer {
+	LIST_ENTRY(xfer) link;  /* in flight, for peers_free */
+	struct peers *ps;
+	struct peer *p;         /* held */
+	CURL *easy;
+	struct curl_slist *hdrs;
+	struct curlev_xfer cx;
+	struct msg *m;          /* push: what is sent */
+	struct sum_buf resp;    /* pull: what comes back */
+	bool too_big;
+};
+
+struct peers {
+	struct event_base *base;
+	struct curlev *curl;
+	struct peers_conf conf;
+	uint8_t *key;
+	struct peer **v;              /* the table: configured, then found */
+	size_t n, cap;
+	uint64_t false_hits;
+	/* traffic of peers that left the table, so totals never go down */
+	uint64_t gone_msgs[2][IPM_NTYPES];
+	uint64_t gone_bytes[2][IPM_NTYPES];
+	bool any_gone;
+	struct publisher *pub;        /* our filter and when to publish it */
+	struct sumkey_hasher *hasher;
+	struct sumkey_hasher *md5;    /* Squid peers' keys, when not hasher */
+	struct msg *pull_msg;         /* last publication in full, lazily */
+	struct event *publish_ev;     /* publish at the end of this turn */
+	struct event *interval_timer;
+	struct event *probe_timer;
+	uint64_t rejected[REJ_NREASONS];
+	struct ratelog rejlog[REJ_NREASONS];
+	LIST_HEAD(, xfer) xfers;
+	uint64_t held;                /* bytes of summary bodies arriving */
+	uint64_t serials;             /* peers ever added */
+};
+
+extern const char *const reject_names[REJ_NREASONS];
+
+/* table.c */
+void peer_mark_up(struct peer *p);
+void peer_mark_down(struct peer *p, const char *why);
+void note_rtt(struct peer *p, double ms);
+bool same_addr(const struct sockaddr *a, const struct sockaddr_storage *b);
+struct peer *by_name(struct peers *ps, const char *name);
+/* A found peer's signed message names it (false: not a peer to use
+ * under that name, or this node itself). */
+bool name_found(struct peers *ps, struct peer *p, const char *sender);
+/* The peer at from that signed as sender, or NULL. */
+struct peer *sender_peer(struct peers *ps, const struct sockaddr *from,
+    const char *sender);
+
+/* exchange.c */
+int exchange_init(struct peers *ps);
+void exchange_start(struct peers *ps);
+/* Cancels every transfer, frees the events and the pull message. */
+void exchange_stop(struct peers *ps);
+void msg_unref(struct msg **mp);
+/* The last publication in full, held for the caller; NULL on ENOMEM. */
+struct msg *exchange_full_msg(struct peers *ps);
+void exchange_enqueue(struct peer *p, struct msg *m);
+void exchange_drop_queue(struct peer *p);
+/* A sumcache peer's full summary, or a Squid peer's digest. */
+void exchange_pull(struct peer *p);
+/* The end of a pull: counts it, reads its status and time. False when the
+ * peer left the table meanwhile; x is freed then. */
+bool pull_ended(struct xfer *x, enum ipm_type type, long *status,
+    double *secs);
+void xfer_free(struct xfer **xp);
+
+/* receive.c */
+/* Counts, logs (rate-limited) and returns status; *why the reason. */
+int receive_refuse(struct peers *ps, enum reject r, int status,
+    const char *who, const char *detail, const char **why);
+/* Applies a decoded summary from p: an HTTP status; on anything but 204
+ * what we hold is unchanged. */
+int receive_apply(struct peers *ps, struct peer *p,
+    const struct wire_summary *w, const char **why);
+
+/* sqpeer.c: a digest pull's curlev completion */
+void sqpeer_digest_done(void *arg, CURLcode rc);
+
+#endif

@@ -1,0 +1,593 @@
+/*
+ * The peer table: who the peers are, whether each is up, and which to ask.
+ *
+ *   - Configured peers are resolved at start-up and stay; peers found
+ *     through peer_dns come and go with DNS, are known by their address
+ *     until a signed message names them, and a found peer that turns out
+ *     to be this node is left out.
+ *   - A peer is held (refs) by the table, by every transfer and by every
+ *     fetch that uses it, so one that leaves mid-transfer is freed by the
+ *     last of them; its traffic is folded into the table's own totals so
+ *     counters never go down.
+ *   - Up and down: any answer brings a peer up (and sends it our full
+ *     summary, which it missed); a failed connect or a timeout takes it
+ *     down, empties its queue, and it is probed again with backoff.
+ *   - On a miss, the live peers whose summary holds the key are the
+ *     candidates, fastest (smoothed RTT) first, PEERS_ASKED at most.
+ */
+#include "peers_impl.h"
+
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <event2/util.h>
+
+#include "clock.h"
+#include "sc_assert.h"
+
+#define BACKOFF_MIN_MS 500
+#define BACKOFF_MAX_MS 30000
+
+void
+note_rtt(struct peer *p, double ms)
+{
+	p->rtt_ms = p->rtt_ms == 0 ? ms : 0.8 * p->rtt_ms + 0.2 * ms;
+}
+
+void
+peers_count(struct peer *p, enum ipm_dir d, enum ipm_type t, uint64_t bytes)
+{
+	p->msgs[d][t]++;
+	p->bytes[d][t] += bytes;
+}
+
+void
+peer_mark_down(struct peer *p, const char *why)
+{
+	if (p->up) {
+		p->downs++;
+		fprintf(stderr, "sumcache: peer %s (%s:%u) down: %s\n",
+		    p->spec.name, p->spec.host, p->spec.port, why);
+	}
+	p->up = false;
+	exchange_drop_queue(p);
+	uint64_t now = mono_ms();
+	p->backoff_ms = p->backoff_ms == 0 ? BACKOFF_MIN_MS :
+	    p->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS :
+	    p->backoff_ms * 2;
+	p->probe_at_ms = now + p->backoff_ms;
+}
+
+/* p answered a pull or sent us a valid summary: it is alive. */
+void
+peer_mark_up(struct peer *p)
+{
+	if (p->up)
+		return;
+	p->up = true;
+	p->backoff_ms = 0;
+	fprintf(stderr, "sumcache: peer %s (%s:%u) up\n", p->spec.name,
+	    p->spec.host, p->spec.port);
+	if (!p->owner->conf.summaries)
+		return;
+	/* it missed whatever we published while it was away */
+	struct msg *m = exchange_full_msg(p->owner);
+	if (m != NULL) {
+		exchange_enqueue(p, m);
+		msg_unref(&m);
+	}
+}
+
+bool
+same_addr(const struct sockaddr *a, const struct sockaddr_storage *b)
+{
+	if (a->sa_family != b->ss_family)
+		return false;
+	if (a->sa_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		    ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->sa_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		    &((const struct sockaddr_in6 *)b)->sin6_addr, 16) == 0;
+	return false;
+}
+
+static uint16_t
+addr_port(const struct sockaddr_storage *a)
+{
+	return ntohs(a->ss_family == AF_INET6 ?
+	    ((const struct sockaddr_in6 *)a)->sin6_port :
+	    ((const struct sockaddr_in *)a)->sin_port);
+}
+
+struct peer *
+peers_by_addr(struct peers *ps, const struct sockaddr *addr)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (same_addr(addr, &ps->v[i]->addr))
+			return ps->v[i];
+	return NULL;
+}
+
+void
+peers_digest_served(struct peers *ps, const struct sockaddr *to,
+    uint64_t bytes)
+{
+	struct peer *p = NULL;
+
+	/* a Squid peer at that address first: peers may share a host */
+	for (size_t i = 0; i < ps->n; i++)
+		if (same_addr(to, &ps->v[i]->addr) && (p == NULL ||
+		    ps->v[i]->spec.type == PEER_SQUID_DIGEST))
+			p = ps->v[i];
+	if (p == NULL)
+		return;
+	peers_count(p, IPM_RECEIVED, IPM_SQUID_DIGEST, 0);
+	peers_count(p, IPM_SENT, IPM_SQUID_DIGEST, bytes);
+}
+
+struct peer *
+by_name(struct peers *ps, const char *name)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (strcmp(ps->v[i]->spec.name, name) == 0)
+			return ps->v[i];
+	return NULL;
+}
+
+/* host, port, addr and proxy_url from a resolved address. */
+static void
+set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
+{
+	memcpy(&p->addr, sa, len);
+	p->addrlen = len;
+	bool v6 = sa->sa_family == AF_INET6;
+	if (p->spec.host[0] == '\0')
+		evutil_inet_ntop(sa->sa_family, v6 ?
+		    (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr :
+		    (const void *)&((const struct sockaddr_in *)sa)->sin_addr,
+		    p->spec.host, sizeof(p->spec.host));
+	p->spec.port = addr_port(&p->addr);
+	v6 = strchr(p->spec.host, ':') != NULL;
+	snprintf(p->proxy_url, sizeof(p->proxy_url), "http://%s%s%s:%u",
+	    v6 ? "[" : "", p->spec.host, v6 ? "]" : "", p->spec.port);
+}
+
+/* A found peer is called by its address until it names itself (node
+ * names cannot hold ':' or '[', so this is never somebody's name). */
+static void
+unname(struct peer *p)
+{
+	bool v6 = strchr(p->spec.host, ':') != NULL;
+
+	snprintf(p->spec.name, sizeof(p->spec.name), "%s%.46s%s:%u",
+	    v6 ? "[" : "", p->spec.host, v6 ? "]" : "", p->spec.port);
+	p->named = false;
+}
+
+static struct peer *
+table_add(struct peers *ps)
+{
+	if (ps->n == ps->cap) {
+		size_t cap = ps->cap ? 2 * ps->cap : 8;
+		struct peer **v = realloc(ps->v, cap * sizeof(*v));
+		if (v == NULL)
+			return NULL;
+		ps->v = v;
+		ps->cap = cap;
+	}
+	struct peer *p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	p->owner = ps;
+	p->refs = 1;
+	p->serial = ++ps->serials;
+	ps->v[ps->n++] = p;
+	return p;
+}
+
+/* Moves p's traffic into the table's own counts, so the totals in
+ * /metrics never go down when a peer leaves. */
+static void
+fold_traffic(struct peers *ps, struct peer *p)
+{
+	for (int d = 0; d < 2; d++)
+		for (int t = 0; t < IPM_NTYPES; t++) {
+			ps->gone_msgs[d][t] += p->msgs[d][t];
+			ps->gone_bytes[d][t] += p->bytes[d][t];
+			p->msgs[d][t] = p->bytes[d][t] = 0;
+		}
+	ps->any_gone = true;
+}
+
+static bool
+in_table(const struct peers *ps, const struct peer *p)
+{
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i] == p)
+			return true;
+	return false;
+}
+
+void
+peers_put(struct peer **pp)
+{
+	struct peer *p = *pp;
+
+	*pp = NULL;
+	if (p == NULL)
+		return;
+	SC_ASSERT(p->refs > 0);
+	/* the table's reference is the last only once it has left it */
+	SC_ASSERT(p->refs > 1 || p->retired || p->owner->n == 0 ||
+	    !in_table(p->owner, p));
+	if (--p->refs > 0)
+		return;
+	/* what it did after it left (transfers and fetches in flight) */
+	fold_traffic(p->owner, p);
+	exchange_drop_queue(p);
+	psum_free(&p->sum);
+	free(p);
+}
+
+static void
+retire(struct peers *ps, size_t i, const char *why)
+{
+	struct peer *p = ps->v[i];
+
+	if (!p->self)
+		fprintf(stderr, "sumcache: peer %s (%s:%u) leaves: %s\n",
+		    p->spec.name, p->spec.host, p->spec.port, why);
+	memmove(&ps->v[i], &ps->v[i + 1], (ps->n - i - 1) * sizeof(*ps->v));
+	ps->n--;
+	p->retired = true;
+	p->up = false;
+	exchange_drop_queue(p);
+	psum_free(&p->sum);
+	fold_traffic(ps, p);
+	peers_put(&p);
+}
+
+/* Whether p is the found peer at a (address and port). */
+static bool
+found_at(const struct peer *p, const struct sockaddr_storage *a)
+{
+	return p->found && same_addr((const struct sockaddr *)a, &p->addr) &&
+	    addr_port(a) == p->spec.port;
+}
+
+void
+peers_found(struct peers *ps, const struct peer_spec *tmpl,
+    const struct sockaddr_storage *addrs, size_t n)
+{
+	/* leavers first, so their places go to newcomers */
+	for (size_t i = ps->n; i-- > 0;) {
+		bool listed = false;
+		for (size_t j = 0; j < n && !listed; j++)
+			listed = found_at(ps->v[i], &addrs[j]);
+		if (ps->v[i]->found && !listed)
+			retire(ps, i, "no longer in DNS");
+	}
+	for (size_t j = 0; j < n; j++) {
+		bool known = false;
+		for (size_t i = 0; i < ps->n && !known; i++)
+			known = found_at(ps->v[i], &addrs[j]);
+		if (known)
+			continue;
+		if (ps->n == PEERS_MAX) {
+			fprintf(stderr, "sumcache: peer_dns: %zu addresses, "
+			    "room for %d peers; the rest are left out\n", n,
+			    PEERS_MAX);
+			return;
+		}
+		struct peer *p = table_add(ps);
+		if (p == NULL)
+			return;
+		p->spec = *tmpl;
+		p->spec.host[0] = '\0';
+		p->found = true;
+		set_endpoint(p, (const struct sockaddr *)&addrs[j],
+		    addrs[j].ss_family == AF_INET6 ?
+		    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+		unname(p);
+		fprintf(stderr, "sumcache: peer %s found through DNS\n",
+		    p->spec.name);
+		/* pulled on the next probe */
+	}
+}
+
+/*
+ * A found peer's signed message says who it is: this node itself (DNS
+ * lists every member, us included), or a name it keeps from now on. A
+ * name held by another found peer moves here: the node behind it has a
+ * new address. A configured peer's name is refused. False when p is not
+ * a peer to use under that name.
+ */
+bool
+name_found(struct peers *ps, struct peer *p, const char *sender)
+{
+	if (strcmp(sender, ps->conf.node_name) == 0) {
+		if (!p->self)
+			fprintf(stderr, "sumcache: peer %s is this node; left "
+			    "out\n", p->spec.name);
+		p->self = true;
+		p->up = false;
+		exchange_drop_queue(p);
+		return false;
+	}
+	if (p->named && strcmp(p->spec.name, sender) == 0)
+		return true;
+	struct peer *holder = by_name(ps, sender);
+	if (holder != NULL && !holder->found)
+		return false;
+	if (holder != NULL)
+		unname(holder);
+	fprintf(stderr, "sumcache: peer %s is %s\n", p->spec.name, sender);
+	snprintf(p->spec.name, sizeof(p->spec.name), "%s", sender);
+	p->named = true;
+	return true;
+}
+
+/*
+ * The peer at from that signed as sender. A configured peer must use its
+ * peer line's name (peers on one host share an address, so the name
+ * decides); a found one is known by its address and names itself.
+ */
+struct peer *
+sender_peer(struct peers *ps, const struct sockaddr *from,
+    const char *sender)
+{
+	struct peer *p = by_name(ps, sender);
+
+	if (p != NULL && same_addr(from, &p->addr))
+		return p->spec.type == PEER_SUMCACHE ? p : NULL;
+	for (size_t i = 0; i < ps->n; i++) {
+		p = ps->v[i];
+		if (p->found && same_addr(from, &p->addr))
+			return name_found(ps, p, sender) ? p : NULL;
+	}
+	return NULL;
+}
+
+size_t
+peers_list(struct peers *ps, struct peer **out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < ps->n && n < max; i++)
+		if (!ps->v[i]->self)
+			out[n++] = ps->v[i];
+	return n;
+}
+
+void
+peers_hold(struct peer *p)
+{
+	SC_ASSERT(p->refs > 0);
+	p->refs++;
+}
+
+void
+peers_alive(struct peer *p)
+{
+	if (!p->retired)
+		peer_mark_up(p);
+}
+
+void
+peers_silent(struct peer *p, const char *why)
+{
+	peer_mark_down(p, why);
+}
+
+/*
+ * Squid peers are keyed as Squid keys its digest (squid-md5); with
+ * another scheme of our own that is a second hash, made only when a Squid
+ * peer has a digest to look in.
+ */
+size_t
+peers_candidates(struct peers *ps, const char *key, size_t len,
+    struct peer **out, size_t max)
+{
+	struct sumkey k, md5;
+	bool md5_made = false;
+	size_t n = 0;
+
+	if (max == 0 || sumkey_make(ps->hasher, SUM_METHOD_GET, key, len,
+	    &k) < 0)
+		return 0;
+	for (size_t i = 0; i < ps->n && n < max; i++) {
+		struct peer *p = ps->v[i];
+		bool squid = p->spec.type == PEER_SQUID_DIGEST;
+		if (squid)
+			p->digest_wanted = true;  /* fetched lazily, as Squid */
+		if (!p->up || p->sum == NULL || !p->sum->loaded)
+			continue;
+		if (squid && ps->md5 != NULL && !md5_made) {
+			if (sumkey_make(ps->md5, SUM_METHOD_GET, key, len,
+			    &md5) < 0)
+				continue;
+			md5_made = true;
+		}
+		if (!psum_contains(p->sum, squid && ps->md5 ? &md5 : &k))
+			continue;
+		/* insertion by RTT: a handful of peers */
+		peers_hold(p);
+		size_t j = n++;
+		while (j > 0 && out[j - 1]->rtt_ms > p->rtt_ms) {
+			out[j] = out[j - 1];
+			j--;
+		}
+		out[j] = p;
+	}
+	return n;
+}
+
+void
+peers_fetch_done(struct peers *ps, struct peer *p, enum peer_outcome outcome,
+    double ms, uint64_t req_bytes, uint64_t resp_bytes)
+{
+	peers_count(p, IPM_SENT, IPM_PEER_REQUEST, req_bytes);
+	switch (outcome) {
+	case PEER_HIT:
+		p->remote_hits++;
+		break;
+	case PEER_FALSE_HIT:
+		ps->false_hits++;
+		break;
+	case PEER_FAILED:
+		peer_mark_down(p, "request failed or timed out");
+		return;
+	}
+	peers_count(p, IPM_RECEIVED, IPM_PEER_RESPONSE, resp_bytes);
+	note_rtt(p, ms);
+}
+
+static int
+resolve(struct peer *p, char *err, size_t elen)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
+	char port[8];
+
+	snprintf(port, sizeof(port), "%u", p->spec.port);
+	int rc = getaddrinfo(p->spec.host, port, &hints, &res);
+	if (rc != 0) {
+		snprintf(err, elen, "peer %s: cannot resolve %s: %s",
+		    p->spec.name, p->spec.host, gai_strerror(rc));
+		return -1;
+	}
+	set_endpoint(p, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	return 0;
+}
+
+struct peers *
+peers_new(struct event_base *base, struct curlev *curl,
+    const struct peers_conf *conf, const struct peer_spec *specs, size_t n,
+    char *err, size_t elen)
+{
+	struct peers *ps = calloc(1, sizeof(*ps));
+
+	if (ps == NULL)
+		goto nomem;
+	ps->base = base;
+	ps->curl = curl;
+	ps->conf = *conf;
+	/* unset: the protocol's own ceiling */
+	if (ps->conf.max_message == 0 || ps->conf.max_message > WIRE_MAX_BYTES)
+		ps->conf.max_message = WIRE_MAX_BYTES;
+	if (ps->conf.max_held < ps->conf.max_message)
+		ps->conf.max_held = ps->conf.max_message;
+	ps->key = malloc(conf->keylen ? conf->keylen : 1); /* ICP: none */
+	if (ps->key == NULL)
+		goto nomem;
+	if (conf->keylen > 0)
+		memcpy(ps->key, conf->key, conf->keylen);
+	ps->conf.key = ps->key;
+	for (size_t i = 0; i < n; i++) {
+		struct peer *p = table_add(ps);
+		if (p == NULL)
+			goto nomem;
+		p->spec = specs[i];
+		if (strcmp(p->spec.name, conf->node_name) == 0) {
+			snprintf(err, elen, "peer %s has this node's own name",
+			    p->spec.name);
+			goto fail;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(specs[j].name, p->spec.name) == 0) {
+				snprintf(err, elen, "peer %s listed twice",
+				    p->spec.name);
+				goto fail;
+			}
+		if (resolve(p, err, elen) < 0)
+			goto fail;
+	}
+	ps->pub = pub_new(&conf->publish, wall_us(), mono_ms());
+	ps->hasher = sumkey_hasher_new(conf->publish.scheme);
+	for (size_t i = 0; i < n && conf->publish.scheme != SUM_SQUID_MD5;
+	    i++)
+		if (specs[i].type == PEER_SQUID_DIGEST && ps->md5 == NULL &&
+		    (ps->md5 = sumkey_hasher_new(SUM_SQUID_MD5)) == NULL)
+			goto nomem;
+	if (ps->pub == NULL || ps->hasher == NULL || exchange_init(ps) < 0)
+		goto nomem;
+	return ps;
+nomem:
+	snprintf(err, elen, "out of memory");
+fail:
+	peers_free(&ps);
+	return NULL;
+}
+
+void
+peers_start(struct peers *ps)
+{
+	if (!ps->conf.summaries) {
+		/* ICP: peers are taken as up until they stop answering */
+		for (size_t i = 0; i < ps->n; i++)
+			ps->v[i]->up = true;
+		return;
+	}
+	/* a Squid is taken as up until a fetch from it fails; its digest
+	 * is fetched when a lookup first wants it */
+	for (size_t i = 0; i < ps->n; i++)
+		if (ps->v[i]->spec.type == PEER_SQUID_DIGEST)
+			ps->v[i]->up = true;
+	exchange_start(ps);
+}
+
+void
+peers_free(struct peers **psp)
+{
+	struct peers *ps = *psp;
+
+	if (ps == NULL)
+		return;
+	*psp = NULL;
+	/* transfers hold peers: they go first */
+	exchange_stop(ps);
+	for (size_t i = 0; i < ps->n; i++)
+		peers_put(&ps->v[i]);
+	pub_free(&ps->pub);
+	sumkey_hasher_free(&ps->hasher);
+	sumkey_hasher_free(&ps->md5);
+	free(ps->v);
+	free(ps->key);
+	free(ps);
+}
+
+const struct peer_spec *
+peer_spec(const struct peer *p)
+{
+	return &p->spec;
+}
+
+const char *
+peer_proxy_url(const struct peer *p)
+{
+	return p->proxy_url;
+}
+
+const struct sockaddr_storage *
+peer_addr(const struct peer *p)
+{
+	return &p->addr;
+}
+
+bool
+peer_is_up(const struct peer *p)
+{
+	return p->up;
+}
+
+uint64_t
+peer_serial(const struct peer *p)
+{
+	return p->serial;
+}

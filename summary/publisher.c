@@ -1,0 +1,244 @@
+/*
+ * See publisher.h.
+ */
+#include "publisher.h"
+
+#include <stdlib.h>
+
+#include "sc_assert.h"
+
+struct publisher {
+	struct pub_conf conf;
+	struct cbf *local;       /* counts what is stored; is published */
+	struct cbf *next;        /* being built larger, or NULL */
+	bool rebuilding;         /* a walk is running (next may be NULL) */
+	uint8_t parity;          /* the mark of objects local counts */
+	uint64_t capacity;       /* objects local was sized for */
+	uint64_t seq;
+	uint64_t last_publish_ms;
+	uint64_t deltas, fulls, rebuilds;
+};
+
+uint64_t
+pub_expected_objects(uint64_t cache_bytes, uint64_t object_bytes)
+{
+	uint64_t n = cache_bytes / (object_bytes ? object_bytes : 1);
+
+	return n < PUB_MIN_OBJECTS ? PUB_MIN_OBJECTS : n;
+}
+
+uint64_t
+pub_tick_ms(const struct pub_conf *c)
+{
+	uint64_t every = c->max_interval_ms / 4;
+
+	return every < 100 ? 100 : every;
+}
+
+static uint64_t
+filter_bits(const struct publisher *p, uint64_t objects)
+{
+	uint64_t m = cbf_size_for(objects, p->conf.bits_per_entry);
+
+	return p->conf.max_bits != 0 && m > p->conf.max_bits ?
+	    p->conf.max_bits : m;
+}
+
+struct publisher *
+pub_new(const struct pub_conf *c, uint64_t now_us, uint64_t now_ms)
+{
+	struct publisher *p = calloc(1, sizeof(*p));
+
+	if (p == NULL)
+		return NULL;
+	p->conf = *c;
+	p->capacity = c->expected_objects;
+	p->local = cbf_new(c->scheme, filter_bits(p, c->expected_objects),
+	    c->k, now_us);
+	if (p->local == NULL) {
+		free(p);
+		return NULL;
+	}
+	/* sequence 1 is the empty filter, as made */
+	p->seq = 1;
+	p->last_publish_ms = now_ms;
+	return p;
+}
+
+void
+pub_free(struct publisher **pp)
+{
+	struct publisher *p = *pp;
+
+	if (p == NULL)
+		return;
+	*pp = NULL;
+	cbf_free(&p->local);
+	cbf_free(&p->next);
+	free(p);
+}
+
+uint8_t
+pub_added(struct publisher *p, const struct sumkey *k)
+{
+	cbf_add(p->local, k);
+	if (!p->rebuilding)
+		return p->parity;
+	if (p->next != NULL)
+		cbf_add(p->next, k);
+	return !p->parity;
+}
+
+bool
+pub_removed(struct publisher *p, const struct sumkey *k, uint8_t mark)
+{
+	/* in the new filter only if the walk passed it or it came after */
+	if (p->rebuilding && p->next != NULL && mark != p->parity)
+		cbf_remove(p->next, k);
+	return cbf_remove(p->local, k);
+}
+
+bool
+pub_wants_rebuild(const struct publisher *p)
+{
+	return !p->rebuilding && p->local->entries > p->capacity;
+}
+
+bool
+pub_rebuilding(const struct publisher *p)
+{
+	return p->rebuilding;
+}
+
+void
+pub_rebuild_begin(struct publisher *p, uint64_t now_us)
+{
+	SC_ASSERT(!p->rebuilding);
+	/* room to double again before the next rebuild */
+	uint64_t cap = 2 * p->local->entries;
+	uint64_t epoch = now_us > p->local->epoch ? now_us :
+	    p->local->epoch + 1;
+
+	p->next = cbf_new(p->conf.scheme, filter_bits(p, cap), p->conf.k,
+	    epoch);
+	/* asked once per growth, even when there is no memory for it */
+	p->capacity = p->next != NULL ? cap : 2 * p->capacity;
+	p->rebuilding = true;
+}
+
+void
+pub_rebuild_walk(struct publisher *p, const struct sumkey *k, uint8_t *mark)
+{
+	SC_ASSERT(p->rebuilding);
+	if (*mark == p->parity) {
+		if (p->next != NULL)
+			cbf_add(p->next, k);
+		*mark = !p->parity;
+	}
+}
+
+int
+pub_rebuild_end(struct publisher *p, uint64_t now_ms,
+    struct publication *out)
+{
+	SC_ASSERT(p->rebuilding);
+	p->rebuilding = false;
+	p->parity = !p->parity;
+	if (p->next == NULL)
+		return 0;
+	cbf_free(&p->local);
+	p->local = p->next;
+	p->next = NULL;
+	p->rebuilds++;
+	/* a new epoch starts with a full summary at sequence 1: marked
+	 * published, so the next delta is relative to it */
+	cbf_mark_published(p->local);
+	p->seq = 1;
+	p->last_publish_ms = now_ms;
+	p->fulls++;
+	return pub_last_full(p, out) < 0 ? -1 : 1;
+}
+
+static uint64_t
+threshold_changes(const struct publisher *p)
+{
+	double t = p->conf.threshold * (double)p->local->entries;
+
+	return t < 1 ? 1 : (uint64_t)t;
+}
+
+bool
+pub_threshold_reached(const struct publisher *p)
+{
+	return p->local->changes >= threshold_changes(p);
+}
+
+bool
+pub_interval_due(const struct publisher *p, uint64_t now_ms)
+{
+	return p->conf.max_interval_ms > 0 && p->local->changes > 0 &&
+	    now_ms - p->last_publish_ms >= p->conf.max_interval_ms;
+}
+
+static void
+describe(const struct publisher *p, bool full, uint64_t checksum,
+    struct publication *out)
+{
+	const struct cbf *f = p->local;
+
+	out->full = full;
+	out->scheme = f->scheme;
+	out->m = f->m;
+	out->k = f->k;
+	out->epoch = f->epoch;
+	out->seq = p->seq;
+	out->entries = f->entries;
+	out->checksum = checksum;
+}
+
+int
+pub_publish(struct publisher *p, uint64_t now_ms, struct publication *out)
+{
+	bool full;
+	uint64_t checksum;
+
+	if (sum_publish(p->local, &out->payload, &full, &checksum) < 0)
+		return -1;
+	p->seq++;
+	p->last_publish_ms = now_ms;
+	if (full)
+		p->fulls++;
+	else
+		p->deltas++;
+	describe(p, full, checksum, out);
+	return 0;
+}
+
+int
+pub_last_full(const struct publisher *p, struct publication *out)
+{
+	const struct cbf *f = p->local;
+
+	if (sum_encode_full(f->published, f->m, &out->payload) < 0)
+		return -1;
+	describe(p, true, sum_checksum(f->published, f->m), out);
+	return 0;
+}
+
+const struct cbf *
+pub_filter(const struct publisher *p)
+{
+	return p->local;
+}
+
+void
+pub_stats(const struct publisher *p, struct pub_stats *out)
+{
+	*out = (struct pub_stats){
+		.seq = p->seq,
+		.deltas = p->deltas,
+		.fulls = p->fulls,
+		.rebuilds = p->rebuilds,
+		.last_publish_ms = p->last_publish_ms,
+	};
+}

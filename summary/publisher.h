@@ -1,0 +1,129 @@
+/*
+ * The publisher: this node's counting filter over what it caches, and the
+ * rules for when and what it tells its peers. The daemon (peers/) and the
+ * simulator (deploy/sim) both run it, so the simulator predicts the
+ * daemon's policy rather than a copy of it. Pure: no I/O, no clock of its
+ * own (times are passed in), no globals.
+ *
+ * The rules:
+ *   - Sizing. A filter is sized for conf.expected_objects at
+ *     bits_per_entry; pub_expected_objects gives the daemon's guess for a
+ *     cache of a given size (PUB_OBJECT_BYTES per object, at least
+ *     PUB_MIN_OBJECTS).
+ *   - Threshold. A publication is due when the changes (adds and
+ *     removes) since the last one reach threshold x entries, at least 1.
+ *   - Max interval. Pending changes are published once max_interval has
+ *     passed since the last publication; the caller checks every
+ *     pub_tick_ms.
+ *   - Delta or full: whichever encodes smaller (sum_publish).
+ *   - Growth. Once the filter holds more entries than it was sized for, a
+ *     filter for twice as many is built beside it from a walk over every
+ *     stored object, while objects keep coming and going; it then replaces
+ *     the old one in a new epoch, announced with a full summary at
+ *     sequence 1. Each object carries a mark, the parity of the filter
+ *     that counts it; a rebuild flips the parity, so the walk adds each
+ *     object exactly once whether it arrived before or during the walk,
+ *     and a removal during the walk leaves the new filter only if the
+ *     object was already in it.
+ *   - Epochs are the wall-clock time in microseconds a filter was made,
+ *     passed in, and at least one more than the previous epoch: a
+ *     restarted node's summaries are newer than anything it sent before,
+ *     and a clock stepped back cannot make them older.
+ */
+#ifndef PUBLISHER_H
+#define PUBLISHER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cbf.h"
+#include "psum.h"
+
+/* Filters are sized for cache bytes / PUB_OBJECT_BYTES objects: small
+ * objects (the web's median is larger), since an over-sized filter costs
+ * 4 bits of memory a counter and about a wire bit a set position per
+ * doubling, while an under-sized one must be rebuilt. */
+#define PUB_OBJECT_BYTES 2048
+#define PUB_MIN_OBJECTS 1024
+
+struct pub_conf {
+	enum sum_scheme scheme;
+	unsigned bits_per_entry;
+	unsigned k;
+	double threshold;            /* share of entries, (0, 1] */
+	uint64_t max_interval_ms;    /* 0: never on time alone */
+	uint64_t expected_objects;   /* the first filter's sizing */
+	uint64_t max_bits;           /* ceiling on a filter's m (the wire's) */
+};
+
+/* What one publication says: the message's fields besides the sender. */
+struct publication {
+	bool full;
+	enum sum_scheme scheme;
+	uint64_t m;
+	unsigned k;
+	uint64_t epoch, seq;
+	uint64_t entries;
+	uint64_t checksum;           /* of the array as published */
+	struct sum_buf payload;      /* appended to; the caller frees it */
+};
+
+struct publisher;
+
+/* Objects a cache of cache_bytes is first sized for, at object_bytes an
+ * object (the daemon: PUB_OBJECT_BYTES). */
+uint64_t pub_expected_objects(uint64_t cache_bytes, uint64_t object_bytes);
+/* How often the caller checks the max interval: a quarter of it, at
+ * least 100 ms. */
+uint64_t pub_tick_ms(const struct pub_conf *c);
+
+/* A publisher with an empty filter made at now_us, published as sequence
+ * 1 at now_ms (the empty summary a pull gets first). NULL on ENOMEM or
+ * bad parameters. */
+struct publisher *pub_new(const struct pub_conf *c, uint64_t now_us,
+    uint64_t now_ms);
+void pub_free(struct publisher **p);
+
+/* The store took in an object: returns the mark to keep with it. */
+uint8_t pub_added(struct publisher *p, const struct sumkey *k);
+/* The store let go of an object that carries mark. False when the filter
+ * cannot hold the key (a caller's mistake, counted in bad_removes). */
+bool pub_removed(struct publisher *p, const struct sumkey *k, uint8_t mark);
+
+/* Growth: the caller starts a rebuild when it is wanted, hands every
+ * stored object to pub_rebuild_walk (in any number of steps, with adds
+ * and removes between them), then ends it. */
+bool pub_wants_rebuild(const struct publisher *p);
+bool pub_rebuilding(const struct publisher *p);
+void pub_rebuild_begin(struct publisher *p, uint64_t now_us);
+void pub_rebuild_walk(struct publisher *p, const struct sumkey *k,
+    uint8_t *mark);
+/* The new filter takes over: out is the full summary that announces it.
+ * Returns 1 (out filled), 0 when no new filter could be made (out
+ * untouched, the old one stays), -1 on ENOMEM encoding it. */
+int pub_rebuild_end(struct publisher *p, uint64_t now_ms,
+    struct publication *out);
+
+/* Whether a publication is due: by the threshold, or by the max
+ * interval at now_ms. */
+bool pub_threshold_reached(const struct publisher *p);
+bool pub_interval_due(const struct publisher *p, uint64_t now_ms);
+/* Publishes now: out gets the smaller of a delta and a full summary.
+ * Returns 0, or -1 on ENOMEM with nothing published. */
+int pub_publish(struct publisher *p, uint64_t now_ms,
+    struct publication *out);
+/* The full summary of the last publication (for a pull, or a peer that
+ * comes back). Returns 0 or -1 (ENOMEM). */
+int pub_last_full(const struct publisher *p, struct publication *out);
+
+/* The filter in use, and the publication counts. */
+const struct cbf *pub_filter(const struct publisher *p);
+struct pub_stats {
+	uint64_t seq;                /* of the last publication */
+	uint64_t deltas, fulls;      /* publications of each kind */
+	uint64_t rebuilds;
+	uint64_t last_publish_ms;
+};
+void pub_stats(const struct publisher *p, struct pub_stats *out);
+
+#endif

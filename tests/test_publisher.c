@@ -1,0 +1,285 @@
+/*
+ * The publisher (summary/publisher.c) on its own: the threshold and
+ * max-interval rules, what a receiver rebuilds from its publications, and
+ * growth by rebuild while objects come and go, with the new epoch.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "publisher.h"
+#include "sumtest.h"
+
+static struct pub_conf
+conf(double threshold, uint64_t max_interval_ms, uint64_t expected)
+{
+	return (struct pub_conf){
+		.scheme = SUM_XXH3,
+		.bits_per_entry = 16,
+		.k = 4,
+		.threshold = threshold,
+		.max_interval_ms = max_interval_ms,
+		.expected_objects = expected,
+	};
+}
+
+/* A receiver: applies a publication as peers/ does on arrival. */
+static void
+receive(struct psum *view, struct publication *pub)
+{
+	int rc = pub->full ? psum_load_full(view, pub->scheme, pub->m, pub->k,
+	    pub->epoch, pub->seq, pub->payload.p, pub->payload.len,
+	    pub->checksum) : psum_apply_delta(view, pub->epoch, pub->seq,
+	    pub->payload.p, pub->payload.len, pub->checksum);
+	cr_assert_eq(rc, 0, "publication %llu (%s) refused: %d",
+	    (unsigned long long)pub->seq, pub->full ? "full" : "delta", rc);
+	sum_buf_free(&pub->payload);
+}
+
+Test(publisher, sizing_and_tick)
+{
+	cr_assert_eq(pub_expected_objects(0, PUB_OBJECT_BYTES),
+	    PUB_MIN_OBJECTS);
+	cr_assert_eq(pub_expected_objects(64ull << 20, PUB_OBJECT_BYTES),
+	    (64ull << 20) / PUB_OBJECT_BYTES);
+	cr_assert_eq(pub_expected_objects(64ull << 20, 8192),
+	    (64ull << 20) / 8192);
+	struct pub_conf c = conf(0.01, 60000, 1000);
+	cr_assert_eq(pub_tick_ms(&c), 15000);
+	c.max_interval_ms = 200;
+	cr_assert_eq(pub_tick_ms(&c), 100, "at least 100 ms");
+	c.max_bits = 4096;
+	c.expected_objects = 100000;
+	struct publisher *p = pub_new(&c, 1, 0);
+	cr_assert_eq(pub_filter(p)->m, 4096, "max_bits caps m");
+	pub_free(&p);
+	cr_assert_null(p);
+}
+
+Test(publisher, threshold_counts_adds_and_removes)
+{
+	struct pub_conf c = conf(0.01, 0, 4000);
+	struct publisher *p = pub_new(&c, 1, 0);
+	struct publication pub = {0};
+	struct sumkey k;
+	uint8_t marks[1100];
+
+	cr_assert_not_null(p);
+	cr_assert(!pub_threshold_reached(p), "nothing changed yet");
+	test_key(0, &k);
+	marks[0] = pub_added(p, &k);
+	cr_assert(pub_threshold_reached(p), "one change, one entry: due");
+	for (uint64_t i = 1; i < 1000; i++) {
+		test_key(i, &k);
+		marks[i] = pub_added(p, &k);
+	}
+	cr_assert_eq(pub_publish(p, 10, &pub), 0);
+	sum_buf_free(&pub.payload);
+	cr_assert_eq(pub_filter(p)->changes, 0);
+	/* 1 % of 1,000 to 1,009 entries is 10 changes (rounded down) */
+	for (uint64_t i = 1000; i < 1009; i++) {
+		test_key(i, &k);
+		marks[i] = pub_added(p, &k);
+		cr_assert(!pub_threshold_reached(p), "%llu changes of %llu",
+		    (unsigned long long)(i - 999),
+		    (unsigned long long)pub_filter(p)->entries);
+	}
+	test_key(1009, &k);
+	marks[1009] = pub_added(p, &k);
+	cr_assert(pub_threshold_reached(p), "10 changes at 1,010 entries");
+	cr_assert_eq(pub_publish(p, 20, &pub), 0);
+	sum_buf_free(&pub.payload);
+	/* removals are changes too: 10 at 1,000 entries */
+	for (uint64_t i = 0; i < 10; i++) {
+		test_key(i, &k);
+		cr_assert(!pub_threshold_reached(p));
+		cr_assert(pub_removed(p, &k, marks[i]));
+	}
+	cr_assert_eq(pub_filter(p)->entries, 1000);
+	cr_assert(pub_threshold_reached(p));
+	struct pub_stats st;
+	pub_stats(p, &st);
+	cr_assert_eq(st.seq, 3, "sequence 1 is the empty filter");
+	cr_assert_eq(st.deltas + st.fulls, 2);
+	cr_assert_eq(st.last_publish_ms, 20);
+	pub_free(&p);
+}
+
+Test(publisher, max_interval_publishes_only_pending_changes)
+{
+	struct pub_conf c = conf(0.5, 1000, 1000);
+	struct publisher *p = pub_new(&c, 1, 5000);
+	struct publication pub = {0};
+	struct sumkey k;
+
+	cr_assert(!pub_interval_due(p, 5000 + 60000), "no changes, not due");
+	for (uint64_t i = 0; i < 100; i++) {
+		test_key(i, &k);
+		pub_added(p, &k);
+	}
+	cr_assert_eq(pub_publish(p, 5000, &pub), 0);
+	sum_buf_free(&pub.payload);
+	test_key(100, &k);
+	pub_added(p, &k);
+	cr_assert(!pub_threshold_reached(p), "1 change of 101 at 50 %");
+	cr_assert(!pub_interval_due(p, 5999));
+	cr_assert(pub_interval_due(p, 6000));
+	cr_assert_eq(pub_publish(p, 6000, &pub), 0);
+	sum_buf_free(&pub.payload);
+	cr_assert(!pub_interval_due(p, 9000), "published: nothing pending");
+	c.max_interval_ms = 0;
+	struct publisher *never = pub_new(&c, 1, 0);
+	pub_added(never, &k);
+	cr_assert(!pub_interval_due(never, UINT64_MAX / 2), "0: never");
+	pub_free(&never);
+	pub_free(&p);
+}
+
+Test(publisher, receiver_follows_every_publication)
+{
+	struct pub_conf c = conf(0.01, 0, 20000);
+	struct publisher *p = pub_new(&c, 77, 0);
+	struct publication pub = {0};
+	struct psum *view = psum_new(SUM_XXH3, pub_filter(p)->m, 4);
+	uint8_t *marks = calloc(30000, 1);
+	struct sumkey k;
+	unsigned fulls = 0, deltas = 0;
+
+	cr_assert_eq(pub_last_full(p, &pub), 0);
+	cr_assert_eq(pub.seq, 1);
+	cr_assert_eq(pub.epoch, 77);
+	receive(view, &pub);
+	for (uint64_t i = 0; i < 30000; i++) {
+		test_key(i, &k);
+		marks[i] = pub_added(p, &k);
+		/* evictions behind the inserts, as a full cache has */
+		if (i >= 10000) {
+			test_key(i - 10000, &k);
+			cr_assert(pub_removed(p, &k, marks[i - 10000]));
+		}
+		if (pub_threshold_reached(p)) {
+			cr_assert_eq(pub_publish(p, i, &pub), 0);
+			fulls += pub.full;
+			deltas += !pub.full;
+			receive(view, &pub);
+		}
+	}
+	const struct cbf *f = pub_filter(p);
+	cr_assert_eq(view->checksum, sum_checksum(f->published, f->m));
+	cr_assert(deltas > 100, "deltas %u", deltas);
+	cr_assert(fulls >= 1, "the early publications are full (%u)", fulls);
+	psum_free(&view);
+	free(marks);
+	pub_free(&p);
+}
+
+/* Whether f counts exactly the keys whose ids have present[id]. */
+static void
+assert_counts(const struct cbf *f, const bool *present, size_t n)
+{
+	struct cbf *want = cbf_new(f->scheme, f->m, f->k, f->epoch);
+	struct sumkey k;
+
+	for (size_t i = 0; i < n; i++)
+		if (present[i]) {
+			test_key(i, &k);
+			cbf_add(want, &k);
+		}
+	cr_assert_eq(f->entries, want->entries);
+	cr_assert(memcmp(f->counters, want->counters,
+	    (size_t)(f->m + 1) / 2) == 0, "the rebuilt filter's counters "
+	    "differ from a filter of what is stored");
+	cbf_free(&want);
+}
+
+Test(publisher, growth_while_objects_come_and_go)
+{
+	enum { N = 6000 };
+	struct pub_conf c = conf(0.01, 0, 1024);
+	struct publisher *p = pub_new(&c, 1000, 0);
+	struct publication pub = {0};
+	uint8_t marks[N];
+	bool present[N] = {false};
+	struct sumkey k;
+	size_t next_id = 0;
+	unsigned rebuilds = 0;
+
+	for (int round = 0; round < 2; round++) {
+		while (!pub_wants_rebuild(p)) {
+			test_key(next_id, &k);
+			marks[next_id] = pub_added(p, &k);
+			present[next_id++] = true;
+		}
+		uint64_t entries = pub_filter(p)->entries;
+		uint64_t old_epoch = pub_filter(p)->epoch;
+		/* a clock stepped back still gives a newer epoch */
+		pub_rebuild_begin(p, round == 0 ? 5 : old_epoch + 1000);
+		cr_assert(pub_rebuilding(p));
+		cr_assert(!pub_wants_rebuild(p), "one rebuild at a time");
+		/* the walk, in steps, while objects arrive and leave: some
+		 * already walked, some not yet; like the store's, it also
+		 * meets objects that arrived after it began */
+		size_t walked = 0;
+		while (walked < next_id) {
+			for (size_t s = 0; s < 97 && walked < next_id; s++,
+			    walked++)
+				if (present[walked]) {
+					test_key(walked, &k);
+					pub_rebuild_walk(p, &k, &marks[walked]);
+				}
+			if (walked == next_id)
+				break;
+			for (int a = 0; a < 5 && next_id < N; a++) {
+				test_key(next_id, &k);
+				marks[next_id] = pub_added(p, &k);
+				present[next_id++] = true;
+			}
+			size_t victim = (size_t)(test_rand() % next_id);
+			if (present[victim]) {
+				test_key(victim, &k);
+				cr_assert(pub_removed(p, &k, marks[victim]));
+				present[victim] = false;
+			}
+		}
+		cr_assert_eq(pub_rebuild_end(p, 42, &pub), 1);
+		rebuilds++;
+		const struct cbf *f = pub_filter(p);
+		cr_assert(f->epoch > old_epoch, "epoch %llu after %llu",
+		    (unsigned long long)f->epoch,
+		    (unsigned long long)old_epoch);
+		if (round == 1)
+			cr_assert_eq(f->epoch, old_epoch + 1000);
+		cr_assert_eq(f->m, cbf_size_for(2 * entries, 16));
+		cr_assert(pub.full);
+		cr_assert_eq(pub.seq, 1);
+		cr_assert_eq(pub.epoch, f->epoch);
+		assert_counts(f, present, next_id);
+		cr_assert_eq(f->bad_removes, 0, "a removal reached the new "
+		    "filter before the walk put the object in it");
+		/* a receiver takes the new epoch in full, then deltas */
+		struct psum *view = psum_new(SUM_XXH3, 64, 4);
+		receive(view, &pub);
+		cr_assert(next_id < N);
+		test_key(next_id, &k);
+		marks[next_id] = pub_added(p, &k);
+		present[next_id++] = true;
+		cr_assert_eq(pub_publish(p, 50, &pub), 0);
+		cr_assert_eq(pub.seq, 2);
+		receive(view, &pub);
+		cr_assert_eq(view->checksum, sum_checksum(f->published, f->m));
+		psum_free(&view);
+		/* marks agree with the filter in use: removing everything
+		 * leaves it empty */
+	}
+	struct pub_stats st;
+	pub_stats(p, &st);
+	cr_assert_eq(st.rebuilds, rebuilds);
+	for (size_t i = 0; i < next_id; i++)
+		if (present[i]) {
+			test_key(i, &k);
+			cr_assert(pub_removed(p, &k, marks[i]));
+		}
+	cr_assert_eq(pub_filter(p)->entries, 0);
+	cr_assert_eq(cbf_popcount(pub_filter(p)), 0);
+	pub_free(&p);
+}
