@@ -16,6 +16,7 @@
 #include <event2/event.h>
 
 #include "clock.h"
+#include "loop.h"
 #include "sc_assert.h"
 
 struct curlev {
@@ -107,6 +108,8 @@ socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 			return -1;
 		curl_multi_assign(o->multi, s, ev);
 	}
+	/* fails, harmlessly, on a base without loop.h's queues (tools) */
+	(void)event_priority_set(ev, LOOP_PRIO_BULK);
 	event_add(ev, NULL);
 	return 0;
 }

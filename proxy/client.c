@@ -36,6 +36,7 @@
 
 #include "budget.h"
 #include "fetch.h"
+#include "loop.h"
 #include "peers.h"
 #include "request.h"
 #include "sc_assert.h"
@@ -116,6 +117,23 @@ struct evbuffer *
 client_out(struct client *c)
 {
 	return bufferevent_get_output(c->bev);
+}
+
+static void
+set_bulk(struct client *c, bool bulk)
+{
+	/* refused while the event is active; the class is then the old one
+	 * for this response, which costs fairness, not correctness */
+	if (c->bulk != bulk && bufferevent_priority_set(c->bev, bulk ?
+	    LOOP_PRIO_BULK : LOOP_PRIO_DEFAULT) == 0)
+		c->bulk = bulk;
+}
+
+void
+client_response_begins(struct client *c, long long length)
+{
+	if (length < 0 || length > CLIENT_BULK_MIN)
+		set_bulk(c, true);
 }
 
 void
@@ -253,6 +271,7 @@ parse_one(struct client *c)
 	if (!c->head_started) {
 		c->head_started = true;
 		timer_set(c, s->conf.header_timeout_ms);
+		set_bulk(c, false);
 	}
 	size_t window = have < lim->max_head + 4 ? have : lim->max_head + 4;
 	const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)window);

@@ -30,6 +30,12 @@ void client_accept(struct server *s, evutil_socket_t fd,
 struct evbuffer *client_out(struct client *c);
 void client_sent(struct txn *t, size_t n);
 
+/* A response of length bytes (-1: streamed, length unknown) begins. One
+ * longer than CLIENT_BULK_MIN, or streamed, is bulk work for the loop
+ * (loop.h) until the client starts its next request. */
+#define CLIENT_BULK_MIN (64 * 1024)
+void client_response_begins(struct client *c, long long length);
+
 /* The transaction's response is fully queued: log it and go on. */
 void client_txn_done(struct client *c);
 

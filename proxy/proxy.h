@@ -89,6 +89,7 @@ struct client {
 	bool in_loop;         /* in the parse loop or feeding a body */
 	bool dead;            /* freed while in_loop: free on loop exit */
 	bool body_deadline;   /* the body's timer is not re-armed per read */
+	bool bulk;            /* its socket runs at LOOP_PRIO_BULK */
 	struct sockaddr_storage sa;
 	char addr[64];
 };

@@ -8,6 +8,7 @@
 
 #include <event2/buffer.h>
 
+#include "client.h"
 #include "sc_assert.h"
 #include "wire.h"
 
@@ -111,6 +112,8 @@ response_end(const struct server *s, struct txn *t, struct evbuffer *out,
 	else if (tl->chunked)
 		put(buf, sizeof(buf), &n, "Transfer-Encoding: chunked\r\n");
 	evbuffer_add(out, buf, n);
+	if (t != NULL && t->c != NULL)
+		client_response_begins(t->c, tl->length);
 	if (t != NULL)
 		response_connection_field(t, out);
 	else

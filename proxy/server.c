@@ -33,6 +33,7 @@
 #include "discover.h"
 #include "feed.h"
 #include "icpsock.h"
+#include "loop.h"
 #include "peers.h"
 #include "request.h"
 #include "sqdigest.h"
@@ -243,6 +244,26 @@ peers_init(struct server *s)
 	return 0;
 }
 
+/* A loop with loop.h's classes of work: bulk transfers run in slices, so
+ * the loop looks for more urgent work between them. */
+static struct event_base *
+new_base(void)
+{
+	struct event_config *cfg = event_config_new();
+	struct timeval slice = tv_ms(LOOP_BULK_SLICE_MS);
+	struct event_base *base = NULL;
+
+	if (cfg == NULL)
+		return NULL;
+	if (event_config_set_max_dispatch_interval(cfg, &slice, -1,
+	    LOOP_PRIO_BULK) == 0)
+		base = event_base_new_with_config(cfg);
+	event_config_free(cfg);
+	if (base != NULL && event_base_priority_init(base, LOOP_PRIOS) < 0)
+		event_base_free(base), base = NULL;
+	return base;
+}
+
 int
 server_init(struct server *s)
 {
@@ -262,7 +283,7 @@ server_init(struct server *s)
 		return -1;
 	}
 	set_peer_source(s, (struct sockaddr *)&s->listen_addr);
-	s->base = event_base_new();
+	s->base = new_base();
 	if (s->base == NULL)
 		return -1;
 	if (dns_init(s) < 0)

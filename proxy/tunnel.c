@@ -25,6 +25,7 @@
 #include <event2/event.h>
 
 #include "client.h"
+#include "loop.h"
 #include "server.h"
 #include "response.h"
 
@@ -284,6 +285,8 @@ tunnel_start(struct txn *t, enum squid_code *code, const char **why)
 		bufferevent_setcb(tn->side[i], on_read, on_write, on_event, tn);
 		bufferevent_setwatermark(tn->side[i], EV_WRITE, TUNNEL_HIGH / 4,
 		    0);
+		/* a tunnel's bytes are bulk work (loop.h) */
+		(void)bufferevent_priority_set(tn->side[i], LOOP_PRIO_BULK);
 	}
 	/* the client waits until the target answers */
 	bufferevent_disable(tn->side[0], EV_READ);
