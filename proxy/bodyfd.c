@@ -47,6 +47,32 @@ on_segment_done(struct evbuffer_file_segment const *seg, int flags,
 }
 
 bool
+bodyfd_attach(struct store_body **bp, int fd, int64_t off, size_t len)
+{
+	struct store_ext *ext = malloc(sizeof(*ext));
+	struct segment_watch *w = calloc(1, sizeof(*w));
+	struct evbuffer_file_segment *seg = evbuffer_file_segment_new(fd,
+	    (ev_off_t)off, (ev_off_t)len, EVBUF_FS_CLOSE_ON_FREE);
+
+	if (seg == NULL || ext == NULL || w == NULL) {
+		free(ext);
+		free(w);
+		if (seg != NULL)
+			evbuffer_file_segment_free(seg); /* closes fd */
+		else
+			close(fd);
+		return false;
+	}
+	evbuffer_file_segment_add_cleanup_cb(seg, on_segment_done, w);
+	*ext = (struct store_ext){.handle = seg, .free = segment_free,
+	    .pin = &w->pin, .fd = fd, .off = off};
+	store_body_drop_data(bp);
+	(*bp)->ext = ext;
+	(*bp)->len = len;
+	return true;
+}
+
+bool
 bodyfd_convert(struct store_body **bp, int fd_ceiling)
 {
 	struct store_body *b = *bp;
@@ -66,24 +92,8 @@ bodyfd_convert(struct store_body **bp, int fd_ceiling)
 		}
 		off += (size_t)n;
 	}
-	struct store_ext *ext = malloc(sizeof(*ext));
-	struct segment_watch *w = calloc(1, sizeof(*w));
-	struct evbuffer_file_segment *seg = evbuffer_file_segment_new(fd, 0,
-	    (ev_off_t)b->len, EVBUF_FS_CLOSE_ON_FREE);
-	if (seg == NULL || ext == NULL || w == NULL) {
-		free(ext);
-		free(w);
-		if (seg != NULL)
-			evbuffer_file_segment_free(seg); /* closes fd */
-		else
-			close(fd);
-		return false;
-	}
-	evbuffer_file_segment_add_cleanup_cb(seg, on_segment_done, w);
-	*ext = (struct store_ext){seg, segment_free, &w->pin};
-	store_body_drop_data(bp);
-	(*bp)->ext = ext;
-	return true;
+	/* on ENOMEM the body stays on the heap, fd closed */
+	return bodyfd_attach(bp, fd, 0, b->len);
 }
 
 void
@@ -92,6 +102,7 @@ bodyfd_send(struct store_body *b, struct evbuffer *out)
 	if (b->len == 0)
 		return;
 	if (b->ext != NULL) {
+		/* the segment's offsets are relative to its own start */
 		evbuffer_add_file_segment(out, b->ext->handle, 0,
 		    (ev_off_t)b->len);
 		return;

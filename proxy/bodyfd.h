@@ -25,6 +25,13 @@ struct evbuffer;
  */
 bool bodyfd_convert(struct store_body **b, int fd_ceiling);
 
+/*
+ * Makes b (the caller's only reference, with no data of its own) the
+ * len bytes of file fd at off, which it then owns (closed with the last
+ * sender): a disk tier's body. Returns false, closing fd, on ENOMEM.
+ */
+bool bodyfd_attach(struct store_body **b, int fd, int64_t off, size_t len);
+
 /* Appends the whole body to out without copying it: a file segment for a
  * converted body, a heap reference otherwise. Takes its own references. */
 void bodyfd_send(struct store_body *b, struct evbuffer *out);

@@ -20,10 +20,13 @@ typedef void store_ext_free_f(void *handle);
  * (see store.c); released with store_pin_release. */
 struct store_pin;
 
-/* A body held outside data[] (bodyfd.c); freed with the body. */
+/* A body held outside data[] (bodyfd.c): bytes [off, off + len) of a
+ * file, a memfd's or a disk segment's; freed with the body. */
 struct store_ext {
 	void *handle;
 	store_ext_free_f *free;
+	int fd;              /* the handle's, for reading the bytes back */
+	int64_t off;
 	/* where the store keeps its pin of this body: the holder of the
 	 * handle releases it when the last sender of the data is done,
 	 * which may be after the body itself is freed */
@@ -80,6 +83,7 @@ struct store_obj {
 	bool visited;
 	bool in_store;
 	uint8_t mark;        /* an observer's bookkeeping (summary parity) */
+	uint32_t disk;       /* the disk tier's entry for it, or 0 (tiers.c) */
 	struct store_meta meta;
 	struct store_body *body;
 	size_t charge;       /* bytes counted against the budget */

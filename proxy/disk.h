@@ -1,0 +1,139 @@
+/*
+ * The disk tier: responses kept in append-only segment files under
+ * cache_dir, found through an index in memory. disk.c's opening comment
+ * says why it is shaped so. The loop owns the index and every call here;
+ * the I/O runs on an iopool (iopool.h) and reports back through the
+ * callbacks in struct disk_events.
+ */
+#ifndef DISK_H
+#define DISK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+struct event_base;
+struct disk;
+
+/* An entry of the index; 0 is none. Valid until the entry is dropped or
+ * its segment evicted (disk_events.unlinked says when, for objects that
+ * memory holds too). */
+typedef uint32_t disk_ent;
+
+struct disk_events {
+	/* The start-up scan indexed a stored object: it joins the cache;
+	 * returns the summary mark it gets. */
+	uint8_t (*found)(void *arg, const char *key, size_t klen);
+	/* An object only the disk held is gone (its segment was evicted, or
+	 * its record failed a check when read); mark is the one it had. */
+	void (*lost)(void *arg, const char *key, size_t klen, uint8_t mark);
+	/* An object memory holds too lost its disk copy: the caller clears
+	 * its link to e. */
+	void (*unlinked)(void *arg, uint64_t hash, disk_ent e);
+	/* Every segment found at start-up has been scanned. */
+	void (*scanned)(void *arg);
+	void *arg;
+};
+
+struct disk_conf {
+	const char *path;
+	uint64_t size;        /* the segment files' bytes, at most */
+	unsigned threads;     /* I/O threads */
+};
+
+/* Why records were dropped, as the metrics count them. */
+#define DISK_DROP_REASONS(X) \
+	X(TORN, "torn")           /* no commit mark: cut short by a crash */ \
+	X(CHECKSUM, "checksum")   /* committed but its bytes are wrong */ \
+	X(IO, "io_error")         /* the read or write failed */ \
+	X(REPLACED, "replaced")   /* a newer copy, or an invalidation */
+
+#define DISK_DROP_ENUM(name, label) DISK_DROP_##name,
+enum disk_drop { DISK_DROP_REASONS(DISK_DROP_ENUM) DISK_DROP_N };
+#undef DISK_DROP_ENUM
+
+struct disk_stats {
+	uint64_t objects;       /* committed entries */
+	uint64_t bytes;         /* their records' bytes */
+	uint64_t file_bytes;    /* the segment files', live or not */
+	uint64_t size;          /* the configured bound */
+	uint64_t segments;
+	uint64_t segments_evicted;
+	uint64_t writes, write_bytes, write_errors, write_us;
+	uint64_t reads, read_bytes, read_errors, read_us;
+	uint64_t dropped[DISK_DROP_N];
+	uint64_t scan_segments, scan_segments_done;
+	uint64_t scan_records;
+	uint64_t scan_ms;        /* how long the scan took, once done */
+	bool scanning;
+	uint64_t index_bytes;    /* the index's memory */
+};
+
+/*
+ * Opens (creating it if need be) the cache_dir c->path and starts
+ * scanning the segments found there; writes go to a new segment. On
+ * failure returns NULL with a sentence in err.
+ */
+struct disk *disk_open(struct event_base *base, const struct disk_conf *c,
+    const struct disk_events *ev, char *err, size_t errlen);
+/* Waits for the I/O in flight, then closes. Accepts NULL. */
+void disk_close(struct disk **d);
+
+/*
+ * Checks a cache_dir for -t: it exists or can be created, is writable,
+ * and size fits in its file system's free space with what sumcache
+ * already keeps there. Returns 0, or -1 with a sentence in err.
+ */
+int disk_check(const char *path, uint64_t size, char *err, size_t errlen);
+
+/* Starts the scan of what disk_open found; disk_events.found reports
+ * each object, .scanned the end. */
+void disk_scan(struct disk *d);
+
+/*
+ * Writes o to the disk (the job holds a reference to it) and returns its
+ * entry, which disk_lookup finds once the write is committed; 0 when o
+ * cannot be written now (too large, no room yet, out of memory). in_mem:
+ * the memory tier holds o and the summary counts it; otherwise the disk
+ * reports it through found() when the write is committed.
+ */
+disk_ent disk_store(struct disk *d, struct store_obj *o, bool in_mem);
+
+/* Up to max committed entries under key hash (store.c's XXH3-64 of the
+ * key), newest first. */
+unsigned disk_lookup(struct disk *d, uint64_t hash, disk_ent *out,
+    unsigned max);
+
+/*
+ * Reads e's record, which should be key's. done(arg, o) runs on the loop
+ * with a new object (one reference, the caller's; o->disk is e), or NULL
+ * when the record is another key's, is gone, or fails a check (then it
+ * is dropped and counted). Bodies up to mem_max bytes are read into
+ * memory; longer ones are sent from the segment file, their checksum
+ * verified once, on the first read.
+ */
+typedef void disk_read_f(void *arg, struct store_obj *o);
+void disk_read(struct disk *d, disk_ent e, size_t mem_max, const char *key,
+    size_t klen, disk_read_f *done, void *arg);
+
+/* The object under e is replaced or invalidated: e is dropped. */
+void disk_drop(struct disk *d, disk_ent e);
+/*
+ * Every variant of key leaves the disk, and a tombstone is written so a
+ * scan after a crash does not bring them back. The disk-only ones are
+ * reported through lost; returns how many entries were dropped.
+ */
+unsigned disk_forget(struct disk *d, const char *key, size_t klen);
+
+/* Memory holds e's object too (promoted), or no longer (demoted, with
+ * the summary mark the object has). */
+void disk_set_in_mem(struct disk *d, disk_ent e, bool in_mem, uint8_t mark);
+uint8_t disk_mark(const struct disk *d, disk_ent e);
+
+const struct disk_stats *disk_stats(struct disk *d);
+/* The label of a drop reason, for metrics. */
+const char *disk_drop_label(enum disk_drop r);
+
+#endif

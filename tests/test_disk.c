@@ -1,0 +1,472 @@
+/*
+ * The disk tier's record format and its log of segments, on a real
+ * directory with the real I/O threads: what is written is found again
+ * after a reopen, a record torn at any stage of its write is never
+ * served, eviction keeps the size and reports what left, a tombstone
+ * outlives a restart.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <xxhash.h>
+
+#include "disk.h"
+#include "record.h"
+
+/* ---- the record format ---- */
+
+static struct store_obj *
+obj(const char *key, size_t body_len, char fill)
+{
+	struct store_body *b = store_body_new(body_len);
+	struct store_meta m = {.status = 200, .response_time = 1700000000,
+	    .initial_age = 3, .lifetime = 600, .must_revalidate = true};
+
+	cr_assert_not_null(b);
+	memset(b->data, fill, body_len);
+	b->len = body_len;
+	struct store_obj *o = store_obj_new(key, strlen(key),
+	    "Content-Type: text/plain\r\n", 26, "gzip", 4, &m, b);
+	store_body_unref(&b);
+	cr_assert_not_null(o);
+	return o;
+}
+
+/* A whole record for o in a new buffer of record_len bytes. */
+static uint8_t *
+encode(const struct store_obj *o, struct record_info *r)
+{
+	record_describe(o, r);
+	r->body_sum = record_body_sum(o->body->data, o->body->len);
+	uint8_t *p = calloc(1, record_len(r));
+	record_write_head(r, o->key, store_obj_head(o), store_obj_varykey(o),
+	    p);
+	memcpy(p + record_head_len(r), o->body->data, o->body->len);
+	record_write_trailer(r, p + record_trailer_off(r));
+	return p;
+}
+
+/* The three checks a reader makes, all of them. */
+static bool
+record_whole(const uint8_t *p, size_t avail)
+{
+	struct record_info r;
+
+	if (avail < RECORD_HEAD || !record_read_fixed(p, &r) ||
+	    record_len(&r) > avail || !record_head_ok(p, &r) ||
+	    !record_trailer_ok(p + record_trailer_off(&r), &r))
+		return false;
+	return record_body_sum(p + record_head_len(&r), r.body_len) ==
+	    r.body_sum;
+}
+
+Test(record, round_trip)
+{
+	struct store_obj *o = obj("http://a.example/x", 1000, 'q');
+	struct record_info r, back;
+	uint8_t *p = encode(o, &r);
+
+	cr_assert(record_whole(p, record_len(&r)));
+	cr_assert(record_read_fixed(p, &back));
+	cr_assert_eq(back.body_len, 1000);
+	cr_assert_eq(back.key_len, strlen("http://a.example/x"));
+	cr_assert_eq(back.meta.lifetime, 600);
+	cr_assert_eq(back.meta.initial_age, 3);
+	cr_assert(back.meta.must_revalidate && !back.meta.no_cache);
+	cr_assert_eq(record_len(&r) % 8, 0);
+	cr_assert_eq(memcmp(record_key(p), "http://a.example/x", 18), 0);
+	free(p);
+	store_obj_unref(&o);
+}
+
+/* Every prefix of a record's bytes is what a crash can leave when the
+ * writes went down in order; and the writer puts the head after the
+ * body, so every state where the body is whole but the head is stale
+ * zeros, or the mark is missing, is tried too. */
+Test(record, torn_at_every_stage_is_never_whole)
+{
+	struct store_obj *o = obj("http://a.example/torn", 3000, 'z');
+	struct record_info r;
+	uint8_t *p = encode(o, &r);
+	size_t len = record_len(&r);
+	uint8_t *q = calloc(1, len);
+
+	for (size_t cut = 0; cut < len; cut++) {
+		memset(q, 0, len);
+		memcpy(q, p, cut);
+		cr_assert(!record_whole(q, len), "whole when cut at %zu", cut);
+	}
+	/* body written, head not yet */
+	memcpy(q, p, len);
+	memset(q, 0, record_head_len(&r));
+	cr_assert(!record_whole(q, len));
+	/* head and body, no mark */
+	memcpy(q, p, len);
+	memset(q + record_trailer_off(&r), 0, RECORD_TRAILER);
+	cr_assert(!record_whole(q, len));
+	/* one bit of the body, of the head's strings, of the mark */
+	size_t flips[] = {record_head_len(&r) + 1500, RECORD_HEAD + 5,
+	    record_trailer_off(&r) + 9};
+	for (size_t i = 0; i < 3; i++) {
+		memcpy(q, p, len);
+		q[flips[i]] ^= 0x10;
+		cr_assert(!record_whole(q, len), "whole with byte %zu flipped",
+		    flips[i]);
+	}
+	memcpy(q, p, len);
+	cr_assert(record_whole(q, len));
+	free(q);
+	free(p);
+	store_obj_unref(&o);
+}
+
+/* ---- the log ---- */
+
+struct events {
+	int found, lost, unlinked, scanned;
+	char last_lost[256];
+};
+
+static uint8_t
+on_found(void *arg, const char *key, size_t klen)
+{
+	(void)key;
+	(void)klen;
+	((struct events *)arg)->found++;
+	return 0;
+}
+
+static void
+on_lost(void *arg, const char *key, size_t klen, uint8_t mark)
+{
+	struct events *ev = arg;
+
+	(void)mark;
+	ev->lost++;
+	snprintf(ev->last_lost, sizeof(ev->last_lost), "%.*s", (int)klen, key);
+}
+
+static void
+on_unlinked(void *arg, uint64_t hash, disk_ent e)
+{
+	(void)hash;
+	(void)e;
+	((struct events *)arg)->unlinked++;
+}
+
+static void
+on_scanned(void *arg)
+{
+	((struct events *)arg)->scanned++;
+}
+
+struct rig {
+	char dir[64];
+	struct event_base *base;
+	struct disk *d;
+	struct events ev;
+};
+
+static void
+rig_open(struct rig *g, uint64_t size)
+{
+	struct disk_conf c = {.path = g->dir, .size = size, .threads = 2};
+	struct disk_events ev = {on_found, on_lost, on_unlinked, on_scanned,
+	    &g->ev};
+	char err[256];
+
+	memset(&g->ev, 0, sizeof(g->ev));
+	g->d = disk_open(g->base, &c, &ev, err, sizeof(err));
+	cr_assert_not_null(g->d, "disk_open: %s", err);
+	disk_scan(g->d);
+}
+
+static void
+rig_start(struct rig *g, uint64_t size)
+{
+	snprintf(g->dir, sizeof(g->dir), "/tmp/sumcache-disk.XXXXXX");
+	cr_assert_not_null(mkdtemp(g->dir));
+	g->base = event_base_new();
+	rig_open(g, size);
+}
+
+/* Runs the loop until cond holds, at most 10 s. */
+#define RUN_UNTIL(g, cond) do { \
+	for (int i_ = 0; i_ < 10000 && !(cond); i_++) { \
+		struct timeval tv_ = {0, 1000}; \
+		event_base_loopexit((g)->base, &tv_); \
+		event_base_dispatch((g)->base); \
+	} \
+	cr_assert(cond, "never: %s (found %d, writes %llu, errors %llu, reads %llu, " \
+	    "objects %llu)", #cond, (g)->ev.found, \
+	    (unsigned long long)disk_stats((g)->d)->writes, \
+	    (unsigned long long)disk_stats((g)->d)->write_errors, \
+	    (unsigned long long)disk_stats((g)->d)->reads, \
+	    (unsigned long long)disk_stats((g)->d)->objects); \
+} while (0)
+
+static void
+rig_stop(struct rig *g)
+{
+	char cmd[128];
+
+	disk_close(&g->d);
+	event_base_free(g->base);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", g->dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+struct got {
+	bool done;
+	struct store_obj *o;
+};
+
+static void
+on_read(void *arg, struct store_obj *o)
+{
+	struct got *got = arg;
+
+	got->done = true;
+	got->o = o;
+}
+
+/* Reads key back from the disk: the object, or NULL. */
+static struct store_obj *
+read_back(struct rig *g, const char *key)
+{
+	disk_ent e[4];
+	unsigned n = disk_lookup(g->d, XXH3_64bits(key, strlen(key)), e, 4);
+
+	if (n == 0)
+		return NULL;
+	struct got got = {0};
+	disk_read(g->d, e[0], 1 << 20, key, strlen(key), on_read, &got);
+	RUN_UNTIL(g, got.done);
+	return got.o;
+}
+
+static void
+key_of(char *buf, size_t len, int i)
+{
+	snprintf(buf, len, "http://origin.example/object/%d", i);
+}
+
+static void
+store_n(struct rig *g, int from, int n, size_t body)
+{
+	char key[64];
+
+	for (int i = from; i < from + n; i++) {
+		key_of(key, sizeof(key), i);
+		struct store_obj *o = obj(key, body, (char)('a' + i % 26));
+		/* the disk refuses rather than make the loop wait (for the
+		 * next segment to be opened, for the oldest one's writes):
+		 * the loop turns, and it takes the object */
+		bool stored = false;
+		RUN_UNTIL(g, stored || (stored = disk_store(g->d, o,
+		    false) != 0));
+		store_obj_unref(&o);
+	}
+}
+
+static void
+check_body(struct store_obj *o, size_t body, int i)
+{
+	cr_assert_not_null(o, "object %d not read back", i);
+	cr_assert_eq(o->body->len, body);
+	for (size_t k = 0; k < body; k++)
+		cr_assert_eq(o->body->data[k], (char)('a' + i % 26));
+	cr_assert_eq(o->meta.lifetime, 600);
+	cr_assert_eq(o->vary_len, 4);
+}
+
+Test(disk, written_objects_are_found_again_after_a_reopen)
+{
+	struct rig g;
+	char key[64];
+
+	rig_start(&g, 64 << 20);
+	RUN_UNTIL(&g, g.ev.scanned == 1);
+	store_n(&g, 0, 200, 5000);
+	RUN_UNTIL(&g, g.ev.found == 200);
+	for (int i = 0; i < 200; i += 37) {
+		key_of(key, sizeof(key), i);
+		struct store_obj *o = read_back(&g, key);
+		check_body(o, 5000, i);
+		store_obj_unref(&o);
+	}
+	cr_assert_null(read_back(&g, "http://origin.example/never"));
+	disk_close(&g.d);
+	rig_open(&g, 64 << 20);
+	RUN_UNTIL(&g, g.ev.scanned == 1);
+	cr_assert_eq(g.ev.found, 200, "the scan found %d", g.ev.found);
+	cr_assert_eq(disk_stats(g.d)->objects, 200);
+	for (int i = 0; i < 200; i++) {
+		key_of(key, sizeof(key), i);
+		struct store_obj *o = read_back(&g, key);
+		check_body(o, 5000, i);
+		store_obj_unref(&o);
+	}
+	rig_stop(&g);
+}
+
+/* The newest segment's path and length. */
+static void
+newest_segment(const struct rig *g, char *path, size_t len, off_t *size)
+{
+	DIR *dp = opendir(g->dir);
+	struct dirent *de;
+	char best[32] = "";
+
+	cr_assert_not_null(dp);
+	while ((de = readdir(dp)) != NULL) {
+		struct stat st;
+		char p[512];
+		if (strlen(de->d_name) >= sizeof(best))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", g->dir, de->d_name);
+		if (strncmp(de->d_name, "seg-", 4) == 0 &&
+		    stat(p, &st) == 0 && st.st_size > 0 &&
+		    strcmp(de->d_name, best) > 0)
+			memcpy(best, de->d_name, strlen(de->d_name) + 1);
+	}
+	closedir(dp);
+	cr_assert_neq(best[0], '\0');
+	snprintf(path, len, "%s/%s", g->dir, best);
+	struct stat st;
+	cr_assert(stat(path, &st) == 0);
+	*size = st.st_size;
+}
+
+static void
+poke(const char *path, off_t at, uint8_t x)
+{
+	int fd = open(path, O_RDWR);
+	uint8_t b;
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, &b, 1, at), 1);
+	b ^= x;
+	cr_assert_eq(pwrite(fd, &b, 1, at), 1);
+	close(fd);
+}
+
+/* A crash mid-write leaves the last record short, or without its mark;
+ * a bit gone wrong in a committed body shows when it is read. None is
+ * served; the others are. */
+Test(disk, torn_or_rotten_records_are_never_served)
+{
+	struct rig g;
+	char key[64], seg[256];
+	off_t size;
+
+	rig_start(&g, 64 << 20);
+	store_n(&g, 0, 10, 4000);
+	RUN_UNTIL(&g, g.ev.found == 10);
+	disk_close(&g.d);
+	newest_segment(&g, seg, sizeof(seg), &size);
+	uint64_t rec = (uint64_t)size / 10;
+	cr_assert_eq(rec * 10, (uint64_t)size, "ten records of one size");
+	/* record 9 cut short; record 8's mark broken; record 3's body */
+	cr_assert(truncate(seg, size - 100) == 0);
+	poke(seg, (off_t)(rec * 9 - 4), 0xff);
+	poke(seg, (off_t)(rec * 3 + 400), 0x01);
+	rig_open(&g, 64 << 20);
+	RUN_UNTIL(&g, g.ev.scanned == 1);
+	cr_assert_eq(g.ev.found, 8, "found %d of the 10", g.ev.found);
+	cr_assert_eq(disk_stats(g.d)->dropped[DISK_DROP_TORN], 2);
+	for (int i = 0; i < 10; i++) {
+		key_of(key, sizeof(key), i);
+		struct store_obj *o = read_back(&g, key);
+		if (i == 3 || i == 8 || i == 9) {
+			cr_assert_null(o, "record %d was served", i);
+			continue;
+		}
+		check_body(o, 4000, i);
+		store_obj_unref(&o);
+	}
+	cr_assert_eq(disk_stats(g.d)->dropped[DISK_DROP_CHECKSUM], 1);
+	cr_assert_eq(g.ev.lost, 1, "the rotten one leaves the summary");
+	key_of(key, sizeof(key), 3);
+	cr_assert_str_eq(g.ev.last_lost, key);
+	rig_stop(&g);
+}
+
+/* Far more than fits: the segments stay within the size, the oldest
+ * objects go, each reported lost by its key, the newest stay. */
+Test(disk, the_size_holds_under_churn)
+{
+	struct rig g;
+	char key[64];
+	const uint64_t size = 8 << 20;
+
+	rig_start(&g, size);
+	for (int round = 0; round < 40; round++) {
+		store_n(&g, round * 50, 50, 16000);
+		RUN_UNTIL(&g, g.ev.found == (round + 1) * 50);
+		cr_assert_leq(disk_stats(g.d)->file_bytes, size);
+	}
+	RUN_UNTIL(&g, g.ev.found - g.ev.lost == (int)disk_stats(g.d)->objects);
+	cr_assert_gt(g.ev.lost, 1000, "only %d evicted", g.ev.lost);
+	cr_assert_gt(disk_stats(g.d)->segments_evicted, 0);
+	key_of(key, sizeof(key), 0);
+	cr_assert_null(read_back(&g, key));
+	key_of(key, sizeof(key), 1999);
+	struct store_obj *o = read_back(&g, key);
+	check_body(o, 16000, 1999);
+	store_obj_unref(&o);
+	/* what the files hold is what the index says is there */
+	uint64_t kept = disk_stats(g.d)->objects;
+	disk_close(&g.d);
+	rig_open(&g, size);
+	RUN_UNTIL(&g, g.ev.scanned == 1);
+	cr_assert_eq((uint64_t)g.ev.found, kept, "found %d of %llu",
+	    g.ev.found, (unsigned long long)kept);
+	cr_assert_leq(disk_stats(g.d)->file_bytes, size);
+	rig_stop(&g);
+}
+
+Test(disk, an_invalidation_outlives_a_restart)
+{
+	struct rig g;
+	char key[64];
+
+	rig_start(&g, 64 << 20);
+	store_n(&g, 0, 3, 1000);
+	RUN_UNTIL(&g, g.ev.found == 3);
+	key_of(key, sizeof(key), 1);
+	cr_assert_eq(disk_forget(g.d, key, strlen(key)), 1);
+	cr_assert_eq(g.ev.lost, 1);
+	cr_assert_null(read_back(&g, key));
+	disk_close(&g.d);
+	rig_open(&g, 64 << 20);
+	RUN_UNTIL(&g, g.ev.scanned == 1);
+	/* the scan meets the object, then its tombstone */
+	cr_assert_eq(g.ev.found - g.ev.lost, 2);
+	cr_assert_eq(disk_stats(g.d)->objects, 2);
+	cr_assert_null(read_back(&g, key));
+	rig_stop(&g);
+}
+
+Test(disk, a_second_process_cannot_share_the_directory)
+{
+	struct rig g;
+	struct disk_conf c = {.path = NULL, .size = 64 << 20, .threads = 1};
+	struct disk_events ev = {on_found, on_lost, on_unlinked, on_scanned,
+	    NULL};
+	char err[256];
+
+	rig_start(&g, 64 << 20);
+	c.path = g.dir;
+	/* flock is per open file description: a second open conflicts */
+	cr_assert_null(disk_open(g.base, &c, &ev, err, sizeof(err)));
+	cr_assert(strstr(err, "in use") != NULL, "%s", err);
+	rig_stop(&g);
+}
