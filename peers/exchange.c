@@ -256,6 +256,18 @@ publish(struct peers *ps)
 	send_all(ps, make_msg(ps, &pub));
 }
 
+void
+peers_announce(struct peers *ps)
+{
+	struct publication pub = {0};
+
+	if (pub_announce(ps->pub, wall_us(), mono_ms(), &pub) <= 0) {
+		sum_buf_free(&pub.payload);
+		return;
+	}
+	send_all(ps, make_msg(ps, &pub));
+}
+
 static void
 on_publish(evutil_socket_t fd, short what, void *arg)
 {

@@ -79,6 +79,31 @@ struct evbuffer;
 	    "", "Misses streamed uncached because inflight_mem was taken")    \
 	X(HEAP_TRIMS, counter, "sumcache_heap_trims_total", "",               \
 	    "Times freed heap memory was given back to the kernel")           \
+	/* the disk tier (proxy/disk.c) */                                    \
+	X(HITS_BY_TIER, counter, "sumcache_hits_total", "tier",               \
+	    "Local hits by the tier that held the object")                    \
+	X(DISK_OBJECTS, gauge, "sumcache_disk_objects", "",                   \
+	    "Objects in the disk tier (committed records)")                   \
+	X(DISK_BYTES, gauge, "sumcache_disk_bytes", "",                       \
+	    "Bytes of the disk tier's committed records")                     \
+	X(DISK_FILE_BYTES, gauge, "sumcache_disk_file_bytes", "",             \
+	    "Bytes of the disk tier's segment files, within cache_dir's size") \
+	X(DISK_INDEX_BYTES, gauge, "sumcache_disk_index_bytes", "",           \
+	    "Memory of the disk tier's index")                                \
+	X(DISK_OPS, counter, "sumcache_disk_operations_total", "op",          \
+	    "Disk tier reads and writes finished")                            \
+	X(DISK_OP_ERRORS, counter, "sumcache_disk_errors_total", "op",        \
+	    "Disk tier reads and writes that failed (I/O errors, ENOSPC)")    \
+	X(DISK_OP_SECONDS, counter, "sumcache_disk_seconds_total", "op",      \
+	    "Time the I/O threads spent in reads and writes")                 \
+	X(DISK_DROPPED, counter, "sumcache_disk_dropped_total", "reason",     \
+	    "Records dropped: torn, failing a checksum, I/O errors, replaced") \
+	X(DISK_EVICTED, counter, "sumcache_disk_segments_evicted_total", "",  \
+	    "Segment files evicted whole (FIFO) to keep cache_dir's size")    \
+	X(DISK_SCAN_SEGMENTS, gauge, "sumcache_disk_scan_segments", "state",  \
+	    "Segments found at start-up, and those scanned so far")           \
+	X(DISK_SCAN_SECONDS, gauge, "sumcache_disk_scan_seconds", "",         \
+	    "How long the start-up scan took (0 while it runs)")              \
 	/* this node's summary (peers/) */                                    \
 	X(SUM_PUBLICATIONS, counter, "sumcache_summary_publications_total",   \
 	    "kind", "Summaries this node published, full or delta")           \

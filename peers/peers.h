@@ -178,6 +178,10 @@ void peers_rebuild_walk(struct peers *ps, const char *key, size_t len,
     uint8_t *mark);
 void peers_rebuild_end(struct peers *ps);
 
+/* The summary as it stands goes to every peer in a new epoch, full: the
+ * cache was restored from disk (publisher.h, pub_announce). */
+void peers_announce(struct peers *ps);
+
 /*
  * A POSTed summary message from addr. Returns the HTTP status to answer
  * (204 accepted, 4xx refused; *why says why).

@@ -12,6 +12,7 @@ struct accesslog;
 	X(TCP_MISS)                /* from the origin or a peer */            \
 	X(TCP_MISS_ABORTED)        /* the client left before the end */       \
 	X(TCP_MEM_HIT)             /* fresh, from the memory cache */         \
+	X(TCP_HIT)                 /* fresh, read from the disk cache */      \
 	X(TCP_IMS_HIT)             /* the client's conditional matched: 304 */\
 	X(TCP_STALE_HIT)           /* stale but allowed (max-stale) */        \
 	X(TCP_REFRESH_UNMODIFIED)  /* revalidated: 304 from upstream */       \

@@ -47,7 +47,8 @@ on_segment_done(struct evbuffer_file_segment const *seg, int flags,
 }
 
 bool
-bodyfd_attach(struct store_body **bp, int fd, int64_t off, size_t len)
+bodyfd_attach(struct store_body **bp, int fd, int64_t off, size_t len,
+    bool on_disk)
 {
 	struct store_ext *ext = malloc(sizeof(*ext));
 	struct segment_watch *w = calloc(1, sizeof(*w));
@@ -65,7 +66,7 @@ bodyfd_attach(struct store_body **bp, int fd, int64_t off, size_t len)
 	}
 	evbuffer_file_segment_add_cleanup_cb(seg, on_segment_done, w);
 	*ext = (struct store_ext){.handle = seg, .free = segment_free,
-	    .pin = &w->pin, .fd = fd, .off = off};
+	    .pin = &w->pin, .fd = fd, .off = off, .on_disk = on_disk};
 	store_body_drop_data(bp);
 	(*bp)->ext = ext;
 	(*bp)->len = len;
@@ -93,7 +94,7 @@ bodyfd_convert(struct store_body **bp, int fd_ceiling)
 		off += (size_t)n;
 	}
 	/* on ENOMEM the body stays on the heap, fd closed */
-	return bodyfd_attach(bp, fd, 0, b->len);
+	return bodyfd_attach(bp, fd, 0, b->len, false);
 }
 
 void

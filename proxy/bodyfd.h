@@ -30,7 +30,8 @@ bool bodyfd_convert(struct store_body **b, int fd_ceiling);
  * len bytes of file fd at off, which it then owns (closed with the last
  * sender): a disk tier's body. Returns false, closing fd, on ENOMEM.
  */
-bool bodyfd_attach(struct store_body **b, int fd, int64_t off, size_t len);
+bool bodyfd_attach(struct store_body **b, int fd, int64_t off, size_t len,
+    bool on_disk);
 
 /* Appends the whole body to out without copying it: a file segment for a
  * converted body, a heap reference otherwise. Takes its own references. */

@@ -19,11 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include <netinet/in.h>
 
 #include <event2/util.h>
+
+#include "disk.h"
 
 typedef int conf_parse_f(struct conf *c, size_t off, const char *v,
     const char **why);
@@ -110,6 +113,44 @@ parse_size(struct conf *c, size_t off, const char *v, const char **why)
 		return -1;
 	}
 	*(size_t *)((char *)c + off) = (size_t)n << shift;
+	return 0;
+}
+
+/* "PATH SIZE", checked as -t promises: the directory exists or can be
+ * made, is writable, and SIZE fits its file system (disk.c) */
+static int
+parse_cache_dir(struct conf *c, size_t off, const char *v, const char **why)
+{
+	static char err[PATH_MAX + 128];
+	const char *sp = strrchr(v, ' ');
+
+	(void)off;
+	if (*v == '\0') {
+		free(c->cache_dir);
+		c->cache_dir = NULL;
+		c->cache_dir_size = 0;
+		return 0;
+	}
+	if (sp == NULL || sp == v || v[0] != '/') {
+		*why = "expected \"PATH SIZE\" with an absolute PATH, such as "
+		    "\"/var/cache/sumcache 50GB\"";
+		return -1;
+	}
+	if (parse_size(c, offsetof(struct conf, cache_dir_size), sp + 1,
+	    why) < 0)
+		return -1;
+	char *path = strndup(v, (size_t)(sp - v));
+	if (path == NULL) {
+		*why = "out of memory";
+		return -1;
+	}
+	if (disk_check(path, c->cache_dir_size, err, sizeof(err)) < 0) {
+		free(path);
+		*why = err;
+		return -1;
+	}
+	free(c->cache_dir);
+	c->cache_dir = path;
 	return 0;
 }
 
@@ -404,12 +445,21 @@ static const struct directive directives[] = {
 	    false, "address and port for client connections"},
 	{"cache_mem", parse_size, OFF(cache_mem), "256MB", false,
 	    "memory budget for cached objects, headers and keys included"},
-	{"max_object_size", parse_size, OFF(max_object_size), "16MB", false,
-	    "largest response body that is cached (larger ones stream through)"},
+	{"max_object_size", parse_size_auto, OFF(max_object_size), "auto",
+	    false, "largest response body that is cached (larger ones stream "
+	    "through); auto: max_memory_object_size, or with a cache_dir 1GB "
+	    "(at most a quarter of it)"},
+	{"max_memory_object_size", parse_size, OFF(max_memory_object_size),
+	    "16MB", false, "largest body the memory tier holds (with a "
+	    "cache_dir, larger ones are kept on disk only)"},
+	{"cache_dir", parse_cache_dir, 0, "", false,
+	    "\"PATH SIZE\": a disk tier of SIZE bytes of segment files under "
+	    "PATH, kept across restarts (created if need be; one node each); "
+	    "empty: memory only"},
 	{"inflight_mem", parse_size_auto, OFF(inflight_mem), "auto", false,
 	    "memory for copies of responses being fetched to be cached; when "
 	    "it is taken, further misses stream through uncached; auto: 64MB, "
-	    "or max_object_size if larger"},
+	    "or max_memory_object_size if larger"},
 	{"max_connections", parse_count_auto, OFF(max_connections), "auto",
 	    false, "client connections and tunnels open at once (then new ones "
 	    "wait in the backlog); auto: 3/4 of what ulimit -n leaves, two "
@@ -715,6 +765,7 @@ conf_clear(struct conf *c)
 	free(c->icp_listen);
 	free(c->http_listen);
 	free(c->access_log);
+	free(c->cache_dir);
 	free(c->cluster_key_file);
 	if (c->cluster_key != NULL)
 		memset(c->cluster_key, 0, c->cluster_key_len);

@@ -26,7 +26,10 @@ struct conf {
 	char *node_name;
 	char *http_listen;       /* "addr:port" as given */
 	size_t cache_mem;
-	size_t max_object_size;
+	size_t max_object_size;     /* 0 in the table: auto, conf_finish */
+	size_t max_memory_object_size;
+	char *cache_dir;            /* NULL: memory only */
+	size_t cache_dir_size;
 	size_t inflight_mem;     /* copies of misses being stored; 0: auto */
 	uint32_t max_connections; /* 0: derived (accept.c) */
 	struct acl allow;
@@ -80,8 +83,10 @@ int conf_load_file(struct conf *c, const char *path, char *err, size_t elen);
 /* Applies one "name=value" override (-o). -1 with the reason in err. */
 int conf_override(struct conf *c, const char *nv, char *err, size_t elen);
 
-/* Cross-directive checks after everything is read. */
-int conf_validate(const struct conf *c, char *err, size_t elen);
+/* After everything is read: derives the auto values that depend on other
+ * directives (max_object_size), then checks the directives against each
+ * other. */
+int conf_finish(struct conf *c, char *err, size_t elen);
 
 /* Reads cluster_key_file when sharing needs it. -1 with the reason. */
 int conf_load_key(struct conf *c, char *err, size_t elen);

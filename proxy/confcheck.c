@@ -10,18 +10,43 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* With a cache_dir, max_object_size's auto: what package mirrors and
+ * software downloads need, which memory could not hold. */
+#define DISK_MAX_OBJECT (1ull << 30)
+
 int
-conf_validate(const struct conf *c, char *err, size_t elen)
+conf_finish(struct conf *c, char *err, size_t elen)
 {
-	if (c->max_object_size > c->cache_mem) {
-		snprintf(err, elen, "max_object_size (%zu) exceeds cache_mem "
-		    "(%zu)", c->max_object_size, c->cache_mem);
+	if (c->max_object_size == 0 && c->cache_dir == NULL)
+		c->max_object_size = c->max_memory_object_size;
+	else if (c->max_object_size == 0)
+		/* a small cache_dir keeps several of its largest */
+		c->max_object_size = c->cache_dir_size / 4 < DISK_MAX_OBJECT ?
+		    c->cache_dir_size / 4 : DISK_MAX_OBJECT;
+	/* nothing larger than max_object_size is kept anywhere */
+	if (c->max_memory_object_size > c->max_object_size)
+		c->max_memory_object_size = c->max_object_size;
+	if (c->max_memory_object_size > c->cache_mem) {
+		snprintf(err, elen, "max_memory_object_size (%zu) exceeds "
+		    "cache_mem (%zu)", c->max_memory_object_size, c->cache_mem);
 		return -1;
 	}
-	if (c->inflight_mem != 0 && c->max_object_size > c->inflight_mem) {
-		snprintf(err, elen, "max_object_size (%zu) exceeds inflight_mem "
-		    "(%zu): such an object could never be cached",
-		    c->max_object_size, c->inflight_mem);
+	if (c->cache_dir == NULL && c->max_object_size > c->cache_mem) {
+		snprintf(err, elen, "max_object_size (%zu) exceeds cache_mem "
+		    "(%zu), and there is no cache_dir", c->max_object_size,
+		    c->cache_mem);
+		return -1;
+	}
+	if (c->cache_dir != NULL && c->max_object_size > c->cache_dir_size / 2) {
+		snprintf(err, elen, "max_object_size (%zu) exceeds half the "
+		    "cache_dir (%zu)", c->max_object_size, c->cache_dir_size);
+		return -1;
+	}
+	if (c->inflight_mem != 0 &&
+	    c->max_memory_object_size > c->inflight_mem) {
+		snprintf(err, elen, "max_memory_object_size (%zu) exceeds "
+		    "inflight_mem (%zu): such an object could never be cached",
+		    c->max_memory_object_size, c->inflight_mem);
 		return -1;
 	}
 	if (c->max_request_line > c->max_header_size) {
@@ -75,7 +100,7 @@ int
 conf_load_key(struct conf *c, char *err, size_t elen)
 {
 	if (c->sharing != SHARING_SUMMARY || c->cluster_key_file == NULL)
-		return 0;  /* conf_validate said whether it may be missing */
+		return 0;  /* conf_finish said whether it may be missing */
 	FILE *f = fopen(c->cluster_key_file, "rb");
 	uint8_t buf[4096];
 	size_t n = 0;

@@ -658,7 +658,7 @@ read_object(struct read_job *rj)
 			return NULL;
 		}
 		if (!bodyfd_attach(&body, fd, (int64_t)j->off +
-		    (int64_t)record_head_len(r), (size_t)r->body_len)) {
+		    (int64_t)record_head_len(r), (size_t)r->body_len, true)) {
 			store_body_unref(&body);
 			return NULL;
 		}

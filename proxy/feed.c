@@ -10,6 +10,7 @@
 #include <event2/event.h>
 
 #include "peers.h"
+#include "tiers.h"
 
 /* Objects walked per loop turn: about a millisecond of hashing. */
 #define FEED_STEP 4096
@@ -38,27 +39,29 @@ on_step(evutil_socket_t fd, short what, void *arg)
 	event_active(f->step, EV_TIMEOUT, 0);
 }
 
-static void
-on_insert(void *arg, struct store_obj *o)
+static uint8_t
+on_added(void *arg, const char *key, size_t klen)
 {
 	struct feed *f = arg;
 	struct peers *ps = f->srv->peers;
+	uint8_t mark = peers_object_added(ps, key, klen);
 
-	o->mark = peers_object_added(ps, o->key, o->key_len);
 	if (peers_wants_rebuild(ps)) {
 		peers_rebuild_begin(ps);
 		store_walk_start(f->srv->store);
 		event_active(f->step, EV_TIMEOUT, 0);
 	}
+	return mark;
 }
 
 static void
-on_remove(void *arg, struct store_obj *o)
+on_removed(void *arg, const char *key, size_t klen, uint8_t mark)
 {
 	struct feed *f = arg;
 
-	peers_object_removed(f->srv->peers, o->key, o->key_len, o->mark);
+	peers_object_removed(f->srv->peers, key, klen, mark);
 }
+
 int
 feed_start(struct server *s)
 {
@@ -68,8 +71,8 @@ feed_start(struct server *s)
 		return -1;
 	f->srv = s;
 	f->step = event_new(s->base, -1, 0, on_step, f);
-	struct store_observer ob = {on_insert, on_remove, f};
-	if (f->step == NULL || store_observe(s->store, &ob) < 0) {
+	struct tiers_observer ob = {on_added, on_removed, f};
+	if (f->step == NULL || tiers_observe(s, &ob) < 0) {
 		if (f->step)
 			event_free(f->step);
 		free(f);

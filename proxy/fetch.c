@@ -47,6 +47,7 @@
 #include "response.h"
 #include "sc_assert.h"
 #include "stored.h"
+#include "tiers.h"
 #include "upstream.h"
 
 /* curl's receive buffer: what one write callback brings at most */
@@ -483,7 +484,7 @@ finish_ok(struct fetch *f)
 		    f->request_time);
 		s->m.revalidated_unmodified++;
 		if (o != NULL) {
-			store_insert(s->store, o);
+			tiers_store(s, o);
 			request_serve_object(t, o, SQ_TCP_REFRESH_UNMODIFIED);
 			store_obj_unref(&o);
 		} else {
@@ -509,11 +510,11 @@ finish_ok(struct fetch *f)
 		    f->stored_head, f->stored_head_len, f->body,
 		    f->request_time);
 		if (o != NULL)
-			store_insert(s->store, o);
+			tiers_store(s, o);
 		store_obj_unref(&o);
 	} else if (f->kind == FETCH_REVALIDATE) {
 		/* the new response is not storable: the old one is wrong */
-		store_invalidate(s->store, t->url.norm, t->url.len);
+		tiers_invalidate(s, t->url.norm, t->url.len);
 	}
 	client_txn_done(t->c);
 }

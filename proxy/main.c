@@ -61,7 +61,7 @@ read_config(struct conf *c, const char *file, char **ovr, int novr)
 			return -1;
 		}
 	}
-	if (conf_validate(c, err, sizeof(err)) < 0) {
+	if (conf_finish(c, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sumcache: %s%s%s\n", file ? file : "",
 		    file ? ": " : "", err);
 		return -1;

@@ -4,13 +4,17 @@
  */
 #include "metrics.h"
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "budget.h"
+#include "disk.h"
 #include "sc_assert.h"
 #include "client.h"
 #include "proxy.h"
 #include "store.h"
+#include "tiers.h"
 
 struct metric_row {
 	enum metric_family family;
@@ -46,6 +50,38 @@ metrics_refresh(struct server *s)
 	s->m.inflight_refused = bs->inflight_refused;
 	s->m.heap_trims = bs->trims;
 	s->m.conn_mem_bound = client_mem_bound(s);
+	const struct disk_stats *ds = tiers_disk_stats(s);
+	if (ds == NULL)
+		return;
+	s->m.disk_objects = ds->objects;
+	s->m.disk_bytes = ds->bytes;
+	s->m.disk_file_bytes = ds->file_bytes;
+	s->m.disk_index_bytes = ds->index_bytes;
+	s->m.disk_reads = ds->reads;
+	s->m.disk_writes = ds->writes;
+	s->m.disk_read_errors = ds->read_errors;
+	s->m.disk_write_errors = ds->write_errors;
+	s->m.disk_read_us = ds->read_us;
+	s->m.disk_write_us = ds->write_us;
+	s->m.disk_dropped_torn = ds->dropped[DISK_DROP_TORN];
+	s->m.disk_dropped_checksum = ds->dropped[DISK_DROP_CHECKSUM];
+	s->m.disk_dropped_io = ds->dropped[DISK_DROP_IO];
+	s->m.disk_dropped_replaced = ds->dropped[DISK_DROP_REPLACED];
+	s->m.disk_segments_evicted = ds->segments_evicted;
+	s->m.disk_scan_found = ds->scan_segments;
+	s->m.disk_scan_done = ds->scan_segments_done;
+	s->m.disk_scan_us = ds->scan_ms * 1000;
+}
+
+/* A family named in seconds has rows kept in microseconds. */
+static bool
+in_seconds(enum metric_family f)
+{
+	const char *name = metric_family(f)->name;
+	size_t n = strlen(name);
+
+	return (n > 8 && strcmp(name + n - 8, "_seconds") == 0) ||
+	    (n > 14 && strcmp(name + n - 14, "_seconds_total") == 0);
 }
 
 void
@@ -59,8 +95,12 @@ metrics_render(const struct metrics *m, struct evbuffer *out)
 			metric_head(out, r->family);
 			prev = (int)r->family;
 		}
-		metric_u64(out, r->family, r->label ? &r->label : NULL,
-		    value(m, r));
+		const char *const *label = r->label ? &r->label : NULL;
+		if (in_seconds(r->family))
+			metric_f64(out, r->family, label, (double)value(m, r) /
+			    1e6);
+		else
+			metric_u64(out, r->family, label, value(m, r));
 	}
 }
 

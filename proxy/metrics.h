@@ -57,7 +57,27 @@ struct evbuffer;
 	X(active_clients, ACTIVE_CLIENTS, NULL, NULL)                        \
 	X(inflight_bytes, INFLIGHT_BYTES, NULL, NULL)                        \
 	X(inflight_refused, INFLIGHT_REFUSED, NULL, NULL)                    \
-	X(heap_trims, HEAP_TRIMS, NULL, NULL)
+	X(heap_trims, HEAP_TRIMS, NULL, NULL)                                \
+	X(hit_memory, HITS_BY_TIER, "memory", "hit_memory")                  \
+	X(hit_disk, HITS_BY_TIER, "disk", "hit_disk")                        \
+	X(disk_objects, DISK_OBJECTS, NULL, "disk_objects")                  \
+	X(disk_bytes, DISK_BYTES, NULL, "disk_bytes")                        \
+	X(disk_file_bytes, DISK_FILE_BYTES, NULL, NULL)                      \
+	X(disk_index_bytes, DISK_INDEX_BYTES, NULL, NULL)                    \
+	X(disk_reads, DISK_OPS, "read", NULL)                                \
+	X(disk_writes, DISK_OPS, "write", NULL)                              \
+	X(disk_read_errors, DISK_OP_ERRORS, "read", NULL)                    \
+	X(disk_write_errors, DISK_OP_ERRORS, "write", NULL)                  \
+	X(disk_read_us, DISK_OP_SECONDS, "read", NULL)                       \
+	X(disk_write_us, DISK_OP_SECONDS, "write", NULL)                     \
+	X(disk_dropped_torn, DISK_DROPPED, "torn", NULL)                     \
+	X(disk_dropped_checksum, DISK_DROPPED, "checksum", NULL)             \
+	X(disk_dropped_io, DISK_DROPPED, "io_error", NULL)                   \
+	X(disk_dropped_replaced, DISK_DROPPED, "replaced", NULL)             \
+	X(disk_segments_evicted, DISK_EVICTED, NULL, NULL)                   \
+	X(disk_scan_found, DISK_SCAN_SEGMENTS, "found", NULL)                \
+	X(disk_scan_done, DISK_SCAN_SEGMENTS, "scanned", NULL)               \
+	X(disk_scan_us, DISK_SCAN_SECONDS, NULL, NULL)
 
 struct metrics {
 #define METRICS_FIELD(field, family, label, status) uint64_t field;

@@ -28,6 +28,8 @@ struct bufferevent;
 struct evbuffer;
 struct curlev;
 struct peers;
+struct tiers;
+struct tiers_wait;
 struct discover;
 struct icpsock;
 struct sqdigest;
@@ -44,6 +46,7 @@ struct server {
 	struct conf conf;
 	struct http_limits limits;
 	struct store *store;
+	struct tiers *tiers;     /* memory over disk (tiers.c) */
 	struct curlev *curl;     /* origin and peer transfers */
 	struct peers *peers;     /* NULL unless sharing summary */
 	struct discover *discover; /* peer_dns lookups, or NULL */
@@ -144,6 +147,8 @@ struct txn {
 	/* what is answering it */
 	struct fetch *fetch;
 	struct store_obj *stale;  /* stored copy under revalidation */
+	struct tiers_wait *disk_wait; /* reading the disk's copies */
+	bool disk_read;       /* they were read: memory has what it has */
 	/* for the access log and metrics */
 	enum txn_result result;
 	int status;

@@ -30,6 +30,7 @@
 #include "pages.h"
 #include "response.h"
 #include "peers.h"
+#include "tiers.h"
 
 void
 request_error(struct txn *t, int status, enum squid_code code,
@@ -110,6 +111,7 @@ txn_free(struct txn **tp)
 		    (const struct sockaddr *)&t->c->sa,
 		    (uint64_t)t->req.content_length);
 	free(t->peer_msg);
+	tiers_wait_cancel(&t->disk_wait);
 	store_obj_unref(&t->stale);
 	http_head_clear(&t->req);
 	url_clear(&t->url);
@@ -208,9 +210,13 @@ request_serve_object(struct txn *t, struct store_obj *o,
 	size_t ctl;
 
 	t->status = status;
-	t->code = not_modified && code == SQ_TCP_MEM_HIT ? SQ_TCP_IMS_HIT :
-	    code;
+	t->code = not_modified && (code == SQ_TCP_MEM_HIT ||
+	    code == SQ_TCP_HIT) ? SQ_TCP_IMS_HIT : code;
 	t->result = RESULT_LOCAL_HIT;
+	if (t->disk_read)
+		t->srv->m.hit_disk++;
+	else
+		t->srv->m.hit_memory++;
 	if (store_head_find(o, "content-type", &ct, &ctl))
 		snprintf(t->ctype, sizeof(t->ctype), "%.*s", (int)ctl, ct);
 	response_status(out, status, NULL, 0);
@@ -378,6 +384,19 @@ has_validator(const struct store_obj *o)
 	    store_head_find(o, "last-modified", &v, &vl);
 }
 
+static void lookup(struct txn *t);
+
+/* The disk's copies are in memory now, if they were good: look again. */
+static void
+disk_read_done(void *arg)
+{
+	struct txn *t = arg;
+
+	t->disk_wait = NULL;
+	t->disk_read = true;
+	lookup(t);
+}
+
 static void
 lookup(struct txn *t)
 {
@@ -385,6 +404,9 @@ lookup(struct txn *t)
 	struct store_obj *o = store_lookup(s->store, t->url.norm, t->url.len,
 	    vary_matches, t);
 
+	if (o == NULL && !t->disk_read && tiers_read(s, t->url.norm,
+	    t->url.len, disk_read_done, t, &t->disk_wait))
+		return;
 	if (o == NULL) {
 		if (t->reqcc.only_if_cached) {
 			request_error(t, 504, SQ_TCP_MISS, "not in cache "
@@ -403,8 +425,10 @@ lookup(struct txn *t)
 	};
 	enum cachectl_verdict v = cachectl_judge(&e, &t->reqcc);
 	if (v != CACHECTL_REVALIDATE) {
-		request_serve_object(t, o, v == CACHECTL_FRESH ? SQ_TCP_MEM_HIT :
-		    SQ_TCP_STALE_HIT);
+		/* a copy just read from disk is Squid's TCP_HIT */
+		request_serve_object(t, o, v != CACHECTL_FRESH ?
+		    SQ_TCP_STALE_HIT : t->disk_read ? SQ_TCP_HIT :
+		    SQ_TCP_MEM_HIT);
 		store_obj_unref(&o);
 		return;
 	}

@@ -38,6 +38,7 @@
 #include "request.h"
 #include "sqdigest.h"
 #include "status.h"
+#include "tiers.h"
 #include "tunnel.h"
 
 void
@@ -196,7 +197,9 @@ server_publish_conf(const struct conf *c)
 		.threshold = c->summary_threshold,
 		.max_interval_ms = c->summary_max_interval_ms,
 		.expected_objects = pub_expected_objects(c->cache_mem,
-		    PUB_OBJECT_BYTES),
+		    PUB_OBJECT_BYTES) + (c->cache_dir != NULL ?
+		    pub_expected_objects(c->cache_dir_size,
+		    PUB_DISK_OBJECT_BYTES) : 0),
 		.max_bits = WIRE_MAX_BITS,
 	};
 }
@@ -291,8 +294,8 @@ server_init(struct server *s)
 	s->store = store_new(s->conf.cache_mem);
 	size_t inflight = s->conf.inflight_mem;
 	if (inflight == 0)
-		inflight = s->conf.max_object_size > 64u << 20 ?
-		    s->conf.max_object_size : 64u << 20;
+		inflight = s->conf.max_memory_object_size > 64u << 20 ?
+		    s->conf.max_memory_object_size : 64u << 20;
 	s->budget = budget_new(s->base, inflight);
 	s->curl = curlev_new(s->base, (long)s->curl_pool);
 	s->log = accesslog_open(s->conf.access_log);
@@ -302,7 +305,7 @@ server_init(struct server *s)
 		return -1;
 	}
 	if (s->dns == NULL || s->store == NULL || s->curl == NULL ||
-	    s->budget == NULL)
+	    s->budget == NULL || tiers_open(s) < 0)
 		return -1;
 	if (accept_start(s) < 0)
 		return -1;
@@ -321,7 +324,8 @@ server_init(struct server *s)
 	if (s->conf.digest_generation) {
 		/* room for cache_mem of 1 KB objects: a digest past its
 		 * capacity fills up and Squid refuses one 65 % full */
-		uint64_t cap = s->conf.cache_mem / 1024;
+		uint64_t cap = s->conf.cache_mem / 1024 +
+		    s->conf.cache_dir_size / PUB_DISK_OBJECT_BYTES;
 		s->digest = sqdigest_new(s, cap < 1024 ? 1024 : cap > UINT32_MAX ?
 		    UINT32_MAX : (uint32_t)cap, s->conf.digest_rebuild_period_ms);
 		if (s->digest == NULL)
@@ -329,6 +333,8 @@ server_init(struct server *s)
 	}
 	if (s->conf.sharing != SHARING_NONE && peers_init(s) < 0)
 		return -1;
+	/* what the disk kept, once everyone who counts objects listens */
+	tiers_start(s);
 	s->status = status_new(s);
 	return s->status == NULL ? -1 : 0;
 }
@@ -353,7 +359,9 @@ server_fini(struct server *s)
 	status_free(&s->status);
 	accept_free(s);
 	/* the store's removals feed the summary, so the summary goes after
-	 * the store; transfers of both go before curl's multi */
+	 * the store; transfers of both go before curl's multi; the disk's
+	 * last jobs report to the store */
+	tiers_close(s);
 	store_free(&s->store);
 	sqdigest_free(&s->digest);
 	feed_stop(s);

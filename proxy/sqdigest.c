@@ -10,6 +10,7 @@
 #include "digest.h"
 #include "store.h"
 #include "sumkey.h"
+#include "tiers.h"
 
 struct sqdigest {
 	struct cbf *f;
@@ -22,12 +23,11 @@ struct sqdigest {
 };
 
 static void
-changed(void *arg, struct store_obj *o, bool added)
+changed(struct sqdigest *d, const char *key, size_t klen, bool added)
 {
-	struct sqdigest *d = arg;
 	struct sumkey k;
 
-	if (sumkey_make(d->md5, SUM_METHOD_GET, o->key, o->key_len, &k) < 0)
+	if (sumkey_make(d->md5, SUM_METHOD_GET, key, klen, &k) < 0)
 		return;
 	if (added)
 		cbf_add(d->f, &k);
@@ -35,16 +35,18 @@ changed(void *arg, struct store_obj *o, bool added)
 		cbf_remove(d->f, &k);
 }
 
-static void
-on_insert(void *arg, struct store_obj *o)
+static uint8_t
+on_added(void *arg, const char *key, size_t klen)
 {
-	changed(arg, o, true);
+	changed(arg, key, klen, true);
+	return 0;
 }
 
 static void
-on_remove(void *arg, struct store_obj *o)
+on_removed(void *arg, const char *key, size_t klen, uint8_t mark)
 {
-	changed(arg, o, false);
+	(void)mark;
+	changed(arg, key, klen, false);
 }
 
 struct sqdigest *
@@ -59,9 +61,9 @@ sqdigest_new(struct server *s, uint32_t capacity, uint32_t period_ms)
 	uint64_t m = 8ull * digest_mask_size(capacity, SQDIGEST_BITS_PER_ENTRY);
 	d->f = cbf_new(SUM_SQUID_MD5, m, SUM_SQUID_K, 0);
 	d->md5 = sumkey_hasher_new(SUM_SQUID_MD5);
-	struct store_observer ob = {on_insert, on_remove, d};
+	struct tiers_observer ob = {on_added, on_removed, d};
 	if (d->f == NULL || d->md5 == NULL ||
-	    store_observe(s->store, &ob) < 0) {
+	    tiers_observe(s, &ob) < 0) {
 		sqdigest_free(&d);
 		return NULL;
 	}

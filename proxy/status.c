@@ -21,7 +21,7 @@
 /* What a sample holds: the rows of METRICS_TABLE with a status name
  * (metrics.h), then inter-proxy messages and bytes by type; the names go
  * to the page with the samples. */
-#define F_TABLE_MAX 12
+#define F_TABLE_MAX 16
 enum {
 	F_MESSAGES = F_TABLE_MAX,
 	F_BYTES = F_MESSAGES + IPM_NTYPES,

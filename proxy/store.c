@@ -78,6 +78,8 @@ store_body_new(size_t cap)
 static size_t
 body_charge(const struct store_body *b)
 {
+	if (b->ext != NULL && b->ext->on_disk)
+		return sizeof(*b) + sizeof(*b->ext) + ALLOC_OVERHEAD;
 	return sizeof(*b) + b->len + ALLOC_OVERHEAD;
 }
 
@@ -378,7 +380,7 @@ grow(struct store *s)
 }
 
 static void
-unlink_obj(struct store *s, struct store_obj *o)
+unlink_obj(struct store *s, struct store_obj *o, enum store_exit why)
 {
 	struct store_obj **pp = bucket(s, o->hash);
 
@@ -404,7 +406,7 @@ unlink_obj(struct store *s, struct store_obj *o)
 	s->stats.objects--;
 	s->stats.bytes -= o->charge;
 	for (unsigned i = 0; i < s->nobs; i++)
-		s->obs[i].removed(s->obs[i].arg, o);
+		s->obs[i].removed(s->obs[i].arg, o, why);
 	body_left(s, o);
 	store_obj_unref(&o);
 }
@@ -422,7 +424,7 @@ evict_one(struct store *s)
 	}
 	s->hand = o->newer;
 	s->stats.evictions++;
-	unlink_obj(s, o);
+	unlink_obj(s, o, STORE_EVICTED);
 }
 
 void
@@ -454,7 +456,7 @@ store_free(struct store **sp)
 		return;
 	*sp = NULL;
 	while (s->tail != NULL)
-		unlink_obj(s, s->tail);
+		unlink_obj(s, s->tail, STORE_CLOSED);
 	/* a pin outliving the store would give its charge back to freed
 	 * memory: whoever sends bodies goes first (server_fini) */
 	SC_ASSERT(s->stats.pinned == 0);
@@ -486,6 +488,16 @@ store_lookup(struct store *s, const char *key, size_t klen,
 	return NULL;
 }
 
+struct store_obj *
+store_find_hash(struct store *s, uint64_t hash, store_match_f *match,
+    void *arg)
+{
+	for (struct store_obj *o = *bucket(s, hash); o; o = o->hnext)
+		if (o->hash == hash && match(o, arg))
+			return o;
+	return NULL;
+}
+
 bool
 store_insert(struct store *s, struct store_obj *o)
 {
@@ -503,7 +515,7 @@ store_insert(struct store *s, struct store_obj *o)
 		    old->vary_len == o->vary_len &&
 		    memcmp(store_obj_varykey(old), store_obj_varykey(o),
 			o->vary_len) == 0)
-			unlink_obj(s, old);
+			unlink_obj(s, old, STORE_REPLACED);
 	}
 	while (s->stats.bytes + s->stats.pinned + o->charge > s->budget) {
 		if (s->tail == NULL) {
@@ -548,7 +560,7 @@ store_invalidate(struct store *s, const char *key, size_t klen)
 	for (; o; o = next) {
 		next = o->hnext;
 		if (same_key(o, hash, key, klen)) {
-			unlink_obj(s, o);
+			unlink_obj(s, o, STORE_INVALIDATED);
 			n++;
 		}
 	}

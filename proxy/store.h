@@ -27,6 +27,10 @@ struct store_ext {
 	store_ext_free_f *free;
 	int fd;              /* the handle's, for reading the bytes back */
 	int64_t off;
+	/* a disk segment's bytes: the page cache holds them, which the
+	 * kernel gives back under pressure, so cache_mem does not count
+	 * them (a memfd's pages are ours until the body goes) */
+	bool on_disk;
 	/* where the store keeps its pin of this body: the holder of the
 	 * handle releases it when the last sender of the data is done,
 	 * which may be after the body itself is freed */
@@ -125,12 +129,22 @@ bool store_head_find(const struct store_obj *o, const char *name,
     const char **val, size_t *vlen);
 void store_obj_unref(struct store_obj **o);
 
-/* Observers see every object that enters or leaves the store. */
+/* Observers see every object that enters or leaves the store, and why
+ * it left. */
+enum store_exit {
+	STORE_EVICTED,     /* to make room */
+	STORE_REPLACED,    /* by a newer copy of the same variant */
+	STORE_INVALIDATED, /* store_invalidate */
+	STORE_CLOSED,      /* store_free */
+};
+
 typedef void store_event_f(void *arg, struct store_obj *o);
+typedef void store_exit_f(void *arg, struct store_obj *o,
+    enum store_exit why);
 
 struct store_observer {
 	store_event_f *inserted;
-	store_event_f *removed;
+	store_exit_f *removed;
 	void *arg;
 };
 
@@ -177,6 +191,11 @@ struct store_obj *store_lookup(struct store *s, const char *key, size_t klen,
  * nothing, when o does not fit even in an empty store.
  */
 bool store_insert(struct store *s, struct store_obj *o);
+
+/* The first object under hash (store_lookup's hash of its key) that
+ * match accepts; no reference taken, not marked used. */
+struct store_obj *store_find_hash(struct store *s, uint64_t hash,
+    store_match_f *match, void *arg);
 
 /* Removes every variant of key; returns how many. */
 unsigned store_invalidate(struct store *s, const char *key, size_t klen);

@@ -17,6 +17,8 @@
 
 #include <event2/buffer.h>
 
+#include "tiers.h"
+
 /* A response field a cache keeps: no hop-by-hop, no framing, and no Age
  * unless asked (it is recomputed on every hit). */
 static bool
@@ -69,7 +71,7 @@ invalidate_one(struct server *s, const struct url *base, const char *v,
 	if (u.host_len == base->host_len && u.port == base->port &&
 	    memcmp(u.norm + u.host_off, base->norm + base->host_off,
 		u.host_len) == 0)
-		s->m.invalidations += store_invalidate(s->store, u.norm, u.len);
+		s->m.invalidations += tiers_invalidate(s, u.norm, u.len);
 	url_clear(&u);
 }
 
@@ -84,7 +86,7 @@ stored_invalidate(const struct txn *t, const struct http_head *resp)
 	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
 		if (http_token_eq(t->req.method, t->req.method_len, safe[i]))
 			return;
-	s->m.invalidations += store_invalidate(s->store, t->url.norm,
+	s->m.invalidations += tiers_invalidate(s, t->url.norm,
 	    t->url.len);
 	const struct http_field *fl;
 	if ((fl = http_field_find(resp, "location")) != NULL)

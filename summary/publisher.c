@@ -159,6 +159,21 @@ pub_rebuild_end(struct publisher *p, uint64_t now_ms,
 	return pub_last_full(p, out) < 0 ? -1 : 1;
 }
 
+int
+pub_announce(struct publisher *p, uint64_t now_us, uint64_t now_ms,
+    struct publication *out)
+{
+	if (p->rebuilding)
+		return 0;
+	p->local->epoch = now_us > p->local->epoch ? now_us :
+	    p->local->epoch + 1;
+	cbf_mark_published(p->local);
+	p->seq = 1;
+	p->last_publish_ms = now_ms;
+	p->fulls++;
+	return pub_last_full(p, out) < 0 ? -1 : 1;
+}
+
 static uint64_t
 threshold_changes(const struct publisher *p)
 {

@@ -44,6 +44,9 @@
  * 4 bits of memory a counter and about a wire bit a set position per
  * doubling, while an under-sized one must be rebuilt. */
 #define PUB_OBJECT_BYTES 2048
+/* and a disk tier's bytes / PUB_DISK_OBJECT_BYTES: what a disk keeps is
+ * mostly what memory could not, larger objects */
+#define PUB_DISK_OBJECT_BYTES 16384
 #define PUB_MIN_OBJECTS 1024
 
 struct pub_conf {
@@ -102,6 +105,16 @@ void pub_rebuild_walk(struct publisher *p, const struct sumkey *k,
  * Returns 1 (out filled), 0 when no new filter could be made (out
  * untouched, the old one stays), -1 on ENOMEM encoding it. */
 int pub_rebuild_end(struct publisher *p, uint64_t now_ms,
+    struct publication *out);
+
+/*
+ * The filter as it stands starts a new epoch (at least the last + 1):
+ * out is its full summary, at sequence 1. For a cache restored from disk,
+ * whose peers must drop what they held of it and take this. Returns 1
+ * (out filled), 0 while a rebuild runs (its end announces a new epoch
+ * anyway), -1 on ENOMEM.
+ */
+int pub_announce(struct publisher *p, uint64_t now_us, uint64_t now_ms,
     struct publication *out);
 
 /* Whether a publication is due: by the threshold, or by the max

@@ -128,17 +128,15 @@ env_start(struct env *e, const char *const *opts)
 	env_start_nofile(e, opts, 0);
 }
 
-void
-env_start_nofile(struct env *e, const char *const *opts, int nofile)
+/* The proxy of e on e->pport with opts; its output goes to out_name in
+ * e->dir. */
+static void
+proxy_spawn(struct env *e, const char *const *opts, const char *out_name)
 {
 	char out[300], *argv[64];
 	int n = 0;
-
-	origin_start(e);
-	e->nofile = nofile;
-
 	static char listen[64], logopt[320], portopt[64];
-	e->pport = harness_free_port();
+
 	snprintf(listen, sizeof(listen), "http_listen=127.0.0.1:%d", e->pport);
 	snprintf(e->log, sizeof(e->log), "%s/access.log", e->dir);
 	snprintf(logopt, sizeof(logopt), "access_log=%s", e->log);
@@ -155,9 +153,39 @@ env_start_nofile(struct env *e, const char *const *opts, int nofile)
 		argv[n++] = (char *)*opts;
 	}
 	argv[n] = NULL;
-	snprintf(out, sizeof(out), "%s/sumcache.out", e->dir);
+	snprintf(out, sizeof(out), "%s/%s", e->dir, out_name);
 	e->proxy = harness_spawn_nofile(argv, out, e->nofile);
 	cr_assert(harness_wait_port(e->pport, 10000), "sumcache did not start");
+}
+
+void
+env_start_nofile(struct env *e, const char *const *opts, int nofile)
+{
+	origin_start(e);
+	e->nofile = nofile;
+	proxy_start(e, opts);
+}
+
+void
+proxy_start(struct env *e, const char *const *opts)
+{
+	e->pport = harness_free_port();
+	proxy_spawn(e, opts, "sumcache.out");
+}
+
+void
+proxy_restart(struct env *e, const char *const *opts, int sig)
+{
+	static int restarts;
+	char out[64];
+
+	int st = harness_stop(e->proxy, sig, 15000);
+	if (sig == SIGTERM)
+		cr_assert(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		    "sumcache exited badly (status %d); see %s/sumcache.out",
+		    st, e->dir);
+	snprintf(out, sizeof(out), "sumcache-%d.out", ++restarts);
+	proxy_spawn(e, opts, out);
 }
 
 struct env E;
@@ -546,13 +574,15 @@ node_start(struct env *e, struct cluster *cl, int i)
 	if (cl->peer_dns != NULL)
 		OPT("peer_dns=%s %s", cl->peer_dns, cl->peer_flags ?
 		    cl->peer_flags : "");
+	if (cl->cache_dir_size != NULL)
+		OPT("cache_dir=%s/cache-%s %s", e->dir, nd->name,
+		    cl->cache_dir_size);
 #undef OPT
 	for (const char *const *o = cl->opts; o && *o && n < 150; o++) {
 		argv[n++] = "-o";
 		argv[n++] = (char *)*o;
 	}
 	argv[n] = NULL;
-	(void)e;
 	nd->pid = harness_spawn(argv, nd->out);
 	cr_assert(harness_wait_addr(nd->host, nd->port, 10000), "node %s did "
 	    "not start; see %s", nd->name, nd->out);

@@ -52,6 +52,11 @@ void env_start(struct env *e, const char *const *opts);
 /* The same with the proxy's RLIMIT_NOFILE set to nofile (soft and hard). */
 void env_start_nofile(struct env *e, const char *const *opts, int nofile);
 void env_stop(struct env *e);
+/* The proxy alone, on a free port, after origin_start. */
+void proxy_start(struct env *e, const char *const *opts);
+/* Stops e's proxy with sig (SIGTERM must end in a clean exit) and starts
+ * it again on its port with opts. */
+void proxy_restart(struct env *e, const char *const *opts, int sig);
 
 /* GET through the proxy; extra is a NULL-terminated list of header lines. */
 void proxy_get(const struct env *e, const char *url,
@@ -118,6 +123,7 @@ struct cluster {
 	const char *peer_flags;   /* appended to every peer line, or NULL */
 	const char *peer_dns;     /* "HOST:PORT": peer_dns, not peer lines */
 	bool icp;                 /* sharing icp, each node on its icp_port */
+	const char *cache_dir_size; /* each node a cache_dir of this size */
 };
 /* Picks ports and names (a, b, c...), all on 127.0.0.1, and starts every
  * node. */

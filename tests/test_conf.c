@@ -122,7 +122,7 @@ Test(conf, summary_sharing_from_a_file)
 	cr_assert_eq(conf_defaults(&c), 0);
 	cr_assert_eq(conf_load_file(&c, write_file(text), err, sizeof(err)),
 	    0, "%s", err);
-	cr_assert_eq(conf_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(conf_finish(&c, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(conf_load_key(&c, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(c.sharing, SHARING_SUMMARY);
 	cr_assert_eq(c.n_peers, 2);
@@ -176,7 +176,7 @@ Test(conf, summary_sharing_errors)
 	cr_assert_eq(conf_defaults(&c), 0);
 	cr_assert_eq(conf_override(&c, "sharing=summary", err, sizeof(err)),
 	    0);
-	cr_expect_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_expect_eq(conf_finish(&c, err, sizeof(err)), -1);
 	cr_expect(strstr(err, "a peer or peer_dns") != NULL, "%s", err);
 	cr_assert_eq(conf_override(&c, "peer_dns=sumcache.ns.svc:3128 "
 	    "proxy_only", err, sizeof(err)), 0);
@@ -185,7 +185,7 @@ Test(conf, summary_sharing_errors)
 	cr_assert(c.peer_dns.proxy_only);
 	cr_assert_eq(conf_override(&c, "dns_nameservers=10.96.0.10 "
 	    "[fd00::a]:5353", err, sizeof(err)), 0, "%s", err);
-	cr_expect_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_expect_eq(conf_finish(&c, err, sizeof(err)), -1);
 	cr_expect(strstr(err, "cluster_key_file") != NULL, "%s", err);
 	cr_assert_eq(conf_override(&c, "summary_hash=squid-md5", err,
 	    sizeof(err)), 0);
@@ -193,7 +193,7 @@ Test(conf, summary_sharing_errors)
 	    sizeof(err)), 0);
 	cr_assert_eq(conf_override(&c, "cluster_key_file=/x", err,
 	    sizeof(err)), 0);
-	cr_expect_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_expect_eq(conf_finish(&c, err, sizeof(err)), -1);
 	cr_expect(strstr(err, "4 with squid-md5") != NULL, "%s", err);
 	conf_clear(&c);
 
@@ -201,16 +201,16 @@ Test(conf, summary_sharing_errors)
 	cr_assert_eq(conf_defaults(&c), 0);
 	cr_assert_str_eq(c.icp_listen, "auto");
 	cr_assert_eq(conf_override(&c, "sharing=icp", err, sizeof(err)), 0);
-	cr_expect_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_expect_eq(conf_finish(&c, err, sizeof(err)), -1);
 	cr_expect(strstr(err, "sharing icp needs a peer") != NULL, "%s", err);
 	cr_assert_eq(conf_override(&c, "peer=s 127.0.0.2:3128 icp=3131", err,
 	    sizeof(err)), 0);
-	cr_expect_eq(conf_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(conf_finish(&c, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(conf_load_key(&c, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(c.peers[0].icp_port, 3131);
 	cr_assert_eq(conf_override(&c, "peer=sq 127.0.0.3:3128 "
 	    "type=squid-digest", err, sizeof(err)), 0);
-	cr_expect_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_expect_eq(conf_finish(&c, err, sizeof(err)), -1);
 	cr_expect(strstr(err, "squid-digest needs sharing summary") != NULL,
 	    "%s", err);
 	conf_clear(&c);
@@ -224,12 +224,12 @@ Test(conf, summary_sharing_errors)
 	    "type=squid-digest proxy_only", err, sizeof(err)), 0);
 	cr_expect_eq(c.peers[0].type, PEER_SQUID_DIGEST);
 	cr_expect(c.peers[0].proxy_only);
-	cr_expect_eq(conf_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(conf_finish(&c, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(conf_load_key(&c, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(conf_override(&c, "peer=b 127.0.0.2:3128 type=sumcache",
 	    err, sizeof(err)), 0);
 	cr_expect_eq(c.peers[1].type, PEER_SUMCACHE);
-	cr_expect_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_expect_eq(conf_finish(&c, err, sizeof(err)), -1);
 	cr_expect(strstr(err, "needs cluster_key_file") != NULL, "%s", err);
 	conf_clear(&c);
 }
@@ -243,10 +243,10 @@ Test(conf, status_interval_has_a_floor)
 	cr_assert_eq(c.status_interval_ms, 5000);
 	cr_assert_eq(conf_override(&c, "status_interval=100ms", err,
 	    sizeof(err)), 0, "%s", err);
-	cr_assert_eq(conf_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(conf_finish(&c, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(conf_override(&c, "status_interval=50ms", err,
 	    sizeof(err)), 0, "%s", err);
-	cr_assert_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_assert_eq(conf_finish(&c, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "status_interval") != NULL, "%s", err);
 	conf_clear(&c);
 }
@@ -276,10 +276,10 @@ Test(conf, limits_take_auto_or_a_value)
 	/* an object max_object_size allows must fit the copies' pool */
 	cr_assert_eq(conf_override(&c, "inflight_mem=8MB", err, sizeof(err)),
 	    0, "%s", err);
-	cr_assert_eq(conf_validate(&c, err, sizeof(err)), -1);
+	cr_assert_eq(conf_finish(&c, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "inflight_mem") != NULL, "%s", err);
 	cr_assert_eq(conf_override(&c, "max_object_size=8MB", err,
 	    sizeof(err)), 0, "%s", err);
-	cr_assert_eq(conf_validate(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(conf_finish(&c, err, sizeof(err)), 0, "%s", err);
 	conf_clear(&c);
 }

@@ -283,3 +283,38 @@ Test(publisher, growth_while_objects_come_and_go)
 	cr_assert_eq(cbf_popcount(pub_filter(p)), 0);
 	pub_free(&p);
 }
+
+/* A cache restored from disk announces itself: a full summary of what
+ * the filter holds, in an epoch newer than any before (even with the
+ * clock stepped back), and the deltas after it are relative to it. */
+Test(publisher, announce_starts_a_newer_epoch_with_the_filter_as_is)
+{
+	struct pub_conf c = conf(0.01, 0, 4000);
+	struct publisher *p = pub_new(&c, 5000, 0);
+	struct publication pub = {0};
+	struct psum *view = psum_new(SUM_XXH3, pub_filter(p)->m, 4);
+	struct sumkey k;
+
+	for (uint64_t i = 0; i < 300; i++) {
+		test_key(i, &k);
+		pub_added(p, &k);
+	}
+	cr_assert_eq(pub_publish(p, 1, &pub), 0);
+	receive(view, &pub);
+	cr_assert_eq(pub_announce(p, 4000, 2, &pub), 1);
+	cr_assert(pub.full);
+	cr_assert_eq(pub.seq, 1);
+	cr_assert_eq(pub.epoch, 5001, "epoch %llu",
+	    (unsigned long long)pub.epoch);
+	cr_assert_eq(pub.entries, 300);
+	receive(view, &pub);
+	test_key(300, &k);
+	pub_added(p, &k);
+	cr_assert_eq(pub_publish(p, 3, &pub), 0);
+	cr_assert_eq(pub.seq, 2);
+	receive(view, &pub);
+	const struct cbf *f = pub_filter(p);
+	cr_assert_eq(view->checksum, sum_checksum(f->published, f->m));
+	psum_free(&view);
+	pub_free(&p);
+}

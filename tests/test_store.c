@@ -31,9 +31,10 @@ count_in(void *arg, struct store_obj *o)
 }
 
 static void
-count_out(void *arg, struct store_obj *o)
+count_out(void *arg, struct store_obj *o, enum store_exit why)
 {
 	(void)o;
+	(void)why;
 	((struct counts *)arg)->out++;
 }
 

@@ -1,0 +1,322 @@
+/*
+ * The memory tier over the disk tier.
+ *
+ * Data model: store.c holds objects in memory; disk.c holds records on
+ * disk, found through its own index. An object stored with a cache_dir
+ * goes to both (write-through): memory keeps it while it is hot, the disk
+ * keeps it after, and across restarts. Memory takes bodies up to
+ * max_memory_object_size on its heap or in a memfd; a larger one read
+ * from disk enters memory as a head whose body is the segment file's
+ * bytes, sent with sendfile. A memory miss looks in the disk's index and
+ * reads the candidates off the loop into memory (a promotion); the
+ * request then looks in memory again.
+ *
+ * One account for the summary: an object is in the cache while either
+ * tier holds it, and observers hear of it once. The link is o->disk (the
+ * entry of memory's object on disk) and the entry's in-memory flag:
+ *
+ *   a new object enters memory          added; then written to disk
+ *   one too large for memory            added when its write commits
+ *   memory evicts one the disk holds    nothing (a demotion)
+ *   a promotion                         nothing
+ *   the disk evicts one memory holds    nothing; the link is cleared
+ *   a tier drops one the other lacks    removed
+ *   replaced or invalidated             removed; both tiers drop it
+ *
+ * The summary's mark (the rebuild's parity) moves with the object: kept
+ * by memory while it holds the object, by the disk's entry otherwise.
+ *
+ * The cost accepted: every object stored is written once, even one that
+ * memory alone would have kept until it went stale, and a 304 that
+ * refreshes an object writes its body again.
+ */
+#include "tiers.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "disk.h"
+#include "sc_assert.h"
+
+/* Variants of one key read from disk on a miss, at most. */
+#define READ_MAX 4
+#define DISK_THREADS 4
+
+struct tiers {
+	struct server *srv;
+	struct disk *disk;       /* NULL: memory only */
+	struct tiers_observer obs[TIERS_MAX_OBSERVERS];
+	unsigned nobs;
+};
+
+struct tiers_wait {
+	struct tiers *tr;
+	void (*done)(void *arg);
+	void *arg;               /* NULL once cancelled */
+	unsigned pending;        /* reads not yet back */
+};
+
+/* ---- the account ---- */
+
+static uint8_t
+joined(struct tiers *tr, const char *key, size_t klen)
+{
+	uint8_t mark = 0;
+
+	for (unsigned i = 0; i < tr->nobs; i++)
+		mark |= tr->obs[i].added(tr->obs[i].arg, key, klen);
+	return mark;
+}
+
+static void
+left(struct tiers *tr, const char *key, size_t klen, uint8_t mark)
+{
+	for (unsigned i = 0; i < tr->nobs; i++)
+		tr->obs[i].removed(tr->obs[i].arg, key, klen, mark);
+}
+
+/* ---- what memory tells ---- */
+
+static void
+mem_inserted(void *arg, struct store_obj *o)
+{
+	struct tiers *tr = arg;
+
+	if (o->disk != 0) {
+		/* promoted: the cache had it all along */
+		disk_set_in_mem(tr->disk, o->disk, true, 0);
+		o->mark = disk_mark(tr->disk, o->disk);
+		return;
+	}
+	o->mark = joined(tr, o->key, o->key_len);
+}
+
+static void
+mem_removed(void *arg, struct store_obj *o, enum store_exit why)
+{
+	struct tiers *tr = arg;
+
+	switch (why) {
+	case STORE_CLOSED:
+		return;
+	case STORE_EVICTED:
+		if (o->disk != 0) {
+			disk_set_in_mem(tr->disk, o->disk, false, o->mark);
+			o->disk = 0;
+			return;
+		}
+		break;
+	case STORE_REPLACED:
+	case STORE_INVALIDATED:
+		if (o->disk != 0) {
+			disk_drop(tr->disk, o->disk);
+			o->disk = 0;
+		}
+		break;
+	}
+	left(tr, o->key, o->key_len, o->mark);
+}
+
+/* ---- what the disk tells ---- */
+
+static uint8_t
+disk_found(void *arg, const char *key, size_t klen)
+{
+	return joined(arg, key, klen);
+}
+
+static void
+disk_lost(void *arg, const char *key, size_t klen, uint8_t mark)
+{
+	left(arg, key, klen, mark);
+}
+
+static bool
+linked_to(const struct store_obj *o, void *arg)
+{
+	return o->disk == *(const disk_ent *)arg;
+}
+
+static void
+disk_unlinked(void *arg, uint64_t hash, disk_ent e)
+{
+	struct tiers *tr = arg;
+	struct store_obj *o = store_find_hash(tr->srv->store, hash, linked_to,
+	    &e);
+
+	if (o != NULL)
+		o->disk = 0;
+}
+
+static void
+disk_scanned(void *arg)
+{
+	struct tiers *tr = arg;
+	struct server *s = tr->srv;
+	const struct disk_stats *st = disk_stats(tr->disk);
+
+	fprintf(stderr, "sumcache: cache_dir %s: %llu objects (%llu MB) "
+	    "restored in %llu ms\n", s->conf.cache_dir,
+	    (unsigned long long)st->objects,
+	    (unsigned long long)(st->bytes >> 20),
+	    (unsigned long long)st->scan_ms);
+	/* peers drop what they held of us and take the whole of it */
+	if (st->scan_segments > 0 && s->peers != NULL)
+		peers_announce(s->peers);
+}
+
+/* ---- the interface ---- */
+
+int
+tiers_open(struct server *s)
+{
+	struct tiers *tr = calloc(1, sizeof(*tr));
+	struct store_observer ob = {mem_inserted, mem_removed, tr};
+	char err[512];
+
+	if (tr == NULL || store_observe(s->store, &ob) < 0) {
+		free(tr);
+		return -1;
+	}
+	tr->srv = s;
+	s->tiers = tr;
+	if (s->conf.cache_dir == NULL)
+		return 0;
+	struct disk_conf dc = {.path = s->conf.cache_dir,
+	    .size = s->conf.cache_dir_size, .threads = DISK_THREADS};
+	struct disk_events ev = {disk_found, disk_lost, disk_unlinked,
+	    disk_scanned, tr};
+	tr->disk = disk_open(s->base, &dc, &ev, err, sizeof(err));
+	if (tr->disk == NULL) {
+		fprintf(stderr, "sumcache: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+int
+tiers_observe(struct server *s, const struct tiers_observer *ob)
+{
+	struct tiers *tr = s->tiers;
+
+	if (tr->nobs == TIERS_MAX_OBSERVERS)
+		return -1;
+	tr->obs[tr->nobs++] = *ob;
+	return 0;
+}
+
+void
+tiers_start(struct server *s)
+{
+	if (s->tiers->disk != NULL)
+		disk_scan(s->tiers->disk);
+}
+
+void
+tiers_close(struct server *s)
+{
+	struct tiers *tr = s->tiers;
+
+	if (tr == NULL)
+		return;
+	/* the last reads and writes report to observers that still exist */
+	disk_close(&tr->disk);
+	free(tr);
+	s->tiers = NULL;
+}
+
+void
+tiers_store(struct server *s, struct store_obj *o)
+{
+	struct tiers *tr = s->tiers;
+	bool in_mem = o->body->len <= s->conf.max_memory_object_size &&
+	    store_insert(s->store, o);
+
+	if (tr->disk == NULL || o->body->len > s->conf.max_object_size)
+		return;
+	disk_ent e = disk_store(tr->disk, o, in_mem);
+	if (in_mem)
+		o->disk = e;
+}
+
+unsigned
+tiers_invalidate(struct server *s, const char *key, size_t klen)
+{
+	struct tiers *tr = s->tiers;
+	unsigned n = 0;
+
+	/* the disk first: it writes the tombstone, and memory's copies
+	 * are then plain memory objects leaving */
+	if (tr->disk != NULL)
+		n = disk_forget(tr->disk, key, klen);
+	unsigned m = store_invalidate(s->store, key, klen);
+	return n > m ? n : m;
+}
+
+/* ---- reading from disk ---- */
+
+static void
+wait_release(struct tiers_wait *w)
+{
+	if (--w->pending > 0)
+		return;
+	if (w->arg != NULL)
+		w->done(w->arg);
+	free(w);
+}
+
+static void
+on_read(void *arg, struct store_obj *o)
+{
+	struct tiers_wait *w = arg;
+	struct server *s = w->tr->srv;
+
+	/* another request may have promoted it meanwhile */
+	if (o != NULL && store_find_hash(s->store, o->hash, linked_to,
+	    &o->disk) == NULL && !store_insert(s->store, o))
+		o->disk = 0;
+	store_obj_unref(&o);
+	wait_release(w);
+}
+
+bool
+tiers_read(struct server *s, const char *key, size_t klen,
+    void (*done)(void *arg), void *arg, struct tiers_wait **wait)
+{
+	struct tiers *tr = s->tiers;
+	disk_ent e[READ_MAX];
+
+	if (tr->disk == NULL)
+		return false;
+	unsigned n = disk_lookup(tr->disk, XXH3_64bits(key, klen), e,
+	    READ_MAX);
+	if (n == 0)
+		return false;
+	struct tiers_wait *w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return false;
+	*w = (struct tiers_wait){tr, done, arg, n};
+	*wait = w;
+	for (unsigned i = 0; i < n; i++)
+		disk_read(tr->disk, e[i], s->conf.max_memory_object_size, key,
+		    klen, on_read, w);
+	return true;
+}
+
+void
+tiers_wait_cancel(struct tiers_wait **wp)
+{
+	if (*wp != NULL)
+		(*wp)->arg = NULL;
+	*wp = NULL;
+}
+
+const struct disk_stats *
+tiers_disk_stats(struct server *s)
+{
+	return s->tiers != NULL && s->tiers->disk != NULL ?
+	    disk_stats(s->tiers->disk) : NULL;
+}

@@ -1,0 +1,59 @@
+/*
+ * The cache as the rest of the node sees it: the memory store over the
+ * disk tier (cache_dir), and one account of what the two hold for the
+ * summary and the digest. tiers.c's opening comment gives the rules.
+ */
+#ifndef TIERS_H
+#define TIERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proxy.h"
+#include "store.h"
+
+/* Sees each object join and leave the cache, whichever tier holds it.
+ * added returns a mark the cache keeps with the object and gives back
+ * to removed; the summary's feed uses it, others return 0. */
+struct tiers_observer {
+	uint8_t (*added)(void *arg, const char *key, size_t klen);
+	void (*removed)(void *arg, const char *key, size_t klen, uint8_t mark);
+	void *arg;
+};
+
+#define TIERS_MAX_OBSERVERS 4
+
+/* Opens the tiers over s->store, with the disk when cache_dir is set.
+ * Returns 0, or -1 with the reason printed. */
+int tiers_open(struct server *s);
+/* Observers first, then the scan of what the disk kept: what it finds
+ * is reported to them, and at its end the summary is announced anew. */
+int tiers_observe(struct server *s, const struct tiers_observer *ob);
+void tiers_start(struct server *s);
+/* Waits for the disk's I/O in flight; accepts a node without tiers. */
+void tiers_close(struct server *s);
+
+/* A new response to keep (one reference, the caller's): in memory when
+ * it is small enough, on disk when there is one. */
+void tiers_store(struct server *s, struct store_obj *o);
+
+/* Every variant of key leaves both tiers; returns how many. */
+unsigned tiers_invalidate(struct server *s, const char *key, size_t klen);
+
+/*
+ * Memory has no copy of key: whether the disk may. When it may, its
+ * copies are read off the loop and put in memory, then done(arg) runs
+ * and the caller looks in memory again; *wait is the caller's handle for
+ * tiers_wait_cancel. False, with nothing started, when the disk has none.
+ */
+struct tiers_wait;
+bool tiers_read(struct server *s, const char *key, size_t klen,
+    void (*done)(void *arg), void *arg, struct tiers_wait **wait);
+/* The caller is gone: done will not be called. Accepts NULL. */
+void tiers_wait_cancel(struct tiers_wait **wait);
+
+/* The disk tier's counters, or NULL without one. */
+const struct disk_stats *tiers_disk_stats(struct server *s);
+
+#endif
