@@ -960,27 +960,35 @@ struct evict_job {
 	char path[PATH_MAX];
 };
 
+/* Reads the keys of the records at offs[0..n) of fd; one that cannot be
+ * read is left NULL. */
 static void
-run_evict(struct iopool_job *pj)
+read_keys(int fd, const uint32_t *offs, size_t n, char **keys,
+    uint32_t *key_lens)
 {
-	struct evict_job *ej = (struct evict_job *)pj;
-	int fd = ej->j.g->fd;
-
-	for (size_t i = 0; i < ej->n; i++) {
+	for (size_t i = 0; i < n; i++) {
 		uint8_t fixed[RECORD_HEAD];
 		struct record_info r;
-		if (pread_all(fd, fixed, sizeof(fixed), ej->offs[i]) < 0 ||
+		if (pread_all(fd, fixed, sizeof(fixed), offs[i]) < 0 ||
 		    !record_read_fixed(fixed, &r))
 			continue;
 		char *key = malloc(r.key_len);
 		if (key == NULL || pread_all(fd, key, r.key_len,
-		    (uint64_t)ej->offs[i] + RECORD_HEAD) < 0) {
+		    (uint64_t)offs[i] + RECORD_HEAD) < 0) {
 			free(key);
 			continue;
 		}
-		ej->keys[i] = key;
-		ej->key_lens[i] = r.key_len;
+		keys[i] = key;
+		key_lens[i] = r.key_len;
 	}
+}
+
+static void
+run_evict(struct iopool_job *pj)
+{
+	struct evict_job *ej = (struct evict_job *)pj;
+
+	read_keys(ej->j.g->fd, ej->offs, ej->n, ej->keys, ej->key_lens);
 	if (unlink(ej->path) < 0)
 		ej->j.err = errno;
 }
@@ -1065,6 +1073,107 @@ evict_oldest(struct disk *d)
 	/* the job's reference is the last: it closes the file */
 	job_submit(d, &ej->j, g, run_evict, done_evict);
 	return true;
+}
+
+/* ---- the summary's rebuild walk ---- */
+
+/* One segment's entries at a time: their keys read back, then handed to
+ * the walker if they are still the same entries. */
+struct walk_job {
+	struct job j;
+	size_t n;
+	disk_ent *ents;
+	uint32_t *offs;
+	char **keys;
+	uint32_t *key_lens;
+	disk_walk_f *each;
+	void (*done)(void *arg);
+	void *arg;
+};
+
+static void walk_segment(struct disk *d, uint32_t from_id, disk_walk_f *each,
+    void (*done)(void *arg), void *arg);
+
+static void
+run_walk(struct iopool_job *pj)
+{
+	struct walk_job *wj = (struct walk_job *)pj;
+
+	read_keys(wj->j.g->fd, wj->offs, wj->n, wj->keys, wj->key_lens);
+}
+
+static void
+done_walk(struct iopool_job *pj)
+{
+	struct walk_job *wj = (struct walk_job *)pj;
+	struct disk *d = wj->j.d;
+	uint32_t id = wj->j.g->id;
+
+	for (size_t i = 0; i < wj->n; i++) {
+		if (wj->keys[i] != NULL && ent_is(d, wj->ents[i], id,
+		    wj->offs[i]))
+			wj->each(wj->arg, wj->keys[i], wj->key_lens[i],
+			    wj->ents[i]);
+		free(wj->keys[i]);
+	}
+	free(wj->ents);
+	free(wj->offs);
+	free(wj->keys);
+	free(wj->key_lens);
+	disk_walk_f *each = wj->each;
+	void (*done)(void *) = wj->done;
+	void *arg = wj->arg;
+	job_end(&wj->j);
+	walk_segment(d, id + 1, each, done, arg);
+}
+
+/* Starts the job for the first segment from from_id on with entries to
+ * walk, or ends the walk. */
+static void
+walk_segment(struct disk *d, uint32_t from_id, disk_walk_f *each,
+    void (*done)(void *arg), void *arg)
+{
+	for (size_t i = 0; i < d->nsegs && !d->closing; i++) {
+		struct seg *g = d->segs[i];
+		size_t n = 0;
+		if (g->id < from_id)
+			continue;
+		for (uint32_t e = g->ents; e != 0; e = d->ents[e].seg_next)
+			n += (d->ents[e].flags & E_COMMITTED) != 0;
+		if (n == 0)
+			continue;
+		struct walk_job *wj = calloc(1, sizeof(*wj));
+		if (wj == NULL || (wj->ents = calloc(n, sizeof(*wj->ents))) ==
+		    NULL || (wj->offs = calloc(n, sizeof(*wj->offs))) == NULL ||
+		    (wj->keys = calloc(n, sizeof(*wj->keys))) == NULL ||
+		    (wj->key_lens = calloc(n, sizeof(*wj->key_lens))) == NULL) {
+			if (wj != NULL) {
+				free(wj->ents);
+				free(wj->offs);
+				free(wj->keys);
+				free(wj);
+			}
+			break; /* out of memory: the walk ends short */
+		}
+		for (uint32_t e = g->ents; e != 0; e = d->ents[e].seg_next)
+			if (d->ents[e].flags & E_COMMITTED) {
+				wj->ents[wj->n] = e;
+				wj->offs[wj->n++] = d->ents[e].off;
+			}
+		wj->each = each;
+		wj->done = done;
+		wj->arg = arg;
+		job_submit(d, &wj->j, g, run_walk, done_walk);
+		return;
+	}
+	done(arg);
+}
+
+void
+disk_walk(struct disk *d, disk_walk_f *each, void (*done)(void *arg),
+    void *arg)
+{
+	walk_segment(d, 0, each, done, arg);
 }
 
 /* ---- the segment that takes the writes ---- */
@@ -1249,6 +1358,12 @@ disk_forget(struct disk *d, const char *key, size_t klen)
 	d->stats.file_bytes += len;
 	job_submit(d, &w->j, g, run_write, done_write);
 	return n;
+}
+
+bool
+disk_in_mem(const struct disk *d, disk_ent e)
+{
+	return (d->ents[e].flags & E_IN_MEM) != 0;
 }
 
 void

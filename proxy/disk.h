@@ -131,6 +131,19 @@ unsigned disk_forget(struct disk *d, const char *key, size_t klen);
  * the summary mark the object has). */
 void disk_set_in_mem(struct disk *d, disk_ent e, bool in_mem, uint8_t mark);
 uint8_t disk_mark(const struct disk *d, disk_ent e);
+bool disk_in_mem(const struct disk *d, disk_ent e);
+
+/*
+ * The summary's rebuild walk over every committed entry, a segment at a
+ * time, oldest first: their keys are read back off the loop, then
+ * each(arg, key, klen, e) runs for each entry still there, and done(arg)
+ * at the end. The caller finds e's mark where it lives (disk_mark, or
+ * memory's copy when disk_in_mem).
+ */
+typedef void disk_walk_f(void *arg, const char *key, size_t klen,
+    disk_ent e);
+void disk_walk(struct disk *d, disk_walk_f *each, void (*done)(void *arg),
+    void *arg);
 
 const struct disk_stats *disk_stats(struct disk *d);
 /* The label of a drop reason, for metrics. */

@@ -21,6 +21,22 @@ struct feed {
 };
 
 static void
+on_disk_object(void *arg, const char *key, size_t klen, uint8_t *mark)
+{
+	struct feed *f = arg;
+
+	peers_rebuild_walk(f->srv->peers, key, klen, mark);
+}
+
+static void
+on_disk_walked(void *arg)
+{
+	struct feed *f = arg;
+
+	peers_rebuild_end(f->srv->peers);
+}
+
+static void
 on_step(evutil_socket_t fd, short what, void *arg)
 {
 	struct feed *f = arg;
@@ -31,7 +47,8 @@ on_step(evutil_socket_t fd, short what, void *arg)
 	for (int i = 0; i < FEED_STEP; i++) {
 		struct store_obj *o = store_walk_next(s->store);
 		if (o == NULL) {
-			peers_rebuild_end(s->peers);
+			/* memory's objects walked: the disk's next */
+			tiers_walk_disk(s, on_disk_object, on_disk_walked, f);
 			return;
 		}
 		peers_rebuild_walk(s->peers, o->key, o->key_len, &o->mark);

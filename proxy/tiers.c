@@ -314,6 +314,59 @@ tiers_wait_cancel(struct tiers_wait **wp)
 	*wp = NULL;
 }
 
+/* ---- the summary's rebuild walk ---- */
+
+struct walk {
+	struct tiers *tr;
+	tiers_walk_f *each;
+	void (*done)(void *arg);
+	void *arg;
+};
+
+static void
+walk_each(void *arg, const char *key, size_t klen, disk_ent e)
+{
+	struct walk *w = arg;
+	struct tiers *tr = w->tr;
+
+	if (disk_in_mem(tr->disk, e)) {
+		struct store_obj *o = store_find_hash(tr->srv->store,
+		    XXH3_64bits(key, klen), linked_to, &e);
+		if (o != NULL)
+			w->each(w->arg, key, klen, &o->mark);
+		return;
+	}
+	uint8_t mark = disk_mark(tr->disk, e);
+	w->each(w->arg, key, klen, &mark);
+	disk_set_in_mem(tr->disk, e, false, mark); /* keeps the new mark */
+}
+
+static void
+walk_done(void *arg)
+{
+	struct walk *w = arg;
+
+	w->done(w->arg);
+	free(w);
+}
+
+void
+tiers_walk_disk(struct server *s, tiers_walk_f *each, void (*done)(void *arg),
+    void *arg)
+{
+	struct tiers *tr = s->tiers;
+	struct walk *w = tr->disk != NULL ? calloc(1, sizeof(*w)) : NULL;
+
+	if (w == NULL) {
+		/* no disk; or no memory, and the walk ends short: what it
+		 * missed is a false miss until fetched again */
+		done(arg);
+		return;
+	}
+	*w = (struct walk){tr, each, done, arg};
+	disk_walk(tr->disk, walk_each, walk_done, w);
+}
+
 const struct disk_stats *
 tiers_disk_stats(struct server *s)
 {

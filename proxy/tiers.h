@@ -53,6 +53,18 @@ bool tiers_read(struct server *s, const char *key, size_t klen,
 /* The caller is gone: done will not be called. Accepts NULL. */
 void tiers_wait_cancel(struct tiers_wait **wait);
 
+/*
+ * The summary's rebuild walk, after memory's (store_walk): each object on
+ * disk, keys read back off the loop, goes to each(arg, key, klen, &mark)
+ * with the mark it keeps wherever it lives; then done(arg). Without a
+ * disk, done runs at once. The walk meets objects memory walked already;
+ * the mark's parity makes the second visit a no-op (publisher.h).
+ */
+typedef void tiers_walk_f(void *arg, const char *key, size_t klen,
+    uint8_t *mark);
+void tiers_walk_disk(struct server *s, tiers_walk_f *each,
+    void (*done)(void *arg), void *arg);
+
 /* The disk tier's counters, or NULL without one. */
 const struct disk_stats *tiers_disk_stats(struct server *s);
 

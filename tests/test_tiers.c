@@ -233,3 +233,64 @@ Test(tiers, a_peer_remote_hits_what_a_restart_restored, .timeout = 120)
 	cluster_stop(&cl);
 	harness_stop(T.origin, SIGTERM, 5000);
 }
+
+/* The summary outgrows its filter while most objects are on disk only:
+ * the rebuild walks memory, then reads the disk's keys back, and the new
+ * filter counts every object once; a peer remote-hits one that only a's
+ * disk holds. */
+Test(tiers, a_rebuild_walks_the_disk_too, .timeout = 180)
+{
+	/* a filter for 1,024 + 1,024 objects (memory's floor, 16 MB of
+	 * disk at 16 KB), which 2,600 outgrow; 1 MB of memory keeps a
+	 * few hundred of them */
+	const char *opts[] = {"cache_mem=1MB", "max_memory_object_size=64KB",
+	    "summary_threshold=5%", "summary_max_interval=1s", NULL};
+	struct cluster cl;
+	char url[160];
+	struct resp r;
+	const int n = 2600;
+
+	origin_start(&T);
+	cluster_init(&T, &cl, 2, opts, NULL);
+	cl.cache_dir_size = "16MB";
+	for (int i = 0; i < 2; i++)
+		node_start(&T, &cl, i);
+	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	double epoch = node_metric(a, "sumcache_summary_epoch");
+	for (int i = 0; i < n; i++) {
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/walk%d?"
+		    "size=2000&max_age=600", T.oport, i);
+		node_get(a, url, &r);
+		cr_assert_eq(r.status, 200);
+		resp_free(&r);
+	}
+	cr_assert_geq(node_wait_metric(a, "sumcache_summary_rebuilds_total",
+	    1, 10000), 1);
+	cr_assert_gt(node_metric(a, "sumcache_summary_epoch"), epoch);
+	double disk_only = node_metric(a, "sumcache_disk_objects") -
+	    node_metric(a, "sumcache_cache_objects");
+	fprintf(stderr, "figure: rebuild with %g of %d objects on disk only\n",
+	    disk_only, n);
+	cr_assert_gt(disk_only, n / 2, "most objects should be on disk only");
+	for (int waited = 0; waited < 10000 && node_metric(a,
+	    "sumcache_summary_entries") != n; waited += 50)
+		usleep(50000);
+	cr_assert_eq(node_metric(a, "sumcache_summary_entries"), n,
+	    "every object counted once in the new filter");
+	cr_assert_eq(node_metric(a, "sumcache_summary_bad_removes_total"), 0);
+	/* the first objects are on a's disk only: b finds them in a's
+	 * summary once a's view reaches it */
+	node_wait_metric(b, "sumcache_peer_summary_entries{peer=\"a\"}", n,
+	    10000);
+	int before = origin_count(&T, "/obj/walk", NULL);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/walk0?size=2000&"
+	    "max_age=600", T.oport);
+	node_get(b, url, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	cr_assert_eq(origin_count(&T, "/obj/walk", NULL), before);
+	cr_assert_eq(node_metric(b, "sumcache_requests_total{result=\""
+	    "remote_hit\"}"), 1);
+	cluster_stop(&cl);
+	harness_stop(T.origin, SIGTERM, 5000);
+}
