@@ -2,7 +2,8 @@
 # A local sumcache cluster in one command.
 #
 #   deploy/cluster.sh up N [--mode summary|icp|none] [--netns] [--delay MS]
-#                          [--cache-mem SIZE] [--origin-latency MS]
+#                          [--cache-mem SIZE] [--cache-dir SIZE]
+#                          [--origin-latency MS]
 #   deploy/cluster.sh status
 #   deploy/cluster.sh down
 #
@@ -17,7 +18,10 @@
 #     10.77.0.254 and the origin listens. --delay MS adds MS of one-way delay
 #     (netem) to what nodes send each other, a WAN between sites; traffic to
 #     the origin and to clients is not delayed.
-# Each node's config, log, access log and pid are in run/cluster/
+# --cache-dir SIZE gives each node a disk tier of SIZE in run/cache/NAME
+# (SUMCACHE_CACHE_ROOT), kept across down and up: a node started again
+# serves what it had. Each node's config, log, access log and pid are in
+# run/cluster/
 # (SUMCACHE_CLUSTER_DIR); SUMCACHE_NODE_CONF is more config lines for every
 # node (e.g. 'connect_ports = [443, 8443];'). status scrapes every node's
 # /metrics; down stops everything by pid and removes the namespaces.
@@ -28,6 +32,7 @@ cd "$(dirname "$0")/.."
 . deploy/lib.sh
 
 state=${SUMCACHE_CLUSTER_DIR:-run/cluster}
+cache_root=${SUMCACHE_CACHE_ROOT:-run/cache}
 case $state in /*) ;; *) state=$(pwd)/$state ;; esac  # configs name files by it
 build=${SUMCACHE_BUILD:-build}
 origin_port=${SUMCACHE_ORIGIN_PORT:-8081}
@@ -41,7 +46,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -101,6 +106,10 @@ node_conf() {
     echo "node_name = \"$name\";"
     echo "http_listen = \"$host:$port\";"
     echo "cache_mem = \"$cache_mem\";"
+    if [ -n "$cache_dir" ]; then
+      mkdir -p "$cache_root"
+      echo "cache_dir = \"$(cd "$cache_root" && pwd)/$name $cache_dir\";"
+    fi
     echo "access_log = \"$state/$name.access.log\";"
     if [ "$netns" = 1 ]; then
       echo "allow = [\"127.0.0.0/8\", \"$subnet.0/24\"];"
@@ -139,9 +148,11 @@ node_conf() {
 up() {
   local n="" mode=summary netns=0 delay=0 latency=0
   cache_mem=64MB
+  cache_dir=""
   while [ $# -gt 0 ]; do
     case $1 in
       --mode) mode=${2:?}; shift ;;
+      --cache-dir) cache_dir=${2:?}; shift ;;
       --netns) netns=1 ;;
       --delay) delay=${2:?}; shift ;;
       --cache-mem) cache_mem=${2:?}; shift ;;

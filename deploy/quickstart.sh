@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fresh Debian 12 to a running sumcache cluster in one command: installs
 # what is missing, builds, starts a 3-node Summary Cache cluster with the
-# demo origin (deploy/cluster.sh), replays a short synthetic workload
+# demo origin (deploy/cluster.sh), each node with a disk tier in run/cache/, replays a short synthetic workload
 # through it with every body checked, prints what the cluster did, and
 # leaves it running for a browser or curl.
 #   ./deploy/quickstart.sh        start (again)
@@ -22,7 +22,9 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j"$(nproc)" >/dev/null
 
 ./deploy/cluster.sh down >/dev/null 2>&1 || true
-./deploy/cluster.sh up 3 --mode summary --origin-latency 10
+# each node keeps a 256 MB disk tier in run/cache/: run this again and the
+# nodes start with what they had (a warm restart)
+./deploy/cluster.sh up 3 --mode summary --origin-latency 10 --cache-dir 256MB
 origin=$(cat "$state/origin")
 proxies=$(awk '{ printf "%shttp://%s:%s", (NR > 1 ? "," : ""), $2, $3 }' \
   "$state/nodes")

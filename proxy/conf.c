@@ -505,8 +505,8 @@ static const struct directive directives[] = {
 	    false, "publish when this share of cached objects has changed"},
 	{"summary_max_size", parse_size_auto, OFF(summary_max_size), "auto",
 	    false, "largest summary taken from a peer (4 of them may arrive "
-	    "at once); auto: the largest a node with this cache_mem and "
-	    "summary_bits_per_entry sends"},
+	    "at once); auto: the largest a node with this cache_mem, cache_dir "
+	    "and summary_bits_per_entry sends"},
 	{"summary_max_interval", parse_duration,
 	    OFF(summary_max_interval_ms), "60s", false,
 	    "publish pending changes at least this often (0: only at the "

@@ -1519,7 +1519,11 @@ disk_check(const char *path, uint64_t size, char *err, size_t errlen)
 		}
 		if (at == path)
 			at = ".";
-		if (access(at, W_OK | X_OK) < 0) {
+		if (stat(at, &st) == 0 && !S_ISDIR(st.st_mode))
+			errno = ENOTDIR;
+		else if (access(at, W_OK | X_OK) == 0)
+			errno = 0;
+		if (errno != 0) {
 			snprintf(err, errlen, "cache_dir %s: cannot be created "
 			    "(%s: %s)", path, at, strerror(errno));
 			return -1;

@@ -210,10 +210,17 @@ peers_init(struct server *s)
 	const struct conf *c = &s->conf;
 	char err[512];
 	/* the largest summary a node like this one sends: its filter grows
-	 * to twice the objects it holds, and an object is charged 128 bytes
-	 * at least (store.c), so cache_mem / 64 entries of bits_per_entry */
-	uint64_t max_message = c->summary_max_size ? c->summary_max_size :
-	    (uint64_t)c->cache_mem / 64 * c->summary_bits_per_entry / 8 + 4096;
+	 * to twice the objects it holds, and an object costs 128 bytes at
+	 * least (store.c's charge, a disk record's head and key), so
+	 * (cache_mem + cache_dir) / 64 entries of bits_per_entry; no filter
+	 * is larger than the wire allows */
+	uint64_t held = (uint64_t)c->cache_mem + c->cache_dir_size;
+	uint64_t max_message = held / 64 * c->summary_bits_per_entry / 8;
+	if (max_message > WIRE_MAX_BITS / 8)
+		max_message = WIRE_MAX_BITS / 8;
+	max_message += 4096;
+	if (c->summary_max_size)
+		max_message = c->summary_max_size;
 	struct peers_conf pc = {
 		.node_name = c->node_name,
 		.publish = server_publish_conf(c),

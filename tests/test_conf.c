@@ -1,5 +1,6 @@
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -282,4 +283,53 @@ Test(conf, limits_take_auto_or_a_value)
 	    sizeof(err)), 0, "%s", err);
 	cr_assert_eq(conf_finish(&c, err, sizeof(err)), 0, "%s", err);
 	conf_clear(&c);
+}
+
+/* cache_dir is checked where it is read, so -t names the file and line:
+ * its form, a directory that cannot be made, a size its file system
+ * cannot hold; and max_object_size's auto follows it. */
+Test(conf, cache_dir_is_checked_with_file_and_line)
+{
+	struct conf c;
+	char err[512], want[128], text[256];
+	struct { const char *value; const char *msg; } v[] = {
+		{"/var/cache/x", "expected \"PATH SIZE\""},
+		{"relative/dir 64MB", "absolute PATH"},
+		{"/tmp/sumcache-conf-dir 2MB", "under the least"},
+		{"/etc/hostname/sub 64MB", "cannot be created"},
+		{"/tmp/sumcache-conf-dir 999999GB", "file system has free"},
+		{"/tmp/sumcache-conf-dir lots", "expected a size"},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		snprintf(text, sizeof(text), "node_name = \"a\";\n"
+		    "cache_dir = \"%s\";\n", v[i].value);
+		const char *p = write_file(text);
+		conf_defaults(&c);
+		cr_expect_eq(conf_load_file(&c, p, err, sizeof(err)), -1,
+		    "%s accepted", v[i].value);
+		snprintf(want, sizeof(want), "%s:2: ", p);
+		cr_expect(strncmp(err, want, strlen(want)) == 0 &&
+		    strstr(err, v[i].msg) != NULL, "case %zu: %s", i, err);
+		conf_clear(&c);
+	}
+	conf_defaults(&c);
+	cr_assert_eq(conf_finish(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.max_object_size, 16u << 20, "memory only: 16MB");
+	conf_clear(&c);
+	conf_defaults(&c);
+	cr_assert_eq(conf_override(&c, "cache_dir=/tmp/sumcache-conf-dir 64MB",
+	    err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(conf_finish(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.max_object_size, 16u << 20, "a quarter of 64MB");
+	cr_assert_str_eq(c.cache_dir, "/tmp/sumcache-conf-dir");
+	conf_clear(&c);
+	/* (set by hand: the test machine's disk may not have 8GB free) */
+	conf_defaults(&c);
+	c.cache_dir = strdup("/tmp/sumcache-conf-dir");
+	c.cache_dir_size = 8ull << 30;
+	cr_assert_eq(conf_finish(&c, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.max_object_size, 1u << 30, "1GB with a large one");
+	cr_assert_eq(c.max_memory_object_size, 16u << 20);
+	conf_clear(&c);
+	rmdir("/tmp/sumcache-conf-dir");
 }
