@@ -8,7 +8,8 @@
  * its file is unlinked, which costs the file system one operation
  * whatever it held. An index in memory maps a key's XXH3-64 (store.c's
  * hash) to entries of 32 bytes: where the record is, how long, a 16-bit
- * hash of its variant, and flags. The index holds no key: what needs one
+ * hash of its variant, and flags; with the arrays' growth slack and the
+ * buckets, 34 to 52 bytes an object. The index holds no key: what needs one
  * (a start-up scan, an eviction telling the summary what left) reads it
  * from the record, off the loop.
  *
@@ -274,7 +275,9 @@ ent_new(struct disk *d, struct seg *g, uint64_t hash, uint16_t vhash,
 		d->free_ent = d->ents[e].next;
 	} else {
 		if (d->nents + 1 >= d->cap_ents) {
-			uint32_t cap = d->cap_ents ? d->cap_ents * 2 : 1024;
+			/* by halves: the slack stays under 16 bytes an entry */
+			uint32_t cap = d->cap_ents ? d->cap_ents + d->cap_ents / 2 :
+			    1024;
 			struct ent *n = realloc(d->ents, cap * sizeof(*n));
 			if (n == NULL)
 				return 0;
@@ -285,7 +288,8 @@ ent_new(struct disk *d, struct seg *g, uint64_t hash, uint16_t vhash,
 			d->nents = 1; /* 0 is "none" */
 		e = d->nents++;
 	}
-	if (d->stats.objects + 1 > d->nbuckets && index_grow(d) < 0) {
+	/* chains of two on average: 2 to 4 bytes of buckets an entry */
+	if (d->stats.objects + 1 > 2ull * d->nbuckets && index_grow(d) < 0) {
 		d->ents[e].next = d->free_ent;
 		d->free_ent = e;
 		return 0;

@@ -91,7 +91,11 @@ pids+=($!)
 wait_port "$http_port" && wait_port "$tls_port" || {
   cat "$dir/nginx-error.log"; echo "browser-check: 0 passed, 1 failed"; exit 1; }
 
-./deploy/cluster.sh up 3 --origin-latency 0 >"$dir/cluster.out" 2>&1 || {
+# each node with a disk tier, empty at every run
+export SUMCACHE_CACHE_ROOT=$cluster-cache
+rm -rf "$SUMCACHE_CACHE_ROOT"
+./deploy/cluster.sh up 3 --origin-latency 0 --cache-dir 32MB \
+  >"$dir/cluster.out" 2>&1 || {
   cat "$dir/cluster.out"; echo "browser-check: 0 passed, 1 failed"; exit 1; }
 node_port() { echo $((base + ${1#n} - 1)); }
 
@@ -242,6 +246,9 @@ check "n1's page: $parts served to peers, summary traffic by type listed" \
   dom n1 'document.getElementById("peer-hits").dataset.value === "'$parts'" &&
     Array.from(document.querySelectorAll("#traffic td:first-child")).map(
       e => e.textContent).includes("summary_delta")'
+check "n1's page shows both tiers: $parts objects in memory and on disk" \
+  dom n1 'document.getElementById("cache-objects").dataset.value === "'$parts'" &&
+    document.getElementById("disk-objects").dataset.value === "'$parts'"'
 stale_banner() {
   local n3pid
   n3pid=$(awk '$1 == "n3" { print $5 }' "$cluster/nodes")

@@ -470,3 +470,20 @@ Test(disk, a_second_process_cannot_share_the_directory)
 	cr_assert(strstr(err, "in use") != NULL, "%s", err);
 	rig_stop(&g);
 }
+
+/* The index's memory per object stays within what the README states
+ * (52 bytes: a 32-byte entry, its growth slack, its bucket). */
+Test(disk, the_index_costs_at_most_52_bytes_an_object)
+{
+	struct rig g;
+
+	rig_start(&g, 64 << 20);
+	store_n(&g, 0, 20000, 100);
+	RUN_UNTIL(&g, g.ev.found == 20000);
+	const struct disk_stats *st = disk_stats(g.d);
+	double per = (double)st->index_bytes / (double)st->objects;
+	fprintf(stderr, "figure: disk index %.1f bytes an object (%llu "
+	    "objects)\n", per, (unsigned long long)st->objects);
+	cr_assert_leq(per, 52.0);
+	rig_stop(&g);
+}
