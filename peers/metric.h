@@ -94,6 +94,9 @@ struct evbuffer;
 	    "Disk tier reads and writes finished")                            \
 	X(DISK_OP_ERRORS, counter, "sumcache_disk_errors_total", "op",        \
 	    "Disk tier reads and writes that failed (I/O errors, ENOSPC)")    \
+	X(DISK_REFUSED, counter, "sumcache_disk_writes_refused_total", "",    \
+	    "Objects not written: no room yet (the next segment still opening, " \
+	    "the oldest still being written), too large, or out of memory")   \
 	X(DISK_OP_SECONDS, counter, "sumcache_disk_seconds_total", "op",      \
 	    "Time the I/O threads spent in reads and writes")                 \
 	X(DISK_DROPPED, counter, "sumcache_disk_dropped_total", "reason",     \

@@ -75,7 +75,8 @@ enum {
 	E_KNOWN = 8,     /* the summary counts it (through memory, or the
 	                  * disk's own found()) */
 	E_MARK = 16,     /* the summary's mark, while memory does not hold it */
-	E_VERIFIED = 32, /* its body's checksum was checked since start */
+	E_VERIFIED = 32, /* its body is known good: checked since start, or
+	                  * written by this process */
 };
 
 struct ent {
@@ -494,7 +495,9 @@ done_write(struct iopool_job *pj)
 	if (w->o != NULL && ent_is(d, j->e, j->g->id, j->off)) {
 		struct ent *x = &d->ents[j->e];
 		if (j->err == 0) {
-			x->flags |= E_COMMITTED;
+			/* the page cache holds the bytes this process wrote:
+			 * its own reads need no body checksum */
+			x->flags |= E_COMMITTED | E_VERIFIED;
 			d->stats.objects++;
 			d->stats.bytes += x->len;
 			d->stats.write_bytes += x->len;
@@ -580,6 +583,54 @@ read_failed(struct read_job *rj, bool bad, enum disk_drop why)
 	rj->j.err = bad ? 0 : errno ? errno : EIO;
 }
 
+/* A record this small is read in one call, head, body and mark: most
+ * are, and a disk hit's cost is mostly its system calls. */
+#define WHOLE_READ_MAX (1u << 20)
+
+static uint8_t *
+read_whole(int fd, uint64_t off, uint32_t len, struct record_info *r,
+    bool *bad)
+{
+	uint8_t *p = malloc(len);
+
+	*bad = false;
+	if (p == NULL)
+		return NULL;
+	if (pread_all(fd, p, len, off) < 0) {
+		*bad = errno == 0;
+		free(p);
+		return NULL;
+	}
+	if (!record_read_fixed(p, r) || record_len(r) != len ||
+	    !record_head_ok(p, r) ||
+	    !record_trailer_ok(p + record_trailer_off(r), r)) {
+		*bad = true;
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* The body's checksum, read from the file a chunk at a time. */
+static int
+file_body_sum(int fd, uint64_t off, size_t len, uint64_t *sum)
+{
+	struct record_sum *rs = record_sum_new();
+	char *buf = malloc(IO_CHUNK);
+	int rc = rs != NULL && buf != NULL ? 0 : -1;
+
+	for (size_t done = 0; rc == 0 && done < len;) {
+		size_t n = len - done < IO_CHUNK ? len - done : IO_CHUNK;
+		rc = pread_all(fd, buf, n, off + done);
+		if (rc == 0)
+			record_sum_add(rs, buf, n);
+		done += n;
+	}
+	free(buf);
+	*sum = rs != NULL ? record_sum_end(rs) : 0;
+	return rc;
+}
+
 static void
 run_read(struct iopool_job *pj)
 {
@@ -587,10 +638,13 @@ run_read(struct iopool_job *pj)
 	struct job *j = &rj->j;
 	int fd = j->g->fd;
 	uint64_t t0 = mono_us();
-	bool bad;
+	/* in one call when the body is wanted in memory anyway */
+	bool bad, whole = rj->len <= WHOLE_READ_MAX &&
+	    rj->len <= rj->mem_max + RECORD_HEAD + RECORD_TRAILER + 8192;
 
 	errno = 0;
-	rj->head = read_head(fd, j->off, rj->len, &rj->r, &bad);
+	rj->head = whole ? read_whole(fd, j->off, rj->len, &rj->r, &bad) :
+	    read_head(fd, j->off, rj->len, &rj->r, &bad);
 	if (rj->head == NULL) {
 		read_failed(rj, bad, DISK_DROP_TORN);
 		goto out;
@@ -600,7 +654,7 @@ run_read(struct iopool_job *pj)
 		rj->other = true;
 		goto out;
 	}
-	uint64_t body_off = j->off + record_head_len(&rj->r);
+	uint64_t hlen = record_head_len(&rj->r);
 	size_t blen = (size_t)rj->r.body_len;
 	if (blen <= rj->mem_max) {
 		rj->body = store_body_new(blen);
@@ -610,7 +664,10 @@ run_read(struct iopool_job *pj)
 			goto out;
 		}
 		errno = 0;
-		if (pread_all(fd, rj->body->data, blen, body_off) < 0) {
+		if (whole)
+			memcpy(rj->body->data, rj->head + hlen, blen);
+		else if (pread_all(fd, rj->body->data, blen, j->off + hlen) <
+		    0) {
 			read_failed(rj, errno == 0, DISK_DROP_TORN);
 			goto out;
 		}
@@ -622,21 +679,14 @@ run_read(struct iopool_job *pj)
 	if (rj->verified)
 		goto out;
 	/* sent from the file: its checksum is checked once, here */
-	struct record_sum *rs = record_sum_new();
-	char *buf = malloc(IO_CHUNK);
-	int rc = rs != NULL && buf != NULL ? 0 : -1;
-	for (size_t done = 0; rc == 0 && done < blen;) {
-		size_t n = blen - done < IO_CHUNK ? blen - done : IO_CHUNK;
-		rc = pread_all(fd, buf, n, body_off + done);
-		if (rc == 0)
-			record_sum_add(rs, buf, n);
-		done += n;
-	}
-	free(buf);
-	uint64_t sum = rs != NULL ? record_sum_end(rs) : 0;
-	if (rc < 0)
+	uint64_t sum;
+	if (whole)
+		sum = record_body_sum(rj->head + hlen, blen);
+	else if (file_body_sum(fd, j->off + hlen, blen, &sum) < 0) {
 		read_failed(rj, errno == 0, DISK_DROP_TORN);
-	else if (sum != rj->r.body_sum)
+		goto out;
+	}
+	if (sum != rj->r.body_sum)
 		read_failed(rj, true, DISK_DROP_CHECKSUM);
 out:
 	j->us = mono_us() - t0;
@@ -1280,17 +1330,18 @@ disk_store(struct disk *d, struct store_obj *o, bool in_mem)
 
 	record_describe(o, &r);
 	uint64_t len = record_len(&r);
-	if (d->closing || len > d->conf.size / 2 || len > UINT32_MAX / 2)
+	if (d->closing || len > d->conf.size / 2 || len > UINT32_MAX / 2) {
+		d->stats.write_refused += !d->closing;
 		return 0;
+	}
 	struct seg *g = make_room(d, len);
-	if (g == NULL)
-		return 0;
-	struct write_job *w = calloc(1, sizeof(*w));
+	struct write_job *w = g != NULL ? calloc(1, sizeof(*w)) : NULL;
 	disk_ent e = w != NULL ? ent_new(d, g, o->hash,
 	    vary_hash(store_obj_varykey(o), o->vary_len), g->bytes,
 	    (uint32_t)len) : 0;
 	if (e == 0) {
 		free(w);
+		d->stats.write_refused++;
 		return 0;
 	}
 	if (in_mem)

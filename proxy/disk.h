@@ -62,6 +62,8 @@ struct disk_stats {
 	uint64_t segments;
 	uint64_t segments_evicted;
 	uint64_t writes, write_bytes, write_errors, write_us;
+	uint64_t write_refused;  /* disk_store said no: no room yet, or too
+	                          * large, or out of memory */
 	uint64_t reads, read_bytes, read_errors, read_us;
 	uint64_t dropped[DISK_DROP_N];
 	uint64_t scan_segments, scan_segments_done;

@@ -61,6 +61,7 @@ metrics_refresh(struct server *s)
 	s->m.disk_writes = ds->writes;
 	s->m.disk_read_errors = ds->read_errors;
 	s->m.disk_write_errors = ds->write_errors;
+	s->m.disk_write_refused = ds->write_refused;
 	s->m.disk_read_us = ds->read_us;
 	s->m.disk_write_us = ds->write_us;
 	s->m.disk_dropped_torn = ds->dropped[DISK_DROP_TORN];

@@ -68,6 +68,7 @@ struct evbuffer;
 	X(disk_writes, DISK_OPS, "write", NULL)                              \
 	X(disk_read_errors, DISK_OP_ERRORS, "read", NULL)                    \
 	X(disk_write_errors, DISK_OP_ERRORS, "write", NULL)                  \
+	X(disk_write_refused, DISK_REFUSED, NULL, NULL)                      \
 	X(disk_read_us, DISK_OP_SECONDS, "read", NULL)                       \
 	X(disk_write_us, DISK_OP_SECONDS, "write", NULL)                     \
 	X(disk_dropped_torn, DISK_DROPPED, "torn", NULL)                     \

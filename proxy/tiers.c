@@ -4,10 +4,11 @@
  * Data model: store.c holds objects in memory; disk.c holds records on
  * disk, found through its own index. An object stored with a cache_dir
  * goes to both (write-through): memory keeps it while it is hot, the disk
- * keeps it after, and across restarts. Memory takes bodies up to
- * max_memory_object_size on its heap or in a memfd; a larger one read
- * from disk enters memory as a head whose body is the segment file's
- * bytes, sent with sendfile. A memory miss looks in the disk's index and
+ * keeps it after, and across restarts. Memory takes new bodies up to
+ * max_memory_object_size on its heap or in a memfd; a body read back
+ * from disk that memory would have put in a memfd (BODYFD_MIN and more)
+ * enters memory as a head whose body is the segment file's bytes, sent
+ * with sendfile from the page cache. A memory miss looks in the disk's index and
  * reads the candidates off the loop into memory (a promotion); the
  * request then looks in memory again.
  *
@@ -38,6 +39,7 @@
 
 #include <xxhash.h>
 
+#include "bodyfd.h"
 #include "disk.h"
 #include "sc_assert.h"
 
@@ -300,9 +302,12 @@ tiers_read(struct server *s, const char *key, size_t klen,
 		return false;
 	*w = (struct tiers_wait){tr, done, arg, n};
 	*wait = w;
+	/* bodies memory would keep in a memfd are sent from the disk's
+	 * file instead (the page cache holds them either way) */
+	size_t mem_max = s->conf.max_memory_object_size < BODYFD_MIN ?
+	    s->conf.max_memory_object_size : BODYFD_MIN - 1;
 	for (unsigned i = 0; i < n; i++)
-		disk_read(tr->disk, e[i], s->conf.max_memory_object_size, key,
-		    klen, on_read, w);
+		disk_read(tr->disk, e[i], mem_max, key, klen, on_read, w);
 	return true;
 }
 

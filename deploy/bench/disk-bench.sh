@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# disk-bench: the disk tier (cache_dir) on this machine.
+#   - restart: OBJECTS objects of 4 to 32 KB are fetched through a node with
+#     a cache_dir, then the node is stopped (SIGTERM, then SIGKILL) and
+#     started again: seconds until it serves, until its index is whole
+#     (the scan), and how many objects it restored;
+#   - hits: req/s and p99 of 16 KB and 256 KB hits served from the memory
+#     tier, and from the disk tier with a warm page cache (a working set
+#     four times cache_mem, so almost every request reads the disk's copy);
+#   - the index's memory per object on disk.
+# wrk runs on CPU 0, sumcache and the nginx origin on CPU 1. Rounds are
+# interleaved; medians are printed.
+#
+#   OBJECTS=100000 ROUNDS=3 DURATION=5 deploy/bench/disk-bench.sh
+# Not yet measured here: Squid's rock store beside it, cold page caches,
+# and the 1 GB object (see README, The disk tier).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+. deploy/lib.sh
+OBJECTS=${OBJECTS:-100000}
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-5}
+CONNS=${CONNS:-50}
+ORIGIN_PORT=${ORIGIN_PORT:-18091}
+SC_PORT=${SC_PORT:-23138}
+
+./deploy/bootstrap.sh >/dev/null
+cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSUMCACHE_TESTS=OFF >/dev/null
+cmake --build build-bench -j"$(nproc)" >/dev/null
+
+work=$(mktemp -d /tmp/sumcache-disk-bench.XXXXXX)
+chmod 755 "$work"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  sleep 0.5
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$work/cache"
+}
+trap cleanup EXIT
+
+# ---- origin: nginx, /s/SIZE/ANY is a file of SIZE KB ----
+mkdir -p "$work/www"
+for s in 4 8 12 16 20 24 28 32 256; do
+  head -c $((s * 1024)) /dev/urandom >"$work/www/$s.bin"
+done
+cat >"$work/nginx.conf" <<EON
+daemon off;
+master_process off;
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$ORIGIN_PORT reuseport;
+    root $work/www;
+    location ~ ^/s/([0-9]+)/ {
+      try_files /\$1.bin =404;
+      add_header Cache-Control "max-age=86400";
+    }
+  }
+}
+EON
+taskset -c 1 nginx -c "$work/nginx.conf" &
+pids+=($!)
+wait_port "$ORIGIN_PORT"
+origin="http://127.0.0.1:$ORIGIN_PORT"
+
+# the records of OBJECTS objects of 18 KB on average, with room, and the
+# hit sets below (544 MB)
+dir_mb=$((OBJECTS * 18 / 1024 * 3 / 2 + 800))
+sc_pid=""
+start_node() {
+  taskset -c 1 build-bench/sumcache -o http_listen=127.0.0.1:$SC_PORT \
+    -o access_log=none -o cache_mem=64MB -o node_name=bench \
+    -o "cache_dir=$work/cache ${dir_mb}MB" >>"$work/sumcache.log" 2>&1 &
+  sc_pid=$!
+  pids+=($sc_pid)
+}
+metric() {
+  curl -s "http://127.0.0.1:$SC_PORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'
+}
+now() { date +%s.%N; }
+
+# ---- fill ----
+echo "disk-bench: filling $OBJECTS objects of 4 to 32 KB (cache_dir ${dir_mb} MB)" >&2
+start_node
+wait_port "$SC_PORT"
+kill -0 "$sc_pid" 2>/dev/null ||
+  { echo "disk-bench: sumcache did not start; see $work/sumcache.log" >&2; exit 1; }
+awk -v n="$OBJECTS" -v o="$origin" 'BEGIN {
+  for (i = 1; i <= n; i++) printf "url = \"%s/s/%d/%d\"\noutput = \"/dev/null\"\n", o, 4 * (1 + i % 8), i }' \
+  >"$work/fill.curl"
+t0=$(now)
+taskset -c 0 curl -s -Z --parallel-max 16 -x "127.0.0.1:$SC_PORT" -K "$work/fill.curl" 2>/dev/null
+until [ "$(metric sumcache_disk_objects)" -ge "$OBJECTS" ] 2>/dev/null; do
+  sleep 0.2
+  awk -v t0="$t0" -v t="$(now)" 'BEGIN { exit !(t - t0 > 600) }' &&
+    { echo "disk-bench: the writes did not finish" >&2; exit 1; }
+done
+fill_s=$(awk -v t0="$t0" -v t="$(now)" 'BEGIN { printf "%.1f", t - t0 }')
+index_b=$(awk -v i="$(metric sumcache_disk_index_bytes)" -v n="$(metric sumcache_disk_objects)" \
+  'BEGIN { printf "%.1f", i / n }')
+disk_mb=$(awk -v b="$(metric sumcache_disk_bytes)" 'BEGIN { printf "%.0f", b / 1048576 }')
+
+# ---- restarts ----
+restart() { # SIGNAL -> "signal serve_s whole_s restored"
+  local sig=$1 t0 ts tw
+  kill "-$sig" "$sc_pid"
+  while kill -0 "$sc_pid" 2>/dev/null; do sleep 0.05; done
+  sync
+  t0=$(now)
+  start_node
+  until curl -s -o /dev/null "http://127.0.0.1:$SC_PORT/metrics"; do sleep 0.01; done
+  ts=$(now)
+  until [ "$(metric 'sumcache_disk_scan_seconds')" != "0" ] &&
+    [ "$(metric 'sumcache_disk_scan_segments{state="scanned"}')" = \
+      "$(metric 'sumcache_disk_scan_segments{state="found"}')" ]; do
+    sleep 0.02
+  done
+  tw=$(now)
+  awk -v s="$sig" -v t0="$t0" -v ts="$ts" -v tw="$tw" -v n="$(metric sumcache_disk_objects)" \
+    'BEGIN { printf "%s %.2f %.2f %d\n", s, ts - t0, tw - t0, n }'
+}
+# (not in a subshell: start_node keeps the new node's pid)
+restart TERM >"$work/restarts.txt"
+restart KILL >>"$work/restarts.txt"
+restarts=$(cat "$work/restarts.txt")
+
+# ---- hits: memory tier against disk tier ----
+lua() { # $1 = size KB, $2 = how many distinct objects (named m0.. for
+         # memory's set, d0.. for the disk's)
+  cat >"$work/req.lua" <<EOL
+local n = 0
+request = function()
+  n = n + 1
+  return wrk.format("GET", "$origin/s/$1/$3" .. (n % $2))
+end
+EOL
+  echo "$work/req.lua"
+}
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+run() { # NAME SIZE_KB OBJECTS PREFIX -> "name rps p99ms"
+  local out
+  out=$(taskset -c 0 wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency \
+    -s "$(lua "$2" "$3" "$4")" "http://127.0.0.1:$SC_PORT" 2>&1)
+  echo "$out" | awk -v name="$1" '
+    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0;
+                     if (v ~ /s$/) return v * 1000; return v }
+    /^ +99%/ { p99 = ms($2) } /^Requests\/sec:/ { rps = $2 }
+    /Non-2xx/ { bad = $NF }
+    END { if (bad > 0) { print "disk-bench: " name ": " bad " non-2xx" > "/dev/stderr"; exit 1 }
+          printf "%s %.0f %.3f\n", name, rps, p99 }'
+}
+# sets: memory holds 16 MB of them; the disk set is 4 x cache_mem
+mem16=1000 disk16=16384 mem256=64 disk256=1024
+for set in "16 $mem16 m" "16 $disk16 d" "256 $mem256 m" "256 $disk256 d"; do
+  set -- $set
+  awk -v n="$2" -v o="$origin" -v s="$1" -v p="$3" 'BEGIN {
+    for (i = 0; i < n; i++) printf "url = \"%s/s/%d/%s%d\"\noutput = \"/dev/null\"\n", o, s, p, i }' \
+    >"$work/warm.curl"
+  taskset -c 0 curl -s -Z --parallel-max 16 -x "127.0.0.1:$SC_PORT" -K "$work/warm.curl" 2>/dev/null
+done
+want=$((OBJECTS + mem16 + disk16 + mem256 + disk256))
+for i in $(seq 300); do
+  [ "$(metric sumcache_disk_objects)" -ge "$want" ] && break
+  sleep 0.2
+done
+[ "$(metric sumcache_disk_objects)" -ge "$want" ] ||
+  { echo "disk-bench: the hit sets did not all reach the disk" >&2; exit 1; }
+results="$work/results.txt"
+: >"$results"
+for r in $(seq "$ROUNDS"); do
+  echo "round $r/$ROUNDS" >&2
+  run hit16k_memory 16 $mem16 m >>"$results"
+  run hit16k_disk 16 $disk16 d >>"$results"
+  run hit256k_memory 256 $mem256 m >>"$results"
+  run hit256k_disk 256 $disk256 d >>"$results"
+done
+disk_hits=$(metric 'sumcache_hits_total{tier="disk"}')
+mem_hits=$(metric 'sumcache_hits_total{tier="memory"}')
+
+# ---- report ----
+echo
+echo "disk-bench: $OBJECTS objects ($disk_mb MB of records) written in $fill_s s;"
+echo "  index $index_b bytes an object on disk"
+echo
+printf "%-8s %10s %14s %10s\n" restart "serving s" "index whole s" restored
+echo "$restarts" | awk '{ printf "%-8s %10s %14s %10s\n", "SIG" $1, $2, $3, $4 }'
+echo
+awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" '
+  { rps[$1] = rps[$1] " " $2; p99[$1] = p99[$1] " " $3 }
+  function median(s,   a, n, i, j, t) {
+    n = split(s, a, " ")
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+  END {
+    printf "hits: %d interleaved rounds, wrk -t1 -c%d -d%ds, medians (warm page cache)\n", rounds, conns, dur
+    printf "%-16s %10s %9s\n", "run", "req/s", "p99 ms"
+    n = split("hit16k_memory hit16k_disk hit256k_memory hit256k_disk", w, " ")
+    for (i = 1; i <= n; i++) printf "%-16s %10.0f %9.3f\n", w[i], median(rps[w[i]]), median(p99[w[i]])
+    printf "\ndisk/memory req/s: 16 KB %.2f, 256 KB %.2f\n",
+      median(rps["hit16k_disk"]) / median(rps["hit16k_memory"]),
+      median(rps["hit256k_disk"]) / median(rps["hit256k_memory"])
+  }' "$results"
+echo "hits by tier over the run: memory $mem_hits, disk $disk_hits"
+echo "raw rounds: $results"
