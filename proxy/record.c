@@ -7,6 +7,8 @@
 
 #include <xxhash.h>
 
+#include "bytes.h"
+
 #define HEAD_MAGIC 0x31524353u    /* "SCR1" */
 #define TRAILER_MAGIC 0x4b4f4353u /* "SCOK" */
 
@@ -20,40 +22,6 @@ _Static_assert(F_RESERVED + 4 == RECORD_HEAD, "the head's fields fill it");
 
 #define META_MUST_REVALIDATE 1u
 #define META_NO_CACHE 2u
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void
-put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 3; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint64_t
-get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
 
 uint64_t
 record_body_sum(const void *p, size_t n)
@@ -115,18 +83,18 @@ record_write_head(struct record_info *r, const char *key, const char *head,
 	    (r->meta.no_cache ? META_NO_CACHE : 0);
 
 	memset(out, 0, RECORD_HEAD);
-	put32(out + F_MAGIC, HEAD_MAGIC);
-	put32(out + F_FLAGS, r->flags);
-	put64(out + F_BODY_SUM, r->body_sum);
-	put64(out + F_BODY_LEN, r->body_len);
-	put32(out + F_KEY_LEN, r->key_len);
-	put32(out + F_HEAD_LEN, r->head_len);
-	put32(out + F_VARY_LEN, r->vary_len);
-	put32(out + F_STATUS, (uint32_t)r->meta.status);
-	put64(out + F_RESPONSE_TIME, (uint64_t)r->meta.response_time);
-	put64(out + F_INITIAL_AGE, (uint64_t)r->meta.initial_age);
-	put64(out + F_LIFETIME, (uint64_t)r->meta.lifetime);
-	put32(out + F_META, meta);
+	store_le32(out + F_MAGIC, HEAD_MAGIC);
+	store_le32(out + F_FLAGS, r->flags);
+	store_le64(out + F_BODY_SUM, r->body_sum);
+	store_le64(out + F_BODY_LEN, r->body_len);
+	store_le32(out + F_KEY_LEN, r->key_len);
+	store_le32(out + F_HEAD_LEN, r->head_len);
+	store_le32(out + F_VARY_LEN, r->vary_len);
+	store_le32(out + F_STATUS, (uint32_t)r->meta.status);
+	store_le64(out + F_RESPONSE_TIME, (uint64_t)r->meta.response_time);
+	store_le64(out + F_INITIAL_AGE, (uint64_t)r->meta.initial_age);
+	store_le64(out + F_LIFETIME, (uint64_t)r->meta.lifetime);
+	store_le32(out + F_META, meta);
 	uint8_t *p = out + RECORD_HEAD;
 	memcpy(p, key, r->key_len);
 	if (r->head_len)
@@ -134,39 +102,39 @@ record_write_head(struct record_info *r, const char *key, const char *head,
 	if (r->vary_len)
 		memcpy(p + r->key_len + r->head_len, vary, r->vary_len);
 	r->head_sum = head_sum(out, r);
-	put64(out + F_HEAD_SUM, r->head_sum);
+	store_le64(out + F_HEAD_SUM, r->head_sum);
 }
 
 void
 record_write_trailer(const struct record_info *r, uint8_t out[RECORD_TRAILER])
 {
-	put32(out, TRAILER_MAGIC);
-	put32(out + 4, 0);
-	put64(out + 8, r->head_sum);
+	store_le32(out, TRAILER_MAGIC);
+	store_le32(out + 4, 0);
+	store_le64(out + 8, r->head_sum);
 }
 
 bool
 record_read_fixed(const uint8_t *p, struct record_info *r)
 {
-	uint32_t flags = get32(p + F_FLAGS);
+	uint32_t flags = load_le32(p + F_FLAGS);
 
-	if (get32(p + F_MAGIC) != HEAD_MAGIC || (flags & ~RECORD_TOMBSTONE))
+	if (load_le32(p + F_MAGIC) != HEAD_MAGIC || (flags & ~RECORD_TOMBSTONE))
 		return false;
 	*r = (struct record_info){
 		.flags = flags,
-		.head_sum = get64(p + F_HEAD_SUM),
-		.body_sum = get64(p + F_BODY_SUM),
-		.body_len = get64(p + F_BODY_LEN),
-		.key_len = get32(p + F_KEY_LEN),
-		.head_len = get32(p + F_HEAD_LEN),
-		.vary_len = get32(p + F_VARY_LEN),
+		.head_sum = load_le64(p + F_HEAD_SUM),
+		.body_sum = load_le64(p + F_BODY_SUM),
+		.body_len = load_le64(p + F_BODY_LEN),
+		.key_len = load_le32(p + F_KEY_LEN),
+		.head_len = load_le32(p + F_HEAD_LEN),
+		.vary_len = load_le32(p + F_VARY_LEN),
 	};
-	uint32_t meta = get32(p + F_META);
+	uint32_t meta = load_le32(p + F_META);
 	r->meta = (struct store_meta){
-		.status = (int)get32(p + F_STATUS),
-		.response_time = (time_t)get64(p + F_RESPONSE_TIME),
-		.initial_age = (int64_t)get64(p + F_INITIAL_AGE),
-		.lifetime = (int64_t)get64(p + F_LIFETIME),
+		.status = (int)load_le32(p + F_STATUS),
+		.response_time = (time_t)load_le64(p + F_RESPONSE_TIME),
+		.initial_age = (int64_t)load_le64(p + F_INITIAL_AGE),
+		.lifetime = (int64_t)load_le64(p + F_LIFETIME),
 		.must_revalidate = (meta & META_MUST_REVALIDATE) != 0,
 		.no_cache = (meta & META_NO_CACHE) != 0,
 	};
@@ -185,6 +153,6 @@ record_head_ok(const uint8_t *p, const struct record_info *r)
 bool
 record_trailer_ok(const uint8_t t[RECORD_TRAILER], const struct record_info *r)
 {
-	return get32(t) == TRAILER_MAGIC && get32(t + 4) == 0 &&
-	    get64(t + 8) == r->head_sum;
+	return load_le32(t) == TRAILER_MAGIC && load_le32(t + 4) == 0 &&
+	    load_le64(t + 8) == r->head_sum;
 }

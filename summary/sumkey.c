@@ -21,22 +21,7 @@
 #include <openssl/evp.h>
 #include <xxhash.h>
 
-static uint64_t
-load_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static void
-store_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
+#include "bytes.h"
 
 struct sumkey_hasher {
 	enum sum_scheme scheme;
