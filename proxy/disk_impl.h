@@ -1,0 +1,156 @@
+/*
+ * The disk tier's insides, shared by its three files: disk.c (the index,
+ * the segments, eviction, the interface), diskrw.c (writing and reading a
+ * record) and diskscan.c (what the disk holds, read back: the start-up
+ * scan, the rebuild walk, opening a cache_dir). disk.c's opening comment
+ * gives the model. Nothing outside them includes this.
+ */
+#ifndef DISK_IMPL_H
+#define DISK_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "disk.h"
+#include "iopool.h"
+#include "ratelog.h"
+
+/* Segments the size is shared among, and the bounds on one's size. */
+#define SEG_COUNT 16
+#define SEG_MIN (1u << 20)
+#define SEG_MAX (1u << 30)
+/* What the scan reads at once: records smaller than this are read with
+ * their neighbours, larger ones skipped to their commit mark. */
+#define SCAN_WINDOW (1u << 20)
+#define IO_CHUNK (1u << 20)
+
+enum {
+	E_LIVE = 1,      /* in the hash table */
+	E_COMMITTED = 2, /* its record is whole on disk */
+	E_IN_MEM = 4,    /* the memory tier holds the object too, linked */
+	E_KNOWN = 8,     /* the summary counts it (through memory, or the
+	                  * disk's own found()) */
+	E_MARK = 16,     /* the summary's mark, while memory does not hold it */
+	E_VERIFIED = 32, /* its body is known good: checked since start, or
+	                  * written by this process */
+};
+
+struct ent {
+	uint64_t hash;
+	uint32_t next;      /* hash chain */
+	uint32_t seg_next;  /* the segment's entries, live or not */
+	uint32_t seg;
+	uint32_t off;
+	uint32_t len;       /* the record's */
+	uint16_t vhash;
+	uint8_t flags;
+	uint8_t unused;
+};
+_Static_assert(sizeof(struct ent) == 32, "an index entry is 32 bytes");
+
+struct seg {
+	uint32_t id;
+	int fd;
+	uint32_t bytes;      /* given out so far: the file's length */
+	uint32_t ents;       /* first of its entries */
+	unsigned refs;       /* jobs using fd */
+	unsigned writes;     /* of them, writes */
+	bool gone;           /* evicted: close when refs falls to 0 */
+};
+
+struct disk {
+	struct disk_conf conf;
+	char *path;
+	struct disk_events ev;
+	struct iopool *pool;
+	int lock_fd;
+	uint64_t seg_target;
+	/* the segments, oldest first; the last takes the writes */
+	struct seg **segs;
+	size_t nsegs, cap_segs;
+	struct seg *spare;   /* the next head, opened ahead off the loop */
+	bool spare_pending;
+	uint32_t next_id;
+	/* the index */
+	struct ent *ents;    /* ents[0] unused: 0 is "none" */
+	uint32_t nents, cap_ents, free_ent;
+	uint32_t *buckets;
+	uint32_t nbuckets;   /* power of two */
+	/* the start-up scan */
+	uint32_t scan_id;    /* the next segment to scan is the first at or
+	                      * after this id */
+	uint32_t scan_end;   /* past the last segment found at start */
+	uint64_t scan_start_ms;
+	bool closing;        /* no new jobs: the pool is draining */
+	struct ratelog write_log, read_log, evict_log;
+	struct disk_stats stats;
+};
+
+struct job {
+	struct iopool_job pj;
+	struct disk *d;
+	struct seg *g;
+	disk_ent e;
+	uint32_t off;
+	int err;          /* errno of a failure, or 0 */
+	uint64_t us;      /* how long the I/O took */
+};
+
+struct write_job {
+	struct job j;
+	struct store_obj *o;   /* NULL for a tombstone */
+	char *tomb_key;
+	size_t tomb_len;
+};
+
+/* ---- helpers (disk.c) ---- */
+
+/* The whole of len bytes at off, or -1: errno set, or 0 when the file
+ * ends first (a record cut short). */
+int disk_pread(int fd, void *buf, size_t len, uint64_t off);
+int disk_pwrite(int fd, const void *buf, size_t len, uint64_t off);
+void disk_seg_name(const struct disk *d, uint32_t id, char *buf, size_t len);
+uint16_t disk_vary_hash(const char *vary, size_t len);
+
+/* ---- segments ---- */
+
+struct seg *disk_seg_find(const struct disk *d, uint32_t id);
+/* The segment that takes the writes. */
+struct seg *disk_head_seg(const struct disk *d);
+int disk_seg_append(struct disk *d, struct seg *g);
+struct seg *disk_seg_new(uint32_t id, int fd);
+/* A job is done with g: an evicted segment closes with its last job. */
+void disk_seg_release(struct seg *g);
+bool disk_evict_oldest(struct disk *d);
+
+/* ---- the index ---- */
+
+uint32_t *disk_bucket(struct disk *d, uint64_t hash);
+int disk_index_grow(struct disk *d);
+void disk_index_bytes(struct disk *d);
+disk_ent disk_ent_new(struct disk *d, struct seg *g, uint64_t hash,
+    uint16_t vhash, uint32_t off, uint32_t len);
+void disk_unhash(struct disk *d, disk_ent e);
+void disk_ent_drop(struct disk *d, disk_ent e, enum disk_drop why);
+/* Drops e and tells the cache what it lost (disk.c says how). */
+void disk_ent_forget(struct disk *d, disk_ent e, enum disk_drop why,
+    const char *key, size_t klen);
+/* e is still the entry of the record at seg, off. */
+bool disk_ent_is(const struct disk *d, disk_ent e, uint32_t seg,
+    uint32_t off);
+
+/* ---- jobs ---- */
+
+void disk_job_submit(struct disk *d, struct job *j, struct seg *g,
+    iopool_run_f *run, iopool_run_f *done);
+void disk_job_end(struct job *j);
+/* A write job's two halves (diskrw.c). */
+void disk_run_write(struct iopool_job *pj);
+void disk_done_write(struct iopool_job *pj);
+/* The keys of the records at offs[0..n) of fd, off the loop; one that
+ * cannot be read is left NULL (diskscan.c). */
+void disk_read_keys(int fd, const uint32_t *offs, size_t n, char **keys,
+    uint32_t *key_lens);
+
+#endif

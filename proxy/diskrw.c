@@ -1,0 +1,408 @@
+/*
+ * Writing and reading one record of the disk tier, on the I/O threads,
+ * and what the loop does when they are done (disk.c gives the model,
+ * record.h the bytes).
+ */
+#define _GNU_SOURCE
+#include "disk_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bodyfd.h"
+#include "clock.h"
+#include "record.h"
+#include "sc_assert.h"
+
+/* ---- writing ---- */
+
+/* Appends the body of o, wherever it lives, at off; its checksum out. */
+static int
+write_body(int fd, const struct store_body *b, uint64_t off, uint64_t *sum)
+{
+	if (b->ext == NULL) {
+		*sum = record_body_sum(b->data, b->len);
+		return disk_pwrite(fd, b->data, b->len, off);
+	}
+	struct record_sum *rs = record_sum_new();
+	char *buf = malloc(IO_CHUNK);
+	int rc = rs != NULL && buf != NULL ? 0 : -1;
+	for (size_t done = 0; rc == 0 && done < b->len;) {
+		size_t n = b->len - done < IO_CHUNK ? b->len - done : IO_CHUNK;
+		rc = disk_pread(b->ext->fd, buf, n,
+		    (uint64_t)b->ext->off + done);
+		if (rc == 0)
+			rc = disk_pwrite(fd, buf, n, off + done);
+		if (rc == 0)
+			record_sum_add(rs, buf, n);
+		done += n;
+	}
+	free(buf);
+	if (rs != NULL)
+		*sum = record_sum_end(rs);
+	if (rc < 0 && errno == 0)
+		errno = EIO;
+	return rc;
+}
+
+void
+disk_run_write(struct iopool_job *pj)
+{
+	struct write_job *w = (struct write_job *)pj;
+	struct job *j = &w->j;
+	uint64_t t0 = mono_us();
+	struct record_info r;
+	const char *key, *head = NULL, *vary = NULL;
+
+	if (w->o != NULL) {
+		record_describe(w->o, &r);
+		key = w->o->key;
+		head = store_obj_head(w->o);
+		vary = store_obj_varykey(w->o);
+	} else {
+		r = (struct record_info){.flags = RECORD_TOMBSTONE,
+		    .key_len = (uint32_t)w->tomb_len};
+		key = w->tomb_key;
+	}
+	uint64_t hlen = record_head_len(&r);
+	uint8_t *buf = malloc(hlen);
+	uint8_t trailer[RECORD_TRAILER];
+	int rc = buf != NULL ? 0 : -1;
+
+	/* the body, then the head with its checksum, then the mark */
+	if (rc == 0 && w->o != NULL)
+		rc = write_body(j->g->fd, w->o->body, j->off + hlen,
+		    &r.body_sum);
+	if (rc == 0) {
+		record_write_head(&r, key, head, vary, buf);
+		rc = disk_pwrite(j->g->fd, buf, hlen, j->off);
+	}
+	if (rc == 0) {
+		record_write_trailer(&r, trailer);
+		rc = disk_pwrite(j->g->fd, trailer, RECORD_TRAILER,
+		    j->off + record_trailer_off(&r));
+	}
+	j->err = rc == 0 ? 0 : errno ? errno : EIO;
+	free(buf);
+	j->us = mono_us() - t0;
+}
+
+void
+disk_done_write(struct iopool_job *pj)
+{
+	struct write_job *w = (struct write_job *)pj;
+	struct job *j = &w->j;
+	struct disk *d = j->d;
+
+	j->g->writes--;
+	d->stats.writes++;
+	d->stats.write_us += j->us;
+	uint64_t skipped;
+	if (j->err != 0) {
+		d->stats.write_errors++;
+		if (ratelog_due(&d->write_log, &skipped))
+			fprintf(stderr, "sumcache: cache_dir %s: write: %s; "
+			    "kept in memory only (%llu more since the last "
+			    "line)\n", d->path, strerror(j->err),
+			    (unsigned long long)skipped);
+	}
+	if (w->o != NULL && disk_ent_is(d, j->e, j->g->id, j->off)) {
+		struct ent *x = &d->ents[j->e];
+		if (j->err == 0) {
+			/* the page cache holds the bytes this process wrote:
+			 * its own reads need no body checksum */
+			x->flags |= E_COMMITTED | E_VERIFIED;
+			d->stats.objects++;
+			d->stats.bytes += x->len;
+			d->stats.write_bytes += x->len;
+			/* an object only the disk holds joins the cache now */
+			if (!(x->flags & E_KNOWN)) {
+				x->flags |= E_KNOWN;
+				if (d->ev.found(d->ev.arg, w->o->key,
+				    w->o->key_len))
+					x->flags |= E_MARK;
+			}
+		} else {
+			disk_ent_forget(d, j->e, DISK_DROP_IO, w->o->key,
+			    w->o->key_len);
+		}
+	}
+	store_obj_unref(&w->o);
+	free(w->tomb_key);
+	disk_job_end(j);
+}
+
+/* ---- reading ---- */
+
+struct read_job {
+	struct job j;
+	uint32_t len;          /* the record's, as the index has it */
+	size_t mem_max;
+	bool verified;         /* the body's checksum was checked before */
+	char *want;            /* the key asked for */
+	size_t want_len;
+	disk_read_f *cb;
+	void *arg;
+	/* results */
+	bool failed;           /* fail says why; j.err has an I/O error's */
+	enum disk_drop fail;
+	bool other;            /* a record of another key (hash collision) */
+	uint8_t *head;         /* record_head_len(&r) bytes */
+	struct record_info r;
+	struct store_body *body; /* in memory, or NULL: left in the file */
+};
+
+/* Reads and checks the head at off into a new buffer. */
+static uint8_t *
+read_head(int fd, uint64_t off, uint32_t len, struct record_info *r,
+    bool *bad)
+{
+	uint8_t fixed[RECORD_HEAD];
+
+	*bad = false;
+	if (disk_pread(fd, fixed, sizeof(fixed), off) < 0) {
+		*bad = errno == 0;
+		return NULL;
+	}
+	if (!record_read_fixed(fixed, r) || record_len(r) != len) {
+		*bad = true;
+		return NULL;
+	}
+	uint64_t hlen = record_head_len(r);
+	uint8_t *head = malloc(hlen);
+	if (head == NULL)
+		return NULL;
+	memcpy(head, fixed, sizeof(fixed));
+	uint8_t trailer[RECORD_TRAILER];
+	if (disk_pread(fd, head + RECORD_HEAD, hlen - RECORD_HEAD,
+	    off + RECORD_HEAD) < 0 || disk_pread(fd, trailer,
+	    sizeof(trailer), off + record_trailer_off(r)) < 0) {
+		*bad = errno == 0;
+		free(head);
+		return NULL;
+	}
+	if (!record_head_ok(head, r) || !record_trailer_ok(trailer, r)) {
+		*bad = true;
+		free(head);
+		return NULL;
+	}
+	return head;
+}
+
+static void
+read_failed(struct read_job *rj, bool bad, enum disk_drop why)
+{
+	rj->failed = true;
+	rj->fail = bad ? why : DISK_DROP_IO;
+	rj->j.err = bad ? 0 : errno ? errno : EIO;
+}
+
+/* A record this small is read in one call, head, body and mark: most
+ * are, and a disk hit's cost is mostly its system calls. */
+#define WHOLE_READ_MAX (1u << 20)
+
+static uint8_t *
+read_whole(int fd, uint64_t off, uint32_t len, struct record_info *r,
+    bool *bad)
+{
+	uint8_t *p = malloc(len);
+
+	*bad = false;
+	if (p == NULL)
+		return NULL;
+	if (disk_pread(fd, p, len, off) < 0) {
+		*bad = errno == 0;
+		free(p);
+		return NULL;
+	}
+	if (!record_read_fixed(p, r) || record_len(r) != len ||
+	    !record_head_ok(p, r) ||
+	    !record_trailer_ok(p + record_trailer_off(r), r)) {
+		*bad = true;
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* The body's checksum, read from the file a chunk at a time. */
+static int
+file_body_sum(int fd, uint64_t off, size_t len, uint64_t *sum)
+{
+	struct record_sum *rs = record_sum_new();
+	char *buf = malloc(IO_CHUNK);
+	int rc = rs != NULL && buf != NULL ? 0 : -1;
+
+	for (size_t done = 0; rc == 0 && done < len;) {
+		size_t n = len - done < IO_CHUNK ? len - done : IO_CHUNK;
+		rc = disk_pread(fd, buf, n, off + done);
+		if (rc == 0)
+			record_sum_add(rs, buf, n);
+		done += n;
+	}
+	free(buf);
+	*sum = rs != NULL ? record_sum_end(rs) : 0;
+	return rc;
+}
+
+static void
+run_read(struct iopool_job *pj)
+{
+	struct read_job *rj = (struct read_job *)pj;
+	struct job *j = &rj->j;
+	int fd = j->g->fd;
+	uint64_t t0 = mono_us();
+	/* in one call when the body is wanted in memory anyway */
+	bool bad, whole = rj->len <= WHOLE_READ_MAX &&
+	    rj->len <= rj->mem_max + RECORD_HEAD + RECORD_TRAILER + 8192;
+
+	errno = 0;
+	rj->head = whole ? read_whole(fd, j->off, rj->len, &rj->r, &bad) :
+	    read_head(fd, j->off, rj->len, &rj->r, &bad);
+	if (rj->head == NULL) {
+		read_failed(rj, bad, DISK_DROP_TORN);
+		goto out;
+	}
+	if (rj->r.flags & RECORD_TOMBSTONE || rj->r.key_len != rj->want_len ||
+	    memcmp(record_key(rj->head), rj->want, rj->want_len) != 0) {
+		rj->other = true;
+		goto out;
+	}
+	uint64_t hlen = record_head_len(&rj->r);
+	size_t blen = (size_t)rj->r.body_len;
+	if (blen <= rj->mem_max) {
+		rj->body = store_body_new(blen);
+		errno = ENOMEM;
+		if (rj->body == NULL) {
+			read_failed(rj, false, DISK_DROP_IO);
+			goto out;
+		}
+		errno = 0;
+		if (whole)
+			memcpy(rj->body->data, rj->head + hlen, blen);
+		else if (disk_pread(fd, rj->body->data, blen, j->off + hlen) <
+		    0) {
+			read_failed(rj, errno == 0, DISK_DROP_TORN);
+			goto out;
+		}
+		rj->body->len = blen;
+		if (record_body_sum(rj->body->data, blen) != rj->r.body_sum)
+			read_failed(rj, true, DISK_DROP_CHECKSUM);
+		goto out;
+	}
+	if (rj->verified)
+		goto out;
+	/* sent from the file: its checksum is checked once, here */
+	uint64_t sum;
+	if (whole)
+		sum = record_body_sum(rj->head + hlen, blen);
+	else if (file_body_sum(fd, j->off + hlen, blen, &sum) < 0) {
+		read_failed(rj, errno == 0, DISK_DROP_TORN);
+		goto out;
+	}
+	if (sum != rj->r.body_sum)
+		read_failed(rj, true, DISK_DROP_CHECKSUM);
+out:
+	j->us = mono_us() - t0;
+}
+
+/* The object a good read gives; NULL on ENOMEM. */
+static struct store_obj *
+read_object(struct read_job *rj)
+{
+	struct job *j = &rj->j;
+	const struct record_info *r = &rj->r;
+	const char *key = record_key(rj->head);
+	struct store_body *body = rj->body;
+
+	rj->body = NULL;
+	if (body == NULL) {
+		int fd = dup(j->g->fd);
+		body = store_body_new(0);
+		if (fd < 0 || body == NULL) {
+			if (fd >= 0)
+				close(fd);
+			store_body_unref(&body);
+			return NULL;
+		}
+		if (!bodyfd_attach(&body, fd, (int64_t)j->off +
+		    (int64_t)record_head_len(r), (size_t)r->body_len, true)) {
+			store_body_unref(&body);
+			return NULL;
+		}
+	}
+	struct store_obj *o = store_obj_new(key, r->key_len,
+	    key + r->key_len, r->head_len, key + r->key_len + r->head_len,
+	    r->vary_len, &r->meta, body);
+	store_body_unref(&body);
+	if (o != NULL)
+		o->disk = j->e;
+	return o;
+}
+
+static void
+done_read(struct iopool_job *pj)
+{
+	struct read_job *rj = (struct read_job *)pj;
+	struct job *j = &rj->j;
+	struct disk *d = j->d;
+	struct store_obj *o = NULL;
+	uint64_t skipped;
+
+	d->stats.reads++;
+	d->stats.read_us += j->us;
+	bool current = disk_ent_is(d, j->e, j->g->id, j->off);
+	if (rj->failed) {
+		if (rj->fail == DISK_DROP_IO)
+			d->stats.read_errors++;
+		if (ratelog_due(&d->read_log, &skipped))
+			fprintf(stderr, "sumcache: cache_dir %s: record at "
+			    "seg-%010u+%u: %s; dropped (%llu more since the "
+			    "last line)\n", d->path, j->g->id, j->off,
+			    rj->fail == DISK_DROP_IO ? strerror(j->err) :
+			    disk_drop_label(rj->fail),
+			    (unsigned long long)skipped);
+		if (current)
+			disk_ent_forget(d, j->e, rj->fail, rj->want,
+			    rj->want_len);
+	} else if (!rj->other && current) {
+		d->stats.read_bytes += rj->len;
+		if (rj->r.body_len > rj->mem_max)
+			d->ents[j->e].flags |= E_VERIFIED;
+		o = read_object(rj);
+	}
+	rj->cb(rj->arg, o);
+	free(rj->head);
+	free(rj->want);
+	store_body_unref(&rj->body);
+	disk_job_end(j);
+}
+
+void
+disk_read(struct disk *d, disk_ent e, size_t mem_max, const char *key,
+    size_t klen, disk_read_f *done, void *arg)
+{
+	struct read_job *rj = calloc(1, sizeof(*rj));
+	struct ent *x = &d->ents[e];
+	struct seg *g = disk_seg_find(d, x->seg);
+
+	SC_ASSERT((x->flags & E_COMMITTED) && g != NULL);
+	if (rj == NULL || (rj->want = malloc(klen)) == NULL) {
+		free(rj);
+		done(arg, NULL);
+		return;
+	}
+	memcpy(rj->want, key, klen);
+	rj->want_len = klen;
+	rj->j.e = e;
+	rj->j.off = x->off;
+	rj->len = x->len;
+	rj->mem_max = mem_max;
+	rj->verified = x->flags & E_VERIFIED;
+	rj->cb = done;
+	rj->arg = arg;
+	disk_job_submit(d, &rj->j, g, run_read, done_read);
+}
