@@ -569,26 +569,33 @@ unsigned
 disk_forget(struct disk *d, const char *key, size_t klen)
 {
 	uint64_t hash = XXH3_64bits(key, klen);
-	unsigned n = 0;
+	unsigned dropped = 0, disk_only = 0;
 
-	if (d->nbuckets == 0)
+	if (d->nbuckets == 0 || d->closing)
 		return 0;
 	for (uint32_t e = *disk_bucket(d, hash), next; e != 0; e = next) {
 		next = d->ents[e].next;
-		if (d->ents[e].hash == hash) {
-			disk_ent_forget(d, e, DISK_DROP_REPLACED, key, klen);
-			n++;
-		}
+		if (d->ents[e].hash != hash)
+			continue;
+		disk_only += (d->ents[e].flags & (E_KNOWN | E_IN_MEM)) ==
+		    E_KNOWN;
+		disk_ent_forget(d, e, DISK_DROP_REPLACED, key, klen);
+		dropped++;
 	}
-	/* a tombstone, so that a scan after a crash agrees */
+	if (dropped == 0)
+		return 0;
+	/* a tombstone, so that a scan after a crash agrees; without room
+	 * for it, a crash before the records' segment goes would bring
+	 * them back, so the refusal is counted */
 	struct record_info r = {.flags = RECORD_TOMBSTONE,
 	    .key_len = (uint32_t)klen};
 	uint64_t len = record_len(&r);
-	struct seg *g = n > 0 && !d->closing ? make_room(d, len) : NULL;
+	struct seg *g = make_room(d, len);
 	struct write_job *w = g != NULL ? calloc(1, sizeof(*w)) : NULL;
 	if (w == NULL || (w->tomb_key = malloc(klen)) == NULL) {
 		free(w);
-		return n;
+		d->stats.write_refused++;
+		return disk_only;
 	}
 	memcpy(w->tomb_key, key, klen);
 	w->tomb_len = klen;
@@ -597,7 +604,7 @@ disk_forget(struct disk *d, const char *key, size_t klen)
 	g->writes++;
 	d->stats.file_bytes += len;
 	disk_job_submit(d, &w->j, g, disk_run_write, disk_done_write);
-	return n;
+	return disk_only;
 }
 
 bool
@@ -617,7 +624,16 @@ disk_set_in_mem(struct disk *d, disk_ent e, bool in_mem, uint8_t mark)
 		x->flags |= E_IN_MEM;
 		return;
 	}
-	x->flags &= (uint8_t)~(E_IN_MEM | E_MARK);
+	x->flags &= (uint8_t)~E_IN_MEM;
+	disk_set_mark(d, e, mark);
+}
+
+void
+disk_set_mark(struct disk *d, disk_ent e, uint8_t mark)
+{
+	struct ent *x = &d->ents[e];
+
+	x->flags &= (uint8_t)~E_MARK;
 	if (mark)
 		x->flags |= E_MARK;
 }

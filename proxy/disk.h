@@ -124,8 +124,9 @@ void disk_read(struct disk *d, disk_ent e, size_t mem_max, const char *key,
 void disk_drop(struct disk *d, disk_ent e);
 /*
  * Every variant of key leaves the disk, and a tombstone is written so a
- * scan after a crash does not bring them back. The disk-only ones are
- * reported through lost; returns how many entries were dropped.
+ * scan after a crash does not bring them back. The ones only the disk
+ * held are reported through lost, and counted in what it returns; the
+ * others are memory's to count.
  */
 unsigned disk_forget(struct disk *d, const char *key, size_t klen);
 
@@ -133,6 +134,7 @@ unsigned disk_forget(struct disk *d, const char *key, size_t klen);
  * the summary mark the object has). */
 void disk_set_in_mem(struct disk *d, disk_ent e, bool in_mem, uint8_t mark);
 uint8_t disk_mark(const struct disk *d, disk_ent e);
+void disk_set_mark(struct disk *d, disk_ent e, uint8_t mark);
 bool disk_in_mem(const struct disk *d, disk_ent e);
 
 /*

@@ -83,7 +83,7 @@ struct disk {
 	uint32_t scan_end;   /* past the last segment found at start */
 	uint64_t scan_start_ms;
 	bool closing;        /* no new jobs: the pool is draining */
-	struct ratelog write_log, read_log, evict_log;
+	struct ratelog write_log, read_log;
 	struct disk_stats stats;
 };
 

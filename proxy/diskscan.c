@@ -405,9 +405,12 @@ cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The ids of the segments in dir, sorted; their bytes in *bytes. */
+/* The ids of the segments in dir, sorted; their bytes in *bytes. prune,
+ * for the node holding the directory's lock only: empty segments are
+ * removed (a stop before any write leaves one; they would pile up). A
+ * check (-t) must not: the empty one may be a running node's head. */
 static uint32_t *
-list_segments(const char *dir, size_t *n, uint64_t *bytes)
+list_segments(const char *dir, bool prune, size_t *n, uint64_t *bytes)
 {
 	DIR *dp = opendir(dir);
 	uint32_t *ids = NULL;
@@ -424,9 +427,8 @@ list_segments(const char *dir, size_t *n, uint64_t *bytes)
 		if (!seg_id_of(de->d_name, &id) ||
 		    fstatat(dirfd(dp), de->d_name, &st, 0) < 0)
 			continue;
-		/* a segment opened and never written to (a stop before
-		 * any write) holds nothing; empty ones would pile up */
-		if (st.st_size == 0 && unlinkat(dirfd(dp), de->d_name, 0) == 0)
+		if (prune && st.st_size == 0 &&
+		    unlinkat(dirfd(dp), de->d_name, 0) == 0)
 			continue;
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 64;
@@ -491,7 +493,7 @@ disk_check(const char *path, uint64_t size, char *err, size_t errlen)
 	}
 	size_t n;
 	uint64_t kept;
-	free(list_segments(path, &n, &kept));
+	free(list_segments(path, false, &n, &kept));
 	uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize + kept;
 	if (size > avail) {
 		snprintf(err, errlen, "cache_dir %s: size %llu MB is more than "
@@ -538,20 +540,27 @@ disk_open(struct event_base *base, const struct disk_conf *c,
 	}
 	size_t n;
 	uint64_t bytes;
-	uint32_t *ids = list_segments(d->path, &n, &bytes);
+	uint32_t *ids = list_segments(d->path, true, &n, &bytes);
 	for (size_t i = 0; i < n; i++) {
 		char name[PATH_MAX];
 		disk_seg_name(d, ids[i], name, sizeof(name));
+		d->scan_end = d->next_id = ids[i] + 1;
 		int fd = open(name, O_RDONLY | O_CLOEXEC);
 		struct stat st;
-		struct seg *g = NULL;
-		if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size <= UINT32_MAX)
-			g = disk_seg_new(ids[i], fd);
-		if (g == NULL || disk_seg_append(d, g) < 0) {
-			snprintf(err, errlen, "cache_dir %s: %s", name,
-			    fd < 0 ? strerror(errno) : "cannot be used");
+		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    st.st_size > UINT32_MAX) {
+			/* not one of ours: named as one, left as it is */
+			fprintf(stderr, "sumcache: %s: %s; not used\n", name,
+			    fd < 0 ? strerror(errno) : "not a segment file");
 			if (fd >= 0)
 				close(fd);
+			continue;
+		}
+		struct seg *g = disk_seg_new(ids[i], fd);
+		if (g == NULL || disk_seg_append(d, g) < 0) {
+			snprintf(err, errlen, "cache_dir %s: out of memory",
+			    d->path);
+			close(fd);
 			free(g);
 			free(ids);
 			disk_close(&d);
@@ -559,7 +568,6 @@ disk_open(struct event_base *base, const struct disk_conf *c,
 		}
 		g->bytes = (uint32_t)st.st_size;
 		d->stats.file_bytes += g->bytes;
-		d->scan_end = d->next_id = ids[i] + 1;
 	}
 	free(ids);
 	d->stats.scan_segments = d->nsegs;

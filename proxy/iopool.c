@@ -32,7 +32,6 @@ struct iopool {
 	pthread_t threads[IOPOOL_MAX_THREADS];
 	int efd;
 	struct event *ev;
-	struct iopool_stats stats;
 };
 
 static void
@@ -70,7 +69,6 @@ worker(void *arg)
 		p->todo.head = j->next;
 		if (p->todo.head == NULL)
 			p->todo.tail = NULL;
-		p->stats.queued--;
 		pthread_mutex_unlock(&p->lock);
 		j->run(j);
 		pthread_mutex_lock(&p->lock);
@@ -177,17 +175,6 @@ iopool_submit(struct iopool *p, struct iopool_job *j)
 	SC_ASSERT(j->run != NULL && j->done != NULL);
 	pthread_mutex_lock(&p->lock);
 	push(&p->todo, j);
-	p->stats.queued++;
-	p->stats.submitted++;
 	pthread_cond_signal(&p->work);
 	pthread_mutex_unlock(&p->lock);
-}
-
-struct iopool_stats
-iopool_stats(struct iopool *p)
-{
-	pthread_mutex_lock(&p->lock);
-	struct iopool_stats st = p->stats;
-	pthread_mutex_unlock(&p->lock);
-	return st;
 }

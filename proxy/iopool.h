@@ -21,11 +21,6 @@ struct iopool_job {
 	struct iopool_job *next; /* the pool's own */
 };
 
-struct iopool_stats {
-	uint64_t queued;     /* submitted, not yet run */
-	uint64_t submitted;
-};
-
 struct iopool;
 
 /* A pool of threads reporting to base; NULL on failure (errno set). */
@@ -33,6 +28,5 @@ struct iopool *iopool_new(struct event_base *base, unsigned threads);
 /* Runs what is queued, calls every done(), then stops the threads. */
 void iopool_free(struct iopool **p);
 void iopool_submit(struct iopool *p, struct iopool_job *j);
-struct iopool_stats iopool_stats(struct iopool *p);
 
 #endif

@@ -248,14 +248,13 @@ unsigned
 tiers_invalidate(struct server *s, const char *key, size_t klen)
 {
 	struct tiers *tr = s->tiers;
-	unsigned n = 0;
+	unsigned disk_only = 0;
 
 	/* the disk first: it writes the tombstone, and memory's copies
 	 * are then plain memory objects leaving */
 	if (tr->disk != NULL)
-		n = disk_forget(tr->disk, key, klen);
-	unsigned m = store_invalidate(s->store, key, klen);
-	return n > m ? n : m;
+		disk_only = disk_forget(tr->disk, key, klen);
+	return disk_only + store_invalidate(s->store, key, klen);
 }
 
 /* ---- reading from disk ---- */
@@ -276,10 +275,11 @@ on_read(void *arg, struct store_obj *o)
 	struct tiers_wait *w = arg;
 	struct server *s = w->tr->srv;
 
-	/* another request may have promoted it meanwhile */
+	/* another request may have promoted it meanwhile; an object memory
+	 * has no room for is simply not promoted (the lookup then misses) */
 	if (o != NULL && store_find_hash(s->store, o->hash, linked_to,
-	    &o->disk) == NULL && !store_insert(s->store, o))
-		o->disk = 0;
+	    &o->disk) == NULL)
+		store_insert(s->store, o);
 	store_obj_unref(&o);
 	wait_release(w);
 }
@@ -343,7 +343,7 @@ walk_each(void *arg, const char *key, size_t klen, disk_ent e)
 	}
 	uint8_t mark = disk_mark(tr->disk, e);
 	w->each(w->arg, key, klen, &mark);
-	disk_set_in_mem(tr->disk, e, false, mark); /* keeps the new mark */
+	disk_set_mark(tr->disk, e, mark);
 }
 
 static void

@@ -487,3 +487,31 @@ Test(disk, the_index_costs_at_most_52_bytes_an_object)
 	cr_assert_leq(per, 52.0);
 	rig_stop(&g);
 }
+
+/* A check (-t) of a directory a node is using changes nothing: the
+ * node's new, still empty segment stays. And a file named as a segment
+ * that is not one (here a directory) is left alone, not fatal. */
+Test(disk, a_check_leaves_a_running_node_alone)
+{
+	struct rig g;
+	char err[256], path[128];
+	struct stat st;
+
+	rig_start(&g, 64 << 20);
+	snprintf(path, sizeof(path), "%s/seg-0000000000", g.dir);
+	cr_assert(stat(path, &st) == 0 && st.st_size == 0, "no empty head");
+	cr_assert_eq(disk_check(g.dir, 64 << 20, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert(stat(path, &st) == 0, "the check removed the node's head");
+	disk_close(&g.d);
+	snprintf(path, sizeof(path), "%s/seg-0000000007", g.dir);
+	cr_assert(mkdir(path, 0755) == 0);
+	rig_open(&g, 64 << 20);
+	store_n(&g, 0, 3, 1000);
+	RUN_UNTIL(&g, g.ev.found == 3);
+	cr_assert(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+	/* the new segments are numbered past it */
+	snprintf(path, sizeof(path), "%s/seg-0000000008", g.dir);
+	cr_assert(stat(path, &st) == 0 && st.st_size > 0);
+	rig_stop(&g);
+}
