@@ -17,6 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . deploy/lib.sh
+. deploy/bench/bench-lib.sh
 OBJECTS=${OBJECTS:-100000}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
@@ -24,20 +25,9 @@ CONNS=${CONNS:-50}
 ORIGIN_PORT=${ORIGIN_PORT:-18091}
 SC_PORT=${SC_PORT:-23138}
 
-./deploy/bootstrap.sh >/dev/null
-cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSUMCACHE_TESTS=OFF >/dev/null
-cmake --build build-bench -j"$(nproc)" >/dev/null
-
-work=$(mktemp -d /tmp/sumcache-disk-bench.XXXXXX)
-chmod 755 "$work"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  sleep 0.5
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-  rm -rf "$work/cache"
-}
-trap cleanup EXIT
+bench_build
+bench_workdir sumcache-disk-bench
+bench_cleanup_more() { rm -rf "$work/cache"; }
 
 # ---- origin: nginx, /s/SIZE/ANY is a file of SIZE KB ----
 mkdir -p "$work/www"
@@ -147,13 +137,7 @@ run() { # NAME SIZE_KB OBJECTS PREFIX -> "name rps p99ms"
   local out
   out=$(taskset -c 0 wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency \
     -s "$(lua "$2" "$3" "$4")" "http://127.0.0.1:$SC_PORT" 2>&1)
-  echo "$out" | awk -v name="$1" '
-    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0;
-                     if (v ~ /s$/) return v * 1000; return v }
-    /^ +99%/ { p99 = ms($2) } /^Requests\/sec:/ { rps = $2 }
-    /Non-2xx/ { bad = $NF }
-    END { if (bad > 0) { print "disk-bench: " name ": " bad " non-2xx" > "/dev/stderr"; exit 1 }
-          printf "%s %.0f %.3f\n", name, rps, p99 }'
+  wrk_line "$1" <<<"$out" | awk '{ print $1, $2, $4 }'
 }
 # sets: memory holds 16 MB of them; the disk set is 4 x cache_mem
 mem16=1000 disk16=16384 mem256=64 disk256=1024
@@ -191,12 +175,8 @@ echo
 printf "%-8s %10s %14s %10s\n" restart "serving s" "index whole s" restored
 echo "$restarts" | awk '{ printf "%-8s %10s %14s %10s\n", "SIG" $1, $2, $3, $4 }'
 echo
-awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" '
+awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" "$BENCH_MEDIAN_AWK"'
   { rps[$1] = rps[$1] " " $2; p99[$1] = p99[$1] " " $3 }
-  function median(s,   a, n, i, j, t) {
-    n = split(s, a, " ")
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
   END {
     printf "hits: %d interleaved rounds, wrk -t1 -c%d -d%ds, medians (warm page cache)\n", rounds, conns, dur
     printf "%-16s %10s %9s\n", "run", "req/s", "p99 ms"

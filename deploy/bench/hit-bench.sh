@@ -12,6 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . deploy/lib.sh
+. deploy/bench/bench-lib.sh
 ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-10}
 CONNS=${CONNS:-50}
@@ -20,19 +21,8 @@ ORIGIN_PORT=${ORIGIN_PORT:-18081}
 SQUID_PORT=${SQUID_PORT:-13128}
 SC_PORT=${SC_PORT:-23128}
 
-./deploy/bootstrap.sh >/dev/null
-cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSUMCACHE_TESTS=OFF >/dev/null
-cmake --build build-bench -j"$(nproc)" >/dev/null
-
-work=$(mktemp -d /tmp/sumcache-bench.XXXXXX)
-chmod 755 "$work"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  sleep 0.5
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
+bench_build
+bench_workdir sumcache-bench
 
 
 # ---- origin: nginx serving random-byte files ----
@@ -131,15 +121,8 @@ run() {
   out=$(taskset -c 0 wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency \
     -s "$(lua "$target")" "http://127.0.0.1:$port" 2>&1)
   t1=$(ticks "$pid")
-  echo "$out" | awk -v name="$name" -v dt=$((t1 - t0)) -v hz="$hz" '
-    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0;
-                     if (v ~ /s$/) return v * 1000; return v }
-    /^ +50%/ { p50 = ms($2) } /^ +99%/ { p99 = ms($2) }
-    /requests in/ { n = $1 }
-    /^Requests\/sec:/ { rps = $2 }
-    /Non-2xx/ { bad = $NF }
-    END { if (bad > 0) { print "hit-bench: " name ": " bad " non-2xx" > "/dev/stderr"; exit 1 }
-          printf "%s %.0f %.3f %.3f %.3f\n", name, rps, p50, p99, (dt / hz) / (n / 10000) }'
+  wrk_line "$name" <<<"$out" | awk -v dt=$((t1 - t0)) -v hz="$hz" '
+    { printf "%s %s %s %s %.3f\n", $1, $2, $3, $4, (dt / hz) / ($5 / 10000) }'
 }
 
 results="$work/results.txt"
@@ -175,12 +158,8 @@ mem_squid=$(fill $SQUID_PORT $squid_pid)
 objects=$(curl -s "http://127.0.0.1:$SC_PORT/metrics" | awk '/^sumcache_cache_objects / {print $2}')
 
 # ---- report ----
-awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" '
+awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" "$BENCH_MEDIAN_AWK"'
   { rps[$1] = rps[$1] " " $2; p50[$1] = p50[$1] " " $3; p99[$1] = p99[$1] " " $4; cpu[$1] = cpu[$1] " " $5 }
-  function median(s,   a, n, i, j, t) {
-    n = split(s, a, " ")
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
   END {
     printf "hit-bench: %d interleaved rounds, wrk -t1 -c%d -d%ds, medians\n\n", rounds, conns, dur
     printf "%-18s %10s %9s %9s %12s\n", "run", "req/s", "p50 ms", "p99 ms", "CPU s/10k"

@@ -1,0 +1,46 @@
+# What the benchmarks share (sourced, after deploy/lib.sh): a Release
+# build in build-bench, a scratch directory whose servers are stopped on
+# exit, and wrk's report reduced to one line.
+
+# bench_build: installs what is missing and builds build-bench.
+bench_build() {
+  ./deploy/bootstrap.sh >/dev/null
+  cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSUMCACHE_TESTS=OFF >/dev/null
+  cmake --build build-bench -j"$(nproc)" >/dev/null
+}
+
+# bench_workdir NAME: $work, a fresh directory; every pid added to $pids
+# is stopped on exit, then bench_cleanup_more runs if defined.
+bench_workdir() {
+  work=$(mktemp -d "/tmp/$1.XXXXXX")
+  chmod 755 "$work"
+  pids=()
+  trap bench_cleanup EXIT
+}
+bench_cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  sleep 0.5
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  if declare -F bench_cleanup_more >/dev/null; then bench_cleanup_more; fi
+}
+
+# wrk_line NAME < wrk --latency output: "NAME req/s p50_ms p99_ms requests",
+# or a failure when any response was not 2xx.
+wrk_line() {
+  awk -v name="$1" '
+    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0;
+                     if (v ~ /s$/) return v * 1000; return v }
+    /^ +50%/ { p50 = ms($2) } /^ +99%/ { p99 = ms($2) }
+    /requests in/ { n = $1 }
+    /^Requests\/sec:/ { rps = $2 }
+    /Non-2xx/ { bad = $NF }
+    END { if (bad > 0) { print "bench: " name ": " bad " non-2xx" > "/dev/stderr"; exit 1 }
+          printf "%s %.0f %.3f %.3f %d\n", name, rps, p50, p99, n }'
+}
+
+# An awk function for reports: median(" a b c") of space-separated values.
+BENCH_MEDIAN_AWK='
+  function median(s,   a, n, i, j, t) {
+    n = split(s, a, " ")
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }'
