@@ -505,6 +505,23 @@ exchange_start(struct peers *ps)
 }
 
 void
+exchange_set_pace(struct peers *ps, double threshold, uint64_t max_interval_ms)
+{
+	struct pub_conf *c = &ps->conf.publish;
+
+	if (c->threshold == threshold && c->max_interval_ms == max_interval_ms)
+		return;
+	c->threshold = threshold;
+	c->max_interval_ms = max_interval_ms;
+	pub_set_pace(ps->pub, threshold, max_interval_ms);
+	if (ps->conf.summaries && event_pending(ps->interval_timer, EV_TIMEOUT,
+	    NULL)) {
+		struct timeval iv = tv_ms(pub_tick_ms(c));
+		event_add(ps->interval_timer, &iv);
+	}
+}
+
+void
 exchange_stop(struct peers *ps)
 {
 	struct xfer *x;

@@ -468,6 +468,12 @@ on_readable(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+void
+icpsock_set_timeout(struct icpsock *is, uint32_t timeout_ms)
+{
+	is->timeout_ms = timeout_ms;
+}
+
 struct icpsock *
 icpsock_new(struct event_base *base, struct peers *ps,
     const struct sockaddr *addr, socklen_t addrlen, uint32_t timeout_ms,

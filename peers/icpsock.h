@@ -40,6 +40,8 @@ struct icpsock *icpsock_new(struct event_base *base, struct peers *ps,
     const struct sockaddr *addr, socklen_t addrlen, uint32_t timeout_ms,
     icp_lookup_f *lookup, void *lookup_arg, char *err, size_t elen);
 void icpsock_free(struct icpsock **is);
+/* A reload's icp_timeout (0: from the peers' round trips). */
+void icpsock_set_timeout(struct icpsock *is, uint32_t timeout_ms);
 
 /* The peer that said HIT (held: peers_put it), or NULL. */
 typedef void icp_answer_f(void *arg, struct peer *hit);

@@ -79,6 +79,8 @@ struct evbuffer;
 	    "", "Misses streamed uncached because inflight_mem was taken")    \
 	X(HEAP_TRIMS, counter, "sumcache_heap_trims_total", "",               \
 	    "Times freed heap memory was given back to the kernel")           \
+	X(RELOADS, counter, "sumcache_reloads_total", "result",               \
+	    "SIGHUP reloads of the configuration: applied, or refused whole") \
 	/* the disk tier (proxy/disk.c) */                                    \
 	X(HITS_BY_TIER, counter, "sumcache_hits_total", "tier",               \
 	    "Local hits by the tier that held the object")                    \
@@ -104,7 +106,8 @@ struct evbuffer;
 	X(DISK_EVICTED, counter, "sumcache_disk_segments_evicted_total", "",  \
 	    "Segment files evicted whole (FIFO) to keep cache_dir's size")    \
 	X(DISK_SCAN_SEGMENTS, gauge, "sumcache_disk_scan_segments", "state",  \
-	    "Segments found at start-up, and those scanned so far")           \
+	    "Segments found at start-up, those done so far, and those read "  \
+	    "from their key file instead of scanned")                         \
 	X(DISK_SCAN_SECONDS, gauge, "sumcache_disk_scan_seconds", "",         \
 	    "How long the start-up scan took (0 while it runs)")              \
 	/* this node's summary (peers/) */                                    \

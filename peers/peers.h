@@ -154,6 +154,17 @@ void peers_free(struct peers **ps);
  */
 void peers_policy_line(const struct pub_conf *c, char *buf, size_t len);
 
+/*
+ * A reload: the peer lines are now specs[0..n). Peers no longer listed
+ * leave, new ones join (resolved here, pulled at the next probe), the
+ * others keep their summaries and counts; found (peer_dns) peers are not
+ * touched. conf's timeouts and publishing pace take effect; its other
+ * fields must be the running ones. -1 with the reason in err, and
+ * nothing changed.
+ */
+int peers_reconfigure(struct peers *ps, const struct peers_conf *conf,
+    const struct peer_spec *specs, size_t n, char *err, size_t elen);
+
 /* Publishes the first (empty) summary and pulls every peer's. */
 void peers_start(struct peers *ps);
 

@@ -131,6 +131,9 @@ struct peer *sender_peer(struct peers *ps, const struct sockaddr *from,
 /* exchange.c */
 int exchange_init(struct peers *ps);
 void exchange_start(struct peers *ps);
+/* A reload's publishing pace: the publisher's and the interval tick. */
+void exchange_set_pace(struct peers *ps, double threshold,
+    uint64_t max_interval_ms);
 /* Cancels every transfer, frees the events and the pull message. */
 void exchange_stop(struct peers *ps);
 void msg_unref(struct msg **mp);

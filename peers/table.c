@@ -170,24 +170,53 @@ unname(struct peer *p)
 	p->named = false;
 }
 
-static struct peer *
-table_add(struct peers *ps)
+/* Room for one more peer in the table. */
+static int
+table_reserve(struct peers *ps, size_t more)
 {
-	if (ps->n == ps->cap) {
-		size_t cap = ps->cap ? 2 * ps->cap : 8;
-		struct peer **v = realloc(ps->v, cap * sizeof(*v));
-		if (v == NULL)
-			return NULL;
-		ps->v = v;
-		ps->cap = cap;
-	}
+	if (ps->n + more <= ps->cap)
+		return 0;
+	size_t cap = ps->cap ? 2 * ps->cap : 8;
+	while (cap < ps->n + more)
+		cap *= 2;
+	struct peer **v = realloc(ps->v, cap * sizeof(*v));
+	if (v == NULL)
+		return -1;
+	ps->v = v;
+	ps->cap = cap;
+	return 0;
+}
+
+/* A peer of ps's, not yet in its table. */
+static struct peer *
+peer_alloc(struct peers *ps)
+{
 	struct peer *p = calloc(1, sizeof(*p));
+
 	if (p == NULL)
 		return NULL;
 	p->owner = ps;
 	p->refs = 1;
+	return p;
+}
+
+/* Adds p, with room reserved. */
+static void
+table_insert(struct peers *ps, struct peer *p)
+{
+	SC_ASSERT(ps->n < ps->cap);
 	p->serial = ++ps->serials;
 	ps->v[ps->n++] = p;
+}
+
+static struct peer *
+table_add(struct peers *ps)
+{
+	struct peer *p;
+
+	if (table_reserve(ps, 1) < 0 || (p = peer_alloc(ps)) == NULL)
+		return NULL;
+	table_insert(ps, p);
 	return p;
 }
 
@@ -523,6 +552,90 @@ nomem:
 fail:
 	peers_free(&ps);
 	return NULL;
+}
+
+static bool
+same_spec(const struct peer_spec *a, const struct peer_spec *b)
+{
+	return strcmp(a->name, b->name) == 0 && strcmp(a->host, b->host) ==
+	    0 && a->port == b->port && a->icp_port == b->icp_port &&
+	    a->type == b->type && a->proxy_only == b->proxy_only;
+}
+
+int
+peers_reconfigure(struct peers *ps, const struct peers_conf *conf,
+    const struct peer_spec *specs, size_t n, char *err, size_t elen)
+{
+	struct peer **fresh = calloc(n ? n : 1, sizeof(*fresh));
+	size_t nfresh = 0;
+
+	if (fresh == NULL)
+		goto nomem;
+	/* checked and resolved before anything changes: a refusal leaves
+	 * the table as it was */
+	for (size_t i = 0; i < n; i++) {
+		bool kept = false;
+		if (strcmp(specs[i].name, ps->conf.node_name) == 0) {
+			snprintf(err, elen, "peer %s has this node's own name",
+			    specs[i].name);
+			goto fail;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(specs[j].name, specs[i].name) == 0) {
+				snprintf(err, elen, "peer %s listed twice",
+				    specs[i].name);
+				goto fail;
+			}
+		for (size_t j = 0; j < ps->n && !kept; j++)
+			kept = !ps->v[j]->found &&
+			    same_spec(&ps->v[j]->spec, &specs[i]);
+		if (kept)
+			continue;
+		struct peer *p = peer_alloc(ps);
+		if (p == NULL)
+			goto nomem;
+		fresh[nfresh++] = p;
+		p->spec = specs[i];
+		if (resolve(p, err, elen) < 0)
+			goto fail;
+		if (specs[i].type == PEER_SQUID_DIGEST && ps->md5 == NULL &&
+		    ps->conf.publish.scheme != SUM_SQUID_MD5 &&
+		    (ps->md5 = sumkey_hasher_new(SUM_SQUID_MD5)) == NULL)
+			goto nomem;
+	}
+	for (size_t i = ps->n; i-- > 0;) {
+		bool listed = ps->v[i]->found;
+		for (size_t j = 0; j < n && !listed; j++)
+			listed = same_spec(&ps->v[i]->spec, &specs[j]);
+		if (!listed)
+			retire(ps, i, "no longer configured");
+	}
+	if (table_reserve(ps, nfresh) < 0)
+		goto nomem;
+	for (size_t i = 0; i < nfresh; i++) {
+		struct peer *p = fresh[i];
+		/* as at start: a Squid is up until a fetch from it fails, a
+		 * sumcache once its summary arrives (pulled at the next
+		 * probe); under ICP, up until it stops answering */
+		p->up = !ps->conf.summaries || p->spec.type ==
+		    PEER_SQUID_DIGEST;
+		table_insert(ps, p);
+		fprintf(stderr, "sumcache: peer %s (%s:%u) joins\n",
+		    p->spec.name, p->spec.host, p->spec.port);
+	}
+	free(fresh);
+	ps->conf.connect_timeout_ms = conf->connect_timeout_ms;
+	ps->conf.timeout_ms = conf->timeout_ms;
+	exchange_set_pace(ps, conf->publish.threshold,
+	    conf->publish.max_interval_ms);
+	return 0;
+nomem:
+	snprintf(err, elen, "out of memory");
+fail:
+	for (size_t i = 0; i < nfresh; i++)
+		free(fresh[i]);
+	free(fresh);
+	return -1;
 }
 
 void

@@ -38,7 +38,13 @@ struct directive {
 	const char *dflt;  /* text fed to parse for the default; NULL = none */
 	bool repeatable;
 	const char *help;
+	/* a reload keeps the running value: the listener, the memory and
+	 * disk already laid out, what peers must agree on */
+	bool restart;
 };
+
+#define RESTART .restart = true
+#define LIVE .restart = false
 
 static int
 parse_string(struct conf *c, size_t off, const char *v, const char **why)
@@ -440,104 +446,121 @@ parse_share(struct conf *c, size_t off, const char *v, const char **why)
 static const struct directive directives[] = {
 	{"node_name", parse_node_name, OFF(node_name), "", false,
 	    "name in Via and peer messages (at most 63 characters); default: "
-	    "the host name"},
+	    "the host name", RESTART},
 	{"http_listen", parse_hostport, OFF(http_listen), "127.0.0.1:3128",
-	    false, "address and port for client connections"},
+	    false, "address and port for client connections", RESTART},
 	{"cache_mem", parse_size, OFF(cache_mem), "256MB", false,
-	    "memory budget for cached objects, headers and keys included"},
+	    "memory budget for cached objects, headers and keys included", RESTART},
 	{"max_object_size", parse_size_auto, OFF(max_object_size), "auto",
 	    false, "largest response body that is cached (larger ones stream "
 	    "through); auto: max_memory_object_size, or with a cache_dir 1GB "
-	    "(at most a quarter of it)"},
+	    "(at most a quarter of it)", RESTART},
 	{"max_memory_object_size", parse_size, OFF(max_memory_object_size),
 	    "16MB", false, "largest body the memory tier holds (with a "
-	    "cache_dir, larger ones are kept on disk only)"},
-	{"cache_dir", parse_cache_dir, 0, "", false,
+	    "cache_dir, larger ones are kept on disk only)", RESTART},
+	{"cache_dir", parse_cache_dir, OFF(cache_dir), "", false,
 	    "\"PATH SIZE\": a disk tier of SIZE bytes of segment files under "
 	    "PATH, kept across restarts (created if need be; one node each); "
-	    "empty: memory only"},
+	    "empty: memory only", RESTART},
 	{"inflight_mem", parse_size_auto, OFF(inflight_mem), "auto", false,
 	    "memory for copies of responses being fetched to be cached; when "
 	    "it is taken, further misses stream through uncached; auto: 64MB, "
-	    "or max_memory_object_size if larger"},
+	    "or max_memory_object_size if larger", RESTART},
 	{"max_connections", parse_count_auto, OFF(max_connections), "auto",
 	    false, "client connections and tunnels open at once (then new ones "
 	    "wait in the backlog); auto: 3/4 of what ulimit -n leaves, two "
-	    "descriptors each"},
+	    "descriptors each", RESTART},
 	{"allow", parse_allow, 0, "127.0.0.0/8 ::1/128", true,
-	    "client networks allowed to use the proxy (CIDR)"},
+	    "client networks allowed to use the proxy (CIDR)", LIVE},
 	{"connect_ports", parse_port, 0, "443", true,
-	    "ports CONNECT may reach"},
+	    "ports CONNECT may reach", LIVE},
 	{"access_log", parse_string, OFF(access_log), "stdout", false,
-	    "access log in Squid's native format: a path, stdout or none"},
-	{"sharing", parse_sharing, 0, "none", false,
-	    "cache sharing with peers: none, summary or icp"},
+	    "access log in Squid's native format: a path, stdout or none", LIVE},
+	{"sharing", parse_sharing, OFF(sharing), "none", false,
+	    "cache sharing with peers: none, summary or icp", RESTART},
 	{"peer", parse_peer, 0, NULL, true,
 	    "a peer: \"NAME HOST:PORT [type=sumcache|squid-digest] "
-	    "[proxy_only] [icp=PORT]\" (ICP port 3130 unless given)"},
+	    "[proxy_only] [icp=PORT]\" (ICP port 3130 unless given)", LIVE},
 	{"peer_dns", parse_peer_dns, 0, NULL, false,
 	    "peers by DNS: \"HOST:PORT [proxy_only]\"; every address HOST "
-	    "resolves to (a headless Service) is a peer"},
+	    "resolves to (a headless Service) is a peer", LIVE},
 	{"peer_dns_interval", parse_duration, OFF(peer_dns_interval_ms), "30s",
-	    false, "how often peer_dns is resolved again"},
+	    false, "how often peer_dns is resolved again", LIVE},
 	{"dns_nameservers", parse_nameservers, OFF(dns_nameservers), NULL,
-	    false, "DNS servers \"IP[:PORT] ...\"; default: /etc/resolv.conf"},
+	    false, "DNS servers \"IP[:PORT] ...\"; default: /etc/resolv.conf",
+	    RESTART},
 	{"icp_listen", parse_icp_listen, OFF(icp_listen), "auto", false,
 	    "ICP (UDP): address:port, none, or auto (with sharing icp or a "
-	    "squid-digest peer, http_listen's address, port 3130)"},
+	    "squid-digest peer, http_listen's address, port 3130)", RESTART},
 	{"icp_timeout", parse_duration, OFF(icp_timeout_ms), "0", false,
 	    "wait for ICP replies; 0: 2 x the peers' mean round trip, "
-	    "5 ms to 2 s"},
+	    "5 ms to 2 s", LIVE},
 	{"digest_generation", parse_onoff, OFF(digest_generation), "on", false,
-	    "serve a Squid Cache Digest of the cache to Squid siblings"},
+	    "serve a Squid Cache Digest of the cache to Squid siblings", RESTART},
 	{"digest_rebuild_period", parse_duration,
 	    OFF(digest_rebuild_period_ms), "5m", false,
-	    "how often the digest served is renewed (its Expires)"},
+	    "how often the digest served is renewed (its Expires)", RESTART},
 	{"cluster_key_file", parse_string, OFF(cluster_key_file), NULL, false,
-	    "file holding the cluster's shared key (16 bytes or more)"},
-	{"summary_hash", parse_hash, 0, "xxh3", false,
-	    "hash of summary keys: xxh3, or squid-md5 (Squid's, k = 4)"},
+	    "file holding the cluster's shared key (16 bytes or more)", RESTART},
+	{"summary_hash", parse_hash, OFF(summary_hash), "xxh3", false,
+	    "hash of summary keys: xxh3, or squid-md5 (Squid's, k = 4)", RESTART},
 	{"summary_bits_per_entry", parse_count, OFF(summary_bits_per_entry),
-	    "16", false, "bits of summary per cached object (4 to 64)"},
+	    "16", false, "bits of summary per cached object (4 to 64)", RESTART},
 	{"summary_hash_functions", parse_count, OFF(summary_hash_functions),
-	    "4", false, "hash functions of the summary (1 to 16)"},
+	    "4", false, "hash functions of the summary (1 to 16)", RESTART},
 	{"summary_threshold", parse_share, OFF(summary_threshold), "1%",
-	    false, "publish when this share of cached objects has changed"},
+	    false, "publish when this share of cached objects has changed", LIVE},
 	{"summary_max_size", parse_size_auto, OFF(summary_max_size), "auto",
 	    false, "largest summary taken from a peer (4 of them may arrive "
 	    "at once); auto: the largest a node with this cache_mem, cache_dir "
-	    "and summary_bits_per_entry sends"},
+	    "and summary_bits_per_entry sends", RESTART},
 	{"summary_max_interval", parse_duration,
 	    OFF(summary_max_interval_ms), "60s", false,
 	    "publish pending changes at least this often (0: only at the "
-	    "threshold)"},
+	    "threshold)", LIVE},
 	{"peer_connect_timeout", parse_duration, OFF(peer_connect_timeout_ms),
-	    "500ms", false, "time to connect to a peer (then it is down)"},
+	    "500ms", false, "time to connect to a peer (then it is down)", LIVE},
 	{"peer_timeout", parse_duration, OFF(peer_timeout_ms), "2s", false,
-	    "time a peer may stay silent on a request (then it is down)"},
+	    "time a peer may stay silent on a request (then it is down)", LIVE},
 	{"header_timeout", parse_duration, OFF(header_timeout_ms), "30s",
-	    false, "time a client has to send a complete request head"},
+	    false, "time a client has to send a complete request head", LIVE},
 	{"idle_timeout", parse_duration, OFF(idle_timeout_ms), "60s", false,
-	    "how long an idle persistent client connection is kept"},
+	    "how long an idle persistent client connection is kept", LIVE},
 	{"connect_timeout", parse_duration, OFF(connect_timeout_ms), "10s",
-	    false, "time to connect to an origin (then 504)"},
+	    false, "time to connect to an origin (then 504)", LIVE},
 	{"origin_timeout", parse_duration, OFF(origin_timeout_ms), "60s",
-	    false, "time an origin may stay silent (then 504)"},
+	    false, "time an origin may stay silent (then 504)", LIVE},
 	{"tunnel_idle_timeout", parse_duration, OFF(tunnel_idle_timeout_ms),
-	    "5m", false, "a CONNECT tunnel with no traffic this long closes"},
+	    "5m", false, "a CONNECT tunnel with no traffic this long closes", LIVE},
 	{"shutdown_timeout", parse_duration, OFF(shutdown_timeout_ms), "10s",
-	    false, "on SIGTERM, how long in-flight requests may take"},
+	    false, "on SIGTERM, how long in-flight requests may take", LIVE},
 	{"status_interval", parse_duration, OFF(status_interval_ms), "5s",
-	    false, "the status page samples counters this often (keeps 720)"},
+	    false, "the status page samples counters this often (keeps 720)", LIVE},
 	{"max_header_size", parse_size, OFF(max_header_size), "64KB", false,
-	    "largest request header section (then 431)"},
+	    "largest request header section (then 431)", LIVE},
 	{"max_request_line", parse_size, OFF(max_request_line), "8KB", false,
-	    "longest request line (then 414)"},
+	    "longest request line (then 414)", LIVE},
 	{"max_headers", parse_count, OFF(max_headers), "100", false,
-	    "most header fields in a request (then 431)"},
+	    "most header fields in a request (then 431)", LIVE},
 };
 
 #define NDIRECTIVES (sizeof(directives) / sizeof(directives[0]))
+_Static_assert(NDIRECTIVES <= CONF_MAX_DIRECTIVES, "set_mask and given[] "
+    "have a place for each directive");
+
+/* A scalar directive keeps the text it was set from: a reload compares
+ * texts, whatever the type. Only called after a successful parse. */
+static int
+remember(struct conf *c, const struct directive *d, const char *v)
+{
+	char *t = strdup(v);
+
+	if (t == NULL)
+		return -1;
+	free(c->given[d - directives]);
+	c->given[d - directives] = t;
+	return 0;
+}
 
 static const struct directive *
 find_directive(const char *name, size_t len)
@@ -571,7 +594,13 @@ apply(struct conf *c, const struct directive *d, const char *v,
 	if (d->repeatable && !(c->set_mask & bit))
 		reset_repeatable(c, d);
 	c->set_mask |= bit;
-	return d->parse(c, d->off, v, why);
+	if (d->parse(c, d->off, v, why) < 0)
+		return -1;
+	if (!d->repeatable && remember(c, d, v) < 0) {
+		*why = "out of memory";
+		return -1;
+	}
+	return 0;
 }
 
 int
@@ -586,7 +615,8 @@ conf_defaults(struct conf *c)
 		if (d->dflt == NULL)
 			continue;
 		if (!d->repeatable) {
-			if (d->parse(c, d->off, d->dflt, &why) < 0)
+			if (d->parse(c, d->off, d->dflt, &why) < 0 ||
+			    remember(c, d, d->dflt) < 0)
 				return -1;
 			continue;
 		}
@@ -750,16 +780,101 @@ conf_print_help(FILE *f)
 	    "name=value):\n");
 	for (size_t i = 0; i < NDIRECTIVES; i++) {
 		const struct directive *d = &directives[i];
-		fprintf(f, "  %-20s %s%s\n  %-20s default: %s\n", d->name,
-		    d->help, d->repeatable ? " (repeatable)" : "", "",
+		fprintf(f, "  %-20s %s%s%s\n  %-20s default: %s\n", d->name,
+		    d->help, d->repeatable ? " (repeatable)" : "",
+		    d->restart ? " (restart to change)" : "", "",
 		    d->dflt == NULL ? "(none)" : *d->dflt ? d->dflt :
 		    "(computed)");
 	}
 }
 
+int
+conf_read(struct conf *c, const char *file, char *const *ovr, int novr,
+    char *err, size_t elen)
+{
+	if (conf_defaults(c) < 0) {
+		snprintf(err, elen, "out of memory");
+		return -1;
+	}
+	if (file != NULL && conf_load_file(c, file, err, elen) < 0)
+		return -1;
+	for (int i = 0; i < novr; i++)
+		if (conf_override(c, ovr[i], err, elen) < 0)
+			return -1;
+	return 0;
+}
+
+static bool
+same_text(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+int
+conf_keep_restart_only(const struct conf *cur, struct conf *next)
+{
+	int kept = 0;
+
+	for (size_t i = 0; i < NDIRECTIVES; i++) {
+		const struct directive *d = &directives[i];
+		const char *was = cur->given[i], *why;
+		if (!d->restart || same_text(was, next->given[i]))
+			continue;
+		fprintf(stderr, "sumcache: reload: %s cannot change without a "
+		    "restart; kept at \"%s\" (the file says \"%s\")\n",
+		    d->name, was ? was : "", next->given[i] ?
+		    next->given[i] : "");
+		/* it parsed when it was set: it parses again */
+		if (d->parse(next, d->off, was ? was : "", &why) < 0 ||
+		    remember(next, d, was ? was : "") < 0)
+			return -1;
+		kept++;
+	}
+	return kept;
+}
+
+/* The directives whose value is a string (char * at off). */
+static bool
+is_text(const struct directive *d)
+{
+	return d->parse == parse_string || d->parse == parse_node_name ||
+	    d->parse == parse_hostport || d->parse == parse_icp_listen ||
+	    d->parse == parse_nameservers || d->parse == parse_cache_dir;
+}
+
+void
+conf_adopt_restart_only(struct conf *cur, struct conf *next)
+{
+	for (size_t i = 0; i < NDIRECTIVES; i++) {
+		const struct directive *d = &directives[i];
+		if (!d->restart || !is_text(d))
+			continue;
+		char **a = (char **)((char *)cur + d->off);
+		char **b = (char **)((char *)next + d->off);
+		char *t = *a;
+		*a = *b;
+		*b = t;
+	}
+}
+
+size_t
+conf_changed(const struct conf *a, const struct conf *b, const char **names,
+    size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < NDIRECTIVES; i++)
+		if (!directives[i].repeatable && n < max &&
+		    !same_text(a->given[i], b->given[i]))
+			names[n++] = directives[i].name;
+	return n;
+}
+
 void
 conf_clear(struct conf *c)
 {
+	for (size_t i = 0; i < CONF_MAX_DIRECTIVES; i++)
+		free(c->given[i]);
 	free(c->node_name);
 	free(c->dns_nameservers);
 	free(c->icp_listen);

@@ -21,6 +21,7 @@ enum sharing {
 
 #define CONF_MAX_PORTS 32
 #define CONF_MAX_PEERS 64
+#define CONF_MAX_DIRECTIVES 64
 
 struct conf {
 	char *node_name;
@@ -67,8 +68,12 @@ struct conf {
 	size_t max_header_size;
 	size_t max_request_line;
 	uint32_t max_headers;
-	/* which repeatable directives the user has set (defaults replaced) */
+	/* which directives the user has set (a repeatable one's first
+	 * value replaces its defaults) */
 	uint64_t set_mask;
+	/* the text each scalar directive was set from, defaults included,
+	 * by table order: what a reload compares */
+	char *given[CONF_MAX_DIRECTIVES];
 };
 
 /* Fills *c with every directive's default. 0, or -1 on ENOMEM. */
@@ -90,6 +95,29 @@ int conf_finish(struct conf *c, char *err, size_t elen);
 
 /* Reads cluster_key_file when sharing needs it. -1 with the reason. */
 int conf_load_key(struct conf *c, char *err, size_t elen);
+
+/* Defaults, then file (NULL: none), then the -o overrides ovr[0..novr):
+ * what conf_finish takes. -1 with the reason (file:line) in err. */
+int conf_read(struct conf *c, const char *file, char *const *ovr, int novr,
+    char *err, size_t elen);
+
+/*
+ * A reload: every directive that cannot change on a running node (the
+ * table's restart column) and that next sets otherwise than cur is set
+ * back to cur's value in next, and named on stderr. Returns how many, or
+ * -1 (out of memory). Before conf_finish(next).
+ */
+int conf_keep_restart_only(const struct conf *cur, struct conf *next);
+
+/* Swaps the strings of the restart-only directives, which hold the same
+ * text in both: the running modules keep pointers to cur's, which must
+ * outlive next's. */
+void conf_adopt_restart_only(struct conf *cur, struct conf *next);
+
+/* The names of the scalar directives whose text differs between a and
+ * b, at most max of them (the lists say what changed themselves). */
+size_t conf_changed(const struct conf *a, const struct conf *b,
+    const char **names, size_t max);
 
 /* Prints every directive with its default and help text. */
 void conf_print_help(FILE *f);

@@ -146,6 +146,7 @@ disk_seg_release(struct seg *g)
 {
 	SC_ASSERT(g->refs > 0);
 	if (--g->refs == 0 && g->gone) {
+		disk_keys_drop(g);
 		close(g->fd);
 		free(g);
 	}
@@ -333,6 +334,7 @@ struct evict_job {
 	char **keys;
 	uint32_t *key_lens;
 	char path[PATH_MAX];
+	char keys_path[PATH_MAX];
 };
 
 static void
@@ -343,6 +345,7 @@ run_evict(struct iopool_job *pj)
 	disk_read_keys(ej->j.g->fd, ej->offs, ej->n, ej->keys, ej->key_lens);
 	if (unlink(ej->path) < 0)
 		ej->j.err = errno;
+	unlink(ej->keys_path); /* none yet is fine: a start prunes it */
 }
 
 static void
@@ -422,6 +425,8 @@ disk_evict_oldest(struct disk *d)
 	d->stats.file_bytes -= g->bytes;
 	g->gone = true;
 	disk_seg_name(d, g->id, ej->path, sizeof(ej->path));
+	disk_keys_path(d, g->id, ej->keys_path, sizeof(ej->keys_path));
+	disk_keys_drop(g);
 	/* the job's reference is the last: it closes the file */
 	disk_job_submit(d, &ej->j, g, run_evict, done_evict);
 	return true;
@@ -495,6 +500,7 @@ make_room(struct disk *d, uint64_t len)
 		}
 		if (disk_seg_append(d, d->spare) < 0)
 			return NULL;
+		disk_keys_seal(d, h);
 		h = d->spare;
 		d->spare = NULL;
 	}
@@ -532,6 +538,7 @@ disk_store(struct disk *d, struct store_obj *o, bool in_mem)
 	if (in_mem)
 		d->ents[e].flags |= E_IN_MEM | E_KNOWN;
 	w->o = store_obj_ref(o);
+	w->len = (uint32_t)len;
 	w->j.e = e;
 	w->j.off = g->bytes;
 	g->bytes += (uint32_t)len;
@@ -599,6 +606,7 @@ disk_forget(struct disk *d, const char *key, size_t klen)
 	}
 	memcpy(w->tomb_key, key, klen);
 	w->tomb_len = klen;
+	w->len = (uint32_t)len;
 	w->j.off = g->bytes;
 	g->bytes += (uint32_t)len;
 	g->writes++;

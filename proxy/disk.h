@@ -68,6 +68,8 @@ struct disk_stats {
 	uint64_t dropped[DISK_DROP_N];
 	uint64_t scan_segments, scan_segments_done;
 	uint64_t scan_records;
+	uint64_t scan_from_keys; /* segments read from their key file */
+	uint64_t keys_written, keys_errors;  /* key files (diskkeys.c) */
 	uint64_t scan_ms;        /* how long the scan took, once done */
 	bool scanning;
 	uint64_t index_bytes;    /* the index's memory */

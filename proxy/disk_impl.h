@@ -49,6 +49,16 @@ struct ent {
 };
 _Static_assert(sizeof(struct ent) == 32, "an index entry is 32 bytes");
 
+/* A record as a scan or a key file finds it; key is malloc'd. */
+struct found {
+	uint64_t hash;
+	uint32_t off, len;
+	uint16_t vhash;
+	bool tomb;
+	uint32_t key_len;
+	char *key;
+};
+
 struct seg {
 	uint32_t id;
 	int fd;
@@ -57,6 +67,11 @@ struct seg {
 	unsigned refs;       /* jobs using fd */
 	unsigned writes;     /* of them, writes */
 	bool gone;           /* evicted: close when refs falls to 0 */
+	bool sealed;         /* takes no more writes */
+	bool keys_written;   /* its key file is written, or never will be */
+	bool keys_lost;      /* a key could not be kept: no key file */
+	struct found *keys;  /* its records so far, for its key file */
+	size_t nkeys, cap_keys;
 };
 
 struct disk {
@@ -102,6 +117,7 @@ struct write_job {
 	struct store_obj *o;   /* NULL for a tombstone */
 	char *tomb_key;
 	size_t tomb_len;
+	uint32_t len;          /* the record's */
 };
 
 /* ---- helpers (disk.c) ---- */
@@ -152,5 +168,25 @@ void disk_done_write(struct iopool_job *pj);
  * cannot be read is left NULL (diskscan.c). */
 void disk_read_keys(int fd, const uint32_t *offs, size_t n, char **keys,
     uint32_t *key_lens);
+
+/* ---- key files (diskkeys.c) ---- */
+
+void disk_keys_path(const struct disk *d, uint32_t id, char *buf, size_t len);
+/* Appends a copy of f, with key copied, to v; -1 when out of memory. */
+int disk_found_push(struct found **v, size_t *n, size_t *cap,
+    const struct found *f, const char *key);
+void disk_found_free(struct found *f, size_t n);
+/* A record of g's was written: its key file will list it. */
+void disk_keys_add(struct seg *g, const struct found *f, const char *key);
+/* g takes no more writes: once its last one is done, its key file is
+ * written off the loop (at a stop, at once). */
+void disk_keys_seal(struct disk *d, struct seg *g);
+/* Writes g's key file from f[0..n), which it takes. */
+void disk_keys_write(struct disk *d, struct seg *g, struct found *f, size_t n);
+void disk_keys_drop(struct seg *g);
+/* Reads the key file at path of segment id, seg_len bytes long; -1 with
+ * errno ENOENT when there is none, EINVAL when it is not to be trusted. */
+int disk_keys_load(const char *path, uint32_t id, uint64_t seg_len,
+    struct found **out, size_t *n);
 
 #endif

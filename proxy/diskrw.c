@@ -90,6 +90,26 @@ disk_run_write(struct iopool_job *pj)
 	j->us = mono_us() - t0;
 }
 
+/* A written record joins its segment's list for the key file. */
+static void
+keep_key(const struct write_job *w)
+{
+	const struct job *j = &w->j;
+	struct found f = {.off = j->off, .len = w->len};
+	const char *key = w->tomb_key;
+
+	if (w->o != NULL) {
+		key = w->o->key;
+		f.key_len = (uint32_t)w->o->key_len;
+		f.vhash = disk_vary_hash(store_obj_varykey(w->o),
+		    w->o->vary_len);
+	} else {
+		f.key_len = (uint32_t)w->tomb_len;
+		f.tomb = true;
+	}
+	disk_keys_add(j->g, &f, key);
+}
+
 void
 disk_done_write(struct iopool_job *pj)
 {
@@ -109,6 +129,8 @@ disk_done_write(struct iopool_job *pj)
 			    "line)\n", d->path, strerror(j->err),
 			    (unsigned long long)skipped);
 	}
+	if (j->err == 0)
+		keep_key(w);
 	if (w->o != NULL && disk_ent_is(d, j->e, j->g->id, j->off)) {
 		struct ent *x = &d->ents[j->e];
 		if (j->err == 0) {
@@ -130,6 +152,8 @@ disk_done_write(struct iopool_job *pj)
 			    w->o->key_len);
 		}
 	}
+	if (j->g->sealed && j->g->writes == 0)
+		disk_keys_seal(d, j->g);
 	store_obj_unref(&w->o);
 	free(w->tomb_key);
 	disk_job_end(j);

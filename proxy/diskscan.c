@@ -50,19 +50,13 @@ disk_read_keys(int fd, const uint32_t *offs, size_t n, char **keys,
 
 /* ---- the start-up scan ---- */
 
-struct found {
-	uint64_t hash;
-	uint32_t off, len;
-	uint16_t vhash;
-	bool tomb;
-	uint32_t key_len;
-	char *key;
-};
-
 struct scan_job {
 	struct job j;
+	char keys_path[PATH_MAX];
 	struct found *found;
 	size_t n, cap;
+	bool from_keys;     /* found came from the segment's key file */
+	bool bad_keys;      /* it has one, not to be trusted */
 	uint64_t torn;      /* records without a valid mark, skipped */
 	bool cut;           /* a head that is not one ended the scan early */
 	bool nomem;
@@ -72,19 +66,8 @@ static void
 scan_keep(struct scan_job *sj, const uint8_t *head, const struct record_info *r,
     uint64_t off)
 {
-	if (sj->n == sj->cap) {
-		size_t cap = sj->cap ? sj->cap * 2 : 256;
-		struct found *f = realloc(sj->found, cap * sizeof(*f));
-		if (f == NULL) {
-			sj->nomem = true;
-			return;
-		}
-		sj->found = f;
-		sj->cap = cap;
-	}
 	const char *key = record_key(head);
-	struct found *f = &sj->found[sj->n];
-	*f = (struct found){
+	struct found f = {
 		.hash = XXH3_64bits(key, r->key_len),
 		.off = (uint32_t)off,
 		.len = (uint32_t)record_len(r),
@@ -92,14 +75,9 @@ scan_keep(struct scan_job *sj, const uint8_t *head, const struct record_info *r,
 		    r->vary_len),
 		.tomb = (r->flags & RECORD_TOMBSTONE) != 0,
 		.key_len = r->key_len,
-		.key = malloc(r->key_len),
 	};
-	if (f->key == NULL) {
+	if (disk_found_push(&sj->found, &sj->n, &sj->cap, &f, key) < 0)
 		sj->nomem = true;
-		return;
-	}
-	memcpy(f->key, key, r->key_len);
-	sj->n++;
 }
 
 /*
@@ -125,6 +103,14 @@ run_scan(struct iopool_job *pj)
 		return;
 	}
 	uint64_t size = (uint64_t)st.st_size;
+	if (disk_keys_load(sj->keys_path, j->g->id, size, &sj->found,
+	    &sj->n) == 0) {
+		sj->from_keys = true;
+		free(win);
+		j->us = mono_us() - t0;
+		return;
+	}
+	sj->bad_keys = errno != ENOENT;
 	while (off + RECORD_HEAD + RECORD_TRAILER <= size && !sj->nomem) {
 		if (off < wstart || off + RECORD_HEAD > wstart + wlen) {
 			wstart = off;
@@ -220,14 +206,22 @@ done_scan(struct iopool_job *pj)
 		for (size_t i = 0; i < sj->n; i++)
 			scan_index(d, j->g, &sj->found[i]);
 	d->stats.dropped[DISK_DROP_TORN] += sj->torn;
-	if (j->err != 0 || sj->cut || sj->nomem)
+	if (sj->bad_keys)
+		fprintf(stderr, "sumcache: %s: not a valid key file for its "
+		    "segment; scanned the segment instead\n", sj->keys_path);
+	bool whole = j->err == 0 && !sj->cut && !sj->nomem;
+	if (!whole)
 		fprintf(stderr, "sumcache: cache_dir %s: seg-%010u: %s after "
 		    "%zu records; the rest of it is not used\n", d->path,
 		    j->g->id, j->err ? strerror(j->err) : sj->nomem ?
 		    "out of memory" : "a record that is not one", sj->n);
-	for (size_t i = 0; i < sj->n; i++)
-		free(sj->found[i].key);
-	free(sj->found);
+	d->stats.scan_from_keys += sj->from_keys;
+	if (whole && !sj->from_keys && !j->g->gone) {
+		/* the next start reads this segment's key file instead */
+		disk_keys_write(d, j->g, sj->found, sj->n);
+	} else {
+		disk_found_free(sj->found, sj->n);
+	}
 	d->stats.scan_segments_done++;
 	disk_job_end(j);
 	scan_next(d);
@@ -250,6 +244,7 @@ scan_next(struct disk *d)
 		struct scan_job *sj = calloc(1, sizeof(*sj));
 		if (sj == NULL)
 			continue;
+		disk_keys_path(d, g->id, sj->keys_path, sizeof(sj->keys_path));
 		disk_job_submit(d, &sj->j, g, run_scan, done_scan);
 		return;
 	}
@@ -446,6 +441,34 @@ list_segments(const char *dir, bool prune, size_t *n, uint64_t *bytes)
 	return ids;
 }
 
+/* Removes what a key file left that no segment needs: one whose segment
+ * is gone (its eviction raced its writing), one half written. */
+static void
+prune_key_files(const char *dir, const uint32_t *ids, size_t n)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *de;
+
+	if (dp == NULL)
+		return;
+	while ((de = readdir(dp)) != NULL) {
+		char seg[16];
+		size_t len = strlen(de->d_name);
+		uint32_t id;
+		bool keys = len == 19 && strcmp(de->d_name + 14, ".keys") == 0;
+		bool tmp = len == 23 && strcmp(de->d_name + 14, ".keys.tmp") == 0;
+		if (!keys && !tmp)
+			continue;
+		memcpy(seg, de->d_name, 14);
+		seg[14] = '\0';
+		if (!seg_id_of(seg, &id))
+			continue;
+		if (tmp || bsearch(&id, ids, n, sizeof(*ids), cmp_u32) == NULL)
+			unlinkat(dirfd(dp), de->d_name, 0);
+	}
+	closedir(dp);
+}
+
 int
 disk_check(const char *path, uint64_t size, char *err, size_t errlen)
 {
@@ -567,8 +590,10 @@ disk_open(struct event_base *base, const struct disk_conf *c,
 			return NULL;
 		}
 		g->bytes = (uint32_t)st.st_size;
+		g->sealed = g->keys_written = true;
 		d->stats.file_bytes += g->bytes;
 	}
+	prune_key_files(d->path, ids, n);
 	free(ids);
 	d->stats.scan_segments = d->nsegs;
 	d->stats.scanning = true;
@@ -616,8 +641,13 @@ disk_close(struct disk **dp)
 	*dp = NULL;
 	d->closing = true;
 	iopool_free(&d->pool);
+	/* the head's key file, and any a job had not written yet: the
+	 * next start reads them instead of scanning */
+	for (size_t i = 0; i < d->nsegs; i++)
+		disk_keys_seal(d, d->segs[i]);
 	for (size_t i = 0; i < d->nsegs; i++) {
 		SC_ASSERT(d->segs[i]->refs == 0);
+		disk_keys_drop(d->segs[i]);
 		close(d->segs[i]->fd);
 		free(d->segs[i]);
 	}

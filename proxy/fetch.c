@@ -83,7 +83,8 @@ struct fetch {
 	struct peer *cand[PEERS_ASKED];
 	size_t ncand, next_cand;
 	struct peer *peer;
-	bool peer_refused;         /* it answered 5xx: a false hit */
+	bool peer_refused;         /* it answered 5xx, 403 or 407: a false
+	                            * hit */
 	struct icpq *icpq;         /* ICP query out, before any source */
 	bool by_icp;               /* the candidate said ICP HIT */
 	struct store_body *body;   /* copy for the store, or NULL */
@@ -308,8 +309,12 @@ on_header(char *buf, size_t size, size_t n, void *arg)
 			forward_interim(f);
 		return len;
 	}
-	if (f->peer != NULL && f->resp.status >= 500) {
-		/* nothing has reached the client: try the next source */
+	if (f->peer != NULL && (f->resp.status >= 500 ||
+	    f->resp.status == 403 || f->resp.status == 407)) {
+		/* nothing has reached the client: try the next source; a
+		 * 403 or 407 says the peer does not take us as a client (it
+		 * dropped us from its peers, or its allow list): the answer
+		 * is about us, not the object */
 		f->peer_refused = true;
 		return 0;
 	}

@@ -42,37 +42,6 @@ usage(FILE *f)
 	conf_print_help(f);
 }
 
-static int
-read_config(struct conf *c, const char *file, char **ovr, int novr)
-{
-	char err[1024];
-
-	if (conf_defaults(c) < 0) {
-		fprintf(stderr, "sumcache: out of memory\n");
-		return -1;
-	}
-	if (file != NULL && conf_load_file(c, file, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sumcache: %s\n", err);
-		return -1;
-	}
-	for (int i = 0; i < novr; i++) {
-		if (conf_override(c, ovr[i], err, sizeof(err)) < 0) {
-			fprintf(stderr, "sumcache: %s\n", err);
-			return -1;
-		}
-	}
-	if (conf_finish(c, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sumcache: %s%s%s\n", file ? file : "",
-		    file ? ": " : "", err);
-		return -1;
-	}
-	if (conf_load_key(c, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sumcache: %s\n", err);
-		return -1;
-	}
-	return 0;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -125,8 +94,12 @@ main(int argc, char **argv)
 		free(ovr);
 		return 2;
 	}
-	if (read_config(&s.conf, file, ovr, novr) < 0)
+	s.conf_src = (struct server_conf_src){file, ovr, novr};
+	char err[1024];
+	if (server_read_conf(&s.conf, &s.conf_src, NULL, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sumcache: %s\n", err);
 		goto out;
+	}
 	if (check) {
 		printf("sumcache: configuration OK\n");
 		rc = 0;

@@ -71,6 +71,9 @@ metrics_refresh(struct server *s)
 	s->m.disk_segments_evicted = ds->segments_evicted;
 	s->m.disk_scan_found = ds->scan_segments;
 	s->m.disk_scan_done = ds->scan_segments_done;
+	s->m.disk_scan_from_keys = ds->scan_from_keys;
+	s->m.disk_keys_written = ds->keys_written;
+	s->m.disk_keys_errors = ds->keys_errors;
 	s->m.disk_scan_us = ds->scan_ms * 1000;
 }
 

@@ -58,6 +58,8 @@ struct evbuffer;
 	X(inflight_bytes, INFLIGHT_BYTES, NULL, NULL)                        \
 	X(inflight_refused, INFLIGHT_REFUSED, NULL, NULL)                    \
 	X(heap_trims, HEAP_TRIMS, NULL, NULL)                                \
+	X(reloads_applied, RELOADS, "applied", NULL)                         \
+	X(reloads_refused, RELOADS, "refused", NULL)                         \
 	X(hit_memory, HITS_BY_TIER, "memory", "hit_memory")                  \
 	X(hit_disk, HITS_BY_TIER, "disk", "hit_disk")                        \
 	X(disk_objects, DISK_OBJECTS, NULL, "disk_objects")                  \
@@ -66,8 +68,10 @@ struct evbuffer;
 	X(disk_index_bytes, DISK_INDEX_BYTES, NULL, NULL)                    \
 	X(disk_reads, DISK_OPS, "read", NULL)                                \
 	X(disk_writes, DISK_OPS, "write", NULL)                              \
+	X(disk_keys_written, DISK_OPS, "key_file", NULL)                     \
 	X(disk_read_errors, DISK_OP_ERRORS, "read", NULL)                    \
 	X(disk_write_errors, DISK_OP_ERRORS, "write", NULL)                  \
+	X(disk_keys_errors, DISK_OP_ERRORS, "key_file", NULL)                \
 	X(disk_write_refused, DISK_REFUSED, NULL, NULL)                      \
 	X(disk_read_us, DISK_OP_SECONDS, "read", NULL)                       \
 	X(disk_write_us, DISK_OP_SECONDS, "write", NULL)                     \
@@ -78,6 +82,7 @@ struct evbuffer;
 	X(disk_segments_evicted, DISK_EVICTED, NULL, NULL)                   \
 	X(disk_scan_found, DISK_SCAN_SEGMENTS, "found", NULL)                \
 	X(disk_scan_done, DISK_SCAN_SEGMENTS, "scanned", NULL)               \
+	X(disk_scan_from_keys, DISK_SCAN_SEGMENTS, "from_key_file", NULL)    \
 	X(disk_scan_us, DISK_SCAN_SECONDS, NULL, NULL)
 
 struct metrics {

@@ -39,11 +39,19 @@ struct tunnel;
 struct status;
 struct budget;
 
+/* Where the configuration comes from: read at start and on SIGHUP. */
+struct server_conf_src {
+	const char *file;      /* -c, or NULL */
+	char *const *ovr;      /* the -o values, in order */
+	int novr;
+};
+
 /* The one mutable root; everything else hangs off it. */
 struct server {
 	struct event_base *base;
 	struct evdns_base *dns;
 	struct conf conf;
+	struct server_conf_src conf_src;
 	struct http_limits limits;
 	struct store *store;
 	struct tiers *tiers;     /* memory over disk (tiers.c) */

@@ -68,9 +68,9 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 
 	(void)what;
 	if (sig == SIGHUP) {
-		if (accesslog_reopen(s->log) < 0)
-			fprintf(stderr, "sumcache: cannot reopen %s: %s\n",
-			    s->conf.access_log, strerror(errno));
+		/* the access log is reopened too: logrotate's postrotate */
+		if (!s->draining)
+			server_reload(s);
 		return;
 	}
 	if (s->draining)
@@ -204,11 +204,9 @@ server_publish_conf(const struct conf *c)
 	};
 }
 
-static int
-peers_init(struct server *s)
+struct peers_conf
+server_peers_conf(const struct server *s, const struct conf *c)
 {
-	const struct conf *c = &s->conf;
-	char err[512];
 	/* the largest summary a node like this one sends: its filter grows
 	 * to twice the objects it holds, and an object costs 128 bytes at
 	 * least (store.c's charge, a disk record's head and key), so
@@ -233,6 +231,15 @@ peers_init(struct server *s)
 		.summaries = c->sharing == SHARING_SUMMARY,
 	};
 	snprintf(pc.source, sizeof(pc.source), "%s", s->peer_source);
+	return pc;
+}
+
+static int
+peers_init(struct server *s)
+{
+	const struct conf *c = &s->conf;
+	char err[512];
+	struct peers_conf pc = server_peers_conf(s, c);
 
 	s->peers = peers_new(s->base, s->curl, &pc, c->peers, c->n_peers, err,
 	    sizeof(err));

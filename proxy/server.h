@@ -1,7 +1,7 @@
 /*
  * A node's life: start every module from the configuration, drain on
- * SIGTERM or SIGINT, reopen the access log on SIGHUP, and free it all.
- * main.c reads the command line and the configuration, then calls these.
+ * SIGTERM or SIGINT, reload the configuration on SIGHUP (reload.c), and
+ * free it all. main.c reads the command line, then calls these.
  */
 #ifndef SERVER_H
 #define SERVER_H
@@ -20,5 +20,21 @@ void server_conn_closed(struct server *s);
 
 /* The publisher's part of a configuration (summary/publisher.h). */
 struct pub_conf server_publish_conf(const struct conf *c);
+/* The peer table's part of c, for s's node (peers/peers.h). */
+struct peers_conf server_peers_conf(const struct server *s,
+    const struct conf *c);
+
+/*
+ * Reads the configuration src names into c (zeroed): defaults, file,
+ * overrides, then the checks of -t and the cluster key. With running
+ * (a reload), directives that cannot change live keep running's values
+ * (conf.h). Returns how many were kept so, or -1 with the reason in err.
+ */
+int server_read_conf(struct conf *c, const struct server_conf_src *src,
+    const struct conf *running, char *err, size_t elen);
+
+/* SIGHUP: reads the configuration again and applies what can change on
+ * a running node, or refuses the whole of it (reload.c). */
+void server_reload(struct server *s);
 
 #endif

@@ -78,6 +78,13 @@ pub_free(struct publisher **pp)
 	free(p);
 }
 
+void
+pub_set_pace(struct publisher *p, double threshold, uint64_t max_interval_ms)
+{
+	p->conf.threshold = threshold;
+	p->conf.max_interval_ms = max_interval_ms;
+}
+
 uint8_t
 pub_added(struct publisher *p, const struct sumkey *k)
 {

@@ -86,6 +86,9 @@ uint64_t pub_tick_ms(const struct pub_conf *c);
 struct publisher *pub_new(const struct pub_conf *c, uint64_t now_us,
     uint64_t now_ms);
 void pub_free(struct publisher **p);
+/* A reload: publish at this threshold and max interval from now on. */
+void pub_set_pace(struct publisher *p, double threshold,
+    uint64_t max_interval_ms);
 
 /* The store took in an object: returns the mark to keep with it. */
 uint8_t pub_added(struct publisher *p, const struct sumkey *k);

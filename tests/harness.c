@@ -565,7 +565,12 @@ node_start(struct env *e, struct cluster *cl, int i)
 	OPT("cluster_key_file=%s", cl->key_file);
 	if (cl->icp)
 		OPT("icp_listen=%s:%d", nd->host, nd->icp_port);
-	for (int j = 0; j < cl->n && cl->peer_dns == NULL; j++)
+	if (nd->conf_file != NULL) {
+		argv[n++] = "-c";
+		argv[n++] = (char *)nd->conf_file;
+	}
+	for (int j = 0; j < cl->n && cl->peer_dns == NULL &&
+	    nd->conf_file == NULL; j++)
 		if (j != i)
 			OPT("peer=%s %s:%d icp=%d %s", cl->nodes[j].name,
 			    cl->nodes[j].host, cl->nodes[j].port,

@@ -114,6 +114,7 @@ struct node {
 	char name[16];
 	char log[320];
 	char out[320];
+	const char *conf_file;  /* -c FILE, holding its peer lines, or NULL */
 };
 struct cluster {
 	int n;

@@ -93,6 +93,16 @@ Test(tiers, objects_survive_clean_and_killed_restarts, .timeout = 180)
 	for (int k = 0; k < 2; k++) {
 		proxy_restart(&T, opts, sigs[k]);
 		wait_restored(&T, OBJECTS);
+		double found = proxy_metric(&T,
+		    "sumcache_disk_scan_segments{state=\"found\"}");
+		double keyed = proxy_metric(&T,
+		    "sumcache_disk_scan_segments{state=\"from_key_file\"}");
+		fprintf(stderr, "figure: after %s: %g of %g segments read from "
+		    "their key files\n", sigs[k] == SIGTERM ? "SIGTERM" :
+		    "SIGKILL", keyed, found);
+		/* a clean stop leaves every segment its key file */
+		if (sigs[k] == SIGTERM)
+			cr_assert_eq(keyed, found);
 		int good = fetch_all(&T, sums, false);
 		int asked = origin_count(&T, "/obj/kept", NULL) - from_origin;
 		fprintf(stderr, "figure: after %s: %d of %d objects served "

@@ -2,8 +2,10 @@
 # disk-bench: the disk tier (cache_dir) on this machine.
 #   - restart: OBJECTS objects of 4 to 32 KB are fetched through a node with
 #     a cache_dir, then the node is stopped (SIGTERM, then SIGKILL) and
-#     started again: seconds until it serves, until its index is whole
-#     (the scan), and how many objects it restored;
+#     started again: seconds until it serves, until its index is whole,
+#     how many objects it restored, and how many segments it read from
+#     their key files; then once more killed with every key file removed,
+#     which is the whole scan a node without them would make;
 #   - hits: req/s and p99 of 16 KB and 256 KB hits served from the memory
 #     tier, and from the disk tier with a warm page cache (a working set
 #     four times cache_mem, so almost every request reads the disk's copy);
@@ -97,27 +99,32 @@ index_b=$(awk -v i="$(metric sumcache_disk_index_bytes)" -v n="$(metric sumcache
 disk_mb=$(awk -v b="$(metric sumcache_disk_bytes)" 'BEGIN { printf "%.0f", b / 1048576 }')
 
 # ---- restarts ----
-restart() { # SIGNAL -> "signal serve_s whole_s restored"
-  local sig=$1 t0 ts tw
+restart() { # TERM|KILL|SCAN -> "how serve_s whole_s restored keyed/segments"
+  local how=$1 sig=$1 t0 ts tw
+  [ "$how" = SCAN ] && sig=KILL
   kill "-$sig" "$sc_pid"
   while kill -0 "$sc_pid" 2>/dev/null; do sleep 0.05; done
+  [ "$how" = SCAN ] && rm -f "$work"/cache/*.keys
   sync
   t0=$(now)
   start_node
   until curl -s -o /dev/null "http://127.0.0.1:$SC_PORT/metrics"; do sleep 0.01; done
   ts=$(now)
-  until [ "$(metric 'sumcache_disk_scan_seconds')" != "0" ] &&
-    [ "$(metric 'sumcache_disk_scan_segments{state="scanned"}')" = \
+  # every segment found is done (read from its key file, or scanned)
+  until [ "$(metric 'sumcache_disk_scan_segments{state="scanned"}')" = \
       "$(metric 'sumcache_disk_scan_segments{state="found"}')" ]; do
     sleep 0.02
   done
   tw=$(now)
-  awk -v s="$sig" -v t0="$t0" -v ts="$ts" -v tw="$tw" -v n="$(metric sumcache_disk_objects)" \
-    'BEGIN { printf "%s %.2f %.2f %d\n", s, ts - t0, tw - t0, n }'
+  awk -v s="$how" -v t0="$t0" -v ts="$ts" -v tw="$tw" -v n="$(metric sumcache_disk_objects)" \
+    -v k="$(metric 'sumcache_disk_scan_segments{state="from_key_file"}')" \
+    -v f="$(metric 'sumcache_disk_scan_segments{state="found"}')" \
+    'BEGIN { printf "%s %.2f %.2f %d %d/%d\n", s, ts - t0, tw - t0, n, k, f }'
 }
 # (not in a subshell: start_node keeps the new node's pid)
 restart TERM >"$work/restarts.txt"
 restart KILL >>"$work/restarts.txt"
+restart SCAN >>"$work/restarts.txt"
 restarts=$(cat "$work/restarts.txt")
 
 # ---- hits: memory tier against disk tier ----
@@ -172,8 +179,10 @@ echo
 echo "disk-bench: $OBJECTS objects ($disk_mb MB of records) written in $fill_s s;"
 echo "  index $index_b bytes an object on disk"
 echo
-printf "%-8s %10s %14s %10s\n" restart "serving s" "index whole s" restored
-echo "$restarts" | awk '{ printf "%-8s %10s %14s %10s\n", "SIG" $1, $2, $3, $4 }'
+printf "%-22s %10s %14s %10s %18s\n" restart "serving s" "index whole s" restored \
+  "key files/segments"
+echo "$restarts" | awk '{ how = $1 == "SCAN" ? "SIGKILL, no key files" : "SIG" $1
+  printf "%-22s %10s %14s %10s %18s\n", how, $2, $3, $4, $5 }'
 echo
 awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" "$BENCH_MEDIAN_AWK"'
   { rps[$1] = rps[$1] " " $2; p99[$1] = p99[$1] " " $3 }

@@ -1,0 +1,156 @@
+/*
+ * Reading the configuration, at start-up and again on SIGHUP, and
+ * applying a reload to the running node, as operators expect of Squid's
+ * -k reconfigure and nginx's reload: the cache, the connections and the
+ * summaries stay.
+ *
+ * What changes live: peers and peer_dns, allow and connect_ports, the
+ * limits and timeouts, the summary's threshold and max interval, the
+ * access log's path. What cannot (conf.c's table marks them restart):
+ * the listener, the memory and disk laid out at start, the node's name
+ * and key and what peers must agree on (sharing, the summary's hash and
+ * size); a reload that changes one names it in the log and keeps it.
+ *
+ * All or nothing: the new configuration must pass what -t checks, and
+ * the steps that can fail (a peer host that does not resolve, an access
+ * log that cannot be opened) run before anything is changed; a failure
+ * leaves the old configuration whole and counts a refused reload.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "discover.h"
+#include "icpsock.h"
+#include "peers.h"
+#include "server.h"
+
+int
+server_read_conf(struct conf *c, const struct server_conf_src *src,
+    const struct conf *running, char *err, size_t elen)
+{
+	int kept = 0;
+
+	if (conf_read(c, src->file, src->ovr, src->novr, err, elen) < 0)
+		return -1;
+	if (running != NULL && (kept = conf_keep_restart_only(running, c)) <
+	    0) {
+		snprintf(err, elen, "out of memory");
+		return -1;
+	}
+	if (conf_finish(c, err, elen) < 0) {
+		if (src->file != NULL) {
+			char why[1024];
+			snprintf(why, sizeof(why), "%s", err);
+			snprintf(err, elen, "%s: %s", src->file, why);
+		}
+		return -1;
+	}
+	if (conf_load_key(c, err, elen) < 0)
+		return -1;
+	return kept;
+}
+
+static bool
+same_peer_dns(const struct conf *a, const struct conf *b)
+{
+	return strcmp(a->peer_dns.host, b->peer_dns.host) == 0 &&
+	    a->peer_dns.port == b->peer_dns.port &&
+	    a->peer_dns.proxy_only == b->peer_dns.proxy_only &&
+	    a->peer_dns_interval_ms == b->peer_dns_interval_ms;
+}
+
+/* peer_dns, set, changed or dropped: a new lookup from now on. */
+static int
+redo_discover(struct server *s, const struct conf *next)
+{
+	discover_free(&s->discover);
+	if (next->peer_dns.host[0] == '\0') {
+		/* the peers it found leave with it */
+		peers_found(s->peers, &next->peer_dns, NULL, 0);
+		return 0;
+	}
+	s->discover = discover_new(s->base, s->dns, s->peers,
+	    &next->peer_dns, next->peer_dns_interval_ms);
+	return s->discover != NULL ? 0 : -1;
+}
+
+static void
+refuse(struct server *s, const char *why)
+{
+	s->m.reloads_refused++;
+	fprintf(stderr, "sumcache: reload refused, the running configuration "
+	    "stays: %s\n", why);
+}
+
+void
+server_reload(struct server *s)
+{
+	struct conf next;
+	char err[1024];
+	struct accesslog *log = NULL;
+
+	memset(&next, 0, sizeof(next));
+	int kept = server_read_conf(&next, &s->conf_src, &s->conf, err,
+	    sizeof(err));
+	if (kept < 0) {
+		refuse(s, err);
+		conf_clear(&next);
+		return;
+	}
+	/* what may fail, first */
+	bool new_log = strcmp(next.access_log, s->conf.access_log) != 0;
+	if (new_log && (log = accesslog_open(next.access_log)) == NULL) {
+		snprintf(err, sizeof(err), "access_log %s: %s",
+		    next.access_log, strerror(errno));
+		refuse(s, err);
+		conf_clear(&next);
+		return;
+	}
+	if (s->peers != NULL) {
+		struct peers_conf pc = server_peers_conf(s, &next);
+		if (peers_reconfigure(s->peers, &pc, next.peers, next.n_peers,
+		    err, sizeof(err)) < 0) {
+			accesslog_close(&log);
+			refuse(s, err);
+			conf_clear(&next);
+			return;
+		}
+		if (!same_peer_dns(&s->conf, &next) && redo_discover(s,
+		    &next) < 0)
+			fprintf(stderr, "sumcache: reload: peer_dns %s: cannot "
+			    "start its lookups\n", next.peer_dns.host);
+	}
+	/* from here nothing fails */
+	const char *changed[CONF_MAX_DIRECTIVES];
+	size_t nchanged = conf_changed(&s->conf, &next, changed,
+	    CONF_MAX_DIRECTIVES);
+	if (new_log) {
+		accesslog_close(&s->log);
+		s->log = log;
+	} else if (accesslog_reopen(s->log) < 0) {
+		fprintf(stderr, "sumcache: cannot reopen %s: %s\n",
+		    s->conf.access_log, strerror(errno));
+	}
+	if (s->icp != NULL)
+		icpsock_set_timeout(s->icp, next.icp_timeout_ms);
+	s->limits = (struct http_limits){
+		.max_line = next.max_request_line,
+		.max_head = next.max_header_size,
+		.max_fields = next.max_headers,
+	};
+	conf_adopt_restart_only(&s->conf, &next);
+	struct conf old = s->conf;
+	s->conf = next;
+	conf_clear(&old);
+	s->m.reloads_applied++;
+	char list[512] = "";
+	for (size_t i = 0, at = 0; i < nchanged && at < sizeof(list); i++)
+		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s",
+		    i ? ", " : "", changed[i]);
+	fprintf(stderr, "sumcache: reloaded %s: %s%s; %d kept until a "
+	    "restart\n", s->conf_src.file ? s->conf_src.file :
+	    "the command line", nchanged ? "changed " :
+	    "lists only (no single-valued directive changed)", list, kept);
+}
