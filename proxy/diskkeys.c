@@ -137,7 +137,8 @@ write_keys(int seg_fd, uint32_t id, struct found *f, size_t n,
 
 	if (fstat(seg_fd, &st) < 0)
 		return -1;
-	qsort(f, n, sizeof(*f), cmp_off);
+	if (n > 1)
+		qsort(f, n, sizeof(*f), cmp_off);
 	size_t len = KEYS_HEAD + KEYS_SUM;
 	for (size_t i = 0; i < n; i++)
 		len += KEYS_ENTRY + f[i].key_len;
