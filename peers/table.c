@@ -477,6 +477,42 @@ peers_fetch_done(struct peers *ps, struct peer *p, enum peer_outcome outcome,
 	note_rtt(p, ms);
 }
 
+/* The rules between peer lines: none takes this node's name or another
+ * line's. */
+static int
+check_specs(const char *node_name, const struct peer_spec *specs, size_t n,
+    char *err, size_t elen)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(specs[i].name, node_name) == 0) {
+			snprintf(err, elen, "peer %s has this node's own name",
+			    specs[i].name);
+			return -1;
+		}
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(specs[j].name, specs[i].name) == 0) {
+				snprintf(err, elen, "peer %s listed twice",
+				    specs[i].name);
+				return -1;
+			}
+	}
+	return 0;
+}
+
+/* A Squid peer's digest is keyed by Squid's MD5: its hasher, made once
+ * the first such peer is listed, unless our own summaries use it. -1 on
+ * ENOMEM. */
+static int
+want_md5(struct peers *ps, const struct peer_spec *specs, size_t n)
+{
+	for (size_t i = 0; i < n && ps->md5 == NULL &&
+	    ps->conf.publish.scheme != SUM_SQUID_MD5; i++)
+		if (specs[i].type == PEER_SQUID_DIGEST &&
+		    (ps->md5 = sumkey_hasher_new(SUM_SQUID_MD5)) == NULL)
+			return -1;
+	return 0;
+}
+
 static int
 resolve(struct peer *p, char *err, size_t elen)
 {
@@ -518,32 +554,20 @@ peers_new(struct event_base *base, struct curlev *curl,
 	if (conf->keylen > 0)
 		memcpy(ps->key, conf->key, conf->keylen);
 	ps->conf.key = ps->key;
+	if (check_specs(conf->node_name, specs, n, err, elen) < 0)
+		goto fail;
 	for (size_t i = 0; i < n; i++) {
 		struct peer *p = table_add(ps);
 		if (p == NULL)
 			goto nomem;
 		p->spec = specs[i];
-		if (strcmp(p->spec.name, conf->node_name) == 0) {
-			snprintf(err, elen, "peer %s has this node's own name",
-			    p->spec.name);
-			goto fail;
-		}
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(specs[j].name, p->spec.name) == 0) {
-				snprintf(err, elen, "peer %s listed twice",
-				    p->spec.name);
-				goto fail;
-			}
 		if (resolve(p, err, elen) < 0)
 			goto fail;
 	}
 	ps->pub = pub_new(&conf->publish, wall_us(), mono_ms());
 	ps->hasher = sumkey_hasher_new(conf->publish.scheme);
-	for (size_t i = 0; i < n && conf->publish.scheme != SUM_SQUID_MD5;
-	    i++)
-		if (specs[i].type == PEER_SQUID_DIGEST && ps->md5 == NULL &&
-		    (ps->md5 = sumkey_hasher_new(SUM_SQUID_MD5)) == NULL)
-			goto nomem;
+	if (want_md5(ps, specs, n) < 0)
+		goto nomem;
 	if (ps->pub == NULL || ps->hasher == NULL || exchange_init(ps) < 0)
 		goto nomem;
 	return ps;
@@ -573,19 +597,10 @@ peers_reconfigure(struct peers *ps, const struct peers_conf *conf,
 		goto nomem;
 	/* checked and resolved before anything changes: a refusal leaves
 	 * the table as it was */
+	if (check_specs(ps->conf.node_name, specs, n, err, elen) < 0)
+		goto fail;
 	for (size_t i = 0; i < n; i++) {
 		bool kept = false;
-		if (strcmp(specs[i].name, ps->conf.node_name) == 0) {
-			snprintf(err, elen, "peer %s has this node's own name",
-			    specs[i].name);
-			goto fail;
-		}
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(specs[j].name, specs[i].name) == 0) {
-				snprintf(err, elen, "peer %s listed twice",
-				    specs[i].name);
-				goto fail;
-			}
 		for (size_t j = 0; j < ps->n && !kept; j++)
 			kept = !ps->v[j]->found &&
 			    same_spec(&ps->v[j]->spec, &specs[i]);
@@ -598,11 +613,9 @@ peers_reconfigure(struct peers *ps, const struct peers_conf *conf,
 		p->spec = specs[i];
 		if (resolve(p, err, elen) < 0)
 			goto fail;
-		if (specs[i].type == PEER_SQUID_DIGEST && ps->md5 == NULL &&
-		    ps->conf.publish.scheme != SUM_SQUID_MD5 &&
-		    (ps->md5 = sumkey_hasher_new(SUM_SQUID_MD5)) == NULL)
-			goto nomem;
 	}
+	if (want_md5(ps, specs, n) < 0)
+		goto nomem;
 	for (size_t i = ps->n; i-- > 0;) {
 		bool listed = ps->v[i]->found;
 		for (size_t j = 0; j < n && !listed; j++)

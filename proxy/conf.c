@@ -413,7 +413,8 @@ same_text(const char *a, const char *b)
 }
 
 int
-conf_keep_restart_only(const struct conf *cur, struct conf *next)
+conf_keep_restart_only(const struct conf *cur, struct conf *next, char *err,
+    size_t elen)
 {
 	int kept = 0;
 
@@ -426,10 +427,17 @@ conf_keep_restart_only(const struct conf *cur, struct conf *next)
 		    "restart; kept at \"%s\" (the file says \"%s\")\n",
 		    d->name, was ? was : "", next->given[i] ?
 		    next->given[i] : "");
-		/* it parsed when it was set: it parses again */
-		if (d->parse(next, d->off, was ? was : "", &why) < 0 ||
-		    remember(next, d, was ? was : "") < 0)
+		/* it parsed when it was set; a check of the world (a
+		 * cache_dir's free space) may say otherwise now */
+		if (d->parse(next, d->off, was ? was : "", &why) < 0) {
+			snprintf(err, elen, "%s \"%s\", kept as it runs: %s",
+			    d->name, was ? was : "", why);
 			return -1;
+		}
+		if (remember(next, d, was ? was : "") < 0) {
+			snprintf(err, elen, "out of memory");
+			return -1;
+		}
 		kept++;
 	}
 	return kept;

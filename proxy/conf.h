@@ -105,9 +105,10 @@ int conf_read(struct conf *c, const char *file, char *const *ovr, int novr,
  * A reload: every directive that cannot change on a running node (the
  * table's restart column) and that next sets otherwise than cur is set
  * back to cur's value in next, and named on stderr. Returns how many, or
- * -1 (out of memory). Before conf_finish(next).
+ * -1 with the reason in err. Before conf_finish(next).
  */
-int conf_keep_restart_only(const struct conf *cur, struct conf *next);
+int conf_keep_restart_only(const struct conf *cur, struct conf *next,
+    char *err, size_t elen);
 
 /* Swaps the strings of the restart-only directives, which hold the same
  * text in both: the running modules keep pointers to cur's, which must

@@ -69,7 +69,9 @@ struct disk_stats {
 	uint64_t scan_segments, scan_segments_done;
 	uint64_t scan_records;
 	uint64_t scan_from_keys; /* segments read from their key file */
-	uint64_t keys_written, keys_errors;  /* key files (diskkeys.c) */
+	/* key files (diskkeys.c): written; failed to write, or found
+	 * not to be trusted at start-up */
+	uint64_t keys_written, keys_errors;
 	uint64_t scan_ms;        /* how long the scan took, once done */
 	bool scanning;
 	uint64_t index_bytes;    /* the index's memory */

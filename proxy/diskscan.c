@@ -206,6 +206,7 @@ done_scan(struct iopool_job *pj)
 		for (size_t i = 0; i < sj->n; i++)
 			scan_index(d, j->g, &sj->found[i]);
 	d->stats.dropped[DISK_DROP_TORN] += sj->torn;
+	d->stats.keys_errors += sj->bad_keys;
 	if (sj->bad_keys)
 		fprintf(stderr, "sumcache: %s: not a valid key file for its "
 		    "segment; scanned the segment instead\n", sj->keys_path);

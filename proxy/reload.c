@@ -34,11 +34,9 @@ server_read_conf(struct conf *c, const struct server_conf_src *src,
 
 	if (conf_read(c, src->file, src->ovr, src->novr, err, elen) < 0)
 		return -1;
-	if (running != NULL && (kept = conf_keep_restart_only(running, c)) <
-	    0) {
-		snprintf(err, elen, "out of memory");
+	if (running != NULL &&
+	    (kept = conf_keep_restart_only(running, c, err, elen)) < 0)
 		return -1;
-	}
 	if (conf_finish(c, err, elen) < 0) {
 		if (src->file != NULL) {
 			char why[1024];

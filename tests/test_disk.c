@@ -518,6 +518,7 @@ Test(disk, a_start_reads_key_files_and_scans_past_a_bad_one)
 	RUN_UNTIL(&g, g.ev.scanned == 1);
 	st = disk_stats(g.d);
 	cr_assert_eq(st->scan_from_keys, st->scan_segments - 1);
+	cr_assert_eq(st->keys_errors, 1, "the bad key file is not counted");
 	cr_assert_eq(st->objects, 599);
 	key_of(key, sizeof(key), 0);
 	struct store_obj *o = read_back(&g, key);

@@ -2,8 +2,8 @@
  * SIGHUP reloads, end to end: a peer added to the file joins a running
  * node, which then remote-hits it, and leaves again; the cache stays
  * through every reload; a directive that needs a restart is named and
- * kept; a file that fails its checks is refused whole; a new allow list
- * takes effect at once.
+ * kept; a file that fails its checks, or a peer under the node's own
+ * name, is refused whole; a new allow list takes effect at once.
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -112,6 +112,13 @@ Test(reload, peers_join_and_leave_live_and_the_cache_stays, .timeout = 120)
 	reload(a, "refused", 1);
 	cr_assert(harness_file_has(a->out, "reload refused", "a.conf:4",
 	    2000), "the refusal does not give the file and line");
+	cr_assert_eq(node_metric(a, "sumcache_peer_up{peer=\"b\"}"), 1,
+	    "the refused file dropped b");
+	/* so is a peer line under this node's own name */
+	write_conf(conf, "127.0.0.0/8", "peer = [\"a 127.0.0.2:9\"];");
+	reload(a, "refused", 2);
+	cr_assert(harness_file_has(a->out, "reload refused",
+	    "peer a has this node's own name", 2000));
 	cr_assert_eq(node_metric(a, "sumcache_peer_up{peer=\"b\"}"), 1,
 	    "the refused file dropped b");
 
