@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -98,6 +99,32 @@ disk_pwrite(int fd, const void *buf, size_t len, uint64_t off)
 		if (n <= 0)
 			return -1;
 		put += (size_t)n;
+	}
+	return 0;
+}
+
+int
+disk_pwrite2(int fd, const void *a, size_t alen, const void *b, size_t blen,
+    uint64_t off)
+{
+	struct iovec iov[2] = {{(void *)a, alen}, {(void *)b, blen}};
+	int n = blen > 0 ? 2 : 1;
+
+	while (iov[0].iov_len + iov[1].iov_len > 0) {
+		ssize_t put = pwritev(fd, iov, n, (off_t)off);
+		if (put < 0 && errno == EINTR)
+			continue;
+		if (put <= 0)
+			return -1;
+		off += (uint64_t)put;
+		/* a short write: on past what went down */
+		for (int i = 0; i < n; i++) {
+			size_t k = (size_t)put < iov[i].iov_len ? (size_t)put :
+			    iov[i].iov_len;
+			iov[i].iov_base = (char *)iov[i].iov_base + k;
+			iov[i].iov_len -= k;
+			put -= (ssize_t)k;
+		}
 	}
 	return 0;
 }

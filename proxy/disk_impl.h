@@ -126,6 +126,9 @@ struct write_job {
  * ends first (a record cut short). */
 int disk_pread(int fd, void *buf, size_t len, uint64_t off);
 int disk_pwrite(int fd, const void *buf, size_t len, uint64_t off);
+/* a's bytes then b's at off, in one call when the kernel takes them. */
+int disk_pwrite2(int fd, const void *a, size_t alen, const void *b,
+    size_t blen, uint64_t off);
 void disk_seg_name(const struct disk *d, uint32_t id, char *buf, size_t len);
 uint16_t disk_vary_hash(const char *vary, size_t len);
 

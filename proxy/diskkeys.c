@@ -18,7 +18,7 @@
  * it checks a scanned one (record.h), so a segment torn by power loss
  * after its key file reached the disk costs misses, never a wrong answer.
  *
- * The bytes, little-endian: "SCK1", segment id (4), segment length (4),
+ * The bytes, little-endian: "SCK2", segment id (4), segment length (4),
  * entry count (4); per entry record offset (4), record length (4), key
  * length (4), variant hash (2), flags (1: a tombstone), 0 (1), the key;
  * then XXH3-64 of everything before it (8).
@@ -44,7 +44,7 @@
 
 #include "../summary/bytes.h"
 
-#define KEYS_MAGIC "SCK1"
+#define KEYS_MAGIC "SCK2"
 #define KEYS_HEAD 16
 #define KEYS_ENTRY 16
 #define KEYS_SUM 8

@@ -19,23 +19,24 @@
 
 /* ---- writing ---- */
 
-/* Appends the body of o, wherever it lives, at off; its checksum out. */
+/* The head at off, then the body of o from the file it lives in; the
+ * body's checksum out. */
 static int
-write_body(int fd, const struct store_body *b, uint64_t off, uint64_t *sum)
+write_from_file(int fd, const uint8_t *head, uint64_t hlen,
+    const struct store_body *b, uint64_t off, uint64_t *sum)
 {
-	if (b->ext == NULL) {
-		*sum = record_body_sum(b->data, b->len);
-		return disk_pwrite(fd, b->data, b->len, off);
-	}
 	struct record_sum *rs = record_sum_new();
 	char *buf = malloc(IO_CHUNK);
 	int rc = rs != NULL && buf != NULL ? 0 : -1;
+
+	if (rc == 0)
+		rc = disk_pwrite(fd, head, hlen, off);
 	for (size_t done = 0; rc == 0 && done < b->len;) {
 		size_t n = b->len - done < IO_CHUNK ? b->len - done : IO_CHUNK;
 		rc = disk_pread(b->ext->fd, buf, n,
 		    (uint64_t)b->ext->off + done);
 		if (rc == 0)
-			rc = disk_pwrite(fd, buf, n, off + done);
+			rc = disk_pwrite(fd, buf, n, off + hlen + done);
 		if (rc == 0)
 			record_sum_add(rs, buf, n);
 		done += n;
@@ -56,6 +57,7 @@ disk_run_write(struct iopool_job *pj)
 	uint64_t t0 = mono_us();
 	struct record_info r;
 	const char *key, *head = NULL, *vary = NULL;
+	const struct store_body *b = w->o != NULL ? w->o->body : NULL;
 
 	if (w->o != NULL) {
 		record_describe(w->o, &r);
@@ -72,13 +74,16 @@ disk_run_write(struct iopool_job *pj)
 	uint8_t trailer[RECORD_TRAILER];
 	int rc = buf != NULL ? 0 : -1;
 
-	/* the body, then the head with its checksum, then the mark */
-	if (rc == 0 && w->o != NULL)
-		rc = write_body(j->g->fd, w->o->body, j->off + hlen,
-		    &r.body_sum);
-	if (rc == 0) {
+	/* the head and the body, then the mark */
+	if (rc == 0)
 		record_write_head(&r, key, head, vary, buf);
-		rc = disk_pwrite(j->g->fd, buf, hlen, j->off);
+	if (rc == 0 && b != NULL && b->ext != NULL) {
+		rc = write_from_file(j->g->fd, buf, hlen, b, j->off,
+		    &r.body_sum);
+	} else if (rc == 0) {
+		r.body_sum = b != NULL ? record_body_sum(b->data, b->len) : 0;
+		rc = disk_pwrite2(j->g->fd, buf, hlen, b != NULL ? b->data :
+		    NULL, b != NULL ? b->len : 0, j->off);
 	}
 	if (rc == 0) {
 		record_write_trailer(&r, trailer);
@@ -208,7 +213,7 @@ read_head(int fd, uint64_t off, uint32_t len, struct record_info *r,
 		free(head);
 		return NULL;
 	}
-	if (!record_head_ok(head, r) || !record_trailer_ok(trailer, r)) {
+	if (!record_head_ok(head, r) || !record_read_trailer(trailer, r)) {
 		*bad = true;
 		free(head);
 		return NULL;
@@ -244,7 +249,7 @@ read_whole(int fd, uint64_t off, uint32_t len, struct record_info *r,
 	}
 	if (!record_read_fixed(p, r) || record_len(r) != len ||
 	    !record_head_ok(p, r) ||
-	    !record_trailer_ok(p + record_trailer_off(r), r)) {
+	    !record_read_trailer(p + record_trailer_off(r), r)) {
 		*bad = true;
 		free(p);
 		return NULL;

@@ -154,7 +154,7 @@ run_scan(struct iopool_job *pj)
 			sj->cut = true;
 			break;
 		}
-		if (record_trailer_ok(t, &r))
+		if (record_read_trailer(t, &r))
 			scan_keep(sj, head, &r, off);
 		else
 			sj->torn++;

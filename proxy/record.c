@@ -9,15 +9,17 @@
 
 #include "bytes.h"
 
-#define HEAD_MAGIC 0x31524353u    /* "SCR1" */
+#define HEAD_MAGIC 0x32524353u    /* "SCR2" */
 #define TRAILER_MAGIC 0x4b4f4353u /* "SCOK" */
 
 enum {
-	F_MAGIC = 0, F_FLAGS = 4, F_HEAD_SUM = 8, F_BODY_SUM = 16,
-	F_BODY_LEN = 24, F_KEY_LEN = 32, F_HEAD_LEN = 36, F_VARY_LEN = 40,
-	F_STATUS = 44, F_RESPONSE_TIME = 48, F_INITIAL_AGE = 56,
-	F_LIFETIME = 64, F_META = 72, F_RESERVED = 76,
+	F_MAGIC = 0, F_FLAGS = 4, F_HEAD_SUM = 8, F_BODY_LEN = 16,
+	F_KEY_LEN = 24, F_HEAD_LEN = 28, F_VARY_LEN = 32, F_STATUS = 36,
+	F_RESPONSE_TIME = 40, F_INITIAL_AGE = 48, F_LIFETIME = 56, F_META = 64,
+	F_RESERVED = 68,
 };
+enum { T_MAGIC = 0, T_RESERVED = 4, T_HEAD_SUM = 8, T_BODY_SUM = 16 };
+_Static_assert(T_BODY_SUM + 8 == RECORD_TRAILER, "the trailer's too");
 _Static_assert(F_RESERVED + 4 == RECORD_HEAD, "the head's fields fill it");
 
 #define META_MUST_REVALIDATE 1u
@@ -60,7 +62,7 @@ record_sum_end(struct record_sum *s)
 static uint64_t
 head_sum(const uint8_t *head, const struct record_info *r)
 {
-	return XXH3_64bits(head + F_BODY_SUM, record_head_len(r) - F_BODY_SUM);
+	return XXH3_64bits(head + F_BODY_LEN, record_head_len(r) - F_BODY_LEN);
 }
 
 void
@@ -85,7 +87,6 @@ record_write_head(struct record_info *r, const char *key, const char *head,
 	memset(out, 0, RECORD_HEAD);
 	store_le32(out + F_MAGIC, HEAD_MAGIC);
 	store_le32(out + F_FLAGS, r->flags);
-	store_le64(out + F_BODY_SUM, r->body_sum);
 	store_le64(out + F_BODY_LEN, r->body_len);
 	store_le32(out + F_KEY_LEN, r->key_len);
 	store_le32(out + F_HEAD_LEN, r->head_len);
@@ -108,9 +109,10 @@ record_write_head(struct record_info *r, const char *key, const char *head,
 void
 record_write_trailer(const struct record_info *r, uint8_t out[RECORD_TRAILER])
 {
-	store_le32(out, TRAILER_MAGIC);
-	store_le32(out + 4, 0);
-	store_le64(out + 8, r->head_sum);
+	store_le32(out + T_MAGIC, TRAILER_MAGIC);
+	store_le32(out + T_RESERVED, 0);
+	store_le64(out + T_HEAD_SUM, r->head_sum);
+	store_le64(out + T_BODY_SUM, r->body_sum);
 }
 
 bool
@@ -123,7 +125,6 @@ record_read_fixed(const uint8_t *p, struct record_info *r)
 	*r = (struct record_info){
 		.flags = flags,
 		.head_sum = load_le64(p + F_HEAD_SUM),
-		.body_sum = load_le64(p + F_BODY_SUM),
 		.body_len = load_le64(p + F_BODY_LEN),
 		.key_len = load_le32(p + F_KEY_LEN),
 		.head_len = load_le32(p + F_HEAD_LEN),
@@ -151,8 +152,12 @@ record_head_ok(const uint8_t *p, const struct record_info *r)
 }
 
 bool
-record_trailer_ok(const uint8_t t[RECORD_TRAILER], const struct record_info *r)
+record_read_trailer(const uint8_t t[RECORD_TRAILER], struct record_info *r)
 {
-	return load_le32(t) == TRAILER_MAGIC && load_le32(t + 4) == 0 &&
-	    load_le64(t + 8) == r->head_sum;
+	if (load_le32(t + T_MAGIC) != TRAILER_MAGIC ||
+	    load_le32(t + T_RESERVED) != 0 ||
+	    load_le64(t + T_HEAD_SUM) != r->head_sum)
+		return false;
+	r->body_sum = load_le64(t + T_BODY_SUM);
+	return true;
 }

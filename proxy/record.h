@@ -7,14 +7,19 @@
  *   trailer   at the next multiple of 8: RECORD_TRAILER bytes, the
  *             commit mark
  *
- * Integers are little-endian. The head carries two checksums (XXH3-64):
- * one of everything in the head after itself, one of the body. The
- * trailer repeats the head's checksum; the writer puts it down last,
- * after the rest is on the disk (disk.c), so a record is committed when
- * its trailer matches its head. A record torn at any stage of a write
- * fails one of the three checks: a head cut short or half old fails its
- * checksum; a body cut short leaves no trailer; a trailer cut short does
- * not match; a body that rotted fails the body checksum when it is read.
+ * Integers are little-endian. The head carries its own checksum (XXH3-64
+ * of everything in the head after it); the trailer repeats it and
+ * carries the body's. So everything in the head is known before the
+ * first byte of the body: the writer puts the head down with the body,
+ * or before it when the body is still arriving (diskstream.c), and the
+ * trailer last, once the rest is on the disk (disk.c). A record is
+ * committed when its trailer matches its head. A record torn at any
+ * stage of a write fails one of the three checks: a head cut short or
+ * half old fails its checksum; a body cut short leaves no trailer; a
+ * trailer cut short does not match; a body that rotted, or whose
+ * trailer reached the disk before it did, fails the body checksum when
+ * it is read. And a record cut short still tells its length, so a scan
+ * steps over it to the records after it.
  * Pure: no I/O, no allocation.
  */
 #ifndef RECORD_H
@@ -26,8 +31,8 @@
 
 #include "store.h"
 
-#define RECORD_HEAD 80
-#define RECORD_TRAILER 16
+#define RECORD_HEAD 72
+#define RECORD_TRAILER 24
 /* Strings longer than these are not a record's: a scan that meets them
  * has met garbage. */
 #define RECORD_MAX_KEY (64u * 1024)
@@ -41,7 +46,7 @@
 struct record_info {
 	uint32_t flags;
 	uint64_t head_sum;
-	uint64_t body_sum;
+	uint64_t body_sum;      /* the trailer's */
 	uint64_t body_len;
 	uint32_t key_len, head_len, vary_len;
 	struct store_meta meta;
@@ -73,7 +78,8 @@ record_len(const struct record_info *r)
  * checksum is the caller's to set, wherever the body lives.
  * record_write_head writes the head, record_head_len(r) bytes, to out
  * and sets r->head_sum; vary and head may be NULL when their lengths are
- * 0 (a tombstone's).
+ * 0 (a tombstone's). record_write_trailer writes the mark, with
+ * r->head_sum and r->body_sum.
  */
 void record_describe(const struct store_obj *o, struct record_info *r);
 void record_write_head(struct record_info *r, const char *key,
@@ -97,9 +103,10 @@ uint64_t record_sum_end(struct record_sum *s);
 bool record_read_fixed(const uint8_t *p, struct record_info *r);
 /* The head's checksum over its record_head_len(r) bytes at p. */
 bool record_head_ok(const uint8_t *p, const struct record_info *r);
-/* The commit mark matches the head. */
-bool record_trailer_ok(const uint8_t t[RECORD_TRAILER],
-    const struct record_info *r);
+/* The commit mark matches the head: true, and r->body_sum is the
+ * trailer's. */
+bool record_read_trailer(const uint8_t t[RECORD_TRAILER],
+    struct record_info *r);
 
 /* The strings inside a head that passed record_head_ok. */
 static inline const char *
