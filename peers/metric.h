@@ -102,7 +102,11 @@ struct evbuffer;
 	X(DISK_OP_SECONDS, counter, "sumcache_disk_seconds_total", "op",      \
 	    "Time the I/O threads spent in reads and writes")                 \
 	X(DISK_DROPPED, counter, "sumcache_disk_dropped_total", "reason",     \
-	    "Records dropped: torn, failing a checksum, I/O errors, replaced") \
+	    "Records dropped: torn, failing a checksum, I/O errors, replaced, " \
+	    "written as they arrived and cut short (aborted)")                \
+	X(DISK_STREAMED, counter, "sumcache_disk_streamed_total", "",         \
+	    "Records written to disk while their body arrived (objects too "  \
+	    "large for memory), committed")                                   \
 	X(DISK_EVICTED, counter, "sumcache_disk_segments_evicted_total", "",  \
 	    "Segment files evicted whole (FIFO) to keep cache_dir's size")    \
 	X(DISK_SCAN_SEGMENTS, gauge, "sumcache_disk_scan_segments", "state",  \

@@ -326,6 +326,25 @@ disk_ent_is(const struct disk *d, disk_ent e, uint32_t seg, uint32_t off)
 	return (x->flags & E_LIVE) && x->seg == seg && x->off == off;
 }
 
+void
+disk_supersede(struct disk *d, disk_ent e, const char *key, size_t klen)
+{
+	const struct ent *n = &d->ents[e];
+
+	for (uint32_t o = *disk_bucket(d, n->hash), next; o != 0; o = next) {
+		struct ent *x = &d->ents[o];
+		next = x->next;
+		if (o == e || x->hash != n->hash || x->vhash != n->vhash ||
+		    x->seg > n->seg || (x->seg == n->seg && x->off > n->off))
+			continue; /* another variant, or newer */
+		if (x->flags & E_IN_MEM)
+			d->ev.stale(d->ev.arg, x->hash, o);
+		/* memory dropped its copy, and so the entry (disk_drop) */
+		if (x->flags & E_LIVE)
+			disk_ent_forget(d, o, DISK_DROP_REPLACED, key, klen);
+	}
+}
+
 /* ---- jobs ---- */
 
 void
@@ -512,9 +531,8 @@ prepare_spare(struct disk *d)
 	disk_job_submit(d, &oj->j, NULL, run_open, done_open);
 }
 
-/* Room for len bytes at the head; NULL when there is none now. */
-static struct seg *
-make_room(struct disk *d, uint64_t len)
+struct seg *
+disk_make_room(struct disk *d, uint64_t len)
 {
 	struct seg *h = disk_head_seg(d);
 
@@ -531,7 +549,9 @@ make_room(struct disk *d, uint64_t len)
 		h = d->spare;
 		d->spare = NULL;
 	}
-	if (h->bytes >= d->seg_target / 2)
+	/* the next head opens ahead of need, so a record that does not fit
+	 * this one finds it ready */
+	if (h->bytes + len >= d->seg_target / 2)
 		prepare_spare(d);
 	while (d->stats.file_bytes + len > d->conf.size)
 		if (!disk_evict_oldest(d))
@@ -552,7 +572,7 @@ disk_store(struct disk *d, struct store_obj *o, bool in_mem)
 		d->stats.write_refused += !d->closing;
 		return 0;
 	}
-	struct seg *g = make_room(d, len);
+	struct seg *g = disk_make_room(d, len);
 	struct write_job *w = g != NULL ? calloc(1, sizeof(*w)) : NULL;
 	disk_ent e = w != NULL ? disk_ent_new(d, g, o->hash,
 	    disk_vary_hash(store_obj_varykey(o), o->vary_len), g->bytes,
@@ -624,7 +644,7 @@ disk_forget(struct disk *d, const char *key, size_t klen)
 	struct record_info r = {.flags = RECORD_TOMBSTONE,
 	    .key_len = (uint32_t)klen};
 	uint64_t len = record_len(&r);
-	struct seg *g = make_room(d, len);
+	struct seg *g = disk_make_room(d, len);
 	struct write_job *w = g != NULL ? calloc(1, sizeof(*w)) : NULL;
 	if (w == NULL || (w->tomb_key = malloc(klen)) == NULL) {
 		free(w);

@@ -32,6 +32,9 @@ struct disk_events {
 	/* An object memory holds too lost its disk copy: the caller clears
 	 * its link to e. */
 	void (*unlinked)(void *arg, uint64_t hash, disk_ent e);
+	/* A newer copy of the object memory holds linked to e was written
+	 * to the disk: memory drops its copy (which drops e). */
+	void (*stale)(void *arg, uint64_t hash, disk_ent e);
 	/* Every segment found at start-up has been scanned. */
 	void (*scanned)(void *arg);
 	void *arg;
@@ -48,7 +51,9 @@ struct disk_conf {
 	X(TORN, "torn")           /* no commit mark: cut short by a crash */ \
 	X(CHECKSUM, "checksum")   /* committed but its bytes are wrong */ \
 	X(IO, "io_error")         /* the read or write failed */ \
-	X(REPLACED, "replaced")   /* a newer copy, or an invalidation */
+	X(REPLACED, "replaced")   /* a newer copy, or an invalidation */ \
+	X(ABORTED, "aborted")     /* written as it arrived, and it never \
+	                           * all did */
 
 #define DISK_DROP_ENUM(name, label) DISK_DROP_##name,
 enum disk_drop { DISK_DROP_REASONS(DISK_DROP_ENUM) DISK_DROP_N };
@@ -64,6 +69,8 @@ struct disk_stats {
 	uint64_t writes, write_bytes, write_errors, write_us;
 	uint64_t write_refused;  /* disk_store said no: no room yet, or too
 	                          * large, or out of memory */
+	uint64_t streams;        /* of the writes, records written as their
+	                          * body arrived (disk_stream_begin) */
 	uint64_t reads, read_bytes, read_errors, read_us;
 	uint64_t dropped[DISK_DROP_N];
 	uint64_t scan_segments, scan_segments_done;
@@ -106,6 +113,31 @@ void disk_scan(struct disk *d);
  * reports it through found() when the write is committed.
  */
 disk_ent disk_store(struct disk *d, struct store_obj *o, bool in_mem);
+
+/*
+ * A record written while its body arrives (diskstream.c says how).
+ * disk_stream_begin reserves it for o's key, head, varykey and meta, with
+ * body_len bytes of body to come (o's own body is not read), and returns
+ * NULL when it cannot now (too large, no room yet, out of memory).
+ * disk_stream_write copies n bytes of the body; -1 when the stream has
+ * failed, which the caller then aborts. While disk_stream_full, the
+ * caller feeds no more; drained(arg) runs when the backlog is down to
+ * half. disk_stream_end, once all body_len bytes are written, commits
+ * the record when they are on the disk (found() then reports it);
+ * disk_stream_abort gives it up. Both clear *ds; the stream is the
+ * disk's after them. A stream holds at most DISK_STREAM_MEM bytes.
+ */
+#define DISK_STREAM_HIGH (4u << 20)
+#define DISK_STREAM_MEM (DISK_STREAM_HIGH + (2u << 20))
+struct disk_stream;
+struct disk_stream *disk_stream_begin(struct disk *d, const struct store_obj *o,
+    uint64_t body_len);
+int disk_stream_write(struct disk_stream *ds, const void *p, size_t n);
+bool disk_stream_full(const struct disk_stream *ds);
+void disk_stream_on_drained(struct disk_stream *ds, void (*drained)(void *arg),
+    void *arg);
+void disk_stream_end(struct disk_stream **ds);
+void disk_stream_abort(struct disk_stream **ds);
 
 /* Up to max committed entries under key hash (store.c's XXH3-64 of the
  * key), newest first. */

@@ -142,6 +142,8 @@ struct seg *disk_seg_new(uint32_t id, int fd);
 /* A job is done with g: an evicted segment closes with its last job. */
 void disk_seg_release(struct seg *g);
 bool disk_evict_oldest(struct disk *d);
+/* Room for len bytes at the head; NULL when there is none now. */
+struct seg *disk_make_room(struct disk *d, uint64_t len);
 
 /* ---- the index ---- */
 
@@ -155,6 +157,11 @@ void disk_ent_drop(struct disk *d, disk_ent e, enum disk_drop why);
 /* Drops e and tells the cache what it lost (disk.c says how). */
 void disk_ent_forget(struct disk *d, disk_ent e, enum disk_drop why,
     const char *key, size_t klen);
+/* e's record is committed: older copies of its variant are not the
+ * object any more. Memory drops its copy (disk_events.stale), the disk
+ * its entries; what only the disk held is reported lost. */
+void disk_supersede(struct disk *d, disk_ent e, const char *key,
+    size_t klen);
 /* e is still the entry of the record at seg, off. */
 bool disk_ent_is(const struct disk *d, disk_ent e, uint32_t seg,
     uint32_t off);

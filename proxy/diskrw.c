@@ -152,6 +152,7 @@ disk_done_write(struct iopool_job *pj)
 				    w->o->key_len))
 					x->flags |= E_MARK;
 			}
+			disk_supersede(d, j->e, w->o->key, w->o->key_len);
 		} else {
 			disk_ent_forget(d, j->e, DISK_DROP_IO, w->o->key,
 			    w->o->key_len);

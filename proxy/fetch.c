@@ -17,12 +17,14 @@
  * more yet. So a response of any size through a slow client costs a
  * bounded buffer.
  *
- * The copy for the store reserves inflight_mem as it grows (a known length
- * at once); when the pool is taken, the response streams on uncached.
- *
  * The body is also copied into a store_body while it stays within
  * max_object_size and the response is storable; on a clean finish it
- * becomes a store object.
+ * becomes a store object. The copy reserves inflight_mem as it grows (a
+ * known length at once); when the pool is taken, the response streams on
+ * uncached. A body of known length too large for memory is not copied:
+ * it goes to the disk tier as it arrives (a disk stream, reserving its
+ * bounded buffers), and a disk slower than the origin pauses the fetch
+ * as a slow client does.
  *
  * The origin silence timer (origin_timeout) runs while we wait for the
  * origin, never while we are the ones who paused.
@@ -40,6 +42,7 @@
 #include "budget.h"
 #include "client.h"
 #include "curlev.h"
+#include "disk.h"
 #include "icpsock.h"
 #include "peers.h"
 #include "ratelog.h"
@@ -88,7 +91,10 @@ struct fetch {
 	struct icpq *icpq;         /* ICP query out, before any source */
 	bool by_icp;               /* the candidate said ICP HIT */
 	struct store_body *body;   /* copy for the store, or NULL */
-	size_t reserved;           /* of inflight_mem, for body (budget.c) */
+	struct disk_stream *stream; /* or the body to the disk as it comes */
+	uint64_t streamed;         /* bytes of it */
+	size_t reserved;           /* of inflight_mem, for body or stream
+	                            * (budget.c) */
 	char *stored_head;         /* filtered fields for the store */
 	size_t stored_head_len;
 	time_t request_time;
@@ -118,6 +124,7 @@ apply_pause(struct fetch *f)
 static void
 drop_copy(struct fetch *f)
 {
+	disk_stream_abort(&f->stream);
 	if (f->body != NULL && f->body->refs == 1)
 		budget_freed(f->t->srv->budget, f->body->cap);
 	store_body_unref(&f->body);
@@ -200,6 +207,54 @@ forward_interim(struct fetch *f)
 	client_sent(t, evbuffer_get_length(out) - before);
 }
 
+/* The response's fields as the store keeps them, in f->stored_head. */
+static bool
+keep_head(struct fetch *f)
+{
+	struct evbuffer *h = evbuffer_new();
+
+	if (h != NULL && stored_fields(&f->resp, h, false)) {
+		f->stored_head_len = evbuffer_get_length(h);
+		f->stored_head = malloc(f->stored_head_len + 1);
+		if (f->stored_head != NULL)
+			evbuffer_remove(h, f->stored_head, f->stored_head_len);
+	}
+	if (h != NULL)
+		evbuffer_free(h);
+	return f->stored_head != NULL;
+}
+
+/* The disk's stream has room again. */
+static void
+stream_drained(void *arg)
+{
+	fetch_output_drained(arg);
+}
+
+/* A body too large for memory goes to the disk as it arrives, or is not
+ * kept at all. */
+static void
+start_stream(struct fetch *f, uint64_t clen)
+{
+	struct txn *t = f->t;
+	struct server *s = t->srv;
+	struct store_body *none = store_body_new(0);
+	struct store_obj *o = none != NULL && keep_head(f) ? stored_object(t,
+	    &f->resp, f->stored_head, f->stored_head_len, none,
+	    f->request_time) : NULL;
+
+	store_body_unref(&none);
+	if (o != NULL && budget_take(s->budget, DISK_STREAM_MEM)) {
+		f->reserved = DISK_STREAM_MEM;
+		f->stream = tiers_stream(s, o, clen);
+		if (f->stream != NULL)
+			disk_stream_on_drained(f->stream, stream_drained, f);
+		else
+			drop_copy(f);
+	}
+	store_obj_unref(&o);
+}
+
 /* Decides storing and writes the client's head. false aborts the fetch. */
 static bool
 final_head(struct fetch *f)
@@ -223,24 +278,18 @@ final_head(struct fetch *f)
 	bool has_te = http_field_find(resp, "transfer-encoding") != NULL;
 	int64_t clen = has_te ? -1 : resp->content_length;
 	bool proxy_only = f->peer != NULL && peer_spec(f->peer)->proxy_only;
-	if (f->kind != FETCH_FORWARD && t->is_get && !proxy_only &&
+	bool storable = f->kind != FETCH_FORWARD && t->is_get && !proxy_only &&
 	    cachectl_storable(&t->req, &t->reqcc, resp, &respcc, &why) &&
-	    (clen < 0 || (uint64_t)clen <= s->conf.max_object_size) &&
-	    budget_take(s->budget, clen > 0 ? (size_t)clen : 0)) {
+	    (clen < 0 || (uint64_t)clen <= s->conf.max_object_size);
+	if (storable && clen > 0 &&
+	    (uint64_t)clen > s->conf.max_memory_object_size) {
+		start_stream(f, (uint64_t)clen);
+	} else if (storable && budget_take(s->budget, clen > 0 ? (size_t)clen :
+	    0)) {
 		/* a known length is reserved exactly: the copy never grows */
 		f->reserved = clen > 0 ? (size_t)clen : 0;
 		f->body = store_body_new(clen > 0 ? (size_t)clen : 0);
-		struct evbuffer *h = evbuffer_new();
-		if (h != NULL && stored_fields(resp, h, false)) {
-			f->stored_head_len = evbuffer_get_length(h);
-			f->stored_head = malloc(f->stored_head_len + 1);
-			if (f->stored_head != NULL)
-				evbuffer_remove(h, f->stored_head,
-				    f->stored_head_len);
-		}
-		if (h != NULL)
-			evbuffer_free(h);
-		if (f->stored_head == NULL || f->body == NULL)
+		if (!keep_head(f) || f->body == NULL)
 			drop_copy(f);
 	}
 
@@ -354,7 +403,8 @@ on_body(char *data, size_t size, size_t n, void *arg)
 	if (!f->head_done || f->not_modified)
 		return len;
 	struct evbuffer *out = client_out(t->c);
-	if (evbuffer_get_length(out) > FETCH_OUT_HIGH) {
+	if (evbuffer_get_length(out) > FETCH_OUT_HIGH ||
+	    (f->stream != NULL && disk_stream_full(f->stream))) {
 		f->recv_paused = true;
 		evtimer_del(f->timer);
 		return CURL_WRITEFUNC_PAUSE;
@@ -367,6 +417,12 @@ on_body(char *data, size_t size, size_t n, void *arg)
 	if (f->chunked_out)
 		evbuffer_add(out, "\r\n", 2);
 	client_sent(t, evbuffer_get_length(out) - before);
+	if (f->stream != NULL) {
+		if (disk_stream_write(f->stream, data, len) < 0)
+			drop_copy(f);
+		else
+			f->streamed += len;
+	}
 	if (f->body != NULL) {
 		size_t need = f->body->len + len;
 		if (need > t->srv->conf.max_object_size ||
@@ -504,7 +560,12 @@ finish_ok(struct fetch *f)
 		evbuffer_add(client_out(t->c), "0\r\n\r\n", 5);
 		client_sent(t, 5);
 	}
-	if (f->body != NULL && (f->resp.content_length < 0 ||
+	if (f->stream != NULL && f->streamed ==
+	    (uint64_t)f->resp.content_length) {
+		/* on the disk as it came: committed once the last is down */
+		disk_stream_end(&f->stream);
+		drop_copy(f);
+	} else if (f->body != NULL && (f->resp.content_length < 0 ||
 	    (uint64_t)f->resp.content_length == f->body->len)) {
 		/* large bodies go to a memfd for sendfile; the rest, or a
 		 * large one when no memfd can be had, stay on the heap */
@@ -517,7 +578,7 @@ finish_ok(struct fetch *f)
 		if (o != NULL)
 			tiers_store(s, o);
 		store_obj_unref(&o);
-	} else if (f->kind == FETCH_REVALIDATE) {
+	} else if (f->kind == FETCH_REVALIDATE && f->stream == NULL) {
 		/* the new response is not storable: the old one is wrong */
 		tiers_invalidate(s, t->url.norm, t->url.len);
 	}

@@ -79,6 +79,8 @@ struct evbuffer;
 	X(disk_dropped_checksum, DISK_DROPPED, "checksum", NULL)             \
 	X(disk_dropped_io, DISK_DROPPED, "io_error", NULL)                   \
 	X(disk_dropped_replaced, DISK_DROPPED, "replaced", NULL)             \
+	X(disk_dropped_aborted, DISK_DROPPED, "aborted", NULL)               \
+	X(disk_streamed, DISK_STREAMED, NULL, NULL)                          \
 	X(disk_segments_evicted, DISK_EVICTED, NULL, NULL)                   \
 	X(disk_scan_found, DISK_SCAN_SEGMENTS, "found", NULL)                \
 	X(disk_scan_done, DISK_SCAN_SEGMENTS, "scanned", NULL)               \

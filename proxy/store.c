@@ -550,6 +550,13 @@ store_insert(struct store *s, struct store_obj *o)
 	return true;
 }
 
+void
+store_remove_replaced(struct store *s, struct store_obj *o)
+{
+	SC_ASSERT(o->in_store);
+	unlink_obj(s, o, STORE_REPLACED);
+}
+
 unsigned
 store_invalidate(struct store *s, const char *key, size_t klen)
 {

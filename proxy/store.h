@@ -197,6 +197,11 @@ bool store_insert(struct store *s, struct store_obj *o);
 struct store_obj *store_find_hash(struct store *s, uint64_t hash,
     store_match_f *match, void *arg);
 
+/* Removes o, which must be in the store: a newer copy of its variant
+ * was kept where the store does not see it (the disk tier). Observers
+ * hear STORE_REPLACED; the caller's reference, if any, stays valid. */
+void store_remove_replaced(struct store *s, struct store_obj *o);
+
 /* Removes every variant of key; returns how many. */
 unsigned store_invalidate(struct store *s, const char *key, size_t klen);
 

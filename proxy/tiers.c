@@ -8,7 +8,9 @@
  * max_memory_object_size on its heap or in a memfd; a body read back
  * from disk that memory would have put in a memfd (BODYFD_MIN and more)
  * enters memory as a head whose body is the segment file's bytes, sent
- * with sendfile from the page cache. A memory miss looks in the disk's index and
+ * with sendfile from the page cache. A response too large for memory, of
+ * known length, goes to the disk as it arrives (tiers_stream), never
+ * whole in memory. A memory miss looks in the disk's index and
  * reads the candidates off the loop into memory (a promotion); the
  * request then looks in memory again.
  *
@@ -23,6 +25,8 @@
  *   the disk evicts one memory holds    nothing; the link is cleared
  *   a tier drops one the other lacks    removed
  *   replaced or invalidated             removed; both tiers drop it
+ *   a newer copy commits on disk        the older copies leave, in
+ *                                       memory and on disk
  *
  * The summary's mark (the rebuild's parity) moves with the object: kept
  * by memory while it holds the object, by the disk's entry otherwise.
@@ -154,6 +158,17 @@ disk_unlinked(void *arg, uint64_t hash, disk_ent e)
 }
 
 static void
+disk_stale(void *arg, uint64_t hash, disk_ent e)
+{
+	struct tiers *tr = arg;
+	struct store_obj *o = store_find_hash(tr->srv->store, hash, linked_to,
+	    &e);
+
+	if (o != NULL)
+		store_remove_replaced(tr->srv->store, o);
+}
+
+static void
 disk_scanned(void *arg)
 {
 	struct tiers *tr = arg;
@@ -190,7 +205,7 @@ tiers_open(struct server *s)
 	struct disk_conf dc = {.path = s->conf.cache_dir,
 	    .size = s->conf.cache_dir_size, .threads = DISK_THREADS};
 	struct disk_events ev = {disk_found, disk_lost, disk_unlinked,
-	    disk_scanned, tr};
+	    disk_stale, disk_scanned, tr};
 	tr->disk = disk_open(s->base, &dc, &ev, err, sizeof(err));
 	if (tr->disk == NULL) {
 		fprintf(stderr, "sumcache: %s\n", err);
@@ -242,6 +257,16 @@ tiers_store(struct server *s, struct store_obj *o)
 	disk_ent e = disk_store(tr->disk, o, in_mem);
 	if (in_mem)
 		o->disk = e;
+}
+
+struct disk_stream *
+tiers_stream(struct server *s, const struct store_obj *o, uint64_t body_len)
+{
+	struct tiers *tr = s->tiers;
+
+	if (tr->disk == NULL || body_len > s->conf.max_object_size)
+		return NULL;
+	return disk_stream_begin(tr->disk, o, body_len);
 }
 
 unsigned

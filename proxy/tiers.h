@@ -38,6 +38,15 @@ void tiers_close(struct server *s);
  * it is small enough, on disk when there is one. */
 void tiers_store(struct server *s, struct store_obj *o);
 
+/*
+ * A response too large for memory whose body, body_len bytes, is still
+ * arriving: a stream to the disk for it (disk.h's disk_stream_*), o
+ * giving its key, head and meta. NULL without a disk, or when the disk
+ * cannot take it now.
+ */
+struct disk_stream *tiers_stream(struct server *s, const struct store_obj *o,
+    uint64_t body_len);
+
 /* Every variant of key leaves both tiers; returns how many. */
 unsigned tiers_invalidate(struct server *s, const char *key, size_t klen);
 

@@ -9,9 +9,10 @@
  *   /vary/NAME       Vary: Accept-Language, body names the language
  *   /echo            the request body back, X-Method, X-Body-Length,
  *                    X-Request-Chunked
- *   /big?size=N&max_age=N
+ *   /big?size=N&max_age=N&gen=1
  *                    N bytes streamed as fast as the peer reads them;
- *                    no-store unless max_age is given
+ *                    no-store unless max_age is given; with gen=1 the
+ *                    bytes change with each /__bump
  *   /te?coding=C     a body sent with "Transfer-Encoding: C" (raw bytes)
  *   /cut?size=N&at=M Content-Length N, then M bytes and a close
  *   /slow?ms=N       the response after N ms
@@ -23,6 +24,7 @@
  *                    a Cache Digest Squid would refuse (3 hash functions)
  *   /__log           one line per request received: METHOD TARGET COND
  *   /__conns         how many connections were accepted
+ *   /__bump          a new generation of /big?gen=1 bodies
  *
  * Uses sumcache's own request parser: this is test equipment, not a model
  * of robustness.
@@ -48,6 +50,7 @@ struct conn {
 	struct http_chunked ch;
 	struct evbuffer *body;
 	uint64_t big_left;   /* bytes of /big still to send */
+	char big_fill[16];   /* and the pattern they repeat */
 	bool close_after;    /* /cut: close once the output is sent */
 	struct event *delay;
 	char path[1024];
@@ -58,6 +61,7 @@ static struct event_base *base;
 static struct evbuffer *reqlog;
 static unsigned revalidations;
 static unsigned connections;
+static unsigned generation;
 
 static long
 qparam(const struct conn *c, const char *name, long dflt)
@@ -132,6 +136,12 @@ respond(struct conn *c)
 		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Length: %zu"
 		    "\r\n\r\n", evbuffer_get_length(reqlog));
 		evbuffer_add_buffer_reference(out, reqlog);
+		return;
+	}
+	if (strcmp(c->path, "/__bump") == 0) {
+		generation++;
+		evbuffer_add_printf(out, "HTTP/1.1 204 No Content\r\n"
+		    "Cache-Control: no-store\r\n\r\n");
 		return;
 	}
 	if (strcmp(c->path, "/__conns") == 0) {
@@ -209,6 +219,11 @@ respond(struct conn *c)
 	if (strcmp(c->path, "/big") == 0) {
 		long max_age = qparam(c, "max_age", -1);
 		c->big_left = (uint64_t)qparam(c, "size", 1 << 20);
+		if (qparam(c, "gen", 0))
+			snprintf(c->big_fill, sizeof(c->big_fill), "big%u",
+			    generation);
+		else
+			strcpy(c->big_fill, "big");
 		if (max_age >= 0)
 			snprintf(tmp, sizeof(tmp), "max-age=%ld", max_age);
 		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nCache-Control: "
@@ -382,7 +397,7 @@ on_write(struct bufferevent *bev, void *arg)
 	    evbuffer_get_length(bufferevent_get_output(bev)) < 262144) {
 		size_t n = c->big_left < sizeof(chunk) ? c->big_left :
 		    sizeof(chunk);
-		fill(chunk, n, "big", 0);
+		fill(chunk, n, c->big_fill, 0);
 		bufferevent_write(bev, chunk, n);
 		c->big_left -= n;
 	}

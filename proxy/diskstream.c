@@ -1,0 +1,376 @@
+/*
+ * A record written while its body arrives: a response too large for the
+ * memory tier goes to the disk as it is fetched, a chunk at a time, and
+ * is never held whole anywhere (disk.c gives the model, record.h the
+ * bytes).
+ *
+ * The record's space is reserved when the response's head is in (its
+ * length is known: a body of unknown length is not streamed), so the
+ * record sits in its segment like any other. Its head goes down first,
+ * then the body in IO_CHUNK pieces as they fill, each piece its own job
+ * at its own offset; the body's checksum is taken on the loop as the
+ * bytes come; the trailer goes last, once every piece is on the disk,
+ * and only then is the entry committed. A crash in between leaves a head
+ * without a mark: the scan steps over it (its length is in the head) and
+ * counts it torn.
+ *
+ * Ownership: the caller (a fetch) holds the stream until it ends or
+ * aborts it; after that the stream belongs to its jobs, and the last one
+ * frees it. The segment counts the stream as one write from begin to the
+ * end, so it is not evicted meanwhile.
+ *
+ * Back-pressure: bytes handed over and not yet on the disk are the
+ * stream's backlog, at most DISK_STREAM_HIGH and one piece; the caller
+ * stops feeding while disk_stream_full() and is told when the backlog
+ * is down to half. A disk slower than the origin thus slows the fetch,
+ * and memory stays bounded (DISK_STREAM_MEM a stream).
+ */
+#define _GNU_SOURCE
+#include "disk_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "record.h"
+#include "sc_assert.h"
+
+struct disk_stream {
+	struct disk *d;
+	struct seg *g;
+	disk_ent e;
+	uint32_t off;            /* the record's, in g */
+	uint32_t len;            /* the whole record's */
+	struct record_info r;
+	char *key;               /* for the key file, and found() */
+	uint64_t at;             /* next byte's offset in the record */
+	uint8_t *piece;          /* the piece filling, IO_CHUNK bytes */
+	size_t fill;
+	struct record_sum *sum;
+	size_t backlog;          /* bytes handed over, not yet written */
+	unsigned jobs;           /* in flight */
+	int err;                 /* the first I/O error, or 0 */
+	bool ended, aborted;     /* the caller let go of it */
+	bool mark_sent;
+	void (*drained)(void *arg);
+	void *arg;
+};
+
+struct piece_job {
+	struct job j;
+	struct disk_stream *ds;
+	uint8_t *buf;
+	size_t n;
+	uint64_t at;             /* offset in the record */
+};
+
+static void
+stream_free(struct disk_stream *ds)
+{
+	free(ds->piece);
+	free(ds->key);
+	if (ds->sum != NULL)
+		record_sum_end(ds->sum);
+	free(ds);
+}
+
+/* The stream is done with its segment: its write is over. */
+static void
+stream_finish(struct disk_stream *ds)
+{
+	struct disk *d = ds->d;
+	struct seg *g = ds->g;
+
+	g->writes--;
+	if (g->sealed && g->writes == 0)
+		disk_keys_seal(d, g);
+	disk_seg_release(g);
+	stream_free(ds);
+}
+
+/* The record is whole and marked: it is committed and joins the cache. */
+static void
+commit(struct disk_stream *ds)
+{
+	struct disk *d = ds->d;
+	struct found f = {.off = ds->off, .len = ds->len,
+	    .key_len = ds->r.key_len, .vhash = d->ents[ds->e].vhash};
+
+	d->stats.writes++;
+	d->stats.streams++;
+	disk_keys_add(ds->g, &f, ds->key);
+	if (!disk_ent_is(d, ds->e, ds->g->id, ds->off))
+		return; /* replaced or invalidated meanwhile */
+	struct ent *x = &d->ents[ds->e];
+	x->flags |= E_COMMITTED | E_VERIFIED | E_KNOWN;
+	d->stats.objects++;
+	d->stats.bytes += x->len;
+	d->stats.write_bytes += x->len;
+	if (d->ev.found(d->ev.arg, ds->key, ds->r.key_len))
+		x->flags |= E_MARK;
+	disk_supersede(d, ds->e, ds->key, ds->r.key_len);
+}
+
+/* The body will not be whole: the entry goes (the record stays, torn). */
+static void
+give_up(struct disk_stream *ds)
+{
+	struct disk *d = ds->d;
+	uint64_t skipped;
+
+	if (ds->err != 0) {
+		d->stats.writes++;
+		d->stats.write_errors++;
+		if (ratelog_due(&d->write_log, &skipped))
+			fprintf(stderr, "sumcache: cache_dir %s: write: %s; "
+			    "not kept (%llu more since the last line)\n",
+			    d->path, strerror(ds->err),
+			    (unsigned long long)skipped);
+	}
+	if (disk_ent_is(d, ds->e, ds->g->id, ds->off))
+		disk_ent_drop(d, ds->e, ds->err != 0 ? DISK_DROP_IO :
+		    DISK_DROP_ABORTED);
+}
+
+static void
+run_piece(struct iopool_job *pj)
+{
+	struct piece_job *pc = (struct piece_job *)pj;
+	struct job *j = &pc->j;
+	uint64_t t0 = mono_us();
+
+	if (disk_pwrite(j->g->fd, pc->buf, pc->n, j->off + pc->at) < 0)
+		j->err = errno ? errno : EIO;
+	j->us = mono_us() - t0;
+}
+
+static void done_piece(struct iopool_job *pj);
+
+/* Hands n bytes at buf (which it takes) to a job; -1 out of memory. */
+static int
+submit(struct disk_stream *ds, uint8_t *buf, size_t n)
+{
+	struct piece_job *pc = calloc(1, sizeof(*pc));
+
+	if (pc == NULL) {
+		free(buf);
+		return -1;
+	}
+	*pc = (struct piece_job){.ds = ds, .buf = buf, .n = n, .at = ds->at};
+	pc->j.off = ds->off;
+	ds->at += n;
+	ds->jobs++;
+	disk_job_submit(ds->d, &pc->j, ds->g, run_piece, done_piece);
+	return 0;
+}
+
+/* Every piece is down: the mark goes after them. At a stop the pool
+ * takes no more jobs, and the mark is written here. */
+static void
+send_mark(struct disk_stream *ds)
+{
+	uint8_t *t = malloc(RECORD_TRAILER);
+
+	ds->mark_sent = true;
+	ds->r.body_sum = record_sum_end(ds->sum);
+	ds->sum = NULL;
+	ds->at = record_trailer_off(&ds->r);
+	if (t == NULL) {
+		ds->err = ENOMEM;
+	} else if (!ds->d->closing) {
+		record_write_trailer(&ds->r, t);
+		ds->backlog += RECORD_TRAILER;
+		if (submit(ds, t, RECORD_TRAILER) == 0)
+			return; /* its job commits */
+		ds->err = ENOMEM;
+	} else {
+		record_write_trailer(&ds->r, t);
+		if (disk_pwrite(ds->g->fd, t, RECORD_TRAILER,
+		    (uint64_t)ds->off + ds->at) < 0)
+			ds->err = errno ? errno : EIO;
+		free(t);
+	}
+	if (ds->err == 0)
+		commit(ds);
+	else
+		give_up(ds);
+	stream_finish(ds);
+}
+
+static void
+done_piece(struct iopool_job *pj)
+{
+	struct piece_job *pc = (struct piece_job *)pj;
+	struct disk_stream *ds = pc->ds;
+	struct disk *d = ds->d;
+	bool was_over = ds->backlog > DISK_STREAM_HIGH / 2;
+
+	d->stats.write_us += pc->j.us;
+	if (pc->j.err != 0 && ds->err == 0)
+		ds->err = pc->j.err;
+	ds->jobs--;
+	ds->backlog -= pc->n;
+	free(pc->buf);
+	disk_job_end(&pc->j);
+	if (ds->jobs > 0)
+		goto more;
+	if (ds->mark_sent) {
+		if (ds->err == 0)
+			commit(ds);
+		else
+			give_up(ds);
+		stream_finish(ds);
+		return;
+	}
+	if (ds->aborted || (ds->ended && ds->err != 0)) {
+		give_up(ds);
+		stream_finish(ds);
+		return;
+	}
+	if (ds->ended) {
+		send_mark(ds);
+		return;
+	}
+more:
+	/* the caller waits on a backlog now down to half */
+	if (!ds->ended && !ds->aborted && was_over &&
+	    ds->backlog <= DISK_STREAM_HIGH / 2 && ds->drained != NULL)
+		ds->drained(ds->arg);
+}
+
+struct disk_stream *
+disk_stream_begin(struct disk *d, const struct store_obj *o,
+    uint64_t body_len)
+{
+	struct record_info r;
+
+	record_describe(o, &r);
+	r.body_len = body_len;
+	uint64_t len = record_len(&r), hlen = record_head_len(&r);
+	if (d->closing || len > d->conf.size / 2 || len > UINT32_MAX / 2) {
+		d->stats.write_refused += !d->closing;
+		return NULL;
+	}
+	struct disk_stream *ds = calloc(1, sizeof(*ds));
+	uint8_t *head = malloc(hlen);
+	struct seg *g = NULL;
+	if (ds != NULL && head != NULL && (ds->key = malloc(o->key_len)) !=
+	    NULL && (ds->piece = malloc(IO_CHUNK)) != NULL &&
+	    (ds->sum = record_sum_new()) != NULL)
+		g = disk_make_room(d, len);
+	disk_ent e = g != NULL ? disk_ent_new(d, g, o->hash,
+	    disk_vary_hash(store_obj_varykey(o), o->vary_len), g->bytes,
+	    (uint32_t)len) : 0;
+	if (e == 0) {
+		free(head);
+		if (ds != NULL)
+			stream_free(ds);
+		d->stats.write_refused++;
+		return NULL;
+	}
+	memcpy(ds->key, o->key, o->key_len);
+	ds->d = d;
+	ds->g = g;
+	ds->e = e;
+	ds->off = g->bytes;
+	ds->len = (uint32_t)len;
+	record_write_head(&r, o->key, store_obj_head(o), store_obj_varykey(o),
+	    head);
+	ds->r = r;
+	g->bytes += (uint32_t)len;
+	g->writes++;
+	g->refs++; /* the stream's own, until stream_finish */
+	d->stats.file_bytes += len;
+	/* the head first: from here a scan can step over the record */
+	ds->backlog = hlen;
+	if (submit(ds, head, hlen) < 0)
+		ds->err = ENOMEM;
+	return ds;
+}
+
+bool
+disk_stream_full(const struct disk_stream *ds)
+{
+	return ds->backlog >= DISK_STREAM_HIGH;
+}
+
+void
+disk_stream_on_drained(struct disk_stream *ds, void (*drained)(void *arg),
+    void *arg)
+{
+	ds->drained = drained;
+	ds->arg = arg;
+}
+
+int
+disk_stream_write(struct disk_stream *ds, const void *p, size_t n)
+{
+	const uint8_t *src = p;
+
+	if (ds->err != 0)
+		return -1;
+	SC_ASSERT(ds->at - record_head_len(&ds->r) + ds->fill + n <=
+	    ds->r.body_len);
+	record_sum_add(ds->sum, p, n);
+	ds->backlog += n;
+	while (n > 0) {
+		size_t k = IO_CHUNK - ds->fill < n ? IO_CHUNK - ds->fill : n;
+		memcpy(ds->piece + ds->fill, src, k);
+		ds->fill += k;
+		src += k;
+		n -= k;
+		if (ds->fill < IO_CHUNK)
+			break;
+		uint8_t *full = ds->piece;
+		ds->piece = malloc(IO_CHUNK);
+		if (submit(ds, full, IO_CHUNK) < 0 || ds->piece == NULL) {
+			ds->err = ENOMEM;
+			return -1;
+		}
+		ds->fill = 0;
+	}
+	return 0;
+}
+
+void
+disk_stream_end(struct disk_stream **dsp)
+{
+	struct disk_stream *ds = *dsp;
+
+	*dsp = NULL;
+	SC_ASSERT(ds->err != 0 || ds->at - record_head_len(&ds->r) +
+	    ds->fill == ds->r.body_len);
+	ds->ended = true;
+	if (ds->fill > 0 && ds->err == 0) {
+		uint8_t *last = ds->piece;
+		ds->piece = NULL;
+		if (submit(ds, last, ds->fill) < 0)
+			ds->err = ENOMEM;
+		ds->fill = 0;
+	}
+	if (ds->jobs > 0)
+		return; /* the last piece's job sends the mark */
+	if (ds->err == 0) {
+		send_mark(ds);
+		return;
+	}
+	give_up(ds);
+	stream_finish(ds);
+}
+
+void
+disk_stream_abort(struct disk_stream **dsp)
+{
+	struct disk_stream *ds = *dsp;
+
+	if (ds == NULL)
+		return;
+	*dsp = NULL;
+	ds->aborted = true;
+	if (ds->jobs > 0)
+		return; /* the last job lets it go */
+	give_up(ds);
+	stream_finish(ds);
+}
