@@ -156,6 +156,16 @@ typedef void disk_read_f(void *arg, struct store_obj *o);
 void disk_read(struct disk *d, disk_ent e, size_t mem_max, const char *key,
     size_t klen, disk_read_f *done, void *arg);
 
+/*
+ * Reads len bytes at off of fd off the loop, so that they are in the
+ * page cache when the loop sends them (disksend.c); done(arg) runs on
+ * the loop after, whatever came of it. fd must stay open until then.
+ * false, with nothing started, when it cannot now (closing, out of
+ * memory): the loop's send then reads the disk itself.
+ */
+bool disk_warm(struct disk *d, int fd, uint64_t off, size_t len,
+    void (*done)(void *arg), void *arg);
+
 /* The object under e is replaced or invalidated: e is dropped. */
 void disk_drop(struct disk *d, disk_ent e);
 /*

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "bodyfd.h"
@@ -435,4 +436,83 @@ disk_read(struct disk *d, disk_ent e, size_t mem_max, const char *key,
 	rj->cb = done;
 	rj->arg = arg;
 	disk_job_submit(d, &rj->j, g, run_read, done_read);
+}
+
+/* ---- warming a body's pages ---- */
+
+struct warm_job {
+	struct job j;
+	int fd;
+	uint64_t at;
+	size_t len;
+	void (*cb)(void *arg);
+	void *arg;
+};
+
+/* Whether every page of len bytes at off of fd is in the page cache:
+ * a map of the range, never touched, tells without reading it. */
+static bool
+resident(int fd, uint64_t off, size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t start = off & ~(uint64_t)(page - 1);
+	size_t span = (size_t)(off + len - start);
+	size_t pages = (span + (size_t)page - 1) / (size_t)page;
+	unsigned char *vec = malloc(pages);
+	void *map = vec != NULL ? mmap(NULL, span, PROT_READ, MAP_SHARED, fd,
+	    (off_t)start) : MAP_FAILED;
+	bool all = map != MAP_FAILED && mincore(map, span, vec) == 0;
+
+	for (size_t i = 0; all && i < pages; i++)
+		all = vec[i] & 1;
+	if (map != MAP_FAILED)
+		munmap(map, span);
+	free(vec);
+	return all;
+}
+
+static void
+run_warm(struct iopool_job *pj)
+{
+	struct warm_job *wj = (struct warm_job *)pj;
+	uint64_t t0 = mono_us();
+	char *buf = NULL;
+
+	/* a warm page cache costs a look, not a copy */
+	if (!resident(wj->fd, wj->at, wj->len))
+		buf = malloc(IO_CHUNK);
+	/* read and thrown away: what stays is the pages, in the cache */
+	for (size_t done = 0; buf != NULL && done < wj->len;) {
+		size_t n = wj->len - done < IO_CHUNK ? wj->len - done :
+		    IO_CHUNK;
+		if (disk_pread(wj->fd, buf, n, wj->at + done) < 0)
+			break; /* the send will meet it, and fail */
+		done += n;
+	}
+	free(buf);
+	wj->j.us = mono_us() - t0;
+}
+
+static void
+done_warm(struct iopool_job *pj)
+{
+	struct warm_job *wj = (struct warm_job *)pj;
+
+	wj->j.d->stats.read_us += wj->j.us;
+	wj->cb(wj->arg);
+	disk_job_end(&wj->j);
+}
+
+bool
+disk_warm(struct disk *d, int fd, uint64_t off, size_t len,
+    void (*done)(void *arg), void *arg)
+{
+	struct warm_job *wj = d->closing ? NULL : calloc(1, sizeof(*wj));
+
+	if (wj == NULL)
+		return false;
+	*wj = (struct warm_job){.fd = fd, .at = off, .len = len, .cb = done,
+	    .arg = arg};
+	disk_job_submit(d, &wj->j, NULL, run_warm, done_warm);
+	return true;
 }

@@ -154,6 +154,7 @@ struct txn {
 	uint8_t *peer_msg;    /* its body, Content-Length bytes, or NULL */
 	/* what is answering it */
 	struct fetch *fetch;
+	struct disksend *send;    /* a large body on disk, by windows */
 	struct store_obj *stale;  /* stored copy under revalidation */
 	struct tiers_wait *disk_wait; /* reading the disk's copies */
 	bool disk_read;       /* they were read: memory has what it has */

@@ -25,6 +25,7 @@
 #include <event2/bufferevent.h>
 
 #include "bodyfd.h"
+#include "disksend.h"
 #include "client.h"
 #include "fetch.h"
 #include "pages.h"
@@ -106,6 +107,7 @@ txn_free(struct txn **tp)
 		return;
 	*tp = NULL;
 	fetch_free(&t->fetch);
+	disksend_free(&t->send);
 	if (t->summary_post)
 		peers_receive_end(t->srv->peers,
 		    (const struct sockaddr *)&t->c->sa,
@@ -224,6 +226,13 @@ request_serve_object(struct txn *t, struct store_obj *o,
 	response_end(t->srv, t, out, &(struct head_tail){.age = age,
 	    .via = true, .x_cache = "HIT", .length = status != 304 &&
 	    status != 204 ? (int64_t)o->body->len : -1});
+	client_sent(t, evbuffer_get_length(out) - before);
+	/* a large body on disk goes by windows, read off the loop first;
+	 * the sender ends the transaction */
+	if (body && disksend_wanted(o->body) &&
+	    disksend_start(t, o->body) == 0)
+		return;
+	before = evbuffer_get_length(out);
 	if (body)
 		bodyfd_send(o->body, out);
 	client_sent(t, evbuffer_get_length(out) - before);
@@ -322,6 +331,8 @@ request_output_drained(struct txn *t)
 {
 	if (t->fetch != NULL)
 		fetch_output_drained(t->fetch);
+	if (t->send != NULL)
+		disksend_drained(t->send);
 }
 
 /* ---- dispatch ---- */

@@ -403,3 +403,13 @@ tiers_disk_stats(struct server *s)
 	return s->tiers != NULL && s->tiers->disk != NULL ?
 	    disk_stats(s->tiers->disk) : NULL;
 }
+
+bool
+tiers_warm(struct server *s, int fd, uint64_t off, size_t len,
+    void (*done)(void *arg), void *arg)
+{
+	struct tiers *tr = s->tiers;
+
+	return tr != NULL && tr->disk != NULL &&
+	    disk_warm(tr->disk, fd, off, len, done, arg);
+}

@@ -77,4 +77,8 @@ void tiers_walk_disk(struct server *s, tiers_walk_f *each,
 /* The disk tier's counters, or NULL without one. */
 const struct disk_stats *tiers_disk_stats(struct server *s);
 
+/* disk_warm, when there is a disk (false when there is none). */
+bool tiers_warm(struct server *s, int fd, uint64_t off, size_t len,
+    void (*done)(void *arg), void *arg);
+
 #endif

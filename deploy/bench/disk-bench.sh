@@ -14,8 +14,8 @@
 # interleaved; medians are printed.
 #
 #   OBJECTS=100000 ROUNDS=3 DURATION=5 deploy/bench/disk-bench.sh
-# Not yet measured here: Squid's rock store beside it, cold page caches,
-# and the 1 GB object (see README, The disk tier).
+# The 1 GB object, and cold page caches for it: large-bench.sh. Not yet
+# measured here: Squid's rock store beside it (see README, The disk tier).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . deploy/lib.sh

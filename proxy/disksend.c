@@ -1,0 +1,143 @@
+/*
+ * Sending a large body kept in a disk segment without the loop waiting for
+ * the device.
+ *
+ * A disk-tier body over DISKSEND_MIN is sent from its segment file with
+ * sendfile, and sendfile on pages that are not in the page cache reads
+ * them there and then, on the loop, stalling every other client. So the
+ * body goes into the client's output a window at a time, and each window
+ * is read once off the loop first (disk_warm), which leaves its pages in
+ * the page cache for the loop's sendfile. The reads run up to AHEAD
+ * windows ahead of what is queued, one at a time and in order, so the
+ * device works while the socket drains; a window is queued when the
+ * output is down to its low-water mark (the client's write callback).
+ * With a warm page cache the reads are memory copies on an I/O thread:
+ * the cost of never blocking, paid on the other core.
+ *
+ * Smaller bodies on disk are sent whole: they were read whole, off the
+ * loop, when they were promoted (or checked), so their pages are in the
+ * cache unless the kernel has since taken them back; then a send of at
+ * most DISKSEND_MIN bytes reads them on the loop.
+ *
+ * Ownership: the transaction owns its sender; a read in flight holds it
+ * (and so the body and its file) until it is back, and frees it when
+ * the transaction went away meanwhile.
+ */
+#include "disksend.h"
+
+#include <stdlib.h>
+
+#include <event2/buffer.h>
+
+#include "client.h"
+#include "tiers.h"
+
+#define WINDOW (2u << 20)
+#define AHEAD 3
+
+struct disksend {
+	struct txn *t;            /* NULL once the transaction is gone */
+	struct store_body *body;  /* a reference: its file stays open */
+	uint64_t queued;          /* bytes in the client's output so far */
+	uint64_t warmed;          /* bytes read ahead, from the start */
+	bool reading;             /* a read is in flight */
+};
+
+static void pump(struct disksend *ds);
+
+static void
+on_warm(void *arg)
+{
+	struct disksend *ds = arg;
+	uint64_t len = ds->body->len;
+
+	ds->reading = false;
+	ds->warmed += len - ds->warmed < WINDOW ? len - ds->warmed : WINDOW;
+	if (ds->t == NULL) {
+		store_body_unref(&ds->body);
+		free(ds);
+		return;
+	}
+	pump(ds);
+}
+
+/* Queues what is read while the output is low; reads on ahead; ends the
+ * transaction once the whole body is queued. */
+static void
+pump(struct disksend *ds)
+{
+	struct txn *t = ds->t;
+	struct evbuffer *out = client_out(t->c);
+	uint64_t len = ds->body->len;
+
+	for (;;) {
+		while (ds->queued < ds->warmed &&
+		    evbuffer_get_length(out) <= CLIENT_OUT_HIGH / 4) {
+			uint64_t n = ds->warmed - ds->queued;
+			if (n > WINDOW)
+				n = WINDOW;
+			evbuffer_add_file_segment(out, ds->body->ext->handle,
+			    (ev_off_t)ds->queued, (ev_off_t)n);
+			ds->queued += n;
+			client_sent(t, n);
+		}
+		if (ds->queued == len) {
+			struct client *c = t->c;
+			disksend_free(&t->send);
+			client_txn_done(c);
+			return;
+		}
+		if (ds->reading || ds->warmed == len ||
+		    ds->warmed >= ds->queued + AHEAD * (uint64_t)WINDOW)
+			return;
+		uint64_t n = len - ds->warmed < WINDOW ? len - ds->warmed :
+		    WINDOW;
+		ds->reading = tiers_warm(t->srv, ds->body->ext->fd,
+		    (uint64_t)ds->body->ext->off + ds->warmed, (size_t)n,
+		    on_warm, ds);
+		if (ds->reading)
+			return;
+		ds->warmed += n; /* no read off the loop now: the send reads */
+	}
+}
+
+bool
+disksend_wanted(const struct store_body *b)
+{
+	return b->ext != NULL && b->ext->on_disk && b->len > DISKSEND_MIN;
+}
+
+int
+disksend_start(struct txn *t, struct store_body *b)
+{
+	struct disksend *ds = calloc(1, sizeof(*ds));
+
+	if (ds == NULL)
+		return -1;
+	ds->t = t;
+	ds->body = store_body_ref(b);
+	t->send = ds;
+	pump(ds);
+	return 0;
+}
+
+void
+disksend_drained(struct disksend *ds)
+{
+	pump(ds);
+}
+
+void
+disksend_free(struct disksend **dsp)
+{
+	struct disksend *ds = *dsp;
+
+	if (ds == NULL)
+		return;
+	*dsp = NULL;
+	ds->t = NULL;
+	if (ds->reading)
+		return; /* on_warm frees it */
+	store_body_unref(&ds->body);
+	free(ds);
+}
