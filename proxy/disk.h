@@ -158,13 +158,13 @@ void disk_read(struct disk *d, disk_ent e, size_t mem_max, const char *key,
 
 /*
  * Reads len bytes at off of fd off the loop, so that they are in the
- * page cache when the loop sends them (disksend.c); done(arg) runs on
- * the loop after, whatever came of it. fd must stay open until then.
+ * page cache when the loop sends them (disksend.c); done(arg, off) runs
+ * on the loop after, whatever came of it. fd must stay open until then.
  * false, with nothing started, when it cannot now (closing, out of
  * memory): the loop's send then reads the disk itself.
  */
 bool disk_warm(struct disk *d, int fd, uint64_t off, size_t len,
-    void (*done)(void *arg), void *arg);
+    void (*done)(void *arg, uint64_t off), void *arg);
 
 /* The object under e is replaced or invalidated: e is dropped. */
 void disk_drop(struct disk *d, disk_ent e);

@@ -445,7 +445,7 @@ struct warm_job {
 	int fd;
 	uint64_t at;
 	size_t len;
-	void (*cb)(void *arg);
+	void (*cb)(void *arg, uint64_t off);
 	void *arg;
 };
 
@@ -481,6 +481,7 @@ run_warm(struct iopool_job *pj)
 	/* a warm page cache costs a look, not a copy */
 	if (!resident(wj->fd, wj->at, wj->len))
 		buf = malloc(IO_CHUNK);
+
 	/* read and thrown away: what stays is the pages, in the cache */
 	for (size_t done = 0; buf != NULL && done < wj->len;) {
 		size_t n = wj->len - done < IO_CHUNK ? wj->len - done :
@@ -499,13 +500,13 @@ done_warm(struct iopool_job *pj)
 	struct warm_job *wj = (struct warm_job *)pj;
 
 	wj->j.d->stats.read_us += wj->j.us;
-	wj->cb(wj->arg);
+	wj->cb(wj->arg, wj->at);
 	disk_job_end(&wj->j);
 }
 
 bool
 disk_warm(struct disk *d, int fd, uint64_t off, size_t len,
-    void (*done)(void *arg), void *arg)
+    void (*done)(void *arg, uint64_t off), void *arg)
 {
 	struct warm_job *wj = d->closing ? NULL : calloc(1, sizeof(*wj));
 

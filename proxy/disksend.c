@@ -8,9 +8,9 @@
  * body goes into the client's output a window at a time, and each window
  * is read once off the loop first (disk_warm), which leaves its pages in
  * the page cache for the loop's sendfile. The reads run up to AHEAD
- * windows ahead of what is queued, one at a time and in order, so the
- * device works while the socket drains; a window is queued when the
- * output is down to its low-water mark (the client's write callback).
+ * windows ahead of what is queued, PARALLEL at a time, so the device
+ * works while the socket drains; a window is queued when the output is
+ * down to its low-water mark (the client's write callback).
  * With a warm page cache the reads are memory copies on an I/O thread:
  * the cost of never blocking, paid on the other core.
  *
@@ -33,29 +33,50 @@
 #include "tiers.h"
 
 #define WINDOW (2u << 20)
-#define AHEAD 3
+#define AHEAD 4      /* windows read ahead of what is queued, at most */
+#define PARALLEL 2   /* reads in flight: the device works while the
+                      * other's pages are copied */
 
 struct disksend {
 	struct txn *t;            /* NULL once the transaction is gone */
 	struct store_body *body;  /* a reference: its file stays open */
 	uint64_t queued;          /* bytes in the client's output so far */
 	uint64_t warmed;          /* bytes read ahead, from the start */
-	bool reading;             /* a read is in flight */
+	uint64_t asked;           /* bytes whose read was started */
+	uint32_t done_ahead;      /* bit i: window warmed / WINDOW + i is
+	                           * read (reads may end out of order) */
+	unsigned reading;         /* reads in flight */
 };
 
 static void pump(struct disksend *ds);
 
+/* The window at body offset rel is read: warmed moves past every
+ * window read in order. */
 static void
-on_warm(void *arg)
+window_read(struct disksend *ds, uint64_t rel)
 {
-	struct disksend *ds = arg;
 	uint64_t len = ds->body->len;
 
-	ds->reading = false;
-	ds->warmed += len - ds->warmed < WINDOW ? len - ds->warmed : WINDOW;
+	ds->done_ahead |= 1u << (rel / WINDOW - ds->warmed / WINDOW);
+	while (ds->done_ahead & 1) {
+		ds->warmed += len - ds->warmed < WINDOW ? len - ds->warmed :
+		    WINDOW;
+		ds->done_ahead >>= 1;
+	}
+}
+
+static void
+on_warm(void *arg, uint64_t off)
+{
+	struct disksend *ds = arg;
+
+	ds->reading--;
+	window_read(ds, off - (uint64_t)ds->body->ext->off);
 	if (ds->t == NULL) {
-		store_body_unref(&ds->body);
-		free(ds);
+		if (ds->reading == 0) {
+			store_body_unref(&ds->body);
+			free(ds);
+		}
 		return;
 	}
 	pump(ds);
@@ -87,17 +108,18 @@ pump(struct disksend *ds)
 			client_txn_done(c);
 			return;
 		}
-		if (ds->reading || ds->warmed == len ||
-		    ds->warmed >= ds->queued + AHEAD * (uint64_t)WINDOW)
+		if (ds->reading == PARALLEL || ds->asked == len ||
+		    ds->asked >= ds->queued + AHEAD * (uint64_t)WINDOW)
 			return;
-		uint64_t n = len - ds->warmed < WINDOW ? len - ds->warmed :
-		    WINDOW;
-		ds->reading = tiers_warm(t->srv, ds->body->ext->fd,
-		    (uint64_t)ds->body->ext->off + ds->warmed, (size_t)n,
-		    on_warm, ds);
-		if (ds->reading)
-			return;
-		ds->warmed += n; /* no read off the loop now: the send reads */
+		uint64_t at = ds->asked;
+		uint64_t n = len - at < WINDOW ? len - at : WINDOW;
+		ds->asked += n;
+		if (tiers_warm(t->srv, ds->body->ext->fd,
+		    (uint64_t)ds->body->ext->off + at, (size_t)n, on_warm, ds))
+			ds->reading++;
+		else
+			window_read(ds, at); /* not off the loop: the send
+			                      * reads it */
 	}
 }
 
@@ -136,8 +158,8 @@ disksend_free(struct disksend **dsp)
 		return;
 	*dsp = NULL;
 	ds->t = NULL;
-	if (ds->reading)
-		return; /* on_warm frees it */
+	if (ds->reading > 0)
+		return; /* the last on_warm frees it */
 	store_body_unref(&ds->body);
 	free(ds);
 }

@@ -406,7 +406,7 @@ tiers_disk_stats(struct server *s)
 
 bool
 tiers_warm(struct server *s, int fd, uint64_t off, size_t len,
-    void (*done)(void *arg), void *arg)
+    void (*done)(void *arg, uint64_t off), void *arg)
 {
 	struct tiers *tr = s->tiers;
 

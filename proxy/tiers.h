@@ -79,6 +79,6 @@ const struct disk_stats *tiers_disk_stats(struct server *s);
 
 /* disk_warm, when there is a disk (false when there is none). */
 bool tiers_warm(struct server *s, int fd, uint64_t off, size_t len,
-    void (*done)(void *arg), void *arg);
+    void (*done)(void *arg, uint64_t off), void *arg);
 
 #endif
