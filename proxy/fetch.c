@@ -211,16 +211,7 @@ forward_interim(struct fetch *f)
 static bool
 keep_head(struct fetch *f)
 {
-	struct evbuffer *h = evbuffer_new();
-
-	if (h != NULL && stored_fields(&f->resp, h, false)) {
-		f->stored_head_len = evbuffer_get_length(h);
-		f->stored_head = malloc(f->stored_head_len + 1);
-		if (f->stored_head != NULL)
-			evbuffer_remove(h, f->stored_head, f->stored_head_len);
-	}
-	if (h != NULL)
-		evbuffer_free(h);
+	f->stored_head = stored_fields_copy(&f->resp, &f->stored_head_len);
 	return f->stored_head != NULL;
 }
 
@@ -418,7 +409,9 @@ on_body(char *data, size_t size, size_t n, void *arg)
 		evbuffer_add(out, "\r\n", 2);
 	client_sent(t, evbuffer_get_length(out) - before);
 	if (f->stream != NULL) {
-		if (disk_stream_write(f->stream, data, len) < 0)
+		/* more than Content-Length said is not the object */
+		if (f->streamed + len > (uint64_t)f->resp.content_length ||
+		    disk_stream_write(f->stream, data, len) < 0)
 			drop_copy(f);
 		else
 			f->streamed += len;

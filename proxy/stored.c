@@ -45,6 +45,23 @@ stored_fields(const struct http_head *resp, struct evbuffer *out,
 	return true;
 }
 
+char *
+stored_fields_copy(const struct http_head *resp, size_t *len)
+{
+	struct evbuffer *h = evbuffer_new();
+	char *p = NULL;
+
+	if (h != NULL && stored_fields(resp, h, false)) {
+		*len = evbuffer_get_length(h);
+		p = malloc(*len + 1);
+		if (p != NULL)
+			evbuffer_remove(h, p, *len);
+	}
+	if (h != NULL)
+		evbuffer_free(h);
+	return p;
+}
+
 static void
 invalidate_one(struct server *s, const struct url *base, const char *v,
     size_t vl)

@@ -17,6 +17,9 @@ struct evbuffer;
  * when keep_age (a response passed on, not stored). false on ENOMEM. */
 bool stored_fields(const struct http_head *resp, struct evbuffer *out,
     bool keep_age);
+/* The same fields a store keeps, in a new string of *len bytes (the
+ * caller frees it); NULL on ENOMEM. */
+char *stored_fields_copy(const struct http_head *resp, size_t *len);
 
 /*
  * A new object (one reference) for t's URL from resp, with head (hlen
