@@ -124,9 +124,10 @@ Test(large, a_hundred_megabytes_go_to_disk_as_they_arrive, .timeout = 180)
 	cr_assert_eq(sum, big_sum(len, "big"));
 	fprintf(stderr, "figure: 100 MB stored while fetched: proxy RSS "
 	    "%ld KiB at start, %ld KiB at most\n", rss0, s.rss_max);
-	/* its buffers, not the object: inflight_mem (64 MB) would hold
-	 * most of it if it were copied */
-	cr_assert_lt(s.rss_max - rss0, 32 * 1024, "the proxy grew by %ld KiB",
+	/* its buffers (6 MB), not the object: a copy would fill
+	 * inflight_mem (64 MB) before it gave up. The bound leaves room for
+	 * ASan's quarantine of freed pieces (16 MB in CI) */
+	cr_assert_lt(s.rss_max - rss0, 48 * 1024, "the proxy grew by %ld KiB",
 	    s.rss_max - rss0);
 	cr_assert_geq(proxy_wait_metric(&T, "sumcache_disk_streamed_total", 1,
 	    10000), 1);
