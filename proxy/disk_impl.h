@@ -171,6 +171,18 @@ bool disk_ent_is(const struct disk *d, disk_ent e, uint32_t seg,
 void disk_job_submit(struct disk *d, struct job *j, struct seg *g,
     iopool_run_f *run, iopool_run_f *done);
 void disk_job_end(struct job *j);
+/*
+ * A record's write ended (diskrw.c): counted; with err 0 the record is
+ * whole and marked, joins g's key file (f, key), and its entry e, if it
+ * is still e, is committed: it joins the cache and supersedes older
+ * copies of its variant; with an error e is dropped. e is 0 for a
+ * tombstone. Then disk_write_over.
+ */
+void disk_write_ended(struct disk *d, struct seg *g, disk_ent e,
+    const struct found *f, const char *key, int err);
+/* One write of g's is over: the last one of a sealed segment writes its
+ * key file. */
+void disk_write_over(struct disk *d, struct seg *g);
 /* A write job's two halves (diskrw.c). */
 void disk_run_write(struct iopool_job *pj);
 void disk_done_write(struct iopool_job *pj);

@@ -96,11 +96,59 @@ disk_run_write(struct iopool_job *pj)
 	j->us = mono_us() - t0;
 }
 
-/* A written record joins its segment's list for the key file. */
-static void
-keep_key(const struct write_job *w)
+void
+disk_write_over(struct disk *d, struct seg *g)
 {
-	const struct job *j = &w->j;
+	g->writes--;
+	if (g->sealed && g->writes == 0)
+		disk_keys_seal(d, g);
+}
+
+void
+disk_write_ended(struct disk *d, struct seg *g, disk_ent e,
+    const struct found *f, const char *key, int err)
+{
+	uint64_t skipped;
+
+	d->stats.writes++;
+	if (err != 0) {
+		d->stats.write_errors++;
+		if (ratelog_due(&d->write_log, &skipped))
+			fprintf(stderr, "sumcache: cache_dir %s: write: %s; "
+			    "not on disk (%llu more since the last line)\n",
+			    d->path, strerror(err),
+			    (unsigned long long)skipped);
+	} else {
+		disk_keys_add(g, f, key);
+	}
+	if (e != 0 && disk_ent_is(d, e, g->id, f->off)) {
+		struct ent *x = &d->ents[e];
+		if (err == 0) {
+			/* the page cache holds the bytes this process wrote:
+			 * its own reads need no body checksum */
+			x->flags |= E_COMMITTED | E_VERIFIED;
+			d->stats.objects++;
+			d->stats.bytes += x->len;
+			d->stats.write_bytes += x->len;
+			/* an object only the disk holds joins the cache now */
+			if (!(x->flags & E_KNOWN)) {
+				x->flags |= E_KNOWN;
+				if (d->ev.found(d->ev.arg, key, f->key_len))
+					x->flags |= E_MARK;
+			}
+			disk_supersede(d, e, key, f->key_len);
+		} else {
+			disk_ent_forget(d, e, DISK_DROP_IO, key, f->key_len);
+		}
+	}
+	disk_write_over(d, g);
+}
+
+void
+disk_done_write(struct iopool_job *pj)
+{
+	struct write_job *w = (struct write_job *)pj;
+	struct job *j = &w->j;
 	struct found f = {.off = j->off, .len = w->len};
 	const char *key = w->tomb_key;
 
@@ -113,54 +161,9 @@ keep_key(const struct write_job *w)
 		f.key_len = (uint32_t)w->tomb_len;
 		f.tomb = true;
 	}
-	disk_keys_add(j->g, &f, key);
-}
-
-void
-disk_done_write(struct iopool_job *pj)
-{
-	struct write_job *w = (struct write_job *)pj;
-	struct job *j = &w->j;
-	struct disk *d = j->d;
-
-	j->g->writes--;
-	d->stats.writes++;
-	d->stats.write_us += j->us;
-	uint64_t skipped;
-	if (j->err != 0) {
-		d->stats.write_errors++;
-		if (ratelog_due(&d->write_log, &skipped))
-			fprintf(stderr, "sumcache: cache_dir %s: write: %s; "
-			    "kept in memory only (%llu more since the last "
-			    "line)\n", d->path, strerror(j->err),
-			    (unsigned long long)skipped);
-	}
-	if (j->err == 0)
-		keep_key(w);
-	if (w->o != NULL && disk_ent_is(d, j->e, j->g->id, j->off)) {
-		struct ent *x = &d->ents[j->e];
-		if (j->err == 0) {
-			/* the page cache holds the bytes this process wrote:
-			 * its own reads need no body checksum */
-			x->flags |= E_COMMITTED | E_VERIFIED;
-			d->stats.objects++;
-			d->stats.bytes += x->len;
-			d->stats.write_bytes += x->len;
-			/* an object only the disk holds joins the cache now */
-			if (!(x->flags & E_KNOWN)) {
-				x->flags |= E_KNOWN;
-				if (d->ev.found(d->ev.arg, w->o->key,
-				    w->o->key_len))
-					x->flags |= E_MARK;
-			}
-			disk_supersede(d, j->e, w->o->key, w->o->key_len);
-		} else {
-			disk_ent_forget(d, j->e, DISK_DROP_IO, w->o->key,
-			    w->o->key_len);
-		}
-	}
-	if (j->g->sealed && j->g->writes == 0)
-		disk_keys_seal(d, j->g);
+	j->d->stats.write_us += j->us;
+	disk_write_ended(j->d, j->g, w->o != NULL ? j->e : 0, &f, key,
+	    j->err);
 	store_obj_unref(&w->o);
 	free(w->tomb_key);
 	disk_job_end(j);

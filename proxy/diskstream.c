@@ -43,6 +43,7 @@ struct disk_stream {
 	disk_ent e;
 	uint32_t off;            /* the record's, in g */
 	uint32_t len;            /* the whole record's */
+	uint16_t vhash;          /* its variant's, for the key file */
 	struct record_info r;
 	char *key;               /* for the key file, and found() */
 	uint64_t at;             /* next byte's offset in the record */
@@ -76,62 +77,42 @@ stream_free(struct disk_stream *ds)
 	free(ds);
 }
 
-/* The stream is done with its segment: its write is over. */
+/* The stream is done with its segment. */
 static void
 stream_finish(struct disk_stream *ds)
 {
-	struct disk *d = ds->d;
-	struct seg *g = ds->g;
-
-	g->writes--;
-	if (g->sealed && g->writes == 0)
-		disk_keys_seal(d, g);
-	disk_seg_release(g);
+	disk_seg_release(ds->g);
 	stream_free(ds);
 }
 
-/* The record is whole and marked: it is committed and joins the cache. */
+/* Every byte is written (err 0), or some write failed: the record is
+ * committed, or its entry dropped, as any write's. */
 static void
-commit(struct disk_stream *ds)
+stream_ended(struct disk_stream *ds)
 {
-	struct disk *d = ds->d;
 	struct found f = {.off = ds->off, .len = ds->len,
-	    .key_len = ds->r.key_len, .vhash = d->ents[ds->e].vhash};
+	    .key_len = ds->r.key_len, .vhash = ds->vhash};
 
-	d->stats.writes++;
-	d->stats.streams++;
-	disk_keys_add(ds->g, &f, ds->key);
-	if (!disk_ent_is(d, ds->e, ds->g->id, ds->off))
-		return; /* replaced or invalidated meanwhile */
-	struct ent *x = &d->ents[ds->e];
-	x->flags |= E_COMMITTED | E_VERIFIED | E_KNOWN;
-	d->stats.objects++;
-	d->stats.bytes += x->len;
-	d->stats.write_bytes += x->len;
-	if (d->ev.found(d->ev.arg, ds->key, ds->r.key_len))
-		x->flags |= E_MARK;
-	disk_supersede(d, ds->e, ds->key, ds->r.key_len);
+	ds->d->stats.streams += ds->err == 0;
+	disk_write_ended(ds->d, ds->g, ds->e, &f, ds->key, ds->err);
+	stream_finish(ds);
 }
 
-/* The body will not be whole: the entry goes (the record stays, torn). */
+/* The caller let go before the end: the entry goes (the record stays
+ * without its mark); a write that failed is still counted as one. */
 static void
-give_up(struct disk_stream *ds)
+stream_aborted(struct disk_stream *ds)
 {
 	struct disk *d = ds->d;
-	uint64_t skipped;
 
 	if (ds->err != 0) {
-		d->stats.writes++;
-		d->stats.write_errors++;
-		if (ratelog_due(&d->write_log, &skipped))
-			fprintf(stderr, "sumcache: cache_dir %s: write: %s; "
-			    "not kept (%llu more since the last line)\n",
-			    d->path, strerror(ds->err),
-			    (unsigned long long)skipped);
+		stream_ended(ds);
+		return;
 	}
 	if (disk_ent_is(d, ds->e, ds->g->id, ds->off))
-		disk_ent_drop(d, ds->e, ds->err != 0 ? DISK_DROP_IO :
-		    DISK_DROP_ABORTED);
+		disk_ent_drop(d, ds->e, DISK_DROP_ABORTED);
+	disk_write_over(d, ds->g);
+	stream_finish(ds);
 }
 
 static void
@@ -192,11 +173,7 @@ send_mark(struct disk_stream *ds)
 			ds->err = errno ? errno : EIO;
 		free(t);
 	}
-	if (ds->err == 0)
-		commit(ds);
-	else
-		give_up(ds);
-	stream_finish(ds);
+	stream_ended(ds);
 }
 
 static void
@@ -216,17 +193,12 @@ done_piece(struct iopool_job *pj)
 	disk_job_end(&pc->j);
 	if (ds->jobs > 0)
 		goto more;
-	if (ds->mark_sent) {
-		if (ds->err == 0)
-			commit(ds);
-		else
-			give_up(ds);
-		stream_finish(ds);
+	if (ds->aborted) {
+		stream_aborted(ds);
 		return;
 	}
-	if (ds->aborted || (ds->ended && ds->err != 0)) {
-		give_up(ds);
-		stream_finish(ds);
+	if (ds->mark_sent || (ds->ended && ds->err != 0)) {
+		stream_ended(ds);
 		return;
 	}
 	if (ds->ended) {
@@ -276,6 +248,7 @@ disk_stream_begin(struct disk *d, const struct store_obj *o,
 	ds->e = e;
 	ds->off = g->bytes;
 	ds->len = (uint32_t)len;
+	ds->vhash = d->ents[e].vhash;
 	record_write_head(&r, o->key, store_obj_head(o), store_obj_varykey(o),
 	    head);
 	ds->r = r;
@@ -352,12 +325,10 @@ disk_stream_end(struct disk_stream **dsp)
 	}
 	if (ds->jobs > 0)
 		return; /* the last piece's job sends the mark */
-	if (ds->err == 0) {
+	if (ds->err == 0)
 		send_mark(ds);
-		return;
-	}
-	give_up(ds);
-	stream_finish(ds);
+	else
+		stream_ended(ds);
 }
 
 void
@@ -371,6 +342,5 @@ disk_stream_abort(struct disk_stream **dsp)
 	ds->aborted = true;
 	if (ds->jobs > 0)
 		return; /* the last job lets it go */
-	give_up(ds);
-	stream_finish(ds);
+	stream_aborted(ds);
 }
