@@ -484,13 +484,14 @@ run_warm(struct iopool_job *pj)
 	/* a warm page cache costs a look, not a copy */
 	if (!resident(wj->fd, wj->at, wj->len))
 		buf = malloc(IO_CHUNK);
-
 	/* read and thrown away: what stays is the pages, in the cache */
 	for (size_t done = 0; buf != NULL && done < wj->len;) {
 		size_t n = wj->len - done < IO_CHUNK ? wj->len - done :
 		    IO_CHUNK;
-		if (disk_pread(wj->fd, buf, n, wj->at + done) < 0)
-			break; /* the send will meet it, and fail */
+		if (disk_pread(wj->fd, buf, n, wj->at + done) < 0) {
+			wj->j.err = errno ? errno : EIO;
+			break;
+		}
 		done += n;
 	}
 	free(buf);
@@ -501,8 +502,20 @@ static void
 done_warm(struct iopool_job *pj)
 {
 	struct warm_job *wj = (struct warm_job *)pj;
+	struct disk *d = wj->j.d;
+	uint64_t skipped;
 
-	wj->j.d->stats.read_us += wj->j.us;
+	d->stats.read_us += wj->j.us;
+	if (wj->j.err != 0) {
+		/* the send meets the same error: the response is cut short,
+		 * as when an origin fails mid-body */
+		d->stats.read_errors++;
+		if (ratelog_due(&d->read_log, &skipped))
+			fprintf(stderr, "sumcache: cache_dir %s: read ahead of "
+			    "a send: %s (%llu more since the last line)\n",
+			    d->path, strerror(wj->j.err),
+			    (unsigned long long)skipped);
+	}
 	wj->cb(wj->arg, wj->at);
 	disk_job_end(&wj->j);
 }
