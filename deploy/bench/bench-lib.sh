@@ -24,6 +24,34 @@ bench_cleanup() {
   if declare -F bench_cleanup_more >/dev/null; then bench_cleanup_more; fi
 }
 
+# bench_nginx PORT LOCATIONS: nginx on CPU 1 serving $work/www on
+# 127.0.0.1:PORT, LOCATIONS (nginx lines) in its server block, its pid in
+# $work/nginx.pid; returns once it listens.
+bench_nginx() {
+  cat >"$work/nginx.conf" <<EON
+daemon off;
+master_process off;
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$1 reuseport;
+    root $work/www;
+$2
+  }
+}
+EON
+  taskset -c 1 nginx -c "$work/nginx.conf" &
+  pids+=($!)
+  wait_port "$1"
+}
+
 # wrk_line NAME < wrk --latency output: "NAME req/s p50_ms p99_ms requests",
 # or a failure when any response was not 2xx.
 wrk_line() {

@@ -36,29 +36,10 @@ mkdir -p "$work/www"
 for s in 4 8 12 16 20 24 28 32 256; do
   head -c $((s * 1024)) /dev/urandom >"$work/www/$s.bin"
 done
-cat >"$work/nginx.conf" <<EON
-daemon off;
-master_process off;
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$ORIGIN_PORT reuseport;
-    root $work/www;
-    location ~ ^/s/([0-9]+)/ {
-      try_files /\$1.bin =404;
+bench_nginx "$ORIGIN_PORT" '    location ~ ^/s/([0-9]+)/ {
+      try_files /$1.bin =404;
       add_header Cache-Control "max-age=86400";
-    }
-  }
-}
-EON
-taskset -c 1 nginx -c "$work/nginx.conf" &
-pids+=($!)
-wait_port "$ORIGIN_PORT"
+    }'
 origin="http://127.0.0.1:$ORIGIN_PORT"
 
 # the records of OBJECTS objects of 18 KB on average, with room, and the

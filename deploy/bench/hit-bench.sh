@@ -28,29 +28,9 @@ bench_workdir sumcache-bench
 # ---- origin: nginx serving random-byte files ----
 mkdir -p "$work/www"
 for s in 1 16 256; do head -c $((s * 1024)) /dev/urandom >"$work/www/${s}k.bin"; done
-cat >"$work/nginx.conf" <<EON
-daemon off;
-master_process off;
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  sendfile on;
-  tcp_nopush on;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$ORIGIN_PORT reuseport;
-    root $work/www;
-    location / { add_header Cache-Control "max-age=3600"; }
-    location /nostore/ { alias $work/www/; add_header Cache-Control "no-store"; }
-    location /m/ { try_files /1k.bin =404; add_header Cache-Control "max-age=3600"; }
-  }
-}
-EON
-taskset -c 1 nginx -c "$work/nginx.conf" &
-pids+=($!)
+bench_nginx "$ORIGIN_PORT" "    location / { add_header Cache-Control \"max-age=3600\"; }
+    location /nostore/ { alias $work/www/; add_header Cache-Control \"no-store\"; }
+    location /m/ { try_files /1k.bin =404; add_header Cache-Control \"max-age=3600\"; }"
 
 # ---- Squid 5.7, memory cache only, one process ----
 mkdir -p "$work/squid"

@@ -33,26 +33,7 @@ bench_cleanup_more() { rm -rf "$work/cache" "$work/www"; }
 mkdir -p "$work/www"
 echo "large-bench: writing a ${SIZE_MB} MB file for the origin" >&2
 head -c $((SIZE_MB * 1048576)) /dev/urandom >"$work/www/large.bin"
-cat >"$work/nginx.conf" <<EON
-daemon off;
-master_process off;
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log warn;
-events { worker_connections 64; }
-http {
-  access_log off;
-  sendfile on;
-  server {
-    listen 127.0.0.1:$ORIGIN_PORT reuseport;
-    root $work/www;
-    location / { add_header Cache-Control "max-age=86400"; }
-  }
-}
-EON
-taskset -c 1 nginx -c "$work/nginx.conf" &
-pids+=($!)
-wait_port "$ORIGIN_PORT"
+bench_nginx "$ORIGIN_PORT" '    location / { add_header Cache-Control "max-age=86400"; }'
 url="http://127.0.0.1:$ORIGIN_PORT/large.bin"
 
 # room for the object four times over; max_object_size follows it
