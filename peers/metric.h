@@ -104,6 +104,9 @@ struct evbuffer;
 	X(DISK_DROPPED, counter, "sumcache_disk_dropped_total", "reason",     \
 	    "Records dropped: torn, failing a checksum, I/O errors, replaced, " \
 	    "written as they arrived and cut short (aborted)")                \
+	X(DISK_READS_CACHED, counter, "sumcache_disk_reads_cached_total", "", \
+	    "Disk tier reads made on the event loop from the page cache "     \
+	    "(RWF_NOWAIT), without a thread's round trip")                    \
 	X(DISK_STREAMED, counter, "sumcache_disk_streamed_total", "",         \
 	    "Records written to disk while their body arrived (objects too "  \
 	    "large for memory), committed")                                   \

@@ -1,5 +1,6 @@
 /*
- * memfd-backed bodies.
+ * Bodies kept in files: a large body moved into a memfd when stored, and
+ * a disk tier's body, left in its segment file.
  *
  * A converted body keeps its store_body header (length, reference count)
  * and holds a libevent file segment in b->ext; its heap data is released.
@@ -22,10 +23,62 @@
 
 #include <event2/buffer.h>
 
-static void
-segment_free(void *seg)
+/*
+ * A file that bodies are ranges of: one descriptor and one libevent file
+ * segment, whatever the number of bodies. A memfd is one body's own; a
+ * disk segment's file is shared by every body read back from it, so that
+ * a cache of many disk objects holds one descriptor per segment file,
+ * not one per object.
+ */
+struct bodyfd_file {
+	unsigned refs;
+	int fd;
+	struct evbuffer_file_segment *seg; /* owns fd */
+};
+
+struct bodyfd_file *
+bodyfd_file_open(int fd, int64_t len)
 {
-	evbuffer_file_segment_free(seg);
+	struct bodyfd_file *f = malloc(sizeof(*f));
+	struct evbuffer_file_segment *seg = f != NULL ?
+	    evbuffer_file_segment_new(fd, 0, (ev_off_t)len,
+	    EVBUF_FS_CLOSE_ON_FREE) : NULL;
+
+	if (seg == NULL) {
+		free(f);
+		close(fd);
+		return NULL;
+	}
+	*f = (struct bodyfd_file){.refs = 1, .fd = fd, .seg = seg};
+	return f;
+}
+
+static struct bodyfd_file *
+file_ref(struct bodyfd_file *f)
+{
+	f->refs++;
+	return f;
+}
+
+void
+bodyfd_file_unref(struct bodyfd_file **fp)
+{
+	struct bodyfd_file *f = *fp;
+
+	if (f == NULL)
+		return;
+	*fp = NULL;
+	if (--f->refs > 0)
+		return;
+	/* a chain still sending keeps libevent's segment, and the fd */
+	evbuffer_file_segment_free(f->seg);
+	free(f);
+}
+
+static void
+file_free(void *f)
+{
+	bodyfd_file_unref((struct bodyfd_file **)&f);
 }
 
 /* Outlives the body: libevent frees the segment when its last chain is
@@ -46,31 +99,29 @@ on_segment_done(struct evbuffer_file_segment const *seg, int flags,
 	free(w);
 }
 
-bool
-bodyfd_attach(struct store_body **bp, int fd, int64_t off, size_t len,
-    bool on_disk)
+/* b's bytes become [off, off + len) of f, with a reference of f. */
+static bool
+attach(struct store_body **bp, struct bodyfd_file *f, int64_t off,
+    size_t len, struct store_pin **pin, bool on_disk)
 {
 	struct store_ext *ext = malloc(sizeof(*ext));
-	struct segment_watch *w = calloc(1, sizeof(*w));
-	struct evbuffer_file_segment *seg = evbuffer_file_segment_new(fd,
-	    (ev_off_t)off, (ev_off_t)len, EVBUF_FS_CLOSE_ON_FREE);
 
-	if (seg == NULL || ext == NULL || w == NULL) {
-		free(ext);
-		free(w);
-		if (seg != NULL)
-			evbuffer_file_segment_free(seg); /* closes fd */
-		else
-			close(fd);
+	if (ext == NULL)
 		return false;
-	}
-	evbuffer_file_segment_add_cleanup_cb(seg, on_segment_done, w);
-	*ext = (struct store_ext){.handle = seg, .free = segment_free,
-	    .pin = &w->pin, .fd = fd, .off = off, .on_disk = on_disk};
+	*ext = (struct store_ext){.handle = file_ref(f), .free = file_free,
+	    .pin = pin, .fd = f->fd, .off = off, .on_disk = on_disk};
 	store_body_drop_data(bp);
 	(*bp)->ext = ext;
 	(*bp)->len = len;
 	return true;
+}
+
+bool
+bodyfd_share(struct store_body **bp, struct bodyfd_file *f, int64_t off,
+    size_t len)
+{
+	/* the page cache holds a disk file's bytes: no pin to keep */
+	return attach(bp, f, off, len, NULL, true);
 }
 
 bool
@@ -94,7 +145,16 @@ bodyfd_convert(struct store_body **bp, int fd_ceiling)
 		off += (size_t)n;
 	}
 	/* on ENOMEM the body stays on the heap, fd closed */
-	return bodyfd_attach(bp, fd, 0, b->len, false);
+	struct bodyfd_file *f = bodyfd_file_open(fd, (int64_t)b->len);
+	struct segment_watch *w = f != NULL ? calloc(1, sizeof(*w)) : NULL;
+	if (w == NULL || !attach(bp, f, 0, b->len, &w->pin, false)) {
+		free(w);
+		bodyfd_file_unref(&f);
+		return false;
+	}
+	evbuffer_file_segment_add_cleanup_cb(f->seg, on_segment_done, w);
+	bodyfd_file_unref(&f); /* the body's reference is the one left */
+	return true;
 }
 
 void
@@ -103,11 +163,19 @@ bodyfd_send(struct store_body *b, struct evbuffer *out)
 	if (b->len == 0)
 		return;
 	if (b->ext != NULL) {
-		/* the segment's offsets are relative to its own start */
-		evbuffer_add_file_segment(out, b->ext->handle, 0,
-		    (ev_off_t)b->len);
+		bodyfd_send_range(b, out, 0, b->len);
 		return;
 	}
 	store_body_ref(b);
 	evbuffer_add_reference(out, b->data, b->len, store_body_release_cb, b);
+}
+
+void
+bodyfd_send_range(struct store_body *b, struct evbuffer *out, uint64_t from,
+    uint64_t len)
+{
+	struct bodyfd_file *f = b->ext->handle;
+
+	evbuffer_add_file_segment(out, f->seg, (ev_off_t)b->ext->off +
+	    (ev_off_t)from, (ev_off_t)len);
 }

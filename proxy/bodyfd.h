@@ -26,15 +26,28 @@ struct evbuffer;
 bool bodyfd_convert(struct store_body **b, int fd_ceiling);
 
 /*
- * Makes b (the caller's only reference, with no data of its own) the
- * len bytes of file fd at off, which it then owns (closed with the last
- * sender): a disk tier's body. Returns false, closing fd, on ENOMEM.
+ * A file whose ranges are bodies: fd, of len bytes at most (a bound: the
+ * file may still grow to it), which the file then owns. Each body made
+ * of it takes a reference; the last one (or the last send in flight)
+ * closes fd. NULL, fd closed, on ENOMEM.
  */
-bool bodyfd_attach(struct store_body **b, int fd, int64_t off, size_t len,
-    bool on_disk);
+struct bodyfd_file;
+struct bodyfd_file *bodyfd_file_open(int fd, int64_t len);
+void bodyfd_file_unref(struct bodyfd_file **f);
+
+/*
+ * Makes b (the caller's only reference, with no data of its own) the len
+ * bytes of f at off: a disk tier's body, in a segment file the page cache
+ * keeps (cache_mem does not count its bytes). False on ENOMEM.
+ */
+bool bodyfd_share(struct store_body **b, struct bodyfd_file *f, int64_t off,
+    size_t len);
 
 /* Appends the whole body to out without copying it: a file segment for a
  * converted body, a heap reference otherwise. Takes its own references. */
 void bodyfd_send(struct store_body *b, struct evbuffer *out);
+/* len bytes of a body kept in a file, from body offset from. */
+void bodyfd_send_range(struct store_body *b, struct evbuffer *out,
+    uint64_t from, uint64_t len);
 
 #endif

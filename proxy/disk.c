@@ -51,6 +51,7 @@
 
 #include <xxhash.h>
 
+#include "bodyfd.h"
 #include "clock.h"
 #include "record.h"
 #include "sc_assert.h"
@@ -72,9 +73,15 @@ disk_vary_hash(const char *vary, size_t len)
 int
 disk_pread(int fd, void *buf, size_t len, uint64_t off)
 {
+	return disk_pread_flags(fd, buf, len, off, 0);
+}
+
+int
+disk_pread_flags(int fd, void *buf, size_t len, uint64_t off, int flags)
+{
 	for (size_t got = 0; got < len;) {
-		ssize_t n = pread(fd, (char *)buf + got, len - got,
-		    (off_t)(off + got));
+		struct iovec v = {(char *)buf + got, len - got};
+		ssize_t n = preadv2(fd, &v, 1, (off_t)(off + got), flags);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -172,11 +179,29 @@ void
 disk_seg_release(struct seg *g)
 {
 	SC_ASSERT(g->refs > 0);
-	if (--g->refs == 0 && g->gone) {
-		disk_keys_drop(g);
-		close(g->fd);
-		free(g);
+	if (--g->refs == 0 && g->gone)
+		disk_seg_free(g);
+}
+
+void
+disk_seg_free(struct seg *g)
+{
+	disk_keys_drop(g);
+	bodyfd_file_unref(&g->file);
+	close(g->fd);
+	free(g);
+}
+
+struct bodyfd_file *
+disk_seg_file(struct seg *g)
+{
+	if (g->file == NULL) {
+		int fd = fcntl(g->fd, F_DUPFD_CLOEXEC, 0);
+		/* a bound, not a length: the head segment still grows */
+		if (fd >= 0)
+			g->file = bodyfd_file_open(fd, (int64_t)UINT32_MAX + 1);
 	}
+	return g->file;
 }
 
 struct seg *

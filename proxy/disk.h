@@ -72,6 +72,8 @@ struct disk_stats {
 	uint64_t streams;        /* of the writes, records written as their
 	                          * body arrived (disk_stream_begin) */
 	uint64_t reads, read_bytes, read_errors, read_us;
+	uint64_t reads_cached;   /* of the reads, made on the loop from the
+	                          * page cache (disk_read) */
 	uint64_t dropped[DISK_DROP_N];
 	uint64_t scan_segments, scan_segments_done;
 	uint64_t scan_records;
@@ -149,11 +151,14 @@ unsigned disk_lookup(struct disk *d, uint64_t hash, disk_ent *out,
  * with a new object (one reference, the caller's; o->disk is e), or NULL
  * when the record is another key's, is gone, or fails a check (then it
  * is dropped and counted). Bodies up to mem_max bytes are read into
- * memory; longer ones are sent from the segment file, their checksum
- * verified once, on the first read.
+ * memory; longer ones are sent from the segment file (sharing one
+ * descriptor). A body's checksum is verified once, at its first read
+ * since start-up. A record whose bytes are all in the page cache is read
+ * at once, on the loop: done has run when this returns true. Otherwise
+ * the read goes to a thread.
  */
 typedef void disk_read_f(void *arg, struct store_obj *o);
-void disk_read(struct disk *d, disk_ent e, size_t mem_max, const char *key,
+bool disk_read(struct disk *d, disk_ent e, size_t mem_max, const char *key,
     size_t klen, disk_read_f *done, void *arg);
 
 /*

@@ -72,6 +72,7 @@ struct seg {
 	bool keys_lost;      /* a key could not be kept: no key file */
 	struct found *keys;  /* its records so far, for its key file */
 	size_t nkeys, cap_keys;
+	struct bodyfd_file *file; /* bodies sent from it, once one is */
 };
 
 struct disk {
@@ -98,6 +99,7 @@ struct disk {
 	uint32_t scan_end;   /* past the last segment found at start */
 	uint64_t scan_start_ms;
 	bool closing;        /* no new jobs: the pool is draining */
+	bool no_nowait;      /* the file system refuses RWF_NOWAIT */
 	struct ratelog write_log, read_log;
 	struct disk_stats stats;
 };
@@ -125,6 +127,9 @@ struct write_job {
 /* The whole of len bytes at off, or -1: errno set, or 0 when the file
  * ends first (a record cut short). */
 int disk_pread(int fd, void *buf, size_t len, uint64_t off);
+/* With preadv2's flags: RWF_NOWAIT fails with EAGAIN where the bytes are
+ * not all in the page cache, never waiting for the device. */
+int disk_pread_flags(int fd, void *buf, size_t len, uint64_t off, int flags);
 int disk_pwrite(int fd, const void *buf, size_t len, uint64_t off);
 /* a's bytes then b's at off, in one call when the kernel takes them. */
 int disk_pwrite2(int fd, const void *a, size_t alen, const void *b,
@@ -135,6 +140,11 @@ uint16_t disk_vary_hash(const char *vary, size_t len);
 /* ---- segments ---- */
 
 struct seg *disk_seg_find(const struct disk *d, uint32_t id);
+/* The file the segment's bodies are sent from (a descriptor of its own,
+ * which outlives g while a body or a send holds it); NULL on failure. */
+struct bodyfd_file *disk_seg_file(struct seg *g);
+/* Closes g's descriptors (what a body holds stays open) and frees g. */
+void disk_seg_free(struct seg *g);
 /* The segment that takes the writes. */
 struct seg *disk_head_seg(const struct disk *d);
 int disk_seg_append(struct disk *d, struct seg *g);

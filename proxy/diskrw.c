@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "bodyfd.h"
@@ -176,6 +177,7 @@ struct read_job {
 	uint32_t len;          /* the record's, as the index has it */
 	size_t mem_max;
 	bool verified;         /* the body's checksum was checked before */
+	int rwf;               /* preadv2's flags: RWF_NOWAIT on the loop */
 	char *want;            /* the key asked for */
 	size_t want_len;
 	disk_read_f *cb;
@@ -184,7 +186,9 @@ struct read_job {
 	bool failed;           /* fail says why; j.err has an I/O error's */
 	enum disk_drop fail;
 	bool other;            /* a record of another key (hash collision) */
-	uint8_t *head;         /* record_head_len(&r) bytes */
+	uint8_t *head;         /* record_head_len(&r) bytes: rec's, or
+	                        * its own allocation */
+	struct store_body *rec; /* the whole record, when read in one call */
 	struct record_info r;
 	struct store_body *body; /* in memory, or NULL: left in the file */
 };
@@ -192,12 +196,12 @@ struct read_job {
 /* Reads and checks the head at off into a new buffer. */
 static uint8_t *
 read_head(int fd, uint64_t off, uint32_t len, struct record_info *r,
-    bool *bad)
+    bool *bad, int rwf)
 {
 	uint8_t fixed[RECORD_HEAD];
 
 	*bad = false;
-	if (disk_pread(fd, fixed, sizeof(fixed), off) < 0) {
+	if (disk_pread_flags(fd, fixed, sizeof(fixed), off, rwf) < 0) {
 		*bad = errno == 0;
 		return NULL;
 	}
@@ -211,9 +215,9 @@ read_head(int fd, uint64_t off, uint32_t len, struct record_info *r,
 		return NULL;
 	memcpy(head, fixed, sizeof(fixed));
 	uint8_t trailer[RECORD_TRAILER];
-	if (disk_pread(fd, head + RECORD_HEAD, hlen - RECORD_HEAD,
-	    off + RECORD_HEAD) < 0 || disk_pread(fd, trailer,
-	    sizeof(trailer), off + record_trailer_off(r)) < 0) {
+	if (disk_pread_flags(fd, head + RECORD_HEAD, hlen - RECORD_HEAD,
+	    off + RECORD_HEAD, rwf) < 0 || disk_pread_flags(fd, trailer,
+	    sizeof(trailer), off + record_trailer_off(r), rwf) < 0) {
 		*bad = errno == 0;
 		free(head);
 		return NULL;
@@ -224,6 +228,16 @@ read_head(int fd, uint64_t off, uint32_t len, struct record_info *r,
 		return NULL;
 	}
 	return head;
+}
+
+static void
+read_results_free(struct read_job *rj)
+{
+	if (rj->rec == NULL)
+		free(rj->head);
+	rj->head = NULL;
+	store_body_unref(&rj->rec);
+	store_body_unref(&rj->body);
 }
 
 static void
@@ -238,33 +252,36 @@ read_failed(struct read_job *rj, bool bad, enum disk_drop why)
  * are, and a disk hit's cost is mostly its system calls. */
 #define WHOLE_READ_MAX (1u << 20)
 
-static uint8_t *
+/* The record read in one call into a body's memory, where it stays: a
+ * body wanted in memory is then its bytes past the head, not a copy. */
+static struct store_body *
 read_whole(int fd, uint64_t off, uint32_t len, struct record_info *r,
-    bool *bad)
+    bool *bad, int rwf)
 {
-	uint8_t *p = malloc(len);
+	struct store_body *b = store_body_new(len);
+	uint8_t *p = b != NULL ? (uint8_t *)b->mem : NULL;
 
 	*bad = false;
 	if (p == NULL)
 		return NULL;
-	if (disk_pread(fd, p, len, off) < 0) {
+	if (disk_pread_flags(fd, p, len, off, rwf) < 0) {
 		*bad = errno == 0;
-		free(p);
+		store_body_unref(&b);
 		return NULL;
 	}
 	if (!record_read_fixed(p, r) || record_len(r) != len ||
 	    !record_head_ok(p, r) ||
 	    !record_read_trailer(p + record_trailer_off(r), r)) {
 		*bad = true;
-		free(p);
+		store_body_unref(&b);
 		return NULL;
 	}
-	return p;
+	return b;
 }
 
 /* The body's checksum, read from the file a chunk at a time. */
 static int
-file_body_sum(int fd, uint64_t off, size_t len, uint64_t *sum)
+file_body_sum(int fd, uint64_t off, size_t len, uint64_t *sum, int rwf)
 {
 	struct record_sum *rs = record_sum_new();
 	char *buf = malloc(IO_CHUNK);
@@ -272,7 +289,7 @@ file_body_sum(int fd, uint64_t off, size_t len, uint64_t *sum)
 
 	for (size_t done = 0; rc == 0 && done < len;) {
 		size_t n = len - done < IO_CHUNK ? len - done : IO_CHUNK;
-		rc = disk_pread(fd, buf, n, off + done);
+		rc = disk_pread_flags(fd, buf, n, off + done, rwf);
 		if (rc == 0)
 			record_sum_add(rs, buf, n);
 		done += n;
@@ -289,13 +306,19 @@ run_read(struct iopool_job *pj)
 	struct job *j = &rj->j;
 	int fd = j->g->fd;
 	uint64_t t0 = mono_us();
-	/* in one call when the body is wanted in memory anyway */
-	bool bad, whole = rj->len <= WHOLE_READ_MAX &&
-	    rj->len <= rj->mem_max + RECORD_HEAD + RECORD_TRAILER + 8192;
+	/* in one call when the body is wanted in memory anyway, or is to
+	 * be checked */
+	bool bad, whole = rj->len <= WHOLE_READ_MAX && (!rj->verified ||
+	    rj->len <= rj->mem_max + RECORD_HEAD + RECORD_TRAILER + 8192);
 
 	errno = 0;
-	rj->head = whole ? read_whole(fd, j->off, rj->len, &rj->r, &bad) :
-	    read_head(fd, j->off, rj->len, &rj->r, &bad);
+	if (whole) {
+		rj->rec = read_whole(fd, j->off, rj->len, &rj->r, &bad,
+		    rj->rwf);
+		rj->head = rj->rec != NULL ? (uint8_t *)rj->rec->mem : NULL;
+	} else
+		rj->head = read_head(fd, j->off, rj->len, &rj->r, &bad,
+		    rj->rwf);
 	if (rj->head == NULL) {
 		read_failed(rj, bad, DISK_DROP_TORN);
 		goto out;
@@ -307,7 +330,11 @@ run_read(struct iopool_job *pj)
 	}
 	uint64_t hlen = record_head_len(&rj->r);
 	size_t blen = (size_t)rj->r.body_len;
-	if (blen <= rj->mem_max) {
+	if (blen <= rj->mem_max && whole) {
+		rj->body = store_body_ref(rj->rec);
+		rj->body->data = rj->rec->mem + hlen;
+		rj->body->len = blen;
+	} else if (blen <= rj->mem_max) {
 		rj->body = store_body_new(blen);
 		errno = ENOMEM;
 		if (rj->body == NULL) {
@@ -315,25 +342,27 @@ run_read(struct iopool_job *pj)
 			goto out;
 		}
 		errno = 0;
-		if (whole)
-			memcpy(rj->body->data, rj->head + hlen, blen);
-		else if (disk_pread(fd, rj->body->data, blen, j->off + hlen) <
-		    0) {
+		if (disk_pread_flags(fd, rj->body->data, blen, j->off + hlen,
+		    rj->rwf) < 0) {
 			read_failed(rj, errno == 0, DISK_DROP_TORN);
 			goto out;
 		}
 		rj->body->len = blen;
+	}
+	/* a body's checksum is checked once, at its first read since
+	 * start-up (or never, when this process wrote it): the bytes of a
+	 * record never change once it is whole */
+	if (rj->verified)
+		goto out;
+	if (blen <= rj->mem_max) {
 		if (record_body_sum(rj->body->data, blen) != rj->r.body_sum)
 			read_failed(rj, true, DISK_DROP_CHECKSUM);
 		goto out;
 	}
-	if (rj->verified)
-		goto out;
-	/* sent from the file: its checksum is checked once, here */
 	uint64_t sum;
 	if (whole)
 		sum = record_body_sum(rj->head + hlen, blen);
-	else if (file_body_sum(fd, j->off + hlen, blen, &sum) < 0) {
+	else if (file_body_sum(fd, j->off + hlen, blen, &sum, rj->rwf) < 0) {
 		read_failed(rj, errno == 0, DISK_DROP_TORN);
 		goto out;
 	}
@@ -354,16 +383,10 @@ read_object(struct read_job *rj)
 
 	rj->body = NULL;
 	if (body == NULL) {
-		int fd = dup(j->g->fd);
-		body = store_body_new(0);
-		if (fd < 0 || body == NULL) {
-			if (fd >= 0)
-				close(fd);
-			store_body_unref(&body);
-			return NULL;
-		}
-		if (!bodyfd_attach(&body, fd, (int64_t)j->off +
-		    (int64_t)record_head_len(r), (size_t)r->body_len, true)) {
+		struct bodyfd_file *f = disk_seg_file(j->g);
+		body = f != NULL ? store_body_new(0) : NULL;
+		if (body == NULL || !bodyfd_share(&body, f, (int64_t)j->off +
+		    (int64_t)record_head_len(r), (size_t)r->body_len)) {
 			store_body_unref(&body);
 			return NULL;
 		}
@@ -404,18 +427,52 @@ done_read(struct iopool_job *pj)
 			    rj->want_len);
 	} else if (!rj->other && current) {
 		d->stats.read_bytes += rj->len;
-		if (rj->r.body_len > rj->mem_max)
-			d->ents[j->e].flags |= E_VERIFIED;
+		d->ents[j->e].flags |= E_VERIFIED;
 		o = read_object(rj);
 	}
 	rj->cb(rj->arg, o);
-	free(rj->head);
+	read_results_free(rj);
 	free(rj->want);
-	store_body_unref(&rj->body);
 	disk_job_end(j);
 }
 
-void
+/*
+ * A read from the page cache costs a copy; a thread's round trip costs
+ * two context switches and more, the larger part of a small disk hit.
+ * So the loop tries first, with RWF_NOWAIT, which fails rather than wait
+ * for the device; what it cannot read that way goes to a thread, and
+ * the kernel has started reading it ahead meanwhile. Only records up to
+ * WHOLE_READ_MAX, or whose body stays in the file, already checked: the
+ * loop copies at most that much.
+ */
+static bool
+read_cached(struct read_job *rj, struct seg *g)
+{
+	struct job *j = &rj->j;
+	struct disk *d = j->d;
+
+	if (d->no_nowait || (rj->len > WHOLE_READ_MAX && !rj->verified))
+		return false;
+	j->g = g;
+	rj->rwf = RWF_NOWAIT;
+	run_read(&j->pj);
+	bool blocked = rj->failed && rj->fail == DISK_DROP_IO &&
+	    (j->err == EAGAIN || j->err == EOPNOTSUPP || j->err == EINVAL);
+	if (!blocked) {
+		d->stats.reads_cached++;
+		g->refs++; /* done_read's release takes it */
+		done_read(&j->pj);
+		return true;
+	}
+	if (j->err != EAGAIN)
+		d->no_nowait = true;
+	read_results_free(rj);
+	rj->failed = rj->other = false;
+	rj->rwf = j->err = 0;
+	return false;
+}
+
+bool
 disk_read(struct disk *d, disk_ent e, size_t mem_max, const char *key,
     size_t klen, disk_read_f *done, void *arg)
 {
@@ -427,7 +484,7 @@ disk_read(struct disk *d, disk_ent e, size_t mem_max, const char *key,
 	if (rj == NULL || (rj->want = malloc(klen)) == NULL) {
 		free(rj);
 		done(arg, NULL);
-		return;
+		return true;
 	}
 	memcpy(rj->want, key, klen);
 	rj->want_len = klen;
@@ -438,7 +495,11 @@ disk_read(struct disk *d, disk_ent e, size_t mem_max, const char *key,
 	rj->verified = x->flags & E_VERIFIED;
 	rj->cb = done;
 	rj->arg = arg;
+	rj->j.d = d;
+	if (read_cached(rj, g))
+		return true;
 	disk_job_submit(d, &rj->j, g, run_read, done_read);
+	return false;
 }
 
 /* ---- warming a body's pages ---- */

@@ -648,9 +648,7 @@ disk_close(struct disk **dp)
 		disk_keys_seal(d, d->segs[i]);
 	for (size_t i = 0; i < d->nsegs; i++) {
 		SC_ASSERT(d->segs[i]->refs == 0);
-		disk_keys_drop(d->segs[i]);
-		close(d->segs[i]->fd);
-		free(d->segs[i]);
+		disk_seg_free(d->segs[i]);
 	}
 	if (d->spare != NULL) {
 		close(d->spare->fd);

@@ -29,6 +29,7 @@
 
 #include <event2/buffer.h>
 
+#include "bodyfd.h"
 #include "client.h"
 #include "tiers.h"
 
@@ -97,8 +98,7 @@ pump(struct disksend *ds)
 			uint64_t n = ds->warmed - ds->queued;
 			if (n > WINDOW)
 				n = WINDOW;
-			evbuffer_add_file_segment(out, ds->body->ext->handle,
-			    (ev_off_t)ds->queued, (ev_off_t)n);
+			bodyfd_send_range(ds->body, out, ds->queued, n);
 			ds->queued += n;
 			client_sent(t, n);
 		}

@@ -69,6 +69,7 @@ metrics_refresh(struct server *s)
 	s->m.disk_dropped_io = ds->dropped[DISK_DROP_IO];
 	s->m.disk_dropped_replaced = ds->dropped[DISK_DROP_REPLACED];
 	s->m.disk_dropped_aborted = ds->dropped[DISK_DROP_ABORTED];
+	s->m.disk_reads_cached = ds->reads_cached;
 	s->m.disk_streamed = ds->streams;
 	s->m.disk_segments_evicted = ds->segments_evicted;
 	s->m.disk_scan_found = ds->scan_segments;

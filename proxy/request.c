@@ -415,9 +415,20 @@ lookup(struct txn *t)
 	struct store_obj *o = store_lookup(s->store, t->url.norm, t->url.len,
 	    vary_matches, t);
 
-	if (o == NULL && !t->disk_read && tiers_read(s, t->url.norm,
-	    t->url.len, disk_read_done, t, &t->disk_wait))
-		return;
+	if (o == NULL && !t->disk_read) {
+		switch (tiers_read(s, t->url.norm, t->url.len, disk_read_done,
+		    t, &t->disk_wait)) {
+		case TIERS_NONE:
+			break;
+		case TIERS_READ:
+			t->disk_read = true;
+			o = store_lookup(s->store, t->url.norm, t->url.len,
+			    vary_matches, t);
+			break;
+		case TIERS_WAIT:
+			return;
+		}
+	}
 	if (o == NULL) {
 		if (t->reqcc.only_if_cached) {
 			request_error(t, 504, SQ_TCP_MISS, "not in cache "

@@ -71,6 +71,7 @@ store_body_new(size_t cap)
 	b->cap = cap;
 	b->ext = NULL;
 	b->pin = NULL;
+	b->data = b->mem;
 	return b;
 }
 
@@ -80,7 +81,8 @@ body_charge(const struct store_body *b)
 {
 	if (b->ext != NULL && b->ext->on_disk)
 		return sizeof(*b) + sizeof(*b->ext) + ALLOC_OVERHEAD;
-	return sizeof(*b) + b->len + ALLOC_OVERHEAD;
+	return sizeof(*b) + (size_t)(b->data - b->mem) + b->len +
+	    ALLOC_OVERHEAD;
 }
 
 int
@@ -88,7 +90,7 @@ store_body_append(struct store_body **bp, const void *p, size_t n)
 {
 	struct store_body *b = *bp;
 
-	SC_ASSERT(b->refs == 1);
+	SC_ASSERT(b->refs == 1 && b->data == b->mem);
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 4096;
 		while (cap < b->len + n)
@@ -97,6 +99,7 @@ store_body_append(struct store_body **bp, const void *p, size_t n)
 		if (b == NULL)
 			return -1;
 		b->cap = cap;
+		b->data = b->mem;
 		*bp = b;
 	}
 	memcpy(b->data + b->len, p, n);
@@ -109,12 +112,13 @@ store_body_shrink(struct store_body **bp)
 {
 	struct store_body *b = *bp;
 
-	SC_ASSERT(b->refs == 1);
+	SC_ASSERT(b->refs == 1 && b->data == b->mem);
 	if (b->cap == b->len)
 		return;
 	b = realloc(b, sizeof(*b) + b->len);
 	if (b != NULL) {
 		b->cap = b->len;
+		b->data = b->mem;
 		*bp = b;
 	}
 }
@@ -129,6 +133,7 @@ store_body_drop_data(struct store_body **bp)
 	if (b != NULL)
 		*bp = b;
 	(*bp)->cap = 0;
+	(*bp)->data = (*bp)->mem;
 }
 
 struct store_body *

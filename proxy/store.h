@@ -44,7 +44,10 @@ struct store_body {
 	size_t cap;
 	struct store_ext *ext; /* owned; NULL for a heap body */
 	struct store_pin *pin; /* a heap body's pin, released at its free */
-	char data[];
+	/* the bytes: mem, or past a prefix of it (a disk record read whole
+	 * keeps its head before the body: one read, no second copy) */
+	char *data;
+	char mem[];
 };
 
 /* Gives back a pin's charge to its store; accepts NULL, clears *p. */

@@ -11,8 +11,9 @@
  * with sendfile from the page cache. A response too large for memory, of
  * known length, goes to the disk as it arrives (tiers_stream), never
  * whole in memory. A memory miss looks in the disk's index and
- * reads the candidates off the loop into memory (a promotion); the
- * request then looks in memory again.
+ * reads the candidates into memory (a promotion): on the loop when the
+ * page cache holds them, off it otherwise. The request then looks in
+ * memory again.
  *
  * One account for the summary: an object is in the cache while either
  * tier holds it, and observers hear of it once. The link is o->disk (the
@@ -309,7 +310,7 @@ on_read(void *arg, struct store_obj *o)
 	wait_release(w);
 }
 
-bool
+enum tiers_read
 tiers_read(struct server *s, const char *key, size_t klen,
     void (*done)(void *arg), void *arg, struct tiers_wait **wait)
 {
@@ -317,23 +318,28 @@ tiers_read(struct server *s, const char *key, size_t klen,
 	disk_ent e[READ_MAX];
 
 	if (tr->disk == NULL)
-		return false;
+		return TIERS_NONE;
 	unsigned n = disk_lookup(tr->disk, XXH3_64bits(key, klen), e,
 	    READ_MAX);
 	if (n == 0)
-		return false;
+		return TIERS_NONE;
 	struct tiers_wait *w = calloc(1, sizeof(*w));
 	if (w == NULL)
-		return false;
-	*w = (struct tiers_wait){tr, done, arg, n};
-	*wait = w;
+		return TIERS_NONE;
+	/* one more than the reads: reads done at once do not call done */
+	*w = (struct tiers_wait){tr, done, arg, n + 1};
 	/* bodies memory would keep in a memfd are sent from the disk's
 	 * file instead (the page cache holds them either way) */
 	size_t mem_max = s->conf.max_memory_object_size < BODYFD_MIN ?
 	    s->conf.max_memory_object_size : BODYFD_MIN - 1;
 	for (unsigned i = 0; i < n; i++)
 		disk_read(tr->disk, e[i], mem_max, key, klen, on_read, w);
-	return true;
+	if (--w->pending == 0) {
+		free(w);
+		return TIERS_READ;
+	}
+	*wait = w;
+	return TIERS_WAIT;
 }
 
 void

@@ -52,12 +52,15 @@ unsigned tiers_invalidate(struct server *s, const char *key, size_t klen);
 
 /*
  * Memory has no copy of key: whether the disk may. When it may, its
- * copies are read off the loop and put in memory, then done(arg) runs
- * and the caller looks in memory again; *wait is the caller's handle for
- * tiers_wait_cancel. False, with nothing started, when the disk has none.
+ * copies are read and put in memory, and the caller looks in memory
+ * again: at once on TIERS_READ (the page cache held them all), or when
+ * done(arg) runs on TIERS_WAIT (some were read off the loop); *wait is
+ * then the caller's handle for tiers_wait_cancel. TIERS_NONE, with
+ * nothing started, when the disk has none.
  */
 struct tiers_wait;
-bool tiers_read(struct server *s, const char *key, size_t klen,
+enum tiers_read { TIERS_NONE, TIERS_READ, TIERS_WAIT };
+enum tiers_read tiers_read(struct server *s, const char *key, size_t klen,
     void (*done)(void *arg), void *arg, struct tiers_wait **wait);
 /* The caller is gone: done will not be called. Accepts NULL. */
 void tiers_wait_cancel(struct tiers_wait **wait);

@@ -121,9 +121,8 @@ on_read(void *arg, struct store_obj *o)
 	got->o = o;
 }
 
-/* Reads key back from the disk: the object, or NULL. */
 struct store_obj *
-read_back(struct rig *g, const char *key)
+read_back_as(struct rig *g, const char *key, size_t mem_max, bool *at_once)
 {
 	disk_ent e[4];
 	unsigned n = disk_lookup(g->d, XXH3_64bits(key, strlen(key)), e, 4);
@@ -131,9 +130,20 @@ read_back(struct rig *g, const char *key)
 	if (n == 0)
 		return NULL;
 	struct got got = {0};
-	disk_read(g->d, e[0], 1 << 20, key, strlen(key), on_read, &got);
+	bool now = disk_read(g->d, e[0], mem_max, key, strlen(key), on_read,
+	    &got);
+	/* done has run exactly when disk_read says so */
+	cr_assert_eq(now, got.done);
+	if (at_once != NULL)
+		*at_once = now;
 	RUN_UNTIL(g, got.done);
 	return got.o;
+}
+
+struct store_obj *
+read_back(struct rig *g, const char *key)
+{
+	return read_back_as(g, key, 1 << 20, NULL);
 }
 
 void

@@ -63,6 +63,11 @@ void check_body(struct store_obj *o, size_t body, int i);
 /* Reads key back from the disk (bodies over 1 MB left in the file):
  * the object, or NULL. */
 struct store_obj *read_back(struct rig *g, const char *key);
+/* The same with bodies over mem_max left in the file; *at_once (may be
+ * NULL) tells whether the read was done on the spot, from the page
+ * cache. */
+struct store_obj *read_back_as(struct rig *g, const char *key,
+    size_t mem_max, bool *at_once);
 
 /* The newest non-empty segment's path and length. */
 void newest_segment(const struct rig *g, char *path, size_t len,

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -342,6 +344,122 @@ Test(disk, the_index_costs_at_most_52_bytes_an_object)
 	fprintf(stderr, "figure: disk index %.1f bytes an object (%llu "
 	    "objects)\n", per, (unsigned long long)st->objects);
 	cr_assert_leq(per, 52.0);
+	rig_stop(&g);
+}
+
+/* The segment files' pages leave the page cache. */
+static void
+drop_page_cache(const struct rig *g)
+{
+	DIR *dp = opendir(g->dir);
+	struct dirent *de;
+
+	cr_assert_not_null(dp);
+	while ((de = readdir(dp)) != NULL) {
+		char p[512];
+		snprintf(p, sizeof(p), "%s/%s", g->dir, de->d_name);
+		int fd = strncmp(de->d_name, "seg-", 4) == 0 ?
+		    open(p, O_RDONLY) : -1;
+		if (fd < 0)
+			continue;
+		cr_assert_eq(fdatasync(fd), 0);
+		cr_assert_eq(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+		close(fd);
+	}
+	closedir(dp);
+}
+
+/* What the page cache holds is read on the loop, at once; what it lost
+ * is read by a thread, never on the loop; the bytes are right both ways. */
+Test(disk, cached_records_are_read_at_once_others_by_a_thread)
+{
+	struct rig g;
+	char key[64];
+	bool now;
+	struct statfs fs;
+
+	rig_start(&g, 64 << 20);
+	cr_assert_eq(statfs(g.dir, &fs), 0);
+	if (fs.f_type == TMPFS_MAGIC) {
+		rig_stop(&g);
+		cr_skip_test("%s is a tmpfs: its pages never leave", g.dir);
+	}
+	RUN_UNTIL(&g, g.ev.scanned == 1);
+	store_n(&g, 0, 20, 16384);
+	RUN_UNTIL(&g, g.ev.found == 20);
+	for (int i = 0; i < 10; i++) {
+		key_of(key, sizeof(key), i);
+		struct store_obj *o = read_back_as(&g, key, 1 << 20, &now);
+		cr_assert(now, "object %d, just written, was not read at once",
+		    i);
+		check_body(o, 16384, i);
+		store_obj_unref(&o);
+	}
+	cr_assert_eq(disk_stats(g.d)->reads_cached, 10);
+	for (int i = 10; i < 20; i++) {
+		/* each time: a read brings its neighbours in (read-ahead) */
+		drop_page_cache(&g);
+		key_of(key, sizeof(key), i);
+		struct store_obj *o = read_back_as(&g, key, 1 << 20, &now);
+		cr_assert_not(now, "object %d was read on the loop with its "
+		    "pages out of the page cache", i);
+		check_body(o, 16384, i);
+		store_obj_unref(&o);
+	}
+	cr_assert_eq(disk_stats(g.d)->reads_cached, 10);
+	cr_assert_eq(disk_stats(g.d)->reads, 20);
+	rig_stop(&g);
+}
+
+static int
+open_fds(void)
+{
+	DIR *dp = opendir("/proc/self/fd");
+	int n = 0;
+
+	cr_assert_not_null(dp);
+	while (readdir(dp) != NULL)
+		n++;
+	closedir(dp);
+	return n;
+}
+
+/* Bodies left in their segment file share one descriptor a segment: a
+ * memory tier holding many of them does not run the process out of
+ * them (one each, before). */
+Test(disk, bodies_in_a_file_share_one_descriptor)
+{
+	struct rig g;
+	char key[64];
+	struct store_obj *held[200];
+
+	rig_start(&g, 64 << 20);
+	RUN_UNTIL(&g, g.ev.scanned == 1);
+	store_n(&g, 0, 200, 70000);
+	RUN_UNTIL(&g, g.ev.found == 200);
+	int before = open_fds();
+	for (int i = 0; i < 200; i++) {
+		key_of(key, sizeof(key), i);
+		held[i] = read_back_as(&g, key, 0, NULL);
+		cr_assert_not_null(held[i]);
+		cr_assert(held[i]->body->ext != NULL && held[i]->body->ext->on_disk);
+	}
+	int during = open_fds();
+	uint64_t segs = disk_stats(g.d)->segments;
+	cr_assert_leq(during - before, (int)segs, "%d descriptors more for "
+	    "200 bodies in %llu segments", during - before,
+	    (unsigned long long)segs);
+	/* the bytes are the file's, from where each body starts */
+	for (int i = 0; i < 200; i += 41) {
+		char buf[70000];
+		const struct store_ext *x = held[i]->body->ext;
+		cr_assert_eq(pread(x->fd, buf, sizeof(buf), x->off),
+		    (ssize_t)sizeof(buf));
+		for (size_t k = 0; k < sizeof(buf); k++)
+			cr_assert_eq(buf[k], 'a' + i % 26, "object %d byte %zu", i, k);
+	}
+	for (int i = 0; i < 200; i++)
+		store_obj_unref(&held[i]);
 	rig_stop(&g);
 }
 
