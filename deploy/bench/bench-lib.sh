@@ -72,3 +72,8 @@ BENCH_MEDIAN_AWK='
     n = split(s, a, " ")
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }'
+
+# bench_can_drop: whether this user can empty the page cache (root), for
+# the runs from a cold one; bench_drop empties it, dirty pages first.
+bench_can_drop() { sync && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; }
+bench_drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }

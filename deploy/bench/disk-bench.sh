@@ -6,16 +6,20 @@
 #     how many objects it restored, and how many segments it read from
 #     their key files; then once more killed with every key file removed,
 #     which is the whole scan a node without them would make;
+#   - the same objects fetched through Squid 5.7 with a rock cache_dir of
+#     the same size and the same cache_mem, and Squid restarted the same
+#     two ways;
 #   - hits: req/s and p99 of 16 KB and 256 KB hits served from the memory
 #     tier, and from the disk tier with a warm page cache (a working set
 #     four times cache_mem, so almost every request reads the disk's copy);
+#   - hits with a cold page cache (dropped before each run; needs root):
+#     the objects at random, sumcache beside Squid's rock;
 #   - the index's memory per object on disk.
-# wrk runs on CPU 0, sumcache and the nginx origin on CPU 1. Rounds are
-# interleaved; medians are printed.
+# wrk runs on CPU 0, sumcache, Squid and the nginx origin on CPU 1. Rounds
+# are interleaved; medians are printed.
 #
 #   OBJECTS=100000 ROUNDS=3 DURATION=5 deploy/bench/disk-bench.sh
-# The 1 GB object, and cold page caches for it: large-bench.sh. Not yet
-# measured here: Squid's rock store beside it (see README, The disk tier).
+# The 1 GB object, and cold page caches for it: large-bench.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . deploy/lib.sh
@@ -26,10 +30,11 @@ DURATION=${DURATION:-5}
 CONNS=${CONNS:-50}
 ORIGIN_PORT=${ORIGIN_PORT:-18091}
 SC_PORT=${SC_PORT:-23138}
+SQUID_PORT=${SQUID_PORT:-23139}
 
 bench_build
 bench_workdir sumcache-disk-bench
-bench_cleanup_more() { rm -rf "$work/cache"; }
+bench_cleanup_more() { rm -rf "$work/cache" "$work/squid/rock"; }
 
 # ---- origin: nginx, /s/SIZE/ANY is a file of SIZE KB ----
 mkdir -p "$work/www"
@@ -108,6 +113,73 @@ restart KILL >>"$work/restarts.txt"
 restart SCAN >>"$work/restarts.txt"
 restarts=$(cat "$work/restarts.txt")
 
+# ---- Squid 5.7 with a rock cache_dir, the same objects ----
+# Squid (as user proxy) writes its database and its log in squid/
+mkdir -p "$work/squid/rock"
+chown -R proxy:proxy "$work/squid" 2>/dev/null || true
+cat >"$work/squid.conf" <<EOS
+http_port 127.0.0.1:$SQUID_PORT
+http_access allow localhost
+http_access deny all
+cache_mem 64 MB
+maximum_object_size_in_memory 64 KB
+maximum_object_size 1 MB
+cache_dir rock $work/squid/rock $dir_mb
+workers 1
+pinger_enable off
+pid_filename $work/squid.pid
+cache_log $work/squid/cache.log
+access_log none
+coredump_dir $work/squid
+shutdown_lifetime 1 seconds
+EOS
+squid -z -N -f "$work/squid.conf" >/dev/null 2>&1
+sq_pid=""
+start_squid() {
+  rm -f "$work/squid/cache.log"
+  taskset -c 1 squid -N -f "$work/squid.conf" >>"$work/squid.out" 2>&1 &
+  sq_pid=$!
+  pids+=($sq_pid)
+}
+squid_entries() {
+  curl -s "http://127.0.0.1:$SQUID_PORT/squid-internal-mgr/storedir" |
+    awk '/Current entries:/ { print $3; exit }'
+}
+echo "disk-bench: filling Squid's rock store with the same objects" >&2
+start_squid
+wait_port "$SQUID_PORT"
+t0=$(now)
+taskset -c 0 curl -s -Z --parallel-max 16 -x "127.0.0.1:$SQUID_PORT" -K "$work/fill.curl" 2>/dev/null
+squid_fill_s=$(awk -v t0="$t0" -v t="$(now)" 'BEGIN { printf "%.1f", t - t0 }')
+squid_stored=$(squid_entries)
+squid_restart() { # TERM|KILL -> "how serve_s whole_s restored"
+  local t0 ts tw
+  kill "-$1" "$sq_pid"
+  while kill -0 "$sq_pid" 2>/dev/null; do sleep 0.05; done
+  sync
+  t0=$(now)
+  start_squid
+  until curl -s -o /dev/null "http://127.0.0.1:$SQUID_PORT/squid-internal-mgr/info"; do
+    sleep 0.01
+    kill -0 "$sq_pid" 2>/dev/null ||
+      { echo "disk-bench: Squid did not start; see $work/squid.out" >&2; exit 1; }
+  done
+  ts=$(now)
+  # rock has no index to read: a start scans the whole database
+  until grep -qs "Finished rebuilding storage from disk" "$work/squid/cache.log"; do
+    sleep 0.02
+    awk -v t0="$t0" -v t="$(now)" 'BEGIN { exit !(t - t0 > 900) }' &&
+      { echo "disk-bench: Squid did not finish its rebuild" >&2; exit 1; }
+  done
+  tw=$(now)
+  awk -v s="$1" -v t0="$t0" -v ts="$ts" -v tw="$tw" \
+    -v n="$(awk '/Objects loaded/ { print $(NF - 2); exit }' "$work/squid/cache.log")" \
+    'BEGIN { printf "%s %.2f %.2f %d\n", s, ts - t0, tw - t0, n }'
+}
+squid_restart TERM >"$work/squid-restarts.txt"
+squid_restart KILL >>"$work/squid-restarts.txt"
+squid_restarts=$(cat "$work/squid-restarts.txt")
+
 # ---- hits: memory tier against disk tier ----
 lua() { # $1 = size KB, $2 = how many distinct objects (named m0.. for
          # memory's set, d0.. for the disk's)
@@ -158,6 +230,51 @@ done
 disk_hits=$(metric 'sumcache_hits_total{tier="disk"}')
 mem_hits=$(metric 'sumcache_hits_total{tier="memory"}')
 
+# ---- cold page cache: sumcache beside Squid's rock, the same objects ----
+# Objects of the fill at random: the memory tiers (64 MB each) hold a few
+# percent of them, so nearly every hit reads the device.
+cat >"$work/cold.lua" <<EOL
+math.randomseed(7)
+request = function()
+  local i = math.random(1, $OBJECTS)
+  return wrk.format("GET", "$origin/s/" .. (4 * (1 + i % 8)) .. "/" .. i)
+end
+EOL
+cold_run() { # NAME PORT -> "name rps p99ms"
+  local out
+  bench_drop
+  out=$(taskset -c 0 wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency \
+    -s "$work/cold.lua" "http://127.0.0.1:$2" 2>&1)
+  wrk_line "$1" <<<"$out" | awk '{ print $1, $2, $4 }'
+}
+squid_counter() {
+  curl -s "http://127.0.0.1:$SQUID_PORT/squid-internal-mgr/counters" |
+    awk -v k="$1" '$1 == k { print $3; exit }'
+}
+cold="$work/cold.txt"
+: >"$cold"
+cold_hits=""
+if bench_can_drop; then
+  sc_h0=$(metric 'sumcache_hits_total{tier="disk"}')
+  sc_r0=$(metric 'sumcache_requests_total{result="local_hit"}')
+  sc_m0=$(metric 'sumcache_requests_total{result="miss"}')
+  sq_h0=$(squid_counter client_http.hits)
+  sq_r0=$(squid_counter client_http.requests)
+  for r in $(seq "$ROUNDS"); do
+    echo "cold round $r/$ROUNDS" >&2
+    cold_run cold_sumcache "$SC_PORT" >>"$cold"
+    cold_run cold_squid "$SQUID_PORT" >>"$cold"
+  done
+  cold_hits=$(awk -v h="$(metric 'sumcache_requests_total{result="local_hit"}')" \
+    -v h0="$sc_r0" -v m="$(metric 'sumcache_requests_total{result="miss"}')" -v m0="$sc_m0" \
+    -v d="$(metric 'sumcache_hits_total{tier="disk"}')" -v d0="$sc_h0" \
+    -v qh="$(squid_counter client_http.hits)" -v qh0="$sq_h0" \
+    -v qr="$(squid_counter client_http.requests)" -v qr0="$sq_r0" 'BEGIN {
+    printf "hits in the cold runs: sumcache %.1f %% (%.1f %% of them from disk), Squid %.1f %%\n",
+      100 * (h - h0) / (h - h0 + m - m0), 100 * (d - d0) / (h - h0),
+      100 * (qh - qh0) / (qr - qr0) }')
+fi
+
 # ---- report ----
 echo
 echo "disk-bench: $OBJECTS objects ($disk_mb MB of records) written in $fill_s s;"
@@ -167,6 +284,8 @@ printf "%-22s %10s %14s %10s %18s\n" restart "serving s" "index whole s" restore
   "key files/segments"
 echo "$restarts" | awk '{ how = $1 == "SCAN" ? "SIGKILL, no key files" : "SIG" $1
   printf "%-22s %10s %14s %10s %18s\n", how, $2, $3, $4, $5 }'
+echo "$squid_restarts" | awk '{ printf "%-22s %10s %14s %10s %18s\n", "Squid rock, SIG" $1, $2, $3, $4, "(scans its db)" }'
+echo "  Squid: $squid_stored of $OBJECTS objects stored in $squid_fill_s s (sumcache: $fill_s s)"
 echo
 awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" "$BENCH_MEDIAN_AWK"'
   { rps[$1] = rps[$1] " " $2; p99[$1] = p99[$1] " " $3 }
@@ -180,4 +299,20 @@ awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" "$BENCH_MEDIAN_AWK"
       median(rps["hit256k_disk"]) / median(rps["hit256k_memory"])
   }' "$results"
 echo "hits by tier over the run: memory $mem_hits, disk $disk_hits"
+if [ -s "$cold" ]; then
+  echo
+  awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" -v n="$OBJECTS" "$BENCH_MEDIAN_AWK"'
+    { rps[$1] = rps[$1] " " $2; p99[$1] = p99[$1] " " $3 }
+    END {
+      printf "cold page cache (dropped before each run): the %d objects at random,\n", n
+      printf "  %d interleaved rounds, wrk -t1 -c%d -d%ds, medians\n", rounds, conns, dur
+      printf "%-16s %10s %9s\n", "run", "req/s", "p99 ms"
+      printf "%-16s %10.0f %9.3f\n", "sumcache", median(rps["cold_sumcache"]), median(p99["cold_sumcache"])
+      printf "%-16s %10.0f %9.3f\n", "Squid rock", median(rps["cold_squid"]), median(p99["cold_squid"])
+      printf "sumcache/Squid req/s: %.2f\n", median(rps["cold_sumcache"]) / median(rps["cold_squid"])
+    }' "$cold"
+  echo "$cold_hits"
+else
+  echo "(cold runs skipped: cannot drop the page cache)"
+fi
 echo "raw rounds: $results"

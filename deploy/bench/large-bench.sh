@@ -69,8 +69,7 @@ dd_read() { # MB/s of reading the segment file
     'BEGIN { printf "%.0f\n", b / 1048576 / (t1 - t0) }'
 }
 can_drop=0
-if sync && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then can_drop=1; fi
-drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+if bench_can_drop; then can_drop=1; fi
 
 start_node
 echo "large-bench: fetching through" >&2
@@ -93,9 +92,9 @@ for r in $(seq "$ROUNDS"); do
   echo "nginx_warm $(taskset -c 0 curl -s -o /dev/null -w '%{speed_download}' "$url" |
     awk '{ printf "%.0f", $1 / 1048576 }')" >>"$results"
   if [ $can_drop = 1 ]; then
-    drop
+    bench_drop
     echo "dd_cold $(dd_read)" >>"$results"
-    drop
+    bench_drop
     echo "sumcache_cold $(get | cut -d' ' -f1)" >>"$results"
   fi
 done
