@@ -14,6 +14,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "bodyfd.h"
 #include "clock.h"
 #include "record.h"
@@ -500,6 +502,34 @@ disk_read(struct disk *d, disk_ent e, size_t mem_max, const char *key,
 		return true;
 	disk_job_submit(d, &rj->j, g, run_read, done_read);
 	return false;
+}
+
+/* ---- a look at a record's head, for ICP ---- */
+
+int
+disk_peek(struct disk *d, const char *key, size_t klen, struct store_meta *m)
+{
+	disk_ent e[1];
+	struct record_info r;
+	bool bad;
+
+	if (disk_lookup(d, XXH3_64bits(key, klen), e, 1) == 0)
+		return -1;
+	struct seg *g = disk_seg_find(d, d->ents[e[0]].seg);
+	if (g == NULL || d->no_nowait)
+		return 0;
+	errno = 0;
+	uint8_t *head = read_head(g->fd, d->ents[e[0]].off, d->ents[e[0]].len,
+	    &r, &bad, RWF_NOWAIT);
+	if (head == NULL)
+		return bad ? -1 : 0;
+	bool same = !(r.flags & RECORD_TOMBSTONE) && r.key_len == klen &&
+	    memcmp(record_key(head), key, klen) == 0;
+	free(head);
+	if (!same)
+		return -1;
+	*m = r.meta;
+	return 1;
 }
 
 /* ---- warming a body's pages ---- */

@@ -152,11 +152,17 @@ vary_matches(const struct store_obj *o, void *arg)
 }
 
 static int64_t
+meta_age(const struct store_meta *m, time_t now)
+{
+	int64_t resident = (int64_t)(now - m->response_time);
+
+	return m->initial_age + (resident > 0 ? resident : 0);
+}
+
+static int64_t
 current_age(const struct store_obj *o, time_t now)
 {
-	int64_t resident = (int64_t)(now - o->meta.response_time);
-
-	return o->meta.initial_age + (resident > 0 ? resident : 0);
+	return meta_age(&o->meta, now);
 }
 
 enum icp_op
@@ -173,12 +179,19 @@ request_icp_lookup(void *arg, const char *url, size_t len)
 	/* any variant: ICP cannot say which one the asker wants */
 	struct store_obj *o = store_lookup(s->store, u.norm, u.len, NULL,
 	    NULL);
+	struct store_meta m;
+	int on_disk = o != NULL ? 1 : tiers_peek(s, u.norm, u.len, &m);
 	url_clear(&u);
-	if (o == NULL)
-		return ICP_OP_MISS;
-	bool fresh = !o->meta.no_cache && o->meta.lifetime -
-	    current_age(o, time(NULL)) >= ICP_HIT_FRESH;
-	store_obj_unref(&o);
+	if (o != NULL) {
+		m = o->meta;
+		store_obj_unref(&o);
+	}
+	/* on disk, its head not in the page cache: a hit, as the summary
+	 * says (an answer cannot wait for the device) */
+	if (on_disk <= 0)
+		return on_disk == 0 ? ICP_OP_HIT : ICP_OP_MISS;
+	bool fresh = !m.no_cache && m.lifetime - meta_age(&m, time(NULL)) >=
+	    ICP_HIT_FRESH;
 	return fresh ? ICP_OP_HIT : ICP_OP_MISS;
 }
 

@@ -342,6 +342,15 @@ tiers_read(struct server *s, const char *key, size_t klen,
 	return TIERS_WAIT;
 }
 
+int
+tiers_peek(struct server *s, const char *key, size_t klen,
+    struct store_meta *m)
+{
+	struct disk *d = s->tiers->disk;
+
+	return d != NULL ? disk_peek(d, key, klen, m) : -1;
+}
+
 void
 tiers_wait_cancel(struct tiers_wait **wp)
 {

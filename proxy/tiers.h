@@ -62,6 +62,10 @@ struct tiers_wait;
 enum tiers_read { TIERS_NONE, TIERS_READ, TIERS_WAIT };
 enum tiers_read tiers_read(struct server *s, const char *key, size_t klen,
     void (*done)(void *arg), void *arg, struct tiers_wait **wait);
+/* Memory has no copy of key: whether the disk has one, without waiting
+ * for it (disk_peek's answer). */
+int tiers_peek(struct server *s, const char *key, size_t klen,
+    struct store_meta *m);
 /* The caller is gone: done will not be called. Accepts NULL. */
 void tiers_wait_cancel(struct tiers_wait **wait);
 

@@ -1,7 +1,8 @@
 /*
  * ICP between real sumcache nodes on loopback (sharing icp): remote hits
  * chosen by ICP, misses to the origin once every peer said no, a dead
- * peer, and datagrams that are wrong in every way the decoder knows.
+ * peer, answers for objects on disk only, and datagrams that are wrong
+ * in every way the decoder knows.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -248,4 +249,56 @@ Test(icp_peers, malformed_datagrams_dropped_strangers_denied)
 	node_get(a, ourl, &r);
 	cr_expect_eq(r.status, 200);
 	resp_free(&r);
+}
+
+/* The ICP answer for url from a, asked from a peer's address. */
+static enum icp_op
+ask(const struct node *a, const char *url, uint32_t reqnum)
+{
+	uint8_t q[ICP_MAX], reply[ICP_MAX];
+	size_t n = icp_encode(q, ICP_OP_QUERY, reqnum, url, strlen(url));
+	ssize_t got = udp_exchange("127.0.0.1", a->icp_port, q, n, reply,
+	    sizeof(reply), 2000);
+	struct icp_msg m;
+
+	cr_assert_gt(got, 0, "no answer for %s", url);
+	cr_assert_eq(icp_decode(reply, (size_t)got, &m), ICP_OK);
+	cr_assert_eq(m.reqnum, reqnum);
+	return m.op;
+}
+
+/* After a restart, what a holds is on its disk only: ICP answers from
+ * the disk's index, and judges freshness by the record's head. */
+Test(icp_peers, objects_on_disk_only_are_answered_from_the_disk)
+{
+	char fresh[256], brief[256], never[256];
+
+	cluster_init(&env, &cl, 2, NULL, NULL);
+	cl.icp = true;
+	cl.cache_dir_size = "32MB";
+	for (int i = 0; i < 2; i++)
+		node_start(&env, &cl, i);
+	struct node *a = &cl.nodes[0];
+	snprintf(fresh, sizeof(fresh), "http://127.0.0.1:%d/obj/icp-disk?"
+	    "max_age=600", env.oport);
+	snprintf(brief, sizeof(brief), "http://127.0.0.1:%d/obj/icp-disk-brief?"
+	    "max_age=20", env.oport);
+	snprintf(never, sizeof(never), "http://127.0.0.1:%d/obj/icp-never",
+	    env.oport);
+	struct resp r;
+	node_get(a, fresh, &r);
+	resp_free(&r);
+	node_get(a, brief, &r);
+	resp_free(&r);
+	cr_assert_geq(node_wait_metric(a, "sumcache_disk_objects", 2, 10000),
+	    2);
+	node_stop(a);
+	node_start(&env, &cl, 0);
+	cr_assert_geq(node_wait_metric(a, "sumcache_disk_objects", 2, 10000),
+	    2);
+	cr_assert_eq(node_metric(a, "sumcache_cache_objects"), 0,
+	    "memory is empty after a restart");
+	cr_expect_eq(ask(a, fresh, 11), ICP_OP_HIT);
+	cr_expect_eq(ask(a, brief, 12), ICP_OP_MISS, "fresh for 20 s only");
+	cr_expect_eq(ask(a, never, 13), ICP_OP_MISS);
 }
