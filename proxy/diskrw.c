@@ -16,6 +16,10 @@
 
 #include <xxhash.h>
 
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* Linux 5.14; older headers lack it */
+#endif
+
 #include "bodyfd.h"
 #include "clock.h"
 #include "record.h"
@@ -543,10 +547,33 @@ struct warm_job {
 	void *arg;
 };
 
-/* Whether every page of len bytes at off of fd is in the page cache:
- * a map of the range, never touched, tells without reading it. */
-static bool
-resident(int fd, uint64_t off, size_t len)
+/* Reads len bytes of fd at off through a scratch buffer and throws them
+ * away: what stays is the pages, in the cache. */
+static int
+read_through(int fd, uint64_t off, size_t len)
+{
+	char *buf = malloc(IO_CHUNK);
+	int rc = buf != NULL ? 0 : -1;
+
+	for (size_t done = 0; rc == 0 && done < len;) {
+		size_t n = len - done < IO_CHUNK ? len - done : IO_CHUNK;
+		rc = disk_pread(fd, buf, n, off + done);
+		done += n;
+	}
+	free(buf);
+	return rc;
+}
+
+/*
+ * Brings len bytes of fd at off into the page cache and waits for them,
+ * without copying them out: a map of the range, which mincore tells is
+ * resident already (a look, the common case), or which
+ * MADV_POPULATE_READ (Linux 5.14) reads in. A pread through a buffer
+ * where the kernel refuses it: a copy of every byte on this core, which
+ * the sends from the loop share.
+ */
+static int
+warm_range(int fd, uint64_t off, size_t len)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t start = off & ~(uint64_t)(page - 1);
@@ -556,13 +583,21 @@ resident(int fd, uint64_t off, size_t len)
 	void *map = vec != NULL ? mmap(NULL, span, PROT_READ, MAP_SHARED, fd,
 	    (off_t)start) : MAP_FAILED;
 	bool all = map != MAP_FAILED && mincore(map, span, vec) == 0;
+	int rc = 0;
 
 	for (size_t i = 0; all && i < pages; i++)
 		all = vec[i] & 1;
-	if (map != MAP_FAILED)
-		munmap(map, span);
 	free(vec);
-	return all;
+	if (map == MAP_FAILED)
+		return read_through(fd, off, len);
+	if (!all && madvise(map, span, MADV_POPULATE_READ) != 0) {
+		int err = errno;
+		rc = err == EINVAL ? read_through(fd, off, len) : -1;
+		if (err != EINVAL)
+			errno = err == EFAULT ? EIO : err;
+	}
+	munmap(map, span);
+	return rc;
 }
 
 static void
@@ -570,22 +605,10 @@ run_warm(struct iopool_job *pj)
 {
 	struct warm_job *wj = (struct warm_job *)pj;
 	uint64_t t0 = mono_us();
-	char *buf = NULL;
 
-	/* a warm page cache costs a look, not a copy */
-	if (!resident(wj->fd, wj->at, wj->len))
-		buf = malloc(IO_CHUNK);
-	/* read and thrown away: what stays is the pages, in the cache */
-	for (size_t done = 0; buf != NULL && done < wj->len;) {
-		size_t n = wj->len - done < IO_CHUNK ? wj->len - done :
-		    IO_CHUNK;
-		if (disk_pread(wj->fd, buf, n, wj->at + done) < 0) {
-			wj->j.err = errno ? errno : EIO;
-			break;
-		}
-		done += n;
-	}
-	free(buf);
+	errno = 0;
+	if (warm_range(wj->fd, wj->at, wj->len) < 0)
+		wj->j.err = errno ? errno : EIO;
 	wj->j.us = mono_us() - t0;
 }
 

@@ -11,8 +11,11 @@
  * windows ahead of what is queued, PARALLEL at a time, so the device
  * works while the socket drains; a window is queued when the output is
  * down to its low-water mark (the client's write callback).
- * With a warm page cache the reads are memory copies on an I/O thread:
- * the cost of never blocking, paid on the other core.
+ * A read is a look when the page cache holds the window (mincore), and
+ * otherwise a map the kernel fills (MADV_POPULATE_READ): the bytes are
+ * never copied out. PARALLEL stays at two of the four I/O threads, so
+ * that promotions and writes do not wait behind a large send; four in
+ * flight measured about 10 % more from a cold page cache.
  *
  * Smaller bodies on disk are sent whole: they were read whole, off the
  * loop, when they were promoted (or checked), so their pages are in the
