@@ -2,17 +2,21 @@
  * Bodies kept in files: a large body moved into a memfd when stored, and
  * a disk tier's body, left in its segment file.
  *
- * A converted body keeps its store_body header (length, reference count)
- * and holds a libevent file segment in b->ext; its heap data is released.
- * libevent reference-counts the segment itself: every evbuffer chain that
- * is still sending it keeps the file open after the store has dropped the
- * body, so eviction never cuts a transfer short.
+ * Such a body keeps its store_body header (length, reference count) and
+ * holds, in b->ext, a reference of its file (struct bodyfd_file: the
+ * descriptor and a libevent file segment over it) and its offset there;
+ * a converted body's heap data is released. libevent reference-counts
+ * the segment itself: every evbuffer chain that is still sending it
+ * keeps the file open after the store has dropped the body, so eviction
+ * never cuts a transfer short.
  *
- * The pages live in the kernel's shmem, outside our heap, but they are
- * charged to cache_mem exactly as heap bodies are (store_obj.charge), and
- * after eviction for as long as a chain still sends them: the store's pin
- * of such a body is kept beside the segment and released by libevent's
- * cleanup callback, when the last chain is done with it.
+ * A memfd's pages live in the kernel's shmem, outside our heap, but they
+ * are charged to cache_mem exactly as heap bodies are (store_obj.charge),
+ * and after eviction for as long as a chain still sends them: the store's
+ * pin of such a body is kept beside the segment and released by
+ * libevent's cleanup callback, when the last chain is done with it. A
+ * segment file's pages are the page cache's, which the kernel takes back
+ * under pressure: not charged, and no pin.
  */
 #define _GNU_SOURCE /* memfd_create */
 #include "bodyfd.h"

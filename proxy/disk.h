@@ -158,6 +158,8 @@ unsigned disk_lookup(struct disk *d, uint64_t hash, disk_ent *out,
  * the read goes to a thread.
  */
 typedef void disk_read_f(void *arg, struct store_obj *o);
+bool disk_read(struct disk *d, disk_ent e, size_t mem_max, const char *key,
+    size_t klen, disk_read_f *done, void *arg);
 /*
  * Whether the disk holds key (its newest copy), without waiting for the
  * device: 1 with the copy's meta in *m when its head is in the page
@@ -165,8 +167,6 @@ typedef void disk_read_f(void *arg, struct store_obj *o);
  */
 int disk_peek(struct disk *d, const char *key, size_t klen,
     struct store_meta *m);
-bool disk_read(struct disk *d, disk_ent e, size_t mem_max, const char *key,
-    size_t klen, disk_read_f *done, void *arg);
 
 /*
  * Reads len bytes at off of fd off the loop, so that they are in the
