@@ -147,6 +147,17 @@ read_back(struct rig *g, const char *key)
 }
 
 void
+check_read_back(struct rig *g, int i, size_t body)
+{
+	char key[64];
+
+	key_of(key, sizeof(key), i);
+	struct store_obj *o = read_back(g, key);
+	check_body(o, body, i);
+	store_obj_unref(&o);
+}
+
+void
 key_of(char *buf, size_t len, int i)
 {
 	snprintf(buf, len, "http://origin.example/object/%d", i);

@@ -60,6 +60,8 @@ void key_of(char *buf, size_t len, int i);
 void store_n(struct rig *g, int from, int n, size_t body);
 /* o is the i-th object with body bytes, every byte checked. */
 void check_body(struct store_obj *o, size_t body, int i);
+/* The i-th object, read back from the disk, is whole: check_body. */
+void check_read_back(struct rig *g, int i, size_t body);
 /* Reads key back from the disk (bodies over 1 MB left in the file):
  * the object, or NULL. */
 struct store_obj *read_back(struct rig *g, const char *key);

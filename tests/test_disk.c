@@ -119,30 +119,21 @@ Test(record, torn_at_every_stage_is_never_whole)
 Test(disk, written_objects_are_found_again_after_a_reopen)
 {
 	struct rig g;
-	char key[64];
 
 	rig_start(&g, 64 << 20);
 	RUN_UNTIL(&g, g.ev.scanned == 1);
 	store_n(&g, 0, 200, 5000);
 	RUN_UNTIL(&g, g.ev.found == 200);
-	for (int i = 0; i < 200; i += 37) {
-		key_of(key, sizeof(key), i);
-		struct store_obj *o = read_back(&g, key);
-		check_body(o, 5000, i);
-		store_obj_unref(&o);
-	}
+	for (int i = 0; i < 200; i += 37)
+		check_read_back(&g, i, 5000);
 	cr_assert_null(read_back(&g, "http://origin.example/never"));
 	disk_close(&g.d);
 	rig_open(&g, 64 << 20);
 	RUN_UNTIL(&g, g.ev.scanned == 1);
 	cr_assert_eq(g.ev.found, 200, "the scan found %d", g.ev.found);
 	cr_assert_eq(disk_stats(g.d)->objects, 200);
-	for (int i = 0; i < 200; i++) {
-		key_of(key, sizeof(key), i);
-		struct store_obj *o = read_back(&g, key);
-		check_body(o, 5000, i);
-		store_obj_unref(&o);
-	}
+	for (int i = 0; i < 200; i++)
+		check_read_back(&g, i, 5000);
 	rig_stop(&g);
 }
 
@@ -274,12 +265,8 @@ Test(disk, a_start_reads_key_files_and_scans_past_a_bad_one)
 	cr_assert_eq(st->objects, 599);
 	cr_assert_null(read_back(&g, key));
 	for (int i = 0; i < 600; i += 61) {
-		if (i == 7)
-			continue;
-		key_of(key, sizeof(key), i);
-		struct store_obj *o = read_back(&g, key);
-		check_body(o, 9000, i);
-		store_obj_unref(&o);
+		if (i != 7)
+			check_read_back(&g, i, 9000);
 	}
 	disk_close(&g.d);
 

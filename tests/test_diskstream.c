@@ -142,13 +142,8 @@ Test(diskstream, a_stream_given_up_is_never_served_nor_blocks_a_scan)
 	    g.ev.found);
 	cr_assert_eq(disk_stats(g.d)->dropped[DISK_DROP_TORN], 1);
 	cr_assert_null(read_back(&g, key));
-	for (int i = 0; i < 5; i++) {
-		char k[64];
-		key_of(k, sizeof(k), i);
-		struct store_obj *o = read_back(&g, k);
-		check_body(o, 3000, i);
-		store_obj_unref(&o);
-	}
+	for (int i = 0; i < 5; i++)
+		check_read_back(&g, i, 3000);
 	rig_stop(&g);
 }
 
