@@ -434,7 +434,20 @@ done_read(struct iopool_job *pj)
 	} else if (!rj->other && current) {
 		d->stats.read_bytes += rj->len;
 		d->ents[j->e].flags |= E_VERIFIED;
+		errno = 0;
 		o = read_object(rj);
+		/* a good record that cannot be held: no memory, or no
+		 * descriptor for its segment's file; the request misses */
+		if (o == NULL) {
+			d->stats.read_errors++;
+			if (ratelog_due(&d->read_log, &skipped))
+				fprintf(stderr, "sumcache: cache_dir %s: record "
+				    "at seg-%010u+%u read, not kept: %s (%llu "
+				    "more since the last line)\n", d->path,
+				    j->g->id, j->off,
+				    strerror(errno ? errno : ENOMEM),
+				    (unsigned long long)skipped);
+		}
 	}
 	rj->cb(rj->arg, o);
 	read_results_free(rj);

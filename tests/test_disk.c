@@ -13,6 +13,7 @@
 #include <string.h>
 #include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -481,6 +482,38 @@ Test(disk, bodies_in_a_file_share_one_descriptor)
 	}
 	for (int i = 0; i < 200; i++)
 		store_obj_unref(&held[i]);
+	rig_stop(&g);
+}
+
+/* A good record that cannot be held (here: no descriptor left for its
+ * segment's file) is a miss that is counted, not a crash or a silence;
+ * the record stays, and is served once descriptors are back. */
+Test(disk, a_record_that_cannot_be_held_is_counted)
+{
+	struct rig g;
+	char key[64];
+	struct rlimit was, now;
+
+	rig_start(&g, 64 << 20);
+	RUN_UNTIL(&g, g.ev.scanned == 1);
+	store_n(&g, 0, 1, 70000);
+	RUN_UNTIL(&g, g.ev.found == 1);
+	key_of(key, sizeof(key), 0);
+	cr_assert_eq(getrlimit(RLIMIT_NOFILE, &was), 0);
+	int lowest = dup(0);
+	cr_assert_geq(lowest, 0);
+	close(lowest);
+	now = was;
+	now.rlim_cur = (rlim_t)lowest;
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &now), 0);
+	struct store_obj *o = read_back_as(&g, key, 0, NULL);
+	cr_assert_eq(setrlimit(RLIMIT_NOFILE, &was), 0);
+	cr_assert_null(o);
+	cr_assert_eq(disk_stats(g.d)->read_errors, 1);
+	cr_assert_eq(disk_stats(g.d)->objects, 1, "the record stays");
+	o = read_back_as(&g, key, 0, NULL);
+	cr_assert_not_null(o);
+	store_obj_unref(&o);
 	rig_stop(&g);
 }
 
