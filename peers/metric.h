@@ -112,6 +112,9 @@ struct evbuffer;
 	    "large for memory), committed")                                   \
 	X(DISK_EVICTED, counter, "sumcache_disk_segments_evicted_total", "",  \
 	    "Segment files evicted whole (FIFO) to keep cache_dir's size")    \
+	X(DISK_READMITTED, counter, "sumcache_disk_readmitted_total", "",     \
+	    "Records an eviction copied to the newest segment rather than "  \
+	    "lose them: read since they were written, or held in memory")     \
 	X(DISK_SCAN_SEGMENTS, gauge, "sumcache_disk_scan_segments", "state",  \
 	    "Segments found at start-up, those done so far, and those read "  \
 	    "from their key file instead of scanned")                         \

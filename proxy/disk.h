@@ -18,7 +18,7 @@ struct event_base;
 struct disk;
 
 /* An entry of the index; 0 is none. Valid until the entry is dropped or
- * its segment evicted (disk_events.unlinked says when, for objects that
+ * its segment evicted (disk_events.relinked says when, for objects that
  * memory holds too). */
 typedef uint32_t disk_ent;
 
@@ -29,9 +29,10 @@ struct disk_events {
 	/* An object only the disk held is gone (its segment was evicted, or
 	 * its record failed a check when read); mark is the one it had. */
 	void (*lost)(void *arg, const char *key, size_t klen, uint8_t mark);
-	/* An object memory holds too lost its disk copy: the caller clears
-	 * its link to e. */
-	void (*unlinked)(void *arg, uint64_t hash, disk_ent e);
+	/* The disk copy of an object memory holds too moved from entry e
+	 * to entry to (re-admitted at an eviction), or is gone (to 0): the
+	 * caller's link to e follows. */
+	void (*relinked)(void *arg, uint64_t hash, disk_ent e, disk_ent to);
 	/* A newer copy of the object memory holds linked to e was written
 	 * to the disk: memory drops its copy (which drops e). */
 	void (*stale)(void *arg, uint64_t hash, disk_ent e);
@@ -66,6 +67,8 @@ struct disk_stats {
 	uint64_t size;          /* the configured bound */
 	uint64_t segments;
 	uint64_t segments_evicted;
+	uint64_t readmitted;     /* hot records an eviction copied to the
+	                          * head (disk.c) */
 	uint64_t writes, write_bytes, write_errors, write_us;
 	uint64_t write_refused;  /* disk_store said no: no room yet, or too
 	                          * large, or out of memory */

@@ -34,6 +34,8 @@ enum {
 	E_MARK = 16,     /* the summary's mark, while memory does not hold it */
 	E_VERIFIED = 32, /* its body is known good: checked since start, or
 	                  * written by this process */
+	E_HIT = 64,      /* read since it was written: re-admitted when its
+	                  * segment is evicted (disk.c) */
 };
 
 struct ent {
@@ -196,6 +198,17 @@ void disk_write_over(struct disk *d, struct seg *g);
 /* A write job's two halves (diskrw.c). */
 void disk_run_write(struct iopool_job *pj);
 void disk_done_write(struct iopool_job *pj);
+/*
+ * A re-admission's two halves, off the loop (diskrw.c): the whole record
+ * of len bytes at off of fd, checked (head, mark and body checksum), in a
+ * new buffer, with its key (malloc'd), hash, variant and lengths in f; or
+ * NULL with *why set: TORN or CHECKSUM for a record that is not whole, IO
+ * (errno) when the read failed or there is no memory. Then rec written
+ * at off of fd: all but its mark, then the mark.
+ */
+uint8_t *disk_read_record(int fd, uint64_t off, uint32_t len, struct found *f,
+    enum disk_drop *why);
+int disk_write_record(int fd, const uint8_t *rec, uint32_t len, uint64_t off);
 /* The keys of the records at offs[0..n) of fd, off the loop; one that
  * cannot be read is left NULL (diskscan.c). */
 void disk_read_keys(int fd, const uint32_t *offs, size_t n, char **keys,

@@ -176,6 +176,59 @@ disk_done_write(struct iopool_job *pj)
 	disk_job_end(j);
 }
 
+uint8_t *
+disk_read_record(int fd, uint64_t off, uint32_t len, struct found *f,
+    enum disk_drop *why)
+{
+	uint8_t *rec = malloc(len);
+	struct record_info r;
+
+	*why = DISK_DROP_IO;
+	errno = ENOMEM;
+	if (rec == NULL)
+		return NULL;
+	errno = 0;
+	if (disk_pread(fd, rec, len, off) < 0) {
+		if (errno == 0)
+			*why = DISK_DROP_TORN;
+		goto fail;
+	}
+	*why = DISK_DROP_TORN;
+	if (!record_read_fixed(rec, &r) || record_len(&r) != len ||
+	    !record_head_ok(rec, &r) ||
+	    !record_read_trailer(rec + record_trailer_off(&r), &r) ||
+	    (r.flags & RECORD_TOMBSTONE))
+		goto fail;
+	const char *key = record_key(rec);
+	*why = DISK_DROP_CHECKSUM;
+	if (record_body_sum(rec + record_head_len(&r), (size_t)r.body_len) !=
+	    r.body_sum)
+		goto fail;
+	*why = DISK_DROP_IO;
+	errno = ENOMEM;
+	if ((f->key = malloc(r.key_len)) == NULL)
+		goto fail;
+	memcpy(f->key, key, r.key_len);
+	f->key_len = r.key_len;
+	f->hash = XXH3_64bits(key, r.key_len);
+	f->vhash = disk_vary_hash(key + r.key_len + r.head_len, r.vary_len);
+	return rec;
+fail:
+	free(rec);
+	return NULL;
+}
+
+int
+disk_write_record(int fd, const uint8_t *rec, uint32_t len, uint64_t off)
+{
+	uint32_t mark = len - RECORD_TRAILER;
+
+	if (disk_pwrite(fd, rec, mark, off) < 0 ||
+	    disk_pwrite(fd, rec + mark, RECORD_TRAILER, off + mark) < 0)
+		return -1;
+	return 0;
+}
+
 /* ---- reading ---- */
 
 struct read_job {
@@ -433,7 +486,7 @@ done_read(struct iopool_job *pj)
 			    rj->want_len);
 	} else if (!rj->other && current) {
 		d->stats.read_bytes += rj->len;
-		d->ents[j->e].flags |= E_VERIFIED;
+		d->ents[j->e].flags |= E_VERIFIED | E_HIT;
 		errno = 0;
 		o = read_object(rj);
 		/* a good record that cannot be held: no memory, or no

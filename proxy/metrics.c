@@ -72,6 +72,7 @@ metrics_refresh(struct server *s)
 	s->m.disk_reads_cached = ds->reads_cached;
 	s->m.disk_streamed = ds->streams;
 	s->m.disk_segments_evicted = ds->segments_evicted;
+	s->m.disk_readmitted = ds->readmitted;
 	s->m.disk_scan_found = ds->scan_segments;
 	s->m.disk_scan_done = ds->scan_segments_done;
 	s->m.disk_scan_from_keys = ds->scan_from_keys;

@@ -83,6 +83,7 @@ struct evbuffer;
 	X(disk_reads_cached, DISK_READS_CACHED, NULL, NULL)                  \
 	X(disk_streamed, DISK_STREAMED, NULL, NULL)                          \
 	X(disk_segments_evicted, DISK_EVICTED, NULL, NULL)                   \
+	X(disk_readmitted, DISK_READMITTED, NULL, NULL)                      \
 	X(disk_scan_found, DISK_SCAN_SEGMENTS, "found", NULL)                \
 	X(disk_scan_done, DISK_SCAN_SEGMENTS, "scanned", NULL)               \
 	X(disk_scan_from_keys, DISK_SCAN_SEGMENTS, "from_key_file", NULL)    \

@@ -23,7 +23,8 @@
  *   one too large for memory            added when its write commits
  *   memory evicts one the disk holds    nothing (a demotion)
  *   a promotion                         nothing
- *   the disk evicts one memory holds    nothing; the link is cleared
+ *   the disk evicts one memory holds    nothing; the link is cleared,
+ *                                       or moves with a re-admission
  *   a tier drops one the other lacks    removed
  *   replaced or invalidated             removed; both tiers drop it
  *   a newer copy commits on disk        the older copies leave, in
@@ -148,14 +149,14 @@ linked_to(const struct store_obj *o, void *arg)
 }
 
 static void
-disk_unlinked(void *arg, uint64_t hash, disk_ent e)
+disk_relinked(void *arg, uint64_t hash, disk_ent e, disk_ent to)
 {
 	struct tiers *tr = arg;
 	struct store_obj *o = store_find_hash(tr->srv->store, hash, linked_to,
 	    &e);
 
 	if (o != NULL)
-		o->disk = 0;
+		o->disk = to;
 }
 
 static void
@@ -205,7 +206,7 @@ tiers_open(struct server *s)
 		return 0;
 	struct disk_conf dc = {.path = s->conf.cache_dir,
 	    .size = s->conf.cache_dir_size, .threads = DISK_THREADS};
-	struct disk_events ev = {disk_found, disk_lost, disk_unlinked,
+	struct disk_events ev = {disk_found, disk_lost, disk_relinked,
 	    disk_stale, disk_scanned, tr};
 	tr->disk = disk_open(s->base, &dc, &ev, err, sizeof(err));
 	if (tr->disk == NULL) {

@@ -51,11 +51,16 @@ on_lost(void *arg, const char *key, size_t klen, uint8_t mark)
 }
 
 static void
-on_unlinked(void *arg, uint64_t hash, disk_ent e)
+on_relinked(void *arg, uint64_t hash, disk_ent e, disk_ent to)
 {
+	struct events *ev = arg;
+
 	(void)hash;
 	(void)e;
-	((struct events *)arg)->unlinked++;
+	if (to != 0)
+		ev->moved++;
+	else
+		ev->unlinked++;
 }
 
 static void
@@ -244,6 +249,6 @@ keys_file(const struct rig *g, uint32_t id, char *buf, size_t len)
 struct disk_events
 rig_events(struct events *ev)
 {
-	return (struct disk_events){on_found, on_lost, on_unlinked, on_stale,
+	return (struct disk_events){on_found, on_lost, on_relinked, on_stale,
 	    on_scanned, ev};
 }

@@ -17,7 +17,7 @@
 #include "disk.h"
 
 struct events {
-	int found, lost, unlinked, stale, scanned;
+	int found, lost, unlinked, moved, stale, scanned;
 	char last_lost[256];
 };
 

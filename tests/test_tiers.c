@@ -1,8 +1,9 @@
 /*
  * The disk tier end to end, with the real binary and the test origin:
  * objects survive clean and killed restarts, byte for byte; what memory
- * evicts is served from disk; a full disk keeps the node serving; a peer
- * learns a restarted node's restored contents and remote-hits them.
+ * evicts is served from disk; a hot object outlives its segment; a full
+ * disk keeps the node serving; a peer learns a restarted node's restored
+ * contents and remote-hits them.
  */
 #include <criterion/criterion.h>
 #include <signal.h>
@@ -154,6 +155,60 @@ Test(tiers, replaced_and_invalidated_objects_stay_gone, .timeout = 120)
 	proxy_get(&T, url, NULL, &r);
 	resp_free(&r);
 	cr_assert_eq(origin_count(&T, "/obj/gone", NULL), before + 1);
+	env_stop(&T);
+}
+
+/* Fetches n objects of 16,000 bytes named NAMEi through the node. */
+static void
+fetch_named(const char *name, int from, int n)
+{
+	char url[160];
+	struct resp r;
+
+	for (int i = from; i < from + n; i++) {
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/%s%d?"
+		    "size=16000&max_age=600", T.oport, name, i);
+		proxy_get(&T, url, NULL, &r);
+		cr_assert_eq(r.status, 200, "%s%d: %ld", name, i, r.status);
+		cr_assert_eq(r.len, 16000);
+		resp_free(&r);
+	}
+}
+
+/* An object read from the disk since it was written outlives its
+ * segment: the eviction copies it to the newest one, and it is still a
+ * hit once the cache_dir has turned over; a cold object written beside
+ * it goes back to the origin. */
+Test(tiers, a_hot_object_outlives_its_segment, .timeout = 120)
+{
+	char dir[320];
+	const char *opts[] = {"cache_mem=1MB", "max_memory_object_size=64KB",
+	    dir, NULL};
+
+	origin_start(&T);
+	snprintf(dir, sizeof(dir), "cache_dir=%s/cache 16MB", T.dir);
+	proxy_start(&T, opts);
+	fetch_named("hot", 0, 5);
+	fetch_named("cold", 0, 5);
+	/* 3.2 MB after them: memory lets them go, the disk has them */
+	fetch_named("churn", 0, 200);
+	fetch_named("hot", 0, 5);
+	cr_assert_eq(origin_count(&T, "/obj/hot", NULL), 5);
+	cr_assert_geq(proxy_metric(&T, "sumcache_hits_total{tier=\"disk\"}"),
+	    5);
+	/* 19 MB more: the 16 MB cache_dir turns over */
+	fetch_named("churn", 200, 1200);
+	cr_assert_gt(proxy_metric(&T, "sumcache_disk_segments_evicted_total"),
+	    2);
+	double moved = proxy_metric(&T, "sumcache_disk_readmitted_total");
+	fprintf(stderr, "figure: %g records re-admitted\n", moved);
+	cr_assert_geq(moved, 5);
+	fetch_named("hot", 0, 5);
+	fetch_named("cold", 0, 5);
+	cr_assert_eq(origin_count(&T, "/obj/hot", NULL), 5,
+	    "a hot object was evicted with its segment");
+	cr_assert_eq(origin_count(&T, "/obj/cold", NULL), 10,
+	    "a cold object outlived its segment");
 	env_stop(&T);
 }
 
