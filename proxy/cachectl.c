@@ -8,6 +8,9 @@
  *   users is the classic cache data leak.
  * - A response with neither freshness nor validators is not stored: it could
  *   never be served without a full fetch, so it only costs memory.
+ * - Any final status with explicit freshness is stored: the origin said how
+ *   long it holds. Only must-understand narrows that, to the statuses whose
+ *   rules are implemented here (understood_status).
  * - Heuristic freshness is 10 % of the Last-Modified age capped at a day
  *   (Squid's default refresh_pattern uses 20 % and 3 days; 10 % is what the
  *   RFC suggests).
@@ -60,6 +63,8 @@ cc_directive(struct cc *cc, const char *e, size_t el, bool is_request)
 		cc->must_revalidate = true;
 	else if (IS("only-if-cached"))
 		cc->only_if_cached = true;
+	else if (IS("must-understand") && !is_request)
+		cc->must_understand = true;
 	else if (IS("max-age") && arg)
 		cc->max_age = delta_seconds(arg, al);
 	else if (IS("s-maxage") && arg)
@@ -118,11 +123,13 @@ num(const char *s, int n)
 	return v;
 }
 
+/* Names in any case: RFC 9110 5.6.7 asks recipients to be robust, and
+ * "nov" or "GMT" spelt "gmt" leave no doubt about the time. */
 static int
 month(const char *s)
 {
 	for (int i = 0; i < 12; i++)
-		if (memcmp(s, months[i], 3) == 0)
+		if (strncasecmp(s, months[i], 3) == 0)
 			return i;
 	return -1;
 }
@@ -161,7 +168,7 @@ http_date_parse(const char *s, size_t n)
 	/* IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT" */
 	if (n == 29 && b[3] == ',' && b[4] == ' ' && b[7] == ' ' &&
 	    b[11] == ' ' && b[16] == ' ' && b[19] == ':' && b[22] == ':' &&
-	    strcmp(b + 25, " GMT") == 0)
+	    strcasecmp(b + 25, " GMT") == 0)
 		return mk(num(b + 12, 4), month(b + 8), num(b + 5, 2),
 		    num(b + 17, 2), num(b + 20, 2), num(b + 23, 2));
 	/* asctime: "Sun Nov  6 08:49:37 1994" */
@@ -175,7 +182,7 @@ http_date_parse(const char *s, size_t n)
 	const char *c = strchr(b, ',');
 	if (c != NULL && strlen(c) == 24 && c[1] == ' ' && c[4] == '-' &&
 	    c[8] == '-' && c[11] == ' ' && c[14] == ':' && c[17] == ':' &&
-	    strcmp(c + 20, " GMT") == 0) {
+	    strcasecmp(c + 20, " GMT") == 0) {
 		int yy = num(c + 9, 2);
 		if (yy < 0)
 			return -1;
@@ -226,12 +233,22 @@ cachectl_heuristic_status(int status)
 	}
 }
 
-/* Statuses whose semantics we understand well enough to store at all. */
+/*
+ * Statuses whose caching requirements we implement, for must-understand
+ * (RFC 9111 5.2.2.3): the heuristically cacheable ones, the redirects and
+ * the errors that carry nothing but their freshness. 206 and 304 are
+ * never stored as they are: a part, and an answer about another response.
+ */
 static bool
 understood_status(int status)
 {
-	return cachectl_heuristic_status(status) || status == 302 ||
-	    status == 307;
+	switch (status) {
+	case 302: case 303: case 307:
+	case 400: case 403: case 500: case 502: case 503: case 504:
+		return true;
+	default:
+		return cachectl_heuristic_status(status);
+	}
 }
 
 bool
@@ -244,11 +261,19 @@ cachectl_storable(const struct http_head *req, const struct cc *reqcc,
 	bool validators = http_field_find(resp, "etag") != NULL ||
 	    http_field_find(resp, "last-modified") != NULL;
 
-	if (!understood_status(resp->status)) {
+	/* any final status may be stored (RFC 9111 3), unless the origin
+	 * asks that only a cache that understands it does */
+	if (resp->status < 200 || resp->status == 206 || resp->status == 304) {
 		*why = "status not cacheable";
 		return false;
 	}
-	if (reqcc->no_store || respcc->no_store) {
+	if (respcc->must_understand && !understood_status(resp->status)) {
+		*why = "must-understand: status not understood";
+		return false;
+	}
+	/* must-understand comes with no-store for caches that do not
+	 * implement it; one that understands the status ignores it */
+	if (reqcc->no_store || (respcc->no_store && !respcc->must_understand)) {
 		*why = "no-store";
 		return false;
 	}
@@ -321,12 +346,20 @@ cachectl_initial_age(const struct http_head *resp, time_t request_time,
     time_t response_time)
 {
 	const struct http_field *af = http_field_find(resp, "age");
-	int64_t age_value = af ? delta_seconds(af->value, af->vlen) : 0;
+	int64_t age_value = 0;
 	time_t date = date_field(resp, "date");
 	int64_t apparent = 0;
 
-	if (age_value < 0)
-		age_value = 0;
+	if (af != NULL) {
+		/* a list: its first member counts (RFC 9111 5.1) */
+		const char *e = NULL;
+		size_t el = 0, pos = 0;
+		http_list_next(af->value, af->vlen, &pos, &e, &el);
+		age_value = e != NULL && el > 0 && e[0] != '"' ?
+		    delta_seconds(e, el) : CC_ABSENT;
+		if (age_value == CC_ABSENT)
+			return CACHECTL_AGE_INVALID;
+	}
 	if (date >= 0 && response_time > date)
 		apparent = (int64_t)(response_time - date);
 	int64_t corrected = age_value + (int64_t)(response_time - request_time);

@@ -22,6 +22,7 @@ struct cc {
 	bool public_;
 	bool must_revalidate; /* must-revalidate or proxy-revalidate */
 	bool only_if_cached;
+	bool must_understand; /* store only a status we understand */
 	int64_t max_age;   /* seconds, or CC_ABSENT */
 	int64_t s_maxage;
 	int64_t max_stale; /* INT64_MAX for a bare max-stale */
@@ -50,7 +51,10 @@ bool cachectl_storable(const struct http_head *req, const struct cc *reqcc,
 int64_t cachectl_lifetime(const struct http_head *resp,
     const struct cc *respcc, time_t response_time);
 
-/* corrected_initial_age (RFC 9111 4.2.3). */
+/* corrected_initial_age (RFC 9111 4.2.3). An Age whose first member is not
+ * a non-negative integer makes the response stale (RFC 9111 5.1): its age
+ * is then CACHECTL_AGE_INVALID, older than any lifetime. */
+#define CACHECTL_AGE_INVALID 2147483648LL
 int64_t cachectl_initial_age(const struct http_head *resp,
     time_t request_time, time_t response_time);
 

@@ -4,8 +4,11 @@
  * needs, and counting what it receives (GET /__log).
  *
  *   /obj/NAME?max_age=N&size=N&etag=1&lm=1&nostore=1&private=1&cc=no-cache
+ *            &status=N&age=V&expires=lower
  *                    deterministic body; answers 304 to a matching
- *                    If-None-Match; a 304 carries X-Revalidated: N
+ *                    If-None-Match; a 304 carries X-Revalidated: N;
+ *                    status N instead of 200, "Age: V", an Expires an
+ *                    hour ahead spelt in lower case
  *   /vary/NAME       Vary: Accept-Language, body names the language
  *   /echo            the request body back, X-Method, X-Body-Length,
  *                    X-Request-Chunked
@@ -29,10 +32,12 @@
  * Uses sumcache's own request parser: this is test equipment, not a model
  * of robustness.
  */
+#include <ctype.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -173,9 +178,22 @@ respond(struct conn *c)
 			    revalidations, qparam(c, "max_age", 0));
 			return;
 		}
-		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nDate: %s\r\n"
+		long status = qparam(c, "status", 200);
+		evbuffer_add_printf(out, "HTTP/1.1 %ld %s\r\nDate: %s\r\n"
 		    "Content-Type: application/octet-stream\r\n"
-		    "Content-Length: %ld\r\n", date, size);
+		    "Content-Length: %ld\r\n", status, status == 200 ? "OK" :
+		    "Status", date, size);
+		if (qstr(c, "age", tmp, sizeof(tmp)))
+			evbuffer_add_printf(out, "Age: %s\r\n", tmp);
+		if (qstr(c, "expires", tmp, sizeof(tmp))) {
+			time_t t = now + 3600;
+			struct tm e;
+			gmtime_r(&t, &e);
+			strftime(tmp, sizeof(tmp), "%a, %d %b %Y %H:%M:%S gmt", &e);
+			for (char *p = tmp; *p; p++)
+				*p = (char)tolower((unsigned char)*p);
+			evbuffer_add_printf(out, "Expires: %s\r\n", tmp);
+		}
 		if (*etag)
 			evbuffer_add_printf(out, "ETag: %s\r\n", etag);
 		if (qparam(c, "lm", 0))
@@ -313,6 +331,11 @@ finish_request(struct conn *c)
 		evtimer_add(c->delay, &tv);
 		return;
 	}
+	/* a client that asks for the close gets it: the harness's own
+	 * requests (GET /__log) then end at once, not at their timeout */
+	const struct http_field *cf = http_field_find(&c->req, "connection");
+	if (cf != NULL && http_token_eq(cf->value, cf->vlen, "close"))
+		c->close_after = true;
 	respond(c);
 	c->have_head = false;
 	http_head_clear(&c->req);

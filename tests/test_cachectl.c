@@ -5,17 +5,23 @@
 #include "cachectl.h"
 
 static struct http_head
-resp(const char *fields)
+resp_status(int status, const char *fields)
 {
 	static char buf[4096];
 	struct http_head h;
 	const char *why;
 	struct http_limits lim = {4096, 4096, 100};
 
-	snprintf(buf, sizeof(buf), "HTTP/1.1 200 OK\r\n%s\r\n", fields);
+	snprintf(buf, sizeof(buf), "HTTP/1.1 %d X\r\n%s\r\n", status, fields);
 	cr_assert_eq(http_parse_response(buf, strlen(buf), &lim, &h, &why), 0,
 	    "%s", why);
 	return h;
+}
+
+static struct http_head
+resp(const char *fields)
+{
+	return resp_status(200, fields);
 }
 
 static struct http_head
@@ -41,6 +47,13 @@ Test(cachectl, dates_in_three_forms)
 		cr_assert_eq(http_date_parse(forms[i], strlen(forms[i])),
 		    784111777, "%s", forms[i]);
 	cr_assert_eq(http_date_parse("0", 1), -1);
+	/* names in any case (RFC 9110 5.6.7: be robust) */
+	const char *cased[] = {"sun, 06 nov 1994 08:49:37 gmt",
+	    "SUNDAY, 06-NOV-94 08:49:37 Gmt", "Sun NOV  6 08:49:37 1994"};
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(http_date_parse(cased[i], strlen(cased[i])),
+		    784111777, "%s", cased[i]);
+	cr_assert_eq(http_date_parse("Sun, 06 Nox 1994 08:49:37 GMT", 29), -1);
 	char buf[30];
 	http_date_format(784111777, buf);
 	cr_assert_str_eq(buf, "Sun, 06 Nov 1994 08:49:37 GMT");
@@ -89,30 +102,64 @@ Test(cachectl, age_calculation)
 	h = resp("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n");
 	cr_assert_eq(cachectl_initial_age(&h, 784111877, 784111877), 100);
 	http_head_clear(&h);
+	/* RFC 9111 5.1: a list's first member counts; one that is not a
+	 * non-negative integer makes the response stale */
+	struct { const char *age; int64_t want; } v[] = {
+		{"1, 7200", 1}, {"7200, 0", 7200}, {"0,7200", 0},
+		{"old, 0", CACHECTL_AGE_INVALID}, {"-7200", CACHECTL_AGE_INVALID},
+		{"7200.0", CACHECTL_AGE_INVALID}, {"abc", CACHECTL_AGE_INVALID},
+		{"\"10\"", CACHECTL_AGE_INVALID},
+	};
+	char f[64];
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		snprintf(f, sizeof(f), "Age: %s\r\n", v[i].age);
+		h = resp(f);
+		cr_expect_eq(cachectl_initial_age(&h, 784111777, 784111777),
+		    v[i].want, "Age: %s", v[i].age);
+		http_head_clear(&h);
+	}
 }
 
 Test(cachectl, storable_rules)
 {
-	struct { const char *req, *resp; bool ok; } v[] = {
-		{"", "Cache-Control: max-age=60\r\n", true},
-		{"", "Cache-Control: no-store, max-age=60\r\n", false},
-		{"Cache-Control: no-store\r\n", "Cache-Control: max-age=60\r\n",
-		    false},
-		{"", "Cache-Control: private, max-age=60\r\n", false},
-		{"", "Cache-Control: private=\"x\", max-age=60\r\n", true},
-		{"Authorization: Basic eA==\r\n",
+	struct { int status; const char *req, *resp; bool ok; } v[] = {
+		{200, "", "Cache-Control: max-age=60\r\n", true},
+		{200, "", "Cache-Control: no-store, max-age=60\r\n", false},
+		{200, "Cache-Control: no-store\r\n",
 		    "Cache-Control: max-age=60\r\n", false},
-		{"Authorization: Basic eA==\r\n",
+		{200, "", "Cache-Control: private, max-age=60\r\n", false},
+		{200, "", "Cache-Control: private=\"x\", max-age=60\r\n", true},
+		{200, "Authorization: Basic eA==\r\n",
+		    "Cache-Control: max-age=60\r\n", false},
+		{200, "Authorization: Basic eA==\r\n",
 		    "Cache-Control: s-maxage=60\r\n", true},
-		{"Authorization: Basic eA==\r\n",
+		{200, "Authorization: Basic eA==\r\n",
 		    "Cache-Control: public, max-age=60\r\n", true},
-		{"", "Cache-Control: max-age=60\r\nVary: *\r\n", false},
-		{"", "Cache-Control: max-age=60\r\nSet-Cookie: a=b\r\n", false},
-		{"", "ETag: \"x\"\r\n", true},
-		{"", "Server: x\r\n", false},
+		{200, "", "Cache-Control: max-age=60\r\nVary: *\r\n", false},
+		{200, "", "Cache-Control: max-age=60\r\nSet-Cookie: a=b\r\n",
+		    false},
+		{200, "", "ETag: \"x\"\r\n", true},
+		{200, "", "Server: x\r\n", false},
+		/* any final status with explicit freshness (RFC 9111 3) */
+		{303, "", "Cache-Control: max-age=60\r\n", true},
+		{500, "", "Cache-Control: max-age=60\r\n", true},
+		{599, "", "Expires: Sun, 06 Nov 2094 08:49:37 GMT\r\n", true},
+		{503, "", "ETag: \"x\"\r\n", false},
+		{206, "", "Cache-Control: max-age=60\r\n", false},
+		{304, "", "Cache-Control: max-age=60\r\n", false},
+		/* must-understand: its no-store is for caches without it */
+		{200, "", "Cache-Control: max-age=60, no-store, "
+		    "must-understand\r\n", true},
+		{599, "", "Cache-Control: max-age=60, no-store, "
+		    "must-understand\r\n", false},
+		{599, "", "Cache-Control: max-age=60, must-understand\r\n",
+		    false},
+		{200, "Cache-Control: no-store\r\n", "Cache-Control: "
+		    "max-age=60, no-store, must-understand\r\n", false},
 	};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-		struct http_head q = req(v[i].req), r = resp(v[i].resp);
+		struct http_head q = req(v[i].req),
+		    r = resp_status(v[i].status, v[i].resp);
 		struct cc qc, rc;
 		const char *why = "";
 		cc_parse(&q, true, &qc);

@@ -464,3 +464,46 @@ Test(e2e, connect_tunnel_relays_both_ways)
 	waitpid(echo, NULL, 0);
 	env_stop(&e2);
 }
+
+/* Fetches path twice; returns how many of the two reached the origin. */
+static int
+origin_requests_for_two(const char *path, const char *name)
+{
+	struct resp r;
+
+	for (int i = 0; i < 2; i++) {
+		proxy_get(&E, url(path), NULL, &r);
+		resp_free(&r);
+	}
+	return origin_count(&E, name, NULL);
+}
+
+/* RFC 9111 as a shared cache reads it: any final status with explicit
+ * freshness is stored (3), but not 206 or one a must-understand response
+ * names that we do not understand (5.2.2.3), whose no-store is otherwise
+ * ignored; an Age whose first member is not a number makes the response
+ * stale (5.1); an Expires spelt in lower case is still a date. */
+Test(e2e, statuses_age_and_expires_as_rfc_9111_reads_them)
+{
+	struct { const char *path, *name; int asked; } v[] = {
+		{"/obj/s303?status=303&cc=max-age=60", "/obj/s303", 1},
+		{"/obj/s500?status=500&cc=max-age=60", "/obj/s500", 1},
+		{"/obj/s503?status=503&cc=max-age=60", "/obj/s503", 1},
+		{"/obj/s599?status=599&cc=max-age=60", "/obj/s599", 1},
+		{"/obj/n503?status=503", "/obj/n503", 2},
+		{"/obj/s206?status=206&cc=max-age=60", "/obj/s206", 2},
+		{"/obj/mu200?cc=max-age=60,no-store,must-understand",
+		    "/obj/mu200", 1},
+		{"/obj/mu599?status=599&cc=max-age=60,no-store,must-understand",
+		    "/obj/mu599", 2},
+		{"/obj/ageold?cc=max-age=3600&age=old,0", "/obj/ageold", 2},
+		{"/obj/ageneg?cc=max-age=3600&age=-7200", "/obj/ageneg", 2},
+		{"/obj/agefirst?cc=max-age=3600&age=1,7200", "/obj/agefirst", 1},
+		{"/obj/agestale?cc=max-age=3600&age=7200,0", "/obj/agestale", 2},
+		{"/obj/explower?expires=lower", "/obj/explower", 1},
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		cr_expect_eq(origin_requests_for_two(v[i].path, v[i].name),
+		    v[i].asked, "%s", v[i].path);
+	}
+}
