@@ -466,14 +466,23 @@ run_evict(struct iopool_job *pj)
  * record could not be read, the object is gone (with no key to tell the
  * summary, it stays there until the next rebuild: a false hit). */
 static void
-readmit_ended(struct disk *d, struct seg *h, struct readmit *r)
+readmit_ended(struct disk *d, uint32_t from_seg, struct seg *h,
+    struct readmit *r)
 {
+	uint64_t skipped;
+
 	if (!r->lost) {
 		d->stats.readmitted += r->err == 0;
 		disk_write_ended(d, h, r->e, &r->f, r->f.key, r->err);
 		return;
 	}
 	d->stats.read_errors += r->why == DISK_DROP_IO;
+	if (ratelog_due(&d->read_log, &skipped))
+		fprintf(stderr, "sumcache: cache_dir %s: record at "
+		    "seg-%010u+%u, to be re-admitted: %s; dropped (%llu more "
+		    "since the last line)\n", d->path, from_seg, r->from,
+		    r->why == DISK_DROP_IO ? strerror(r->err ? r->err : EIO) :
+		    disk_drop_label(r->why), (unsigned long long)skipped);
 	if (disk_ent_is(d, r->e, h->id, r->f.off)) {
 		if (r->f.key != NULL) {
 			disk_ent_forget(d, r->e, r->why, r->f.key, r->f.key_len);
@@ -489,13 +498,23 @@ readmit_ended(struct disk *d, struct seg *h, struct readmit *r)
 }
 
 static void
+evict_job_free_lists(struct evict_job *ej)
+{
+	free(ej->ra);
+	free(ej->offs);
+	free(ej->marks);
+	free(ej->keys);
+	free(ej->key_lens);
+}
+
+static void
 done_evict(struct iopool_job *pj)
 {
 	struct evict_job *ej = (struct evict_job *)pj;
 	struct disk *d = ej->j.d;
 
 	for (size_t i = 0; i < ej->nra; i++) {
-		readmit_ended(d, ej->head, &ej->ra[i]);
+		readmit_ended(d, ej->j.g->id, ej->head, &ej->ra[i]);
 		free(ej->ra[i].f.key);
 	}
 	for (size_t i = 0; i < ej->n; i++) {
@@ -511,26 +530,10 @@ done_evict(struct iopool_job *pj)
 		    strerror(ej->j.err));
 	if (ej->head != NULL)
 		disk_seg_release(ej->head);
-	free(ej->ra);
-	free(ej->offs);
-	free(ej->marks);
-	free(ej->keys);
-	free(ej->key_lens);
+	evict_job_free_lists(ej);
 	disk_job_end(&ej->j);
 }
 
-static void
-evict_job_free(struct evict_job *ej)
-{
-	if (ej == NULL)
-		return;
-	free(ej->ra);
-	free(ej->offs);
-	free(ej->marks);
-	free(ej->keys);
-	free(ej->key_lens);
-	free(ej);
-}
 
 /* A newer copy of x's variant is being written: a copy of x placed after
  * it would be taken for the newer one when it commits. */
@@ -606,7 +609,9 @@ disk_evict_oldest(struct disk *d)
 	    sizeof(*ej->offs))) == NULL || (ej->marks = calloc(n, 1)) ==
 	    NULL || (ej->keys = calloc(n, sizeof(*ej->keys))) == NULL ||
 	    (ej->key_lens = calloc(n, sizeof(*ej->key_lens))) == NULL))) {
-		evict_job_free(ej);
+		if (ej != NULL)
+			evict_job_free_lists(ej);
+		free(ej);
 		return false;
 	}
 	/* no room for the copies' list: they are evicted with the rest */

@@ -203,8 +203,9 @@ void disk_done_write(struct iopool_job *pj);
  * of len bytes at off of fd, checked (head, mark and body checksum), in a
  * new buffer, with its key (malloc'd), hash, variant and lengths in f; or
  * NULL with *why set: TORN or CHECKSUM for a record that is not whole, IO
- * (errno) when the read failed or there is no memory. Then rec written
- * at off of fd: all but its mark, then the mark.
+ * (errno) when the read failed or there is no memory; f->key is set
+ * whenever the head was good, for the caller to free. Then rec written at
+ * off of fd: all but its mark, then the mark.
  */
 uint8_t *disk_read_record(int fd, uint64_t off, uint32_t len, struct found *f,
     enum disk_drop *why);

@@ -199,11 +199,8 @@ disk_read_record(int fd, uint64_t off, uint32_t len, struct found *f,
 	    !record_read_trailer(rec + record_trailer_off(&r), &r) ||
 	    (r.flags & RECORD_TOMBSTONE))
 		goto fail;
+	/* the head is good: its key is known even if the body is not */
 	const char *key = record_key(rec);
-	*why = DISK_DROP_CHECKSUM;
-	if (record_body_sum(rec + record_head_len(&r), (size_t)r.body_len) !=
-	    r.body_sum)
-		goto fail;
 	*why = DISK_DROP_IO;
 	errno = ENOMEM;
 	if ((f->key = malloc(r.key_len)) == NULL)
@@ -212,6 +209,10 @@ disk_read_record(int fd, uint64_t off, uint32_t len, struct found *f,
 	f->key_len = r.key_len;
 	f->hash = XXH3_64bits(key, r.key_len);
 	f->vhash = disk_vary_hash(key + r.key_len + r.head_len, r.vary_len);
+	*why = DISK_DROP_CHECKSUM;
+	if (record_body_sum(rec + record_head_len(&r), (size_t)r.body_len) !=
+	    r.body_sum)
+		goto fail;
 	return rec;
 fail:
 	free(rec);

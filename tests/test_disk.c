@@ -270,6 +270,32 @@ Test(disk, hot_records_are_readmitted_at_eviction)
 	rig_stop(&g);
 }
 
+/* A hot record whose bytes went bad is not copied: the copy checks it
+ * whole, drops it, counts it and reports it lost. */
+Test(disk, a_rotten_hot_record_is_dropped_not_readmitted)
+{
+	struct rig g;
+	char path[160];
+
+	rig_start(&g, 8 << 20);
+	RUN_UNTIL(&g, g.ev.scanned == 1);
+	store_n(&g, 0, 50, 16000);
+	RUN_UNTIL(&g, g.ev.found == 50);
+	check_read_back(&g, 0, 16000);
+	check_read_back(&g, 1, 16000);
+	/* object 0 is the first segment's first record: a byte of its body */
+	snprintf(path, sizeof(path), "%s/seg-0000000000", g.dir);
+	poke(path, 8000, 0x20);
+	store_n(&g, 50, 600, 16000);
+	RUN_UNTIL(&g, disk_stats(g.d)->readmitted == 1 &&
+	    disk_stats(g.d)->dropped[DISK_DROP_CHECKSUM] == 1);
+	cr_assert_not(indexed(&g, 0));
+	cr_assert(indexed(&g, 1));
+	RUN_UNTIL(&g, g.ev.found == 650 &&
+	    g.ev.found - g.ev.lost == (int)disk_stats(g.d)->objects);
+	rig_stop(&g);
+}
+
 /* A segment of hot records still frees three quarters of itself: at most
  * a quarter is copied. Objects memory holds count as hot, and memory's
  * link follows the copy (moved) or is cleared (unlinked). */
