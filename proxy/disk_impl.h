@@ -1,9 +1,11 @@
 /*
- * The disk tier's insides, shared by its three files: disk.c (the index,
- * the segments, eviction, the interface), diskrw.c (writing and reading a
- * record) and diskscan.c (what the disk holds, read back: the start-up
- * scan, the rebuild walk, opening a cache_dir). disk.c's opening comment
- * gives the model. Nothing outside them includes this.
+ * The disk tier's insides, shared by its files: disk.c (the index, the
+ * segments, the interface), diskevict.c (eviction and re-admission),
+ * diskrw.c (writing and reading a record), diskscan.c (what the disk
+ * holds, read back: the start-up scan, the rebuild walk, opening a
+ * cache_dir), diskkeys.c (key files) and diskstream.c (a record written
+ * as it arrives). disk.c's opening comment gives the model. Nothing
+ * outside them includes this.
  */
 #ifndef DISK_IMPL_H
 #define DISK_IMPL_H
@@ -153,6 +155,7 @@ int disk_seg_append(struct disk *d, struct seg *g);
 struct seg *disk_seg_new(uint32_t id, int fd);
 /* A job is done with g: an evicted segment closes with its last job. */
 void disk_seg_release(struct seg *g);
+/* Evicts the oldest segment (diskevict.c); false when it cannot go yet. */
 bool disk_evict_oldest(struct disk *d);
 /* Room for len bytes at the head; NULL when there is none now. */
 struct seg *disk_make_room(struct disk *d, uint64_t len);

@@ -25,6 +25,16 @@
 #include "record.h"
 #include "sc_assert.h"
 
+/* The len bytes at p are one record, head and mark checked (its body's
+ * checksum is the caller's to check); r says what it is. */
+static bool
+record_whole(const uint8_t *p, uint32_t len, struct record_info *r)
+{
+	return record_read_fixed(p, r) && record_len(r) == len &&
+	    record_head_ok(p, r) &&
+	    record_read_trailer(p + record_trailer_off(r), r);
+}
+
 /* ---- writing ---- */
 
 /* The head at off, then the body of o from the file it lives in; the
@@ -194,10 +204,7 @@ disk_read_record(int fd, uint64_t off, uint32_t len, struct found *f,
 		goto fail;
 	}
 	*why = DISK_DROP_TORN;
-	if (!record_read_fixed(rec, &r) || record_len(&r) != len ||
-	    !record_head_ok(rec, &r) ||
-	    !record_read_trailer(rec + record_trailer_off(&r), &r) ||
-	    (r.flags & RECORD_TOMBSTONE))
+	if (!record_whole(rec, len, &r) || (r.flags & RECORD_TOMBSTONE))
 		goto fail;
 	/* the head is good: its key is known even if the body is not */
 	const char *key = record_key(rec);
@@ -329,9 +336,7 @@ read_whole(int fd, uint64_t off, uint32_t len, struct record_info *r,
 		store_body_unref(&b);
 		return NULL;
 	}
-	if (!record_read_fixed(p, r) || record_len(r) != len ||
-	    !record_head_ok(p, r) ||
-	    !record_read_trailer(p + record_trailer_off(r), r)) {
+	if (!record_whole(p, len, r)) {
 		*bad = true;
 		store_body_unref(&b);
 		return NULL;
