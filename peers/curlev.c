@@ -26,6 +26,10 @@ struct curlev {
 	struct event *idle;   /* closes the kept connections */
 	long pool;
 	unsigned running;
+	/* inside curl_multi_socket_action, which refuses to be re-entered:
+	 * transfers started meanwhile wait on the pending list */
+	bool in_action;
+	struct curlev_xfer *pending, **pending_tail;
 };
 
 static void
@@ -59,28 +63,50 @@ check_done(struct curlev *o)
 	}
 }
 
+/* Adds the transfers started inside the last action; one curl refuses
+ * ends at once, as if it had failed to start. */
+static void
+add_pending(struct curlev *o)
+{
+	struct curlev_xfer *x;
+
+	while ((x = o->pending) != NULL) {
+		o->pending = x->next_pending;
+		if (o->pending == NULL)
+			o->pending_tail = &o->pending;
+		x->pending = false;
+		if (curl_multi_add_handle(o->multi, x->easy) != CURLM_OK) {
+			stopped(o, x);
+			x->done(x->arg, CURLE_FAILED_INIT);
+		}
+	}
+}
+
+static void
+action(struct curlev *o, curl_socket_t fd, int what)
+{
+	int running;
+
+	o->in_action = true;
+	curl_multi_socket_action(o->multi, fd, what, &running);
+	o->in_action = false;
+	add_pending(o);
+	check_done(o);
+}
+
 static void
 on_socket_event(evutil_socket_t fd, short what, void *arg)
 {
-	struct curlev *o = arg;
-	int action = ((what & EV_READ) ? CURL_CSELECT_IN : 0) |
-	    ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
-	int running;
-
-	curl_multi_socket_action(o->multi, fd, action, &running);
-	check_done(o);
+	action(arg, fd, ((what & EV_READ) ? CURL_CSELECT_IN : 0) |
+	    ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0));
 }
 
 static void
 on_timer(evutil_socket_t fd, short what, void *arg)
 {
-	struct curlev *o = arg;
-	int running;
-
 	(void)fd;
 	(void)what;
-	curl_multi_socket_action(o->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	check_done(o);
+	action(arg, CURL_SOCKET_TIMEOUT, 0);
 }
 
 static int
@@ -177,6 +203,7 @@ curlev_new(struct event_base *base, long pool)
 		return NULL;
 	o->base = base;
 	o->pool = pool;
+	o->pending_tail = &o->pending;
 	o->multi = multi_new(o);
 	o->timer = evtimer_new(base, on_timer, o);
 	o->idle = evtimer_new(base, on_idle, o);
@@ -208,8 +235,15 @@ int
 curlev_start(struct curlev *o, CURL *easy, struct curlev_xfer *x)
 {
 	curl_easy_setopt(easy, CURLOPT_PRIVATE, x);
-	if (curl_multi_add_handle(o->multi, easy) != CURLM_OK)
+	x->easy = easy;
+	x->pending = o->in_action;
+	if (x->pending) {
+		x->next_pending = NULL;
+		*o->pending_tail = x;
+		o->pending_tail = &x->next_pending;
+	} else if (curl_multi_add_handle(o->multi, easy) != CURLM_OK) {
 		return -1;
+	}
 	x->running = true;
 	o->running++;
 	evtimer_del(o->idle);
@@ -224,6 +258,18 @@ curlev_cancel(struct curlev *o, CURL *easy)
 	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
 	if (x == NULL || !x->running)
 		return;
-	curl_multi_remove_handle(o->multi, easy);
+	if (x->pending) {
+		struct curlev_xfer **p = &o->pending;
+		while (*p != x)
+			p = &(*p)->next_pending;
+		*p = x->next_pending;
+		if (*p == NULL)
+			o->pending_tail = p;
+		x->pending = false;
+	} else {
+		/* curl cannot take a handle out from inside its callbacks */
+		SC_ASSERT(!o->in_action);
+		curl_multi_remove_handle(o->multi, easy);
+	}
 	stopped(o, x);
 }

@@ -19,7 +19,11 @@ typedef void curlev_done_f(void *arg, CURLcode rc);
 struct curlev_xfer {
 	curlev_done_f *done;
 	void *arg;
-	bool running;   /* curlev's own: in the multi */
+	/* curlev's own */
+	bool running;   /* in the multi, or waiting to enter it */
+	bool pending;   /* started from inside a curl callback */
+	CURL *easy;
+	struct curlev_xfer *next_pending;
 };
 
 /* Connections kept for reuse, at most (the caller's descriptor plan may
@@ -36,7 +40,9 @@ void curlev_free(struct curlev **o);
 /*
  * Starts easy on the loop; x->done(x->arg, rc) runs once when it finishes,
  * after the handle was removed from the multi. The caller keeps ownership
- * of easy and x. Returns 0 or -1.
+ * of easy and x. Returns 0 or -1. May be called from a transfer's own
+ * callbacks (a response that finishes one client lets its next request
+ * start): the handle then enters the multi once curl has returned.
  */
 int curlev_start(struct curlev *o, CURL *easy, struct curlev_xfer *x);
 

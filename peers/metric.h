@@ -51,6 +51,9 @@ struct evbuffer;
 	    "Origin fetches that failed, by cause")                           \
 	X(ORIGIN_REQUESTS, counter, "sumcache_origin_requests_total", "",     \
 	    "Requests sent to origins")                                       \
+	X(COLLAPSED, counter, "sumcache_collapsed_total", "outcome",          \
+	    "Requests that found a fetch of their URL running: served from "  \
+	    "it, let go to fetch alone, or let go at the wait's timeout")     \
 	X(TUNNELS, counter, "sumcache_tunnels_total", "",                     \
 	    "CONNECT tunnels opened")                                         \
 	X(TUNNEL_DENIED, counter, "sumcache_tunnel_denied_total", "",         \

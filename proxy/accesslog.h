@@ -14,6 +14,7 @@ struct accesslog;
 	X(TCP_MEM_HIT)             /* fresh, from the memory cache */         \
 	X(TCP_HIT)                 /* fresh, read from the disk cache */      \
 	X(TCP_IMS_HIT)             /* the client's conditional matched: 304 */\
+	X(TCP_CF_HIT)              /* collapsed onto a fetch in progress */   \
 	X(TCP_STALE_HIT)           /* stale but allowed (max-stale) */        \
 	X(TCP_REFRESH_UNMODIFIED)  /* revalidated: 304 from upstream */       \
 	X(TCP_REFRESH_MODIFIED)    /* revalidated: a new copy */              \

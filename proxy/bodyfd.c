@@ -164,14 +164,22 @@ bodyfd_convert(struct store_body **bp, int fd_ceiling)
 void
 bodyfd_send(struct store_body *b, struct evbuffer *out)
 {
-	if (b->len == 0)
+	bodyfd_send_part(b, out, 0, b->len);
+}
+
+void
+bodyfd_send_part(struct store_body *b, struct evbuffer *out, uint64_t from,
+    uint64_t len)
+{
+	if (len == 0)
 		return;
 	if (b->ext != NULL) {
-		bodyfd_send_range(b, out, 0, b->len);
+		bodyfd_send_range(b, out, from, len);
 		return;
 	}
 	store_body_ref(b);
-	evbuffer_add_reference(out, b->data, b->len, store_body_release_cb, b);
+	evbuffer_add_reference(out, b->data + from, (size_t)len,
+	    store_body_release_cb, b);
 }
 
 void

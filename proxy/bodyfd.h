@@ -46,6 +46,9 @@ bool bodyfd_share(struct store_body **b, struct bodyfd_file *f, int64_t off,
 /* Appends the whole body to out without copying it: a file segment for a
  * converted body, a heap reference otherwise. Takes its own references. */
 void bodyfd_send(struct store_body *b, struct evbuffer *out);
+/* The same for len bytes of the body from offset from. */
+void bodyfd_send_part(struct store_body *b, struct evbuffer *out,
+    uint64_t from, uint64_t len);
 /* len bytes of a body kept in a file, from body offset from. */
 void bodyfd_send_range(struct store_body *b, struct evbuffer *out,
     uint64_t from, uint64_t len);

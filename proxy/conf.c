@@ -132,6 +132,11 @@ static const struct directive directives[] = {
 	    false, "time to connect to an origin (then 504)", LIVE},
 	{"origin_timeout", parse_duration, OFF(origin_timeout_ms), "60s",
 	    false, "time an origin may stay silent (then 504)", LIVE},
+	{"collapsed_forwarding_timeout", parse_duration,
+	    OFF(collapsed_forwarding_timeout_ms), "10s", false, "a request "
+	    "for a URL being fetched waits this long at most for the fetch's "
+	    "answer, then fetches alone; 0: every request fetches alone",
+	    LIVE},
 	{"tunnel_idle_timeout", parse_duration, OFF(tunnel_idle_timeout_ms),
 	    "5m", false, "a CONNECT tunnel with no traffic this long closes", LIVE},
 	{"shutdown_timeout", parse_duration, OFF(shutdown_timeout_ms), "10s",

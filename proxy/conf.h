@@ -62,6 +62,7 @@ struct conf {
 	uint32_t idle_timeout_ms;
 	uint32_t connect_timeout_ms;
 	uint32_t origin_timeout_ms;
+	uint32_t collapsed_forwarding_timeout_ms;
 	uint32_t tunnel_idle_timeout_ms;
 	uint32_t shutdown_timeout_ms;
 	uint32_t status_interval_ms;  /* status page sampling */

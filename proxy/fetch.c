@@ -40,6 +40,7 @@
 
 #include "bodyfd.h"
 #include "budget.h"
+#include "busy.h"
 #include "client.h"
 #include "curlev.h"
 #include "disk.h"
@@ -66,7 +67,8 @@
 #define FETCH_UPLOAD_BUFFER (64 * 1024)
 
 struct fetch {
-	struct txn *t;
+	struct server *srv;
+	struct txn *t;             /* NULL once shared: the readers' */
 	enum fetch_kind kind;
 	CURL *easy;
 	struct curl_slist *hdrs;
@@ -98,13 +100,20 @@ struct fetch {
 	char *stored_head;         /* filtered fields for the store */
 	size_t stored_head_len;
 	time_t request_time;
+	/* collapsed forwarding (busy.c): others may join a GET; once its
+	 * answer is shared, every client reads the copy and the fetch runs
+	 * for none of them in particular */
+	struct busy *busy;
+	bool shared;
+	struct store_obj *shape;   /* the object's head and metadata */
+	struct fetch *prev, *next; /* on s->shared_fetches once shared */
 };
 
 static void
 arm_timer(struct fetch *f)
 {
-	uint32_t ms = f->peer != NULL ? f->t->srv->conf.peer_timeout_ms :
-	    f->t->srv->conf.origin_timeout_ms;
+	uint32_t ms = f->peer != NULL ? f->srv->conf.peer_timeout_ms :
+	    f->srv->conf.origin_timeout_ms;
 	struct timeval tv = tv_ms(ms);
 
 	evtimer_add(f->timer, &tv);
@@ -126,10 +135,10 @@ drop_copy(struct fetch *f)
 {
 	disk_stream_abort(&f->stream);
 	if (f->body != NULL && f->body->refs == 1)
-		budget_freed(f->t->srv->budget, f->body->cap);
+		budget_freed(f->srv->budget, f->body->cap);
 	store_body_unref(&f->body);
 	if (f->reserved > 0)
-		budget_give(f->t->srv->budget, f->reserved);
+		budget_give(f->srv->budget, f->reserved);
 	f->reserved = 0;
 }
 
@@ -145,12 +154,21 @@ reserve_copy(struct fetch *f, size_t need)
 
 	if (want <= f->reserved)
 		return true;
-	if (!budget_take(f->t->srv->budget, want - f->reserved)) {
+	if (!budget_take(f->srv->budget, want - f->reserved)) {
 		drop_copy(f);
 		return false;
 	}
 	f->reserved = want;
 	return true;
+}
+
+void
+fetch_free_shared(struct server *s)
+{
+	while (s->shared_fetches != NULL) {
+		struct fetch *f = s->shared_fetches;
+		fetch_free(&f);
+	}
 }
 
 size_t
@@ -170,8 +188,16 @@ fetch_free(struct fetch **fp)
 	if (f == NULL)
 		return;
 	*fp = NULL;
+	if (f->shared) {
+		if (f->prev != NULL)
+			f->prev->next = f->next;
+		else
+			f->srv->shared_fetches = f->next;
+		if (f->next != NULL)
+			f->next->prev = f->prev;
+	}
 	if (f->running)
-		curlev_cancel(f->t->srv->curl, f->easy);
+		curlev_cancel(f->srv->curl, f->easy);
 	if (f->easy)
 		curl_easy_cleanup(f->easy);
 	curl_slist_free_all(f->hdrs);
@@ -180,6 +206,10 @@ fetch_free(struct fetch **fp)
 	if (f->headbuf)
 		evbuffer_free(f->headbuf);
 	http_head_clear(&f->resp);
+	/* before the head, its waiters look again; after, only a shutdown
+	 * frees a shared fetch still running */
+	busy_close(&f->busy, f->shared ? BUSY_FAILED : BUSY_LEADER_GONE, NULL);
+	store_obj_unref(&f->shape);
 	drop_copy(f);
 	free(f->stored_head);
 	for (size_t i = 0; i < f->ncand; i++)
@@ -246,6 +276,34 @@ start_stream(struct fetch *f, uint64_t clen)
 	store_obj_unref(&o);
 }
 
+/*
+ * The whole body will be in memory, of a known length: the fetch goes on
+ * for every client that reads it (busy.c), the one that started it too,
+ * which may be answered at once (its condition matched) or leave. false
+ * when the object's shape cannot be made.
+ */
+static bool
+share(struct fetch *f, int64_t clen)
+{
+	struct txn *t = f->t;
+	struct store_body *none = store_body_new(0);
+
+	f->shape = none != NULL ? stored_object(t, &f->resp, f->stored_head,
+	    f->stored_head_len, none, f->request_time) : NULL;
+	store_body_unref(&none);
+	if (f->shape == NULL)
+		return false;
+	f->shared = true;
+	f->t = NULL;
+	t->fetch = NULL;
+	f->next = f->srv->shared_fetches;
+	if (f->next != NULL)
+		f->next->prev = f;
+	f->srv->shared_fetches = f;
+	busy_share(f->busy, f->shape, (uint64_t)clen, t);
+	return true;
+}
+
 /* Decides storing and writes the client's head. false aborts the fetch. */
 static bool
 final_head(struct fetch *f)
@@ -283,13 +341,17 @@ final_head(struct fetch *f)
 		if (!keep_head(f) || f->body == NULL)
 			drop_copy(f);
 	}
+	t->result = f->peer != NULL ? RESULT_REMOTE_HIT : RESULT_MISS;
+	if (f->busy != NULL && f->body != NULL && clen >= 0 && share(f, clen))
+		return true;
+	/* not shared: whoever waits fetches alone */
+	busy_close(&f->busy, BUSY_UNSHARED, NULL);
 
 	struct evbuffer *out = client_out(t->c);
 	size_t before = evbuffer_get_length(out);
 	bool no_body = t->is_head || resp->status == 204 ||
 	    resp->status == 304;
 	t->status = resp->status;
-	t->result = f->peer != NULL ? RESULT_REMOTE_HIT : RESULT_MISS;
 	response_status(out, resp->status, resp->reason, resp->reason_len);
 	stored_fields(resp, out, true);
 	struct head_tail tl = {.age = -1, .via = true, .x_cache = "MISS",
@@ -393,6 +455,15 @@ on_body(char *data, size_t size, size_t n, void *arg)
 
 	if (!f->head_done || f->not_modified)
 		return len;
+	if (f->shared) {
+		/* the copy was reserved whole: more than Content-Length said
+		 * is not the object */
+		if (f->body->len + len > f->body->cap ||
+		    store_body_append(&f->body, data, len) < 0)
+			return 0;
+		busy_body(f->busy, f->body);
+		return len;
+	}
 	struct evbuffer *out = client_out(t->c);
 	if (evbuffer_get_length(out) > FETCH_OUT_HIGH ||
 	    (f->stream != NULL && disk_stream_full(f->stream))) {
@@ -418,7 +489,7 @@ on_body(char *data, size_t size, size_t n, void *arg)
 	}
 	if (f->body != NULL) {
 		size_t need = f->body->len + len;
-		if (need > t->srv->conf.max_object_size ||
+		if (need > f->srv->conf.max_object_size ||
 		    (need > f->body->cap && !reserve_copy(f, need)) ||
 		    store_body_append(&f->body, data, len) < 0)
 			drop_copy(f);
@@ -473,6 +544,9 @@ fail_before_head(struct fetch *f, int status, const char *cause)
 	struct txn *t = f->t;
 	struct server *s = t->srv;
 
+	/* those waiting go by themselves, before the leader's answer
+	 * finishes it (its leaving would have them look again) */
+	busy_close(&f->busy, BUSY_UNSHARED, NULL);
 	if (f->kind == FETCH_REVALIDATE && !t->stale->meta.must_revalidate) {
 		/* RFC 9111 4.2.4: a stale copy beats an error when the
 		 * origin cannot be reached and the origin did not forbid it */
@@ -487,10 +561,17 @@ static void
 finish_error(struct fetch *f, CURLcode rc)
 {
 	struct txn *t = f->t;
-	struct server *s = t->srv;
+	struct server *s = f->srv;
 	char cause[512];
 	uint64_t skipped;
 
+	if (f->shared) {
+		/* mid-body: every reader sees a truncated message */
+		s->m.origin_protocol++;
+		busy_close(&f->busy, BUSY_FAILED, NULL);
+		fetch_free(&f);
+		return;
+	}
 	if (f->head_done) {
 		/* mid-body: the client must see a truncated message */
 		s->m.origin_protocol++;
@@ -527,18 +608,56 @@ finish_error(struct fetch *f, CURLcode rc)
 	}
 }
 
+/* Stores a body kept whole: large ones go to a memfd for sendfile; the
+ * rest, or a large one when no memfd can be had, stay on the heap. */
+static void
+freeze_body(struct fetch *f)
+{
+	if (f->body->len < BODYFD_MIN ||
+	    !bodyfd_convert(&f->body, f->srv->body_fd_ceiling))
+		store_body_shrink(&f->body);
+}
+
+/* A shared fetch is complete: the object is stored and its readers get
+ * the rest of it from there. The fetch was nobody's: it frees itself. */
+static void
+finish_shared(struct fetch *f)
+{
+	struct server *s = f->srv;
+	struct store_obj *o = NULL;
+
+	if (f->kind == FETCH_REVALIDATE)
+		s->m.revalidated_modified++;
+	if (f->body->len == f->body->cap) {
+		freeze_body(f);
+		o = store_obj_with_body(f->shape, f->body);
+	}
+	if (o != NULL)
+		tiers_store(s, o);
+	busy_close(&f->busy, o != NULL ? BUSY_DONE : BUSY_FAILED, o);
+	store_obj_unref(&o);
+	fetch_free(&f);
+}
+
 static void
 finish_ok(struct fetch *f)
 {
 	struct txn *t = f->t;
-	struct server *s = t->srv;
+	struct server *s = f->srv;
 
+	if (f->shared) {
+		finish_shared(f);
+		return;
+	}
 	if (f->not_modified) {
 		struct store_obj *o = stored_refresh(t, &f->resp,
 		    f->request_time);
 		s->m.revalidated_unmodified++;
-		if (o != NULL) {
+		if (o != NULL)
 			tiers_store(s, o);
+		/* who waited finds the refreshed copy */
+		busy_close(&f->busy, BUSY_DONE, NULL);
+		if (o != NULL) {
 			request_serve_object(t, o, SQ_TCP_REFRESH_UNMODIFIED);
 			store_obj_unref(&o);
 		} else {
@@ -560,11 +679,7 @@ finish_ok(struct fetch *f)
 		drop_copy(f);
 	} else if (f->body != NULL && (f->resp.content_length < 0 ||
 	    (uint64_t)f->resp.content_length == f->body->len)) {
-		/* large bodies go to a memfd for sendfile; the rest, or a
-		 * large one when no memfd can be had, stay on the heap */
-		if (f->body->len < BODYFD_MIN ||
-		    !bodyfd_convert(&f->body, s->body_fd_ceiling))
-			store_body_shrink(&f->body);
+		freeze_body(f);
 		struct store_obj *o = stored_object(t, &f->resp,
 		    f->stored_head, f->stored_head_len, f->body,
 		    f->request_time);
@@ -592,7 +707,7 @@ peer_outcome(struct fetch *f, enum peer_outcome outcome)
 	curl_easy_getinfo(f->easy, CURLINFO_HEADER_SIZE, &head);
 	curl_easy_getinfo(f->easy, CURLINFO_SIZE_DOWNLOAD_T, &down);
 	curl_easy_getinfo(f->easy, CURLINFO_TOTAL_TIME, &secs);
-	peers_fetch_done(f->t->srv->peers, f->peer, outcome, secs * 1000,
+	peers_fetch_done(f->srv->peers, f->peer, outcome, secs * 1000,
 	    (uint64_t)req, (uint64_t)head + (uint64_t)down);
 }
 
@@ -640,7 +755,7 @@ on_silence(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	curlev_cancel(f->t->srv->curl, f->easy);
+	curlev_cancel(f->srv->curl, f->easy);
 	f->running = false;
 	if (f->peer != NULL && !f->head_done) {
 		next_source(f, PEER_FAILED);
@@ -669,13 +784,15 @@ attempt(struct fetch *f)
 	struct server *s = t->srv;
 
 	f->peer = f->next_cand < f->ncand ? f->cand[f->next_cand++] : NULL;
+	if (f->busy != NULL)
+		busy_asking_peer(f->busy, f->peer != NULL);
 	if (f->easy == NULL)
 		f->easy = curl_easy_init();
 	else
 		curl_easy_reset(f->easy);
 	curl_slist_free_all(f->hdrs);
 	f->hdrs = upstream_fields(t, f->kind == FETCH_REVALIDATE,
-	    f->peer != NULL);
+	    f->busy != NULL, f->peer != NULL);
 	if (f->easy == NULL || f->hdrs == NULL)
 		return -1;
 	CURL *e = f->easy;
@@ -758,6 +875,7 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 
 	if (f == NULL)
 		return -1;
+	f->srv = s;
 	f->t = t;
 	f->kind = kind;
 	f->resp.content_length = -1;
@@ -766,6 +884,8 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 	f->headbuf = evbuffer_new();
 	if (f->timer == NULL || f->headbuf == NULL)
 		goto fail;
+	if (kind != FETCH_FORWARD)
+		f->busy = busy_open(s, t);
 	if (peer_eligible(t, kind)) {
 		if (s->conf.sharing != SHARING_ICP) {
 			f->ncand = peers_candidates(s->peers, t->url.norm,

@@ -30,4 +30,7 @@ size_t fetch_mem_bound(void);
 /* Stops the transfer if running and frees the fetch. */
 void fetch_free(struct fetch **f);
 
+/* Frees the shared fetches still running (at exit). */
+void fetch_free_shared(struct server *s);
+
 #endif

@@ -44,6 +44,9 @@ struct evbuffer;
 	X(origin_timeout, ORIGIN_ERRORS, "timeout", NULL)                    \
 	X(origin_protocol, ORIGIN_ERRORS, "protocol", NULL)                  \
 	X(origin_requests, ORIGIN_REQUESTS, NULL, NULL)                      \
+	X(collapsed_served, COLLAPSED, "served", NULL)                       \
+	X(collapsed_released, COLLAPSED, "released", NULL)                   \
+	X(collapsed_timeout, COLLAPSED, "timeout", NULL)                     \
 	X(tunnels, TUNNELS, NULL, NULL)                                      \
 	X(tunnel_denied, TUNNEL_DENIED, NULL, NULL)                          \
 	X(invalidations, INVALIDATIONS, NULL, NULL)                          \

@@ -37,6 +37,8 @@ struct feed;
 struct fetch;
 struct tunnel;
 struct status;
+struct busy;
+struct busy_table;
 struct budget;
 
 /* Where the configuration comes from: read at start and on SIGHUP. */
@@ -74,6 +76,8 @@ struct server {
 	int body_fd_ceiling;         /* memfd bodies below this (bodyfd.c) */
 	unsigned curl_pool;          /* origin connections kept (accept.c) */
 	struct budget *budget;       /* in-flight copies, heap trimming */
+	struct busy_table *busy;     /* fetches others may join (busy.c) */
+	struct fetch *shared_fetches; /* shared: no client's (fetch.c) */
 	struct event *signals[3]; /* TERM, INT, HUP */
 	struct event *flush_timer;
 	struct event *shutdown_timer;
@@ -158,6 +162,12 @@ struct txn {
 	struct store_obj *stale;  /* stored copy under revalidation */
 	struct tiers_wait *disk_wait; /* reading the disk's copies */
 	bool disk_read;       /* they were read: memory has what it has */
+	/* collapsed forwarding (busy.c) */
+	struct busy *busy;    /* the fetch it waits for or reads from */
+	struct txn *busy_prev, *busy_next;
+	uint64_t busy_sent;   /* body bytes of it given to the client */
+	bool busy_reading;    /* its head is out: it reads the body */
+	bool no_collapse;     /* a fetch let it go: it fetches alone */
 	/* for the access log and metrics */
 	enum txn_result result;
 	int status;

@@ -25,6 +25,7 @@
 #include <event2/bufferevent.h>
 
 #include "bodyfd.h"
+#include "busy.h"
 #include "disksend.h"
 #include "client.h"
 #include "fetch.h"
@@ -114,6 +115,7 @@ txn_free(struct txn **tp)
 		    (uint64_t)t->req.content_length);
 	free(t->peer_msg);
 	tiers_wait_cancel(&t->disk_wait);
+	busy_leave(t);
 	store_obj_unref(&t->stale);
 	http_head_clear(&t->req);
 	url_clear(&t->url);
@@ -211,41 +213,58 @@ client_not_modified(const struct txn *t, const struct store_obj *o)
 	return cachectl_not_modified(&t->req, etag, elen, lm);
 }
 
-void
-request_serve_object(struct txn *t, struct store_obj *o,
-    enum squid_code code)
+bool
+request_vary_matches(const struct store_obj *o, struct txn *t)
+{
+	return vary_matches(o, t);
+}
+
+bool
+request_object_head(struct txn *t, const struct store_obj *o,
+    enum squid_code code, const char *x_cache, int64_t length)
 {
 	struct evbuffer *out = client_out(t->c);
 	size_t before = evbuffer_get_length(out);
 	bool not_modified = o->meta.status == 200 && client_not_modified(t, o);
 	int status = not_modified ? 304 : o->meta.status;
-	bool body = !t->is_head && status != 304 && status != 204;
 	int64_t age = current_age(o, time(NULL));
 	const char *ct;
 	size_t ctl;
 
 	t->status = status;
 	t->code = not_modified && (code == SQ_TCP_MEM_HIT ||
-	    code == SQ_TCP_HIT) ? SQ_TCP_IMS_HIT : code;
-	t->result = RESULT_LOCAL_HIT;
-	if (t->disk_read)
-		t->srv->m.hit_disk++;
-	else
-		t->srv->m.hit_memory++;
+	    code == SQ_TCP_HIT || code == SQ_TCP_CF_HIT) ? SQ_TCP_IMS_HIT :
+	    code;
 	if (store_head_find(o, "content-type", &ct, &ctl))
 		snprintf(t->ctype, sizeof(t->ctype), "%.*s", (int)ctl, ct);
 	response_status(out, status, NULL, 0);
 	evbuffer_add(out, store_obj_head(o), o->head_len);
 	response_end(t->srv, t, out, &(struct head_tail){.age = age,
-	    .via = true, .x_cache = "HIT", .length = status != 304 &&
-	    status != 204 ? (int64_t)o->body->len : -1});
+	    .via = true, .x_cache = x_cache, .length = status != 304 &&
+	    status != 204 ? length : -1});
 	client_sent(t, evbuffer_get_length(out) - before);
+	return !t->is_head && status != 304 && status != 204;
+}
+
+void
+request_serve_object(struct txn *t, struct store_obj *o,
+    enum squid_code code)
+{
+	struct evbuffer *out = client_out(t->c);
+	bool body = request_object_head(t, o, code, "HIT",
+	    (int64_t)o->body->len);
+
+	t->result = RESULT_LOCAL_HIT;
+	if (t->disk_read)
+		t->srv->m.hit_disk++;
+	else
+		t->srv->m.hit_memory++;
 	/* a large body on disk goes by windows, read off the loop first;
 	 * the sender ends the transaction */
 	if (body && disksend_wanted(o->body) &&
 	    disksend_start(t, o->body) == 0)
 		return;
-	before = evbuffer_get_length(out);
+	size_t before = evbuffer_get_length(out);
 	if (body)
 		bodyfd_send(o->body, out);
 	client_sent(t, evbuffer_get_length(out) - before);
@@ -342,10 +361,13 @@ request_feed_body(struct txn *t, struct evbuffer *in)
 void
 request_output_drained(struct txn *t)
 {
+	/* one of them answers t, and each may finish it */
 	if (t->fetch != NULL)
 		fetch_output_drained(t->fetch);
-	if (t->send != NULL)
+	else if (t->send != NULL)
 		disksend_drained(t->send);
+	else
+		busy_drained(t);
 }
 
 /* ---- dispatch ---- */
@@ -443,6 +465,10 @@ lookup(struct txn *t)
 		}
 	}
 	if (o == NULL) {
+		/* a fetch of it is running: wait for it, a peer's
+		 * only-if-cached question too */
+		if (busy_join(t))
+			return;
 		if (t->reqcc.only_if_cached) {
 			request_error(t, 504, SQ_TCP_MISS, "not in cache "
 			    "(only-if-cached)", false);
@@ -473,6 +499,10 @@ lookup(struct txn *t)
 		    "(only-if-cached)", false);
 		return;
 	}
+	if (busy_join(t)) {
+		store_obj_unref(&o);
+		return;
+	}
 	if (t->is_get && has_validator(o)) {
 		t->stale = o;
 		t->code = SQ_TCP_REFRESH_MODIFIED;
@@ -482,6 +512,12 @@ lookup(struct txn *t)
 	store_obj_unref(&o);
 	t->code = t->reqcc.no_cache ? SQ_TCP_CLIENT_REFRESH_MISS : SQ_TCP_MISS;
 	start_fetch(t, FETCH_MISS);
+}
+
+void
+request_lookup_again(struct txn *t)
+{
+	lookup(t);
 }
 
 void

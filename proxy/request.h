@@ -30,6 +30,23 @@ void request_error(struct txn *t, int status, enum squid_code code,
 void request_serve_object(struct txn *t, struct store_obj *o,
     enum squid_code code);
 
+/*
+ * Writes the head of o's answer to t (304 when t's conditionals match),
+ * x_cache saying what it was, length the body's length (o's body may
+ * still be filling); sets t's status and code (result is the caller's).
+ * Returns whether the body follows: not for HEAD, 304 or 204.
+ */
+bool request_object_head(struct txn *t, const struct store_obj *o,
+    enum squid_code code, const char *x_cache, int64_t length);
+
+/* Whether o is the variant t's request selects (o's Vary). */
+bool request_vary_matches(const struct store_obj *o, struct txn *t);
+
+/* A collapsed request let go by the fetch it waited for: the store is
+ * looked at again, then the request goes on (to a fetch of its own when
+ * nothing is there). */
+void request_lookup_again(struct txn *t);
+
 /* The client went away: stop any fetch and forget the transaction. */
 void txn_free(struct txn **t);
 

@@ -27,11 +27,13 @@
 
 #include "accept.h"
 #include "budget.h"
+#include "busy.h"
 #include "client.h"
 #include "clock.h"
 #include "curlev.h"
 #include "discover.h"
 #include "feed.h"
+#include "fetch.h"
 #include "icpsock.h"
 #include "loop.h"
 #include "peers.h"
@@ -311,6 +313,7 @@ server_init(struct server *s)
 		inflight = s->conf.max_memory_object_size > 64u << 20 ?
 		    s->conf.max_memory_object_size : 64u << 20;
 	s->budget = budget_new(s->base, inflight);
+	s->busy = busy_table_new();
 	s->curl = curlev_new(s->base, (long)s->curl_pool);
 	s->log = accesslog_open(s->conf.access_log);
 	if (s->log == NULL) {
@@ -319,7 +322,7 @@ server_init(struct server *s)
 		return -1;
 	}
 	if (s->dns == NULL || s->store == NULL || s->curl == NULL ||
-	    s->budget == NULL || tiers_open(s) < 0)
+	    s->budget == NULL || s->busy == NULL || tiers_open(s) < 0)
 		return -1;
 	if (accept_start(s) < 0)
 		return -1;
@@ -359,7 +362,9 @@ server_fini(struct server *s)
 	if (s->base != NULL) {
 		client_free_all(s);
 		tunnel_free_all(s);
+		fetch_free_shared(s);
 	}
+	busy_table_free(&s->busy);
 	/* may run one loop turn, so before anything its events touch */
 	discover_free(&s->discover);
 	icpsock_free(&s->icp);

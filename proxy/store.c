@@ -209,6 +209,13 @@ store_obj_new(const char *key, size_t klen, const char *head, size_t hlen,
 }
 
 struct store_obj *
+store_obj_with_body(const struct store_obj *o, struct store_body *body)
+{
+	return store_obj_new(o->key, o->key_len, store_obj_head(o),
+	    o->head_len, store_obj_varykey(o), o->vary_len, &o->meta, body);
+}
+
+struct store_obj *
 store_obj_ref(struct store_obj *o)
 {
 	SC_ASSERT(o->refs > 0);

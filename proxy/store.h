@@ -123,6 +123,10 @@ struct store_obj *store_obj_new(const char *key, size_t klen,
     const char *head, size_t hlen, const char *varykey, size_t vlen,
     const struct store_meta *meta, struct store_body *body);
 struct store_obj *store_obj_ref(struct store_obj *o);
+/* A new object (one reference) with o's key, head, varykey and metadata
+ * and body (which it takes a reference to); NULL on ENOMEM. */
+struct store_obj *store_obj_with_body(const struct store_obj *o,
+    struct store_body *body);
 
 /* Iterates the stored head's fields; false at the end. */
 bool store_head_next(const struct store_obj *o, size_t *pos,

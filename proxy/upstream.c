@@ -44,7 +44,7 @@ add_header(struct curl_slist **list, const char *fmt, ...)
 
 static bool
 skip_request_field(const struct http_head *req, const struct http_field *fl,
-    bool revalidate)
+    bool own_conditionals)
 {
 	static const char *const own[] = {"host", "content-length", "expect"};
 
@@ -53,14 +53,16 @@ skip_request_field(const struct http_head *req, const struct http_field *fl,
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
 		if (http_field_is(fl, own[i]))
 			return true;
-	/* a revalidation carries our validators, not the client's */
-	return revalidate &&
+	/* a revalidation carries our validators, not the client's; a
+	 * fetch for the cache asks for the whole object */
+	return own_conditionals &&
 	    (http_field_is(fl, "if-none-match") ||
 		http_field_is(fl, "if-modified-since"));
 }
 
 struct curl_slist *
-upstream_fields(const struct txn *t, bool revalidate, bool to_peer)
+upstream_fields(const struct txn *t, bool revalidate, bool whole,
+    bool to_peer)
 {
 	const struct http_head *req = &t->req;
 	struct curl_slist *l = NULL;
@@ -68,7 +70,7 @@ upstream_fields(const struct txn *t, bool revalidate, bool to_peer)
 
 	for (unsigned i = 0; i < req->nfields && ok; i++) {
 		const struct http_field *fl = &req->fields[i];
-		if (skip_request_field(req, fl, revalidate))
+		if (skip_request_field(req, fl, revalidate || whole))
 			continue;
 		/* curl drops "Name:" lines; "Name;" sends an empty value */
 		if (fl->vlen == 0)

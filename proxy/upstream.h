@@ -9,9 +9,10 @@
 #include "proxy.h"
 
 /* The field lines for t's request, for CURLOPT_HTTPHEADER: revalidating
- * t->stale, or to a peer. A new list (free with curl_slist_free_all), or
- * NULL on ENOMEM. */
+ * t->stale, for a whole object (the client's conditionals left out: the
+ * cache answers them from the object), or to a peer. A new list (free
+ * with curl_slist_free_all), or NULL on ENOMEM. */
 struct curl_slist *upstream_fields(const struct txn *t, bool revalidate,
-    bool to_peer);
+    bool whole, bool to_peer);
 
 #endif

@@ -4,11 +4,14 @@
  * needs, and counting what it receives (GET /__log).
  *
  *   /obj/NAME?max_age=N&size=N&etag=1&lm=1&nostore=1&private=1&cc=no-cache
- *            &status=N&age=V&expires=lower
+ *            &status=N&age=V&expires=lower&pause=MS
  *                    deterministic body; answers 304 to a matching
  *                    If-None-Match; a 304 carries X-Revalidated: N;
  *                    status N instead of 200, "Age: V", an Expires an
- *                    hour ahead spelt in lower case
+ *                    hour ahead spelt in lower case; with pause, the
+ *                    second half of the body MS ms after the first
+ *   any path?delay=MS
+ *                    the response after MS ms (logged then)
  *   /vary/NAME       Vary: Accept-Language, body names the language
  *   /echo            the request body back, X-Method, X-Body-Length,
  *                    X-Request-Chunked
@@ -57,6 +60,9 @@ struct conn {
 	uint64_t big_left;   /* bytes of /big still to send */
 	char big_fill[16];   /* and the pattern they repeat */
 	bool close_after;    /* /cut: close once the output is sent */
+	bool delayed;        /* ?delay= has passed: answer now */
+	struct evbuffer *rest;  /* ?pause=: the body's second half */
+	struct event *resume;
 	struct event *delay;
 	char path[1024];
 	char query[1024];
@@ -107,6 +113,10 @@ conn_free(struct conn *c)
 	http_head_clear(&c->req);
 	if (c->delay)
 		event_free(c->delay);
+	if (c->resume)
+		event_free(c->resume);
+	if (c->rest)
+		evbuffer_free(c->rest);
 	evbuffer_free(c->body);
 	bufferevent_free(c->bev);
 	free(c);
@@ -118,6 +128,15 @@ fill(char *buf, size_t n, const char *name, size_t offset)
 	size_t nl = strlen(name);
 	for (size_t i = 0; i < n; i++)
 		buf[i] = name[(offset + i) % nl];
+}
+
+static void
+on_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	(void)fd;
+	(void)what;
+	bufferevent_write_buffer(c->bev, c->rest);
 }
 
 static void
@@ -209,8 +228,19 @@ respond(struct conn *c)
 		evbuffer_add(out, "\r\n", 2);
 		if (!http_token_eq(c->req.method, c->req.method_len, "HEAD")) {
 			char *b = malloc((size_t)size);
+			long pause = qparam(c, "pause", 0);
+			size_t now_n = pause > 0 ? (size_t)size / 2 : (size_t)size;
 			fill(b, (size_t)size, c->path + 5, 0);
-			evbuffer_add(out, b, (size_t)size);
+			evbuffer_add(out, b, now_n);
+			if (pause > 0) {
+				struct timeval tv = {pause / 1000,
+				    (pause % 1000) * 1000};
+				c->rest = evbuffer_new();
+				evbuffer_add(c->rest, b + now_n,
+				    (size_t)size - now_n);
+				c->resume = evtimer_new(base, on_resume, c);
+				evtimer_add(c->resume, &tv);
+			}
 			free(b);
 		}
 		return;
@@ -305,12 +335,21 @@ respond(struct conn *c)
 
 static void on_read(struct bufferevent *bev, void *arg);
 
+static void finish_request(struct conn *c);
+static void on_read(struct bufferevent *bev, void *arg);
+
 static void
 on_delay(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 	(void)fd;
 	(void)what;
+	if (strcmp(c->path, "/slow") != 0) {
+		c->delayed = true;
+		finish_request(c);
+		on_read(c->bev, c);
+		return;
+	}
 	evbuffer_add_printf(bufferevent_get_output(c->bev), "HTTP/1.1 200 OK"
 	    "\r\nContent-Length: 4\r\n\r\nslow");
 	c->have_head = false;
@@ -331,6 +370,17 @@ finish_request(struct conn *c)
 		evtimer_add(c->delay, &tv);
 		return;
 	}
+	long delay = qparam(c, "delay", 0);
+	if (c->delay != NULL && evtimer_pending(c->delay, NULL))
+		return;
+	if (delay > 0 && !c->delayed) {
+		struct timeval tv = {delay / 1000, (delay % 1000) * 1000};
+		if (c->delay == NULL)
+			c->delay = evtimer_new(base, on_delay, c);
+		evtimer_add(c->delay, &tv);
+		return;
+	}
+	c->delayed = false;
 	/* a client that asks for the close gets it: the harness's own
 	 * requests (GET /__log) then end at once, not at their timeout */
 	const struct http_field *cf = http_field_find(&c->req, "connection");

@@ -1,0 +1,372 @@
+/*
+ * Collapsed forwarding: busy objects.
+ *
+ * A flash crowd asks for one uncached URL many times within the time the
+ * origin takes to answer once. Each GET fetch that may be shared has a
+ * busy object (Varnish's name), entered in a table by URL while nobody
+ * else is fetching that URL. A request that finds nothing usable in the
+ * store but a busy object for its URL does not go to the origin: it
+ * waits for the head (a waiter), then reads the body from the fetch's
+ * copy as it arrives (a reader). Requests arriving later join the same
+ * way, and read from the first byte.
+ *
+ * Sharing needs the whole body in memory: the fetch's copy for the store,
+ * of a known length, reserved whole from inflight_mem before the first
+ * byte (fetch.c). Then the fetch never waits for a client. Every client,
+ * the one that started the fetch (the leader) included, is a reader with
+ * its own offset: a reader is given what its output has room for (a
+ * bounded copy, so a slow reader holds no more than a hit's output), and
+ * the rest when its output drains. So a slow reader never slows the
+ * others, and the leader leaving does not stop the fetch: the object is
+ * still stored. Once the fetch completes, each reader gets what it has
+ * not read from the stored object, by reference, as a hit does.
+ *
+ * An answer that cannot be shared (not storable, of unknown length, too
+ * large for memory, an error) lets its waiters go: each fetches by itself
+ * and never waits again (no_collapse), so an uncacheable URL costs one
+ * head's wait, never a chain of them. A waiter whose request selects
+ * another variant (Vary) goes by itself too. The wait for the head is
+ * bounded by collapsed_forwarding_timeout, counted from the fetch's start;
+ * then the waiters go by themselves and the URL leaves the table.
+ *
+ * Ownership: a busy object belongs to its fetch, which closes it
+ * (busy_close); the table and the txns waiting or reading point to it.
+ * A txn belongs to its client; leaving, it unlinks itself (busy_leave).
+ */
+#include "busy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <xxhash.h>
+
+#include "bodyfd.h"
+#include "client.h"
+#include "request.h"
+#include "sc_assert.h"
+
+#define BUSY_BUCKETS 4096  /* fetches at once: a few thousand at most */
+/* a reader's output is topped up to twice the client's low-water mark,
+ * at which its drain callback asks for more */
+#define BUSY_OUT_LOW (CLIENT_OUT_HIGH / 4)
+
+struct busy {
+	struct busy *hnext;
+	struct busy_table *table;
+	struct server *s;
+	uint64_t hash;
+	bool in_table;
+	bool asking_peer;
+	struct event *deadline;     /* the waiters' bound */
+	struct txn *waiting;        /* for the head */
+	struct txn *readers;        /* being sent the body */
+	struct store_obj *shape;    /* once shared: head and metadata */
+	const struct store_body *body; /* the fetch's copy so far */
+	uint64_t length;
+	size_t klen;
+	char key[];
+};
+
+struct busy_table {
+	struct busy *buckets[BUSY_BUCKETS];
+};
+
+struct busy_table *
+busy_table_new(void)
+{
+	return calloc(1, sizeof(struct busy_table));
+}
+
+void
+busy_table_free(struct busy_table **tp)
+{
+	free(*tp);
+	*tp = NULL;
+}
+
+static struct busy **
+slot(struct busy_table *tb, uint64_t hash, const char *key, size_t klen)
+{
+	struct busy **p = &tb->buckets[hash % BUSY_BUCKETS];
+
+	while (*p != NULL && ((*p)->hash != hash || (*p)->klen != klen ||
+	    memcmp((*p)->key, key, klen) != 0))
+		p = &(*p)->hnext;
+	return p;
+}
+
+static void
+leave_table(struct busy *b)
+{
+	if (!b->in_table)
+		return;
+	struct busy **p = slot(b->table, b->hash, b->key, b->klen);
+	SC_ASSERT(*p == b);
+	*p = b->hnext;
+	b->in_table = false;
+}
+
+/* ---- lists ---- */
+
+static void
+link_txn(struct txn **list, struct txn *t)
+{
+	t->busy_prev = NULL;
+	t->busy_next = *list;
+	if (*list != NULL)
+		(*list)->busy_prev = t;
+	*list = t;
+}
+
+void
+busy_leave(struct txn *t)
+{
+	struct busy *b = t->busy;
+
+	if (b == NULL)
+		return;
+	struct txn **list = t->busy_reading ? &b->readers : &b->waiting;
+	if (t->busy_prev != NULL)
+		t->busy_prev->busy_next = t->busy_next;
+	else
+		*list = t->busy_next;
+	if (t->busy_next != NULL)
+		t->busy_next->busy_prev = t->busy_prev;
+	t->busy = NULL;
+	t->busy_prev = t->busy_next = NULL;
+}
+
+/* ---- waiters ---- */
+
+/* Lets a waiter go: it looks in the store again and, finding nothing,
+ * fetches (alone when it may not wait again). */
+static void
+release(struct txn *t, bool alone)
+{
+	busy_leave(t);
+	t->no_collapse = alone;
+	if (alone)
+		t->srv->m.collapsed_released++;
+	request_lookup_again(t);
+}
+
+/* Every waiter of b goes; the list is taken first, since looking again
+ * may start a fetch that others join. */
+static void
+release_all(struct busy *b, bool alone)
+{
+	struct txn *t = b->waiting, *next;
+
+	for (; t != NULL; t = next) {
+		next = t->busy_next;
+		release(t, alone);
+	}
+}
+
+static void
+on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct busy *b = arg;
+
+	(void)fd;
+	(void)what;
+	/* a slow head: nobody else waits for it */
+	leave_table(b);
+	for (struct txn *t = b->waiting; t != NULL; t = t->busy_next)
+		b->s->m.collapsed_timeout++;
+	release_all(b, true);
+}
+
+/* ---- readers ---- */
+
+static void
+reader_done(struct txn *t)
+{
+	busy_leave(t);
+	client_txn_done(t->c);
+}
+
+/* Gives t what its output has room for of the body so far. */
+static void
+pump(struct busy *b, struct txn *t)
+{
+	struct evbuffer *out = client_out(t->c);
+	size_t queued = evbuffer_get_length(out);
+	uint64_t have = b->body != NULL ? b->body->len : 0;
+
+	if (t->busy_sent < have && queued < 2 * BUSY_OUT_LOW) {
+		uint64_t n = have - t->busy_sent;
+		if (n > 2 * BUSY_OUT_LOW - queued)
+			n = 2 * BUSY_OUT_LOW - queued;
+		evbuffer_add(out, b->body->data + t->busy_sent, (size_t)n);
+		client_sent(t, (size_t)n);
+		t->busy_sent += n;
+	}
+	if (t->busy_sent == b->length)
+		reader_done(t);
+}
+
+/* Writes t's head from the shared object: a reader of the body, or done
+ * (HEAD, 304, an empty body). */
+static void
+start_reading(struct busy *b, struct txn *t, bool leader)
+{
+	enum txn_result result = t->result;
+	bool body = request_object_head(t, b->shape, leader ? t->code :
+	    SQ_TCP_CF_HIT, leader ? "MISS" : "HIT", (int64_t)b->length);
+
+	if (leader) {
+		t->result = result;
+	} else {
+		t->result = RESULT_LOCAL_HIT;
+		t->srv->m.collapsed_served++;
+	}
+	if (!body) {
+		client_txn_done(t->c);
+		return;
+	}
+	t->busy = b;
+	t->busy_reading = true;
+	t->busy_sent = 0;
+	link_txn(&b->readers, t);
+	pump(b, t);
+}
+
+/* ---- the fetch's side ---- */
+
+struct busy *
+busy_open(struct server *s, const struct txn *t)
+{
+	if (!t->is_get || t->body_kind != BODY_NONE)
+		return NULL;
+	struct busy *b = calloc(1, sizeof(*b) + t->url.len);
+	if (b == NULL)
+		return NULL;
+	b->s = s;
+	b->table = s->busy;
+	b->klen = t->url.len;
+	memcpy(b->key, t->url.norm, t->url.len);
+	b->hash = XXH3_64bits(b->key, b->klen);
+	uint32_t ms = s->conf.collapsed_forwarding_timeout_ms;
+	if (ms == 0 || t->no_collapse)
+		return b;
+	struct busy **p = slot(b->table, b->hash, b->key, b->klen);
+	if (*p != NULL)
+		return b;  /* somebody leads it already */
+	b->deadline = evtimer_new(s->base, on_deadline, b);
+	if (b->deadline == NULL)
+		return b;
+	struct timeval tv = tv_ms(ms);
+	evtimer_add(b->deadline, &tv);
+	*p = b;
+	b->in_table = true;
+	return b;
+}
+
+bool
+busy_join(struct txn *t)
+{
+	struct server *s = t->srv;
+
+	if ((!t->is_get && !t->is_head) || t->body_kind != BODY_NONE ||
+	    t->no_collapse || t->reqcc.no_cache ||
+	    http_field_find(&t->req, "authorization") != NULL ||
+	    http_field_find(&t->req, "range") != NULL)
+		return false;
+	uint64_t hash = XXH3_64bits(t->url.norm, t->url.len);
+	struct busy *b = *slot(s->busy, hash, t->url.norm, t->url.len);
+	if (b == NULL || (t->for_peer && b->asking_peer && b->shape == NULL))
+		return false;
+	if (b->shape == NULL) {
+		t->busy = b;
+		t->busy_reading = false;
+		link_txn(&b->waiting, t);
+		return true;
+	}
+	/* the head is in: read from the first byte, if it is our variant */
+	if (!request_vary_matches(b->shape, t))
+		return false;
+	start_reading(b, t, false);
+	return true;
+}
+
+void
+busy_share(struct busy *b, struct store_obj *shape, uint64_t length,
+    struct txn *leader)
+{
+	b->shape = store_obj_ref(shape);
+	b->length = length;
+	if (b->deadline != NULL)
+		evtimer_del(b->deadline);
+	if (leader != NULL)
+		start_reading(b, leader, true);
+	struct txn *t = b->waiting, *next;
+	b->waiting = NULL;
+	for (; t != NULL; t = next) {
+		next = t->busy_next;
+		t->busy = NULL;
+		if (request_vary_matches(shape, t))
+			start_reading(b, t, false);
+		else
+			release(t, true);
+	}
+}
+
+void
+busy_asking_peer(struct busy *b, bool asking)
+{
+	b->asking_peer = asking;
+}
+
+void
+busy_body(struct busy *b, const struct store_body *body)
+{
+	struct txn *t = b->readers, *next;
+
+	b->body = body;
+	for (; t != NULL; t = next) {
+		next = t->busy_next;
+		pump(b, t);
+	}
+}
+
+void
+busy_drained(struct txn *t)
+{
+	if (t->busy != NULL && t->busy_reading)
+		pump(t->busy, t);
+}
+
+void
+busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj)
+{
+	struct busy *b = *bp;
+
+	if (b == NULL)
+		return;
+	*bp = NULL;
+	leave_table(b);
+	if (b->deadline != NULL)
+		event_free(b->deadline);
+	b->body = NULL;
+	struct txn *t, *next;
+	for (t = b->readers; t != NULL; t = next) {
+		next = t->busy_next;
+		busy_leave(t);
+		if (end != BUSY_DONE || obj == NULL) {
+			t->code = SQ_TCP_MISS_ABORTED;
+			client_fail(t->c);
+			continue;
+		}
+		struct evbuffer *out = client_out(t->c);
+		uint64_t rest = b->length - t->busy_sent;
+		bodyfd_send_part(obj->body, out, t->busy_sent, rest);
+		client_sent(t, (size_t)rest);
+		client_txn_done(t->c);
+	}
+	release_all(b, end == BUSY_UNSHARED || end == BUSY_FAILED);
+	store_obj_unref(&b->shape);
+	free(b);
+}

@@ -1,0 +1,79 @@
+/* Collapsed forwarding: one fetch of an object answers every client
+ * asking for it while it runs; see busy.c. */
+#ifndef BUSY_H
+#define BUSY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proxy.h"
+
+struct busy;
+struct busy_table;
+
+/* New empty table; NULL on ENOMEM. */
+struct busy_table *busy_table_new(void);
+/* Frees the table; the busy objects themselves belong to their fetches,
+ * which are freed first. Accepts NULL, clears *tp. */
+void busy_table_free(struct busy_table **tp);
+
+/*
+ * A GET fetch for t's URL (a miss or a revalidation) is starting. Returns
+ * its busy object (owned by the fetch, freed with busy_close), entered in
+ * the table when collapsed forwarding is on and the URL has no fetch
+ * yet, so that requests for the same URL wait for it. NULL when t may not
+ * share its answer, or on ENOMEM.
+ */
+struct busy *busy_open(struct server *s, const struct txn *t);
+
+/*
+ * t (GET or HEAD, nothing usable of its URL stored) waits for the fetch
+ * of its URL, or reads it when its head is in. true: t is taken care of
+ * (it may even be finished); false: t goes on by itself.
+ */
+bool busy_join(struct txn *t);
+
+/*
+ * The fetch's head arrived and its body will be kept in memory whole:
+ * shape (a new reference is taken) is the object's head and metadata,
+ * length its body's length. The leader (the txn that started the fetch,
+ * NULL when gone) and every waiter whose request the answer fits get
+ * their head and become readers; the others go on by themselves.
+ */
+void busy_share(struct busy *b, struct store_obj *shape, uint64_t length,
+    struct txn *leader);
+
+/* The fetch asks a peer now (or the origin): a peer's own question
+ * must not wait for it, or two nodes each asking the other would wait
+ * for each other until the peer timeout. */
+void busy_asking_peer(struct busy *b, bool asking);
+
+/* Body bytes were added to body (the fetch's copy, borrowed until the
+ * next call): readers take what their output has room for. */
+void busy_body(struct busy *b, const struct store_body *body);
+
+/* How a fetch ends for those waiting on it or reading it. */
+enum busy_end {
+	BUSY_DONE = 1,        /* complete: obj, the stored object, has the
+	                       * rest of every reader's body */
+	BUSY_UNSHARED = 2,    /* an answer that cannot be shared, or an
+	                       * error: waiters fetch by themselves */
+	BUSY_LEADER_GONE = 3, /* the leader left before the head: waiters
+	                       * look again (one of them leads the next) */
+	BUSY_FAILED = 4,      /* the body broke off: readers fail */
+};
+
+/*
+ * The fetch is over for its busy object: it leaves the table, waiters
+ * and readers go as end says, and *bp is freed and cleared. obj is
+ * borrowed (BUSY_DONE only). Accepts NULL.
+ */
+void busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj);
+
+/* t's output drained: it reads on. */
+void busy_drained(struct txn *t);
+
+/* t is being freed: it leaves its busy object's lists. */
+void busy_leave(struct txn *t);
+
+#endif
