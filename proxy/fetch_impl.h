@@ -1,0 +1,91 @@
+/*
+ * The fetch's insides, shared by its two files: fetch.c (starting a
+ * fetch, its sources: peers, ICP, the origin; its timers and its end)
+ * and fetchrecv.c (what comes back: the head decided and written, the
+ * body to the client and to the copy for the store, the finish). Nothing
+ * outside them includes this.
+ */
+#ifndef FETCH_IMPL_H
+#define FETCH_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "curlev.h"
+#include "fetch.h"
+#include "peers.h"
+
+/* curl's receive buffer: what one write callback brings at most */
+#define FETCH_CHUNK (64 * 1024)
+/* client output, miss bytes: reading the origin stops above this (the
+ * client's write low-water mark, so its write callback resumes it) */
+#define FETCH_OUT_HIGH (CLIENT_OUT_HIGH / 4)
+/* curl's own per transfer (handle, connection, header lists), measured
+ * at under 24 KB and rounded up */
+#define FETCH_CURL_OVERHEAD (32 * 1024)
+/* curl's upload buffer (CURLOPT_UPLOAD_BUFFERSIZE's default), allocated
+ * for a request with a body */
+#define FETCH_UPLOAD_BUFFER (64 * 1024)
+
+struct fetch {
+	struct server *srv;
+	struct txn *t;             /* NULL once shared: the readers' */
+	enum fetch_kind kind;
+	CURL *easy;
+	struct curl_slist *hdrs;
+	struct curlev_xfer xfer;
+	struct event *timer;
+	bool running;
+	struct evbuffer *headbuf;  /* response head lines so far */
+	struct http_head resp;
+	bool head_done;            /* final head written to the client */
+	bool not_modified;         /* revalidation answered 304 */
+	bool recv_paused;
+	bool send_paused;
+	bool chunked_out;
+	const char *proto_error;
+	/* peers whose summaries claim the object, asked in order before the
+	 * origin; peer is the one being asked now (NULL: the origin) */
+	struct peer *cand[PEERS_ASKED];
+	size_t ncand, next_cand;
+	struct peer *peer;
+	bool peer_refused;         /* it answered 5xx, 403 or 407: a false
+	                            * hit */
+	struct icpq *icpq;         /* ICP query out, before any source */
+	bool by_icp;               /* the candidate said ICP HIT */
+	struct store_body *body;   /* copy for the store, or NULL */
+	struct disk_stream *stream; /* or the body to the disk as it comes */
+	uint64_t streamed;         /* bytes of it */
+	size_t reserved;           /* of inflight_mem, for body or stream
+	                            * (budget.c) */
+	char *stored_head;         /* filtered fields for the store */
+	size_t stored_head_len;
+	time_t request_time;
+	/* collapsed forwarding (busy.c): others may join a GET; once its
+	 * answer is shared, every client reads the copy and the fetch runs
+	 * for none of them in particular */
+	struct busy *busy;
+	bool shared;
+	struct store_obj *shape;   /* the object's head and metadata */
+	struct fetch *prev, *next; /* on s->shared_fetches once shared */
+};
+
+/* (Re)arms the silence timer for the source being asked. */
+void fetch_arm_timer(struct fetch *f);
+
+/* curl's header and write callbacks (fetchrecv.c). */
+size_t fetch_on_header(char *buf, size_t size, size_t n, void *arg);
+size_t fetch_on_body(char *data, size_t size, size_t n, void *arg);
+
+/* The transfer is over: finished whole, or failed with rc. Either may
+ * finish the transaction, or free a shared fetch: f is then gone. */
+void fetch_finish_ok(struct fetch *f);
+void fetch_finish_error(struct fetch *f, CURLcode rc);
+
+/* The copy for the store is given up (or was stored): its reservation
+ * goes back to inflight_mem. */
+void fetch_drop_copy(struct fetch *f);
+
+#endif

@@ -1,0 +1,514 @@
+/*
+ * What a fetch receives: the head decided and written, the body sent to
+ * the client and copied for the store, the finish.
+ *
+ * We rebuild the head for the client from the source's fields minus
+ * hop-by-hop ones, and frame the body ourselves; what is stored or
+ * invalidated of a response is stored.c's.
+ *
+ * Back-pressure: the write callback returns CURL_WRITEFUNC_PAUSE while the
+ * client's output holds more than FETCH_OUT_HIGH; the client's write
+ * callback (at the same low-water mark) unpauses. curl keeps the chunk it
+ * could not deliver, so a fetch holds at most its output, curl's buffer
+ * and that chunk: fetch_mem_bound(). So a response of any size through a
+ * slow client costs a bounded buffer.
+ *
+ * The body is also copied into a store_body while it stays within
+ * max_object_size and the response is storable; on a clean finish it
+ * becomes a store object. The copy reserves inflight_mem as it grows (a
+ * known length at once); when the pool is taken, the response streams on
+ * uncached. A body of known length too large for memory is not copied:
+ * it goes to the disk tier as it arrives (a disk stream, reserving its
+ * bounded buffers), and a disk slower than the origin pauses the fetch
+ * as a slow client does.
+ *
+ * A copy of known length, reserved whole, is shared (busy.c): every
+ * client, the one that started the fetch too, reads it at its own pace,
+ * and the fetch never pauses for any of them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "bodyfd.h"
+#include "budget.h"
+#include "busy.h"
+#include "client.h"
+#include "disk.h"
+#include "fetch_impl.h"
+#include "ratelog.h"
+#include "request.h"
+#include "response.h"
+#include "stored.h"
+#include "tiers.h"
+
+/* The copy for the store is given up (or was stored): its reservation
+ * goes back to inflight_mem. */
+void
+fetch_drop_copy(struct fetch *f)
+{
+	disk_stream_abort(&f->stream);
+	if (f->body != NULL && f->body->refs == 1)
+		budget_freed(f->srv->budget, f->body->cap);
+	store_body_unref(&f->body);
+	if (f->reserved > 0)
+		budget_give(f->srv->budget, f->reserved);
+	f->reserved = 0;
+}
+
+/*
+ * The copy may grow to need bytes: store_body_append's doubling makes its
+ * capacity less than twice that, so twice is reserved. false (and the copy
+ * dropped) when inflight_mem cannot hold it.
+ */
+static bool
+reserve_copy(struct fetch *f, size_t need)
+{
+	size_t want = need < 4096 ? 4096 : 2 * need;
+
+	if (want <= f->reserved)
+		return true;
+	if (!budget_take(f->srv->budget, want - f->reserved)) {
+		fetch_drop_copy(f);
+		return false;
+	}
+	f->reserved = want;
+	return true;
+}
+
+static void
+forward_interim(struct fetch *f)
+{
+	struct txn *t = f->t;
+	struct evbuffer *out = client_out(t->c);
+	size_t before = evbuffer_get_length(out);
+
+	/* HTTP/1.0 clients do not understand 1xx; 101 needs Upgrade, which
+	 * we never forward */
+	if (t->req.version != 11 || f->resp.status == 101)
+		return;
+	/* a 1xx head has no framing or Connection of ours */
+	response_status(out, f->resp.status, f->resp.reason,
+	    f->resp.reason_len);
+	stored_fields(&f->resp, out, true);
+	evbuffer_add(out, "\r\n", 2);
+	client_sent(t, evbuffer_get_length(out) - before);
+}
+
+/* The response's fields as the store keeps them, in f->stored_head. */
+static bool
+keep_head(struct fetch *f)
+{
+	f->stored_head = stored_fields_copy(&f->resp, &f->stored_head_len);
+	return f->stored_head != NULL;
+}
+
+/* The disk's stream has room again. */
+static void
+stream_drained(void *arg)
+{
+	fetch_output_drained(arg);
+}
+
+/* A body too large for memory goes to the disk as it arrives, or is not
+ * kept at all. */
+static void
+start_stream(struct fetch *f, uint64_t clen)
+{
+	struct txn *t = f->t;
+	struct server *s = t->srv;
+	struct store_body *none = store_body_new(0);
+	struct store_obj *o = none != NULL && keep_head(f) ? stored_object(t,
+	    &f->resp, f->stored_head, f->stored_head_len, none,
+	    f->request_time) : NULL;
+
+	store_body_unref(&none);
+	if (o != NULL && budget_take(s->budget, DISK_STREAM_MEM)) {
+		f->reserved = DISK_STREAM_MEM;
+		f->stream = tiers_stream(s, o, clen);
+		if (f->stream != NULL)
+			disk_stream_on_drained(f->stream, stream_drained, f);
+		else
+			fetch_drop_copy(f);
+	}
+	store_obj_unref(&o);
+}
+
+/*
+ * The whole body will be in memory, of a known length: the fetch goes on
+ * for every client that reads it (busy.c), the one that started it too,
+ * which may be answered at once (its condition matched) or leave. false
+ * when the object's shape cannot be made.
+ */
+static bool
+share(struct fetch *f, int64_t clen)
+{
+	struct txn *t = f->t;
+	struct store_body *none = store_body_new(0);
+
+	f->shape = none != NULL ? stored_object(t, &f->resp, f->stored_head,
+	    f->stored_head_len, none, f->request_time) : NULL;
+	store_body_unref(&none);
+	if (f->shape == NULL)
+		return false;
+	f->shared = true;
+	f->t = NULL;
+	t->fetch = NULL;
+	f->next = f->srv->shared_fetches;
+	if (f->next != NULL)
+		f->next->prev = f;
+	f->srv->shared_fetches = f;
+	busy_share(f->busy, f->shape, (uint64_t)clen, t);
+	return true;
+}
+
+/* Decides storing and writes the client's head. false aborts the fetch. */
+static bool
+final_head(struct fetch *f)
+{
+	struct txn *t = f->t;
+	struct server *s = t->srv;
+	const struct http_head *resp = &f->resp;
+	struct cc respcc;
+	const char *why;
+	const struct http_field *ct = http_field_find(resp, "content-type");
+
+	if (ct != NULL)
+		snprintf(t->ctype, sizeof(t->ctype), "%.*s", (int)ct->vlen,
+		    ct->value);
+	stored_invalidate(t, &f->resp);
+	if (f->kind == FETCH_REVALIDATE && resp->status == 304) {
+		f->not_modified = true;
+		return true; /* answered from the store when done */
+	}
+	cc_parse(resp, false, &respcc);
+	bool has_te = http_field_find(resp, "transfer-encoding") != NULL;
+	int64_t clen = has_te ? -1 : resp->content_length;
+	bool proxy_only = f->peer != NULL && peer_spec(f->peer)->proxy_only;
+	bool storable = f->kind != FETCH_FORWARD && t->is_get && !proxy_only &&
+	    cachectl_storable(&t->req, &t->reqcc, resp, &respcc, &why) &&
+	    (clen < 0 || (uint64_t)clen <= s->conf.max_object_size);
+	if (storable && clen > 0 &&
+	    (uint64_t)clen > s->conf.max_memory_object_size) {
+		start_stream(f, (uint64_t)clen);
+	} else if (storable && budget_take(s->budget, clen > 0 ? (size_t)clen :
+	    0)) {
+		/* a known length is reserved exactly: the copy never grows */
+		f->reserved = clen > 0 ? (size_t)clen : 0;
+		f->body = store_body_new(clen > 0 ? (size_t)clen : 0);
+		if (!keep_head(f) || f->body == NULL)
+			fetch_drop_copy(f);
+	}
+	t->result = f->peer != NULL ? RESULT_REMOTE_HIT : RESULT_MISS;
+	if (f->busy != NULL && f->body != NULL && clen >= 0 && share(f, clen))
+		return true;
+	/* not shared: whoever waits fetches alone */
+	busy_close(&f->busy, BUSY_UNSHARED, NULL);
+
+	struct evbuffer *out = client_out(t->c);
+	size_t before = evbuffer_get_length(out);
+	bool no_body = t->is_head || resp->status == 204 ||
+	    resp->status == 304;
+	t->status = resp->status;
+	response_status(out, resp->status, resp->reason, resp->reason_len);
+	stored_fields(resp, out, true);
+	struct head_tail tl = {.age = -1, .via = true, .x_cache = "MISS",
+	    .length = clen};
+	if (no_body) {
+		if (resp->status == 204)
+			tl.length = -1;
+	} else if (clen < 0 && t->req.version == 11) {
+		tl.chunked = f->chunked_out = true;
+	} else if (clen < 0) {
+		t->keep_alive = false; /* the close ends the body */
+	}
+	response_end(s, t, out, &tl);
+	client_sent(t, evbuffer_get_length(out) - before);
+	return true;
+}
+
+size_t
+fetch_on_header(char *buf, size_t size, size_t n, void *arg)
+{
+	struct fetch *f = arg;
+	size_t len = size * n;
+	const char *why;
+
+	if (f->head_done)
+		return len; /* trailers: not forwarded */
+	fetch_arm_timer(f);
+	/* lenient with origins on one point: a bare LF ends a line too */
+	if (len >= 1 && buf[len - 1] == '\n' && (len < 2 || buf[len - 2] !=
+	    '\r')) {
+		evbuffer_add(f->headbuf, buf, len - 1);
+		evbuffer_add(f->headbuf, "\r\n", 2);
+	} else {
+		evbuffer_add(f->headbuf, buf, len);
+	}
+	if (evbuffer_get_length(f->headbuf) > RESPONSE_HEAD_MAX) {
+		f->proto_error = "response head too large";
+		return 0;
+	}
+	bool blank = (len == 2 && buf[0] == '\r' && buf[1] == '\n') ||
+	    (len == 1 && buf[0] == '\n');
+	if (!blank)
+		return len; /* not the end of the head yet */
+
+	size_t hlen = evbuffer_get_length(f->headbuf);
+	const char *p = (const char *)evbuffer_pullup(f->headbuf, -1);
+	struct http_limits lim = {RESPONSE_HEAD_MAX, RESPONSE_HEAD_MAX, 1000};
+	http_head_clear(&f->resp);
+	int rc = http_parse_response(p, hlen, &lim, &f->resp, &why);
+	evbuffer_drain(f->headbuf, hlen);
+	if (rc < 0) {
+		f->proto_error = why;
+		return 0;
+	}
+	if (f->resp.status < 200) {
+		if (f->peer == NULL)
+			forward_interim(f);
+		return len;
+	}
+	if (f->peer != NULL && (f->resp.status >= 500 ||
+	    f->resp.status == 403 || f->resp.status == 407)) {
+		/* nothing has reached the client: try the next source; a
+		 * 403 or 407 says the peer does not take us as a client (it
+		 * dropped us from its peers, or its allow list): the answer
+		 * is about us, not the object */
+		f->peer_refused = true;
+		return 0;
+	}
+	/* curl decodes chunked and nothing else: anything else fails after
+	 * the head, so it is refused before a byte of it is written */
+	bool te, chunked;
+	if (http_transfer_coding(&f->resp, &te, &chunked, &why) < 0) {
+		f->proto_error = "Transfer-Encoding that this proxy cannot "
+		    "decode";
+		return 0;
+	}
+	f->head_done = true;
+	char *ip = NULL;
+	if (f->peer != NULL) {
+		/* Squid's codes for a sibling chosen by ICP, and by its
+		 * digest (a summary is one) */
+		f->t->hier = f->by_icp ? SQ_SIBLING_HIT : SQ_CD_SIBLING_HIT;
+		snprintf(f->t->hier_host, sizeof(f->t->hier_host), "%s",
+		    peer_spec(f->peer)->name);
+	} else {
+		f->t->hier = SQ_HIER_DIRECT;
+		if (curl_easy_getinfo(f->easy, CURLINFO_PRIMARY_IP, &ip) ==
+		    CURLE_OK && ip != NULL)
+			snprintf(f->t->hier_host, sizeof(f->t->hier_host),
+			    "%s", ip);
+	}
+	return final_head(f) ? len : 0;
+}
+
+size_t
+fetch_on_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct fetch *f = arg;
+	struct txn *t = f->t;
+	size_t len = size * n;
+
+	if (!f->head_done || f->not_modified)
+		return len;
+	if (f->shared) {
+		/* the copy was reserved whole: more than Content-Length said
+		 * is not the object */
+		if (f->body->len + len > f->body->cap ||
+		    store_body_append(&f->body, data, len) < 0)
+			return 0;
+		busy_body(f->busy, f->body);
+		return len;
+	}
+	struct evbuffer *out = client_out(t->c);
+	if (evbuffer_get_length(out) > FETCH_OUT_HIGH ||
+	    (f->stream != NULL && disk_stream_full(f->stream))) {
+		f->recv_paused = true;
+		evtimer_del(f->timer);
+		return CURL_WRITEFUNC_PAUSE;
+	}
+	fetch_arm_timer(f);
+	size_t before = evbuffer_get_length(out);
+	if (f->chunked_out)
+		evbuffer_add_printf(out, "%zx\r\n", len);
+	evbuffer_add(out, data, len);
+	if (f->chunked_out)
+		evbuffer_add(out, "\r\n", 2);
+	client_sent(t, evbuffer_get_length(out) - before);
+	if (f->stream != NULL) {
+		/* more than Content-Length said is not the object */
+		if (f->streamed + len > (uint64_t)f->resp.content_length ||
+		    disk_stream_write(f->stream, data, len) < 0)
+			fetch_drop_copy(f);
+		else
+			f->streamed += len;
+	}
+	if (f->body != NULL) {
+		size_t need = f->body->len + len;
+		if (need > f->srv->conf.max_object_size ||
+		    (need > f->body->cap && !reserve_copy(f, need)) ||
+		    store_body_append(&f->body, data, len) < 0)
+			fetch_drop_copy(f);
+	}
+	return len;
+}
+
+static void
+fail_before_head(struct fetch *f, int status, const char *cause)
+{
+	struct txn *t = f->t;
+	struct server *s = t->srv;
+
+	/* those waiting go by themselves, before the leader's answer
+	 * finishes it (its leaving would have them look again) */
+	busy_close(&f->busy, BUSY_UNSHARED, NULL);
+	if (f->kind == FETCH_REVALIDATE && !t->stale->meta.must_revalidate) {
+		/* RFC 9111 4.2.4: a stale copy beats an error when the
+		 * origin cannot be reached and the origin did not forbid it */
+		s->m.revalidate_failed++;
+		request_serve_object(t, t->stale, SQ_TCP_REFRESH_FAIL_OLD);
+		return;
+	}
+	request_error(t, status, SQ_TCP_MISS, cause, false);
+}
+
+void
+fetch_finish_error(struct fetch *f, CURLcode rc)
+{
+	struct txn *t = f->t;
+	struct server *s = f->srv;
+	char cause[512];
+	uint64_t skipped;
+
+	if (f->shared) {
+		/* mid-body: every reader sees a truncated message */
+		s->m.origin_protocol++;
+		busy_close(&f->busy, BUSY_FAILED, NULL);
+		fetch_free(&f);
+		return;
+	}
+	if (f->head_done) {
+		/* mid-body: the client must see a truncated message */
+		s->m.origin_protocol++;
+		t->code = SQ_TCP_MISS_ABORTED;
+		client_fail(t->c);
+		return;
+	}
+	switch (rc) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_SSL_CONNECT_ERROR:
+		s->m.origin_unreachable++;
+		snprintf(cause, sizeof(cause), "origin unreachable: %s (%s)",
+		    curl_easy_strerror(rc), t->url.norm);
+		fail_before_head(f, 502, cause);
+		return;
+	case CURLE_OPERATION_TIMEDOUT:
+		s->m.origin_timeout++;
+		snprintf(cause, sizeof(cause), "origin timed out (%s)",
+		    t->url.norm);
+		fail_before_head(f, 504, cause);
+		return;
+	default:
+		s->m.origin_protocol++;
+		snprintf(cause, sizeof(cause), "bad response from origin: %s "
+		    "(%s)", f->proto_error ? f->proto_error :
+		    curl_easy_strerror(rc), t->url.norm);
+		if (ratelog_due(&s->origin_errlog, &skipped))
+			fprintf(stderr, "sumcache: %s; answered 502 (%llu more "
+			    "since the last line)\n", cause,
+			    (unsigned long long)skipped);
+		fail_before_head(f, 502, cause);
+		return;
+	}
+}
+
+/* Stores a body kept whole: large ones go to a memfd for sendfile; the
+ * rest, or a large one when no memfd can be had, stay on the heap. */
+static void
+freeze_body(struct fetch *f)
+{
+	if (f->body->len < BODYFD_MIN ||
+	    !bodyfd_convert(&f->body, f->srv->body_fd_ceiling))
+		store_body_shrink(&f->body);
+}
+
+/* A shared fetch is complete: the object is stored and its readers get
+ * the rest of it from there. The fetch was nobody's: it frees itself. */
+static void
+finish_shared(struct fetch *f)
+{
+	struct server *s = f->srv;
+	struct store_obj *o = NULL;
+
+	if (f->kind == FETCH_REVALIDATE)
+		s->m.revalidated_modified++;
+	if (f->body->len == f->body->cap) {
+		freeze_body(f);
+		o = store_obj_with_body(f->shape, f->body);
+	}
+	if (o != NULL)
+		tiers_store(s, o);
+	busy_close(&f->busy, o != NULL ? BUSY_DONE : BUSY_FAILED, o);
+	store_obj_unref(&o);
+	fetch_free(&f);
+}
+
+void
+fetch_finish_ok(struct fetch *f)
+{
+	struct txn *t = f->t;
+	struct server *s = f->srv;
+
+	if (f->shared) {
+		finish_shared(f);
+		return;
+	}
+	if (f->not_modified) {
+		struct store_obj *o = stored_refresh(t, &f->resp,
+		    f->request_time);
+		s->m.revalidated_unmodified++;
+		if (o != NULL)
+			tiers_store(s, o);
+		/* who waited finds the refreshed copy */
+		busy_close(&f->busy, BUSY_DONE, NULL);
+		if (o != NULL) {
+			request_serve_object(t, o, SQ_TCP_REFRESH_UNMODIFIED);
+			store_obj_unref(&o);
+		} else {
+			request_serve_object(t, t->stale,
+			    SQ_TCP_REFRESH_UNMODIFIED);
+		}
+		return;
+	}
+	if (f->kind == FETCH_REVALIDATE)
+		s->m.revalidated_modified++;
+	if (f->chunked_out) {
+		evbuffer_add(client_out(t->c), "0\r\n\r\n", 5);
+		client_sent(t, 5);
+	}
+	if (f->stream != NULL && f->streamed ==
+	    (uint64_t)f->resp.content_length) {
+		/* on the disk as it came: committed once the last is down */
+		disk_stream_end(&f->stream);
+		fetch_drop_copy(f);
+	} else if (f->body != NULL && (f->resp.content_length < 0 ||
+	    (uint64_t)f->resp.content_length == f->body->len)) {
+		freeze_body(f);
+		struct store_obj *o = stored_object(t, &f->resp,
+		    f->stored_head, f->stored_head_len, f->body,
+		    f->request_time);
+		if (o != NULL)
+			tiers_store(s, o);
+		store_obj_unref(&o);
+	} else if (f->kind == FETCH_REVALIDATE && f->stream == NULL) {
+		/* the new response is not storable: the old one is wrong */
+		tiers_invalidate(s, t->url.norm, t->url.len);
+	}
+	client_txn_done(t->c);
+}
