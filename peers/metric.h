@@ -26,6 +26,9 @@ struct evbuffer;
 	    "in sumcache_requests_total")                                     \
 	X(REVALIDATIONS, counter, "sumcache_revalidations_total", "result",   \
 	    "Stale objects revalidated with the origin")                      \
+	X(STALE_SERVED, counter, "sumcache_stale_served_total", "reason",     \
+	    "Stale copies served on purpose: stale-while-revalidate (a "      \
+	    "revalidation behind it) or stale-if-error (the origin failing)") \
 	X(CLIENT_CONNECTIONS, counter, "sumcache_client_connections_total",   \
 	    "", "Client connections accepted")                                \
 	X(ACCEPT_ERRORS, counter, "sumcache_accept_errors_total", "",         \

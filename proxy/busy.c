@@ -266,6 +266,12 @@ busy_open(struct server *s, const struct txn *t)
 }
 
 bool
+busy_running(struct server *s, const char *key, size_t klen)
+{
+	return *slot(s->busy, XXH3_64bits(key, klen), key, klen) != NULL;
+}
+
+bool
 busy_join(struct txn *t)
 {
 	struct server *s = t->srv;

@@ -70,6 +70,9 @@ enum busy_end {
  */
 void busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj);
 
+/* Whether a fetch of the URL key is running and may be joined. */
+bool busy_running(struct server *s, const char *key, size_t klen);
+
 /* t's output drained: it reads on. */
 void busy_drained(struct txn *t);
 

@@ -73,7 +73,29 @@ cc_directive(struct cc *cc, const char *e, size_t el, bool is_request)
 		cc->min_fresh = delta_seconds(arg, al);
 	else if (IS("max-stale"))
 		cc->max_stale = arg ? delta_seconds(arg, al) : INT64_MAX;
+	else if (IS("stale-while-revalidate") && arg && !is_request)
+		cc->stale_while_revalidate = delta_seconds(arg, al);
+	else if (IS("stale-if-error") && arg)
+		cc->stale_if_error = delta_seconds(arg, al);
 #undef IS
+}
+
+void
+cc_init(struct cc *cc)
+{
+	memset(cc, 0, sizeof(*cc));
+	cc->max_age = cc->s_maxage = cc->max_stale = cc->min_fresh = CC_ABSENT;
+	cc->stale_while_revalidate = cc->stale_if_error = CC_ABSENT;
+}
+
+void
+cc_parse_value(struct cc *cc, const char *v, size_t vlen, bool is_request)
+{
+	const char *e;
+	size_t el, pos = 0;
+
+	while (http_list_next(v, vlen, &pos, &e, &el))
+		cc_directive(cc, e, el, is_request);
 }
 
 void
@@ -81,8 +103,7 @@ cc_parse(const struct http_head *h, bool is_request, struct cc *cc)
 {
 	bool seen = false, pragma_no_cache = false;
 
-	memset(cc, 0, sizeof(*cc));
-	cc->max_age = cc->s_maxage = cc->max_stale = cc->min_fresh = CC_ABSENT;
+	cc_init(cc);
 	for (unsigned i = 0; i < h->nfields; i++) {
 		const struct http_field *f = &h->fields[i];
 		const char *e;
@@ -90,8 +111,7 @@ cc_parse(const struct http_head *h, bool is_request, struct cc *cc)
 
 		if (http_field_is(f, "cache-control")) {
 			seen = true;
-			while (http_list_next(f->value, f->vlen, &pos, &e, &el))
-				cc_directive(cc, e, el, is_request);
+			cc_parse_value(cc, f->value, f->vlen, is_request);
 		} else if (is_request && http_field_is(f, "pragma")) {
 			while (http_list_next(f->value, f->vlen, &pos, &e, &el))
 				if (http_token_eq(e, el, "no-cache"))
@@ -381,7 +401,38 @@ cachectl_judge(const struct cachectl_entry *e, const struct cc *reqcc)
 	if (left <= 0 && !e->must_revalidate &&
 	    reqcc->max_stale != CC_ABSENT && -left <= reqcc->max_stale)
 		return CACHECTL_STALE_OK;
+	/* RFC 5861 3: within the window, the stale copy now and a
+	 * revalidation behind it; a request min-fresh wants fresh */
+	if (left <= 0 && !e->must_revalidate && e->swr > 0 &&
+	    -left <= e->swr && reqcc->min_fresh == CC_ABSENT)
+		return CACHECTL_STALE_REVALIDATE;
 	return CACHECTL_REVALIDATE;
+}
+
+void
+cachectl_entry_stale_rules(struct cachectl_entry *e, const struct cc *cc)
+{
+	e->swr = cc->stale_while_revalidate;
+	e->sie = cc->stale_if_error;
+	e->must_revalidate = e->must_revalidate || cc->must_revalidate ||
+	    cc->s_maxage != CC_ABSENT;
+	e->no_cache = e->no_cache || cc->no_cache;
+}
+
+bool
+cachectl_stale_on_error(const struct cachectl_entry *e,
+    const struct cc *reqcc, bool disconnected)
+{
+	if (e->must_revalidate || e->no_cache)
+		return false;
+	if (disconnected)
+		return true;
+	int64_t stale_for = e->age - e->lifetime;
+	int64_t window = e->sie;
+	if (reqcc->stale_if_error != CC_ABSENT &&
+	    reqcc->stale_if_error > window)
+		window = reqcc->stale_if_error;
+	return window > 0 && stale_for <= window;
 }
 
 bool

@@ -27,9 +27,16 @@ struct cc {
 	int64_t s_maxage;
 	int64_t max_stale; /* INT64_MAX for a bare max-stale */
 	int64_t min_fresh;
+	int64_t stale_while_revalidate; /* RFC 5861, responses */
+	int64_t stale_if_error;         /* RFC 5861, either */
 };
 
 void cc_parse(const struct http_head *h, bool is_request, struct cc *cc);
+/* The same one field value at a time: cc_init, then cc_parse_value for
+ * each Cache-Control value (a stored head's, say). */
+void cc_init(struct cc *cc);
+void cc_parse_value(struct cc *cc, const char *v, size_t vlen,
+    bool is_request);
 
 /* HTTP-date in any of the three RFC 9110 forms; -1 when invalid. */
 time_t http_date_parse(const char *s, size_t n);
@@ -63,17 +70,37 @@ enum cachectl_verdict {
 	CACHECTL_FRESH = 1,      /* serve it */
 	CACHECTL_STALE_OK = 2,   /* stale, but max-stale allows it */
 	CACHECTL_REVALIDATE = 3, /* ask the origin first */
+	CACHECTL_STALE_REVALIDATE = 4, /* serve it, revalidate meanwhile */
 };
 
 struct cachectl_entry {
 	int64_t lifetime;
 	int64_t age;          /* current age now */
-	bool must_revalidate; /* response must-revalidate/proxy-revalidate */
+	bool must_revalidate; /* response must-revalidate/proxy-revalidate,
+	                       * or s-maxage (which implies it, 5.2.2.10) */
 	bool no_cache;        /* response no-cache: always revalidate */
+	/* the response's stale-while-revalidate and stale-if-error, in
+	 * seconds; 0 or CC_ABSENT: none (read only for a stale entry) */
+	int64_t swr;
+	int64_t sie;
 };
+
+/* The stale windows and the s-maxage of a stored response's Cache-Control
+ * values, parsed into e (whose other fields the caller set). */
+void cachectl_entry_stale_rules(struct cachectl_entry *e, const struct cc *cc);
 
 enum cachectl_verdict cachectl_judge(const struct cachectl_entry *e,
     const struct cc *reqcc);
+
+/*
+ * Whether a stale entry may answer in place of an error (RFC 9111 4.2.4,
+ * RFC 5861 4): never past must-revalidate, proxy-revalidate, s-maxage or
+ * no-cache; then always when the origin could not be reached at all
+ * (disconnected), else within the response's or the request's
+ * stale-if-error.
+ */
+bool cachectl_stale_on_error(const struct cachectl_entry *e,
+    const struct cc *reqcc, bool disconnected);
 
 /* Statuses a cache may store without explicit freshness (RFC 9110 15.1). */
 bool cachectl_heuristic_status(int status);

@@ -155,6 +155,19 @@ fetch_output_drained(struct fetch *f)
 
 static int attempt(struct fetch *f);
 
+/* No next source could be started (ENOMEM): the client is told; a fetch
+ * for no client just ends. Either frees f. */
+static void
+cannot_start(struct fetch *f)
+{
+	busy_close(&f->busy, BUSY_UNSHARED, NULL);
+	if (f->t->c == NULL)
+		fetch_background_end(f, 503, SQ_TCP_MISS);
+	else
+		request_error(f->t, 503, SQ_TCP_MISS, "cannot start origin "
+		    "fetch", false);
+}
+
 /* Reports how asking f->peer went; PEER_FAILED marks it down. */
 static void
 peer_outcome(struct fetch *f, enum peer_outcome outcome)
@@ -182,10 +195,8 @@ next_source(struct fetch *f, enum peer_outcome outcome)
 	http_head_clear(&f->resp);
 	f->resp.content_length = -1;
 	evbuffer_drain(f->headbuf, evbuffer_get_length(f->headbuf));
-	if (attempt(f) < 0) {
-		request_error(f->t, 503, SQ_TCP_MISS, "cannot start origin "
-		    "fetch", false);
-	}
+	if (attempt(f) < 0)
+		cannot_start(f);
 }
 
 static void
@@ -323,8 +334,7 @@ on_icp_answer(void *arg, struct peer *hit)
 		f->by_icp = true;
 	}
 	if (attempt(f) < 0)
-		request_error(f->t, 503, SQ_TCP_MISS, "cannot start origin "
-		    "fetch", false);
+		cannot_start(f);
 }
 
 int

@@ -68,6 +68,7 @@ struct fetch {
 	 * for none of them in particular */
 	struct busy *busy;
 	bool shared;
+	bool stale_instead;        /* a 5xx that stale-if-error covers */
 	struct store_obj *shape;   /* the object's head and metadata */
 	struct fetch *prev, *next; /* on s->shared_fetches once shared */
 };
@@ -83,6 +84,11 @@ size_t fetch_on_body(char *data, size_t size, size_t n, void *arg);
  * finish the transaction, or free a shared fetch: f is then gone. */
 void fetch_finish_ok(struct fetch *f);
 void fetch_finish_error(struct fetch *f, CURLcode rc);
+
+/* A fetch for no client (a revalidation behind a stale answer) ends:
+ * its access-log line says status and code; it is freed, f with it. */
+void fetch_background_end(struct fetch *f, int status,
+    enum squid_code code);
 
 /* The copy for the store is given up (or was stored): its reservation
  * goes back to inflight_mem. */

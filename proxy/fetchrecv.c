@@ -42,6 +42,7 @@
 #include "ratelog.h"
 #include "request.h"
 #include "response.h"
+#include "stale.h"
 #include "stored.h"
 #include "tiers.h"
 
@@ -161,7 +162,15 @@ share(struct fetch *f, int64_t clen)
 	if (f->next != NULL)
 		f->next->prev = f;
 	f->srv->shared_fetches = f;
-	busy_share(f->busy, f->shape, (uint64_t)clen, t);
+	if (t->c != NULL) {
+		busy_share(f->busy, f->shape, (uint64_t)clen, t);
+		return true;
+	}
+	/* a revalidation behind a stale answer: its own line, and done */
+	busy_share(f->busy, f->shape, (uint64_t)clen, NULL);
+	t->status = f->resp.status;
+	txn_account(t);
+	txn_free(&t);
 	return true;
 }
 
@@ -207,6 +216,16 @@ final_head(struct fetch *f)
 		return true;
 	/* not shared: whoever waits fetches alone */
 	busy_close(&f->busy, BUSY_UNSHARED, NULL);
+	if (t->c == NULL) {
+		/* behind a stale answer, nobody reads it: what memory cannot
+		 * hold is dropped; one that may not be stored makes the
+		 * stale copy wrong, unless it is a server's error */
+		if (!storable && !stale_error_status(resp->status))
+			tiers_invalidate(s, t->url.norm, t->url.len);
+		f->proto_error = "not kept (a revalidation behind a stale "
+		    "answer)";
+		return false;
+	}
 
 	struct evbuffer *out = client_out(t->c);
 	size_t before = evbuffer_get_length(out);
@@ -268,7 +287,7 @@ fetch_on_header(char *buf, size_t size, size_t n, void *arg)
 		return 0;
 	}
 	if (f->resp.status < 200) {
-		if (f->peer == NULL)
+		if (f->peer == NULL && f->t->c != NULL)
 			forward_interim(f);
 		return len;
 	}
@@ -279,6 +298,11 @@ fetch_on_header(char *buf, size_t size, size_t n, void *arg)
 		 * dropped us from its peers, or its allow list): the answer
 		 * is about us, not the object */
 		f->peer_refused = true;
+		return 0;
+	}
+	if (stale_error_status(f->resp.status) && stale_on_error(f->t, false)) {
+		/* stale-if-error: the stale copy answers instead */
+		f->stale_instead = true;
 		return 0;
 	}
 	/* curl decodes chunked and nothing else: anything else fails after
@@ -367,10 +391,17 @@ fail_before_head(struct fetch *f, int status, const char *cause)
 	/* those waiting go by themselves, before the leader's answer
 	 * finishes it (its leaving would have them look again) */
 	busy_close(&f->busy, BUSY_UNSHARED, NULL);
-	if (f->kind == FETCH_REVALIDATE && !t->stale->meta.must_revalidate) {
-		/* RFC 9111 4.2.4: a stale copy beats an error when the
-		 * origin cannot be reached and the origin did not forbid it */
+	if (f->kind == FETCH_REVALIDATE)
 		s->m.revalidate_failed++;
+	if (t->c == NULL) {
+		fetch_background_end(f, status, SQ_TCP_REFRESH_FAIL_OLD);
+		return;
+	}
+	/* RFC 9111 4.2.4: a stale copy beats an error when the origin cannot
+	 * be reached (or, by stale-if-error, answers 5xx) and the origin did
+	 * not forbid it */
+	if (f->stale_instead || stale_on_error(t, true)) {
+		s->m.stale_if_error++;
 		request_serve_object(t, t->stale, SQ_TCP_REFRESH_FAIL_OLD);
 		return;
 	}
@@ -390,6 +421,15 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 		s->m.origin_protocol++;
 		busy_close(&f->busy, BUSY_FAILED, NULL);
 		fetch_free(&f);
+		return;
+	}
+	if (f->stale_instead) {
+		fail_before_head(f, f->resp.status, "stale-if-error");
+		return;
+	}
+	if (f->head_done && t->c == NULL) {
+		/* behind a stale answer: dropped at its head, or cut */
+		fetch_background_end(f, f->resp.status, t->code);
 		return;
 	}
 	if (f->head_done) {
@@ -426,6 +466,17 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 		fail_before_head(f, 502, cause);
 		return;
 	}
+}
+
+void
+fetch_background_end(struct fetch *f, int status, enum squid_code code)
+{
+	struct txn *t = f->t;
+
+	t->status = status;
+	t->code = code;
+	txn_account(t);
+	txn_free(&t);  /* f with it */
 }
 
 /* Stores a body kept whole: large ones go to a memfd for sendfile; the
@@ -477,6 +528,12 @@ fetch_finish_ok(struct fetch *f)
 			tiers_store(s, o);
 		/* who waited finds the refreshed copy */
 		busy_close(&f->busy, BUSY_DONE, NULL);
+		if (t->c == NULL) {
+			store_obj_unref(&o);
+			fetch_background_end(f, 304,
+			    SQ_TCP_REFRESH_UNMODIFIED);
+			return;
+		}
 		if (o != NULL) {
 			request_serve_object(t, o, SQ_TCP_REFRESH_UNMODIFIED);
 			store_obj_unref(&o);
@@ -506,8 +563,10 @@ fetch_finish_ok(struct fetch *f)
 		if (o != NULL)
 			tiers_store(s, o);
 		store_obj_unref(&o);
-	} else if (f->kind == FETCH_REVALIDATE && f->stream == NULL) {
-		/* the new response is not storable: the old one is wrong */
+	} else if (f->kind == FETCH_REVALIDATE && f->stream == NULL &&
+	    !stale_error_status(f->resp.status)) {
+		/* the new response is not storable: the old one is wrong (a
+		 * server's error says nothing of it: RFC 9111 4.3.3) */
 		tiers_invalidate(s, t->url.norm, t->url.len);
 	}
 	client_txn_done(t->c);

@@ -30,6 +30,8 @@ struct evbuffer;
 	X(revalidated_unmodified, REVALIDATIONS, "unmodified", NULL)         \
 	X(revalidated_modified, REVALIDATIONS, "modified", NULL)             \
 	X(revalidate_failed, REVALIDATIONS, "failed", NULL)                  \
+	X(stale_while_revalidate, STALE_SERVED, "while_revalidate", NULL)    \
+	X(stale_if_error, STALE_SERVED, "if_error", NULL)                    \
 	X(client_connections, CLIENT_CONNECTIONS, NULL, NULL)                \
 	X(accept_errors, ACCEPT_ERRORS, NULL, NULL)                          \
 	X(connection_limit_reached, CONN_LIMIT_REACHED, NULL, NULL)          \

@@ -78,6 +78,7 @@ struct server {
 	struct budget *budget;       /* in-flight copies, heap trimming */
 	struct busy_table *busy;     /* fetches others may join (busy.c) */
 	struct fetch *shared_fetches; /* shared: no client's (fetch.c) */
+	struct txn *background;      /* clientless revalidations (stale.c) */
 	struct event *signals[3]; /* TERM, INT, HUP */
 	struct event *flush_timer;
 	struct event *shutdown_timer;
@@ -168,6 +169,7 @@ struct txn {
 	uint64_t busy_sent;   /* body bytes of it given to the client */
 	bool busy_reading;    /* its head is out: it reads the body */
 	bool no_collapse;     /* a fetch let it go: it fetches alone */
+	struct txn *bg_prev, *bg_next; /* on srv->background, with no c */
 	/* for the access log and metrics */
 	enum txn_result result;
 	int status;

@@ -31,6 +31,7 @@
 #include "fetch.h"
 #include "pages.h"
 #include "response.h"
+#include "stale.h"
 #include "peers.h"
 #include "tiers.h"
 
@@ -69,7 +70,7 @@ txn_account(struct txn *t)
 {
 	struct server *s = t->srv;
 	struct accesslog_entry e = {
-		.start = t->start, .client = t->c->addr, .code = t->code,
+		.start = t->start, .client = t->c != NULL ? t->c->addr : "-", .code = t->code,
 		.status = t->status, .bytes = t->bytes_out,
 		.method = t->req.method ? t->req.method : "NONE",
 		.method_len = t->req.method ? (int)t->req.method_len : 4,
@@ -81,7 +82,10 @@ txn_account(struct txn *t)
 
 	if (t->result == RESULT_INTERNAL)
 		return;  /* internal pages are not logged */
-	if (t->for_peer) {
+	if (t->c == NULL) {
+		/* a revalidation behind a stale answer: logged, not a
+		 * client's request */
+	} else if (t->for_peer) {
 		if (t->result == RESULT_LOCAL_HIT)
 			s->m.peer_served_hit++;
 		else
@@ -107,6 +111,8 @@ txn_free(struct txn **tp)
 	if (t == NULL)
 		return;
 	*tp = NULL;
+	if (t->c == NULL)
+		stale_forget(t);
 	fetch_free(&t->fetch);
 	disksend_free(&t->send);
 	if (t->summary_post)
@@ -478,14 +484,18 @@ lookup(struct txn *t)
 		start_fetch(t, FETCH_MISS);
 		return;
 	}
-	struct cachectl_entry e = {
-		.lifetime = o->meta.lifetime,
-		.age = current_age(o, time(NULL)),
-		.must_revalidate = o->meta.must_revalidate,
-		.no_cache = o->meta.no_cache,
-	};
+	struct cachectl_entry e;
+	stale_entry(o, &e);
 	enum cachectl_verdict v = cachectl_judge(&e, &t->reqcc);
-	if (v != CACHECTL_REVALIDATE) {
+	if (v == CACHECTL_STALE_REVALIDATE && t->is_get) {
+		/* the revalidation starts first: serving finishes t */
+		s->m.stale_while_revalidate++;
+		stale_refresh_behind(t, o);
+		request_serve_object(t, o, SQ_TCP_STALE_HIT);
+		store_obj_unref(&o);
+		return;
+	}
+	if (v == CACHECTL_FRESH || v == CACHECTL_STALE_OK) {
 		/* a copy just read from disk is Squid's TCP_HIT */
 		request_serve_object(t, o, v != CACHECTL_FRESH ?
 		    SQ_TCP_STALE_HIT : t->disk_read ? SQ_TCP_HIT :
@@ -509,7 +519,9 @@ lookup(struct txn *t)
 		start_fetch(t, FETCH_REVALIDATE);
 		return;
 	}
-	store_obj_unref(&o);
+	/* no validator: fetched again whole, the stale copy kept for
+	 * stale-if-error */
+	t->stale = o;
 	t->code = t->reqcc.no_cache ? SQ_TCP_CLIENT_REFRESH_MISS : SQ_TCP_MISS;
 	start_fetch(t, FETCH_MISS);
 }

@@ -39,6 +39,7 @@
 #include "peers.h"
 #include "request.h"
 #include "sqdigest.h"
+#include "stale.h"
 #include "status.h"
 #include "tiers.h"
 #include "tunnel.h"
@@ -363,6 +364,7 @@ server_fini(struct server *s)
 		client_free_all(s);
 		tunnel_free_all(s);
 		fetch_free_shared(s);
+		stale_free_all(s);
 	}
 	busy_table_free(&s->busy);
 	/* may run one loop turn, so before anything its events touch */

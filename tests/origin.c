@@ -31,6 +31,7 @@
  *   /__log           one line per request received: METHOD TARGET COND
  *   /__conns         how many connections were accepted
  *   /__bump          a new generation of /big?gen=1 bodies
+ *   /__status?code=N /obj/ answers status N from now on (0: as asked)
  *
  * Uses sumcache's own request parser: this is test equipment, not a model
  * of robustness.
@@ -73,6 +74,7 @@ static struct evbuffer *reqlog;
 static unsigned revalidations;
 static unsigned connections;
 static unsigned generation;
+static long forced_status;  /* /__status */
 
 static long
 qparam(const struct conn *c, const char *name, long dflt)
@@ -168,6 +170,12 @@ respond(struct conn *c)
 		    "Cache-Control: no-store\r\n\r\n");
 		return;
 	}
+	if (strcmp(c->path, "/__status") == 0) {
+		forced_status = qparam(c, "code", 0);
+		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Length: "
+		    "0\r\n\r\n");
+		return;
+	}
 	if (strcmp(c->path, "/__conns") == 0) {
 		int n = snprintf(tmp, sizeof(tmp), "%u", connections);
 		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Length: %d"
@@ -188,16 +196,25 @@ respond(struct conn *c)
 		if (qparam(c, "etag", 0))
 			snprintf(etag, sizeof(etag), "\"%s-%ld\"", c->path + 5,
 			    qparam(c, "version", 1));
-		if (inm != NULL && *etag && (size_t)inm->vlen == strlen(etag) &&
+		if (!forced_status && inm != NULL && *etag &&
+		    (size_t)inm->vlen == strlen(etag) &&
 		    memcmp(inm->value, etag, inm->vlen) == 0) {
 			revalidations++;
+			/* the same freshness a 200 would carry */
 			evbuffer_add_printf(out, "HTTP/1.1 304 Not Modified\r\n"
-			    "Date: %s\r\nETag: %s\r\nX-Revalidated: %u\r\n"
-			    "Cache-Control: max-age=%ld\r\n\r\n", date, etag,
-			    revalidations, qparam(c, "max_age", 0));
+			    "Date: %s\r\nETag: %s\r\nX-Revalidated: %u\r\n",
+			    date, etag, revalidations);
+			if (qstr(c, "cc", tmp, sizeof(tmp)))
+				evbuffer_add_printf(out, "Cache-Control: %s\r\n"
+				    "\r\n", tmp);
+			else
+				evbuffer_add_printf(out, "Cache-Control: "
+				    "max-age=%ld\r\n\r\n",
+				    qparam(c, "max_age", 0));
 			return;
 		}
-		long status = qparam(c, "status", 200);
+		long status = forced_status ? forced_status :
+		    qparam(c, "status", 200);
 		evbuffer_add_printf(out, "HTTP/1.1 %ld %s\r\nDate: %s\r\n"
 		    "Content-Type: application/octet-stream\r\n"
 		    "Content-Length: %ld\r\n", status, status == 200 ? "OK" :
@@ -218,12 +235,13 @@ respond(struct conn *c)
 		if (qparam(c, "lm", 0))
 			evbuffer_add_printf(out, "Last-Modified: Mon, 01 Jan "
 			    "2024 00:00:00 GMT\r\n");
-		if (qparam(c, "max_age", -1) >= 0)
+		/* a forced status is a failing server's: no freshness */
+		if (qparam(c, "max_age", -1) >= 0 && !forced_status)
 			evbuffer_add_printf(out, "Cache-Control: max-age=%ld"
 			    "%s%s\r\n", qparam(c, "max_age", 0),
 			    qparam(c, "nostore", 0) ? ", no-store" : "",
 			    qparam(c, "private", 0) ? ", private" : "");
-		if (qstr(c, "cc", tmp, sizeof(tmp)))
+		if (qstr(c, "cc", tmp, sizeof(tmp)) && !forced_status)
 			evbuffer_add_printf(out, "Cache-Control: %s\r\n", tmp);
 		evbuffer_add(out, "\r\n", 2);
 		if (!http_token_eq(c->req.method, c->req.method_len, "HEAD")) {

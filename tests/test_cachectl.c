@@ -204,6 +204,59 @@ Test(cachectl, request_directives)
 	}
 }
 
+/* The stale rules of a response whose Cache-Control is cc, stale by
+ * 30 s of a 100 s lifetime. */
+static struct cachectl_entry
+stale_by_30(const char *cc)
+{
+	struct cachectl_entry e = {.lifetime = 100, .age = 130};
+	struct cc c;
+
+	cc_init(&c);
+	cc_parse_value(&c, cc, strlen(cc), false);
+	cachectl_entry_stale_rules(&e, &c);
+	return e;
+}
+
+Test(cachectl, stale_while_revalidate_and_stale_if_error)
+{
+	struct cc none, asks;
+	struct http_head q = req("");
+	struct http_head qs = req("Cache-Control: stale-if-error=40\r\n");
+	cc_parse(&q, true, &none);
+	cc_parse(&qs, true, &asks);
+
+	struct cachectl_entry e = stale_by_30("max-age=100, "
+	    "stale-while-revalidate=60");
+	cr_assert_eq(cachectl_judge(&e, &none), CACHECTL_STALE_REVALIDATE);
+	e = stale_by_30("max-age=100, stale-while-revalidate=20");
+	cr_assert_eq(cachectl_judge(&e, &none), CACHECTL_REVALIDATE,
+	    "past the window");
+	static const char *const forbid[] = {"must-revalidate",
+	    "proxy-revalidate", "s-maxage=100", "no-cache"};
+	for (size_t i = 0; i < 4; i++) {
+		char cc[128];
+		snprintf(cc, sizeof(cc), "stale-while-revalidate=60, "
+		    "stale-if-error=60, %s", forbid[i]);
+		e = stale_by_30(cc);
+		cr_expect_eq(cachectl_judge(&e, &none), CACHECTL_REVALIDATE,
+		    "%s", cc);
+		cr_expect(!cachectl_stale_on_error(&e, &asks, true), "%s", cc);
+	}
+	e = stale_by_30("max-age=100, stale-if-error=60");
+	cr_assert(cachectl_stale_on_error(&e, &none, false));
+	e = stale_by_30("max-age=100, stale-if-error=10");
+	cr_assert(!cachectl_stale_on_error(&e, &none, false), "past it");
+	cr_assert(cachectl_stale_on_error(&e, &asks, false),
+	    "the request's longer window");
+	e = stale_by_30("max-age=100");
+	cr_assert(!cachectl_stale_on_error(&e, &none, false));
+	cr_assert(cachectl_stale_on_error(&e, &none, true),
+	    "disconnected: RFC 9111 4.2.4");
+	http_head_clear(&q);
+	http_head_clear(&qs);
+}
+
 Test(cachectl, conditionals_and_vary_key)
 {
 	struct http_head q = req("If-None-Match: \"a\", W/\"b\"\r\n"
