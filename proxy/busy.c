@@ -44,6 +44,7 @@
 
 #include "bodyfd.h"
 #include "client.h"
+#include "clock.h"
 #include "request.h"
 #include "sc_assert.h"
 
@@ -59,7 +60,8 @@ struct busy {
 	uint64_t hash;
 	bool in_table;
 	bool asking_peer;
-	struct event *deadline;     /* the waiters' bound */
+	uint64_t started_ms;        /* the waiters' bound counts from here */
+	struct event *deadline;     /* armed by the first waiter */
 	struct txn *waiting;        /* for the head */
 	struct txn *readers;        /* being sent the body */
 	struct store_obj *shape;    /* once shared: head and metadata */
@@ -179,6 +181,22 @@ on_deadline(evutil_socket_t fd, short what, void *arg)
 	release_all(b, true);
 }
 
+/* Arms the waiters' bound, collapsed_forwarding_timeout after the
+ * fetch started; false on ENOMEM (the request then fetches alone). */
+static bool
+arm_deadline(struct busy *b)
+{
+	uint64_t bound = b->s->conf.collapsed_forwarding_timeout_ms;
+	uint64_t spent = mono_ms() - b->started_ms;
+
+	b->deadline = evtimer_new(b->s->base, on_deadline, b);
+	if (b->deadline == NULL)
+		return false;
+	struct timeval tv = tv_ms(spent < bound ? bound - spent : 0);
+	evtimer_add(b->deadline, &tv);
+	return true;
+}
+
 /* ---- readers ---- */
 
 static void
@@ -249,17 +267,12 @@ busy_open(struct server *s, const struct txn *t)
 	b->klen = t->url.len;
 	memcpy(b->key, t->url.norm, t->url.len);
 	b->hash = XXH3_64bits(b->key, b->klen);
-	uint32_t ms = s->conf.collapsed_forwarding_timeout_ms;
-	if (ms == 0 || t->no_collapse)
+	if (s->conf.collapsed_forwarding_timeout_ms == 0 || t->no_collapse)
 		return b;
 	struct busy **p = slot(b->table, b->hash, b->key, b->klen);
 	if (*p != NULL)
 		return b;  /* somebody leads it already */
-	b->deadline = evtimer_new(s->base, on_deadline, b);
-	if (b->deadline == NULL)
-		return b;
-	struct timeval tv = tv_ms(ms);
-	evtimer_add(b->deadline, &tv);
+	b->started_ms = mono_ms();
 	*p = b;
 	b->in_table = true;
 	return b;
@@ -286,6 +299,9 @@ busy_join(struct txn *t)
 	if (b == NULL || (t->for_peer && b->asking_peer && b->shape == NULL))
 		return false;
 	if (b->shape == NULL) {
+		/* the bound's timer costs nothing to a fetch nobody joins */
+		if (b->deadline == NULL && !arm_deadline(b))
+			return false;
 		t->busy = b;
 		t->busy_reading = false;
 		link_txn(&b->waiting, t);

@@ -94,6 +94,11 @@ int conf_override(struct conf *c, const char *nv, char *err, size_t elen);
  * other. */
 int conf_finish(struct conf *c, char *err, size_t elen);
 
+/* Writes to out, one "sumcache: warning: ..." line each, what a finished
+ * configuration allows but surely does not mean (peers left unused);
+ * returns how many. */
+int conf_warn(const struct conf *c, FILE *out);
+
 /* Reads cluster_key_file when sharing needs it. -1 with the reason. */
 int conf_load_key(struct conf *c, char *err, size_t elen);
 

@@ -97,6 +97,22 @@ conf_finish(struct conf *c, char *err, size_t elen)
 }
 
 int
+conf_warn(const struct conf *c, FILE *out)
+{
+	int n = 0;
+
+	if (c->sharing == SHARING_NONE && (c->n_peers > 0 ||
+	    c->peer_dns.host[0] != '\0')) {
+		fprintf(out, "sumcache: warning: %u peer line(s)%s configured, "
+		    "but sharing none leaves them unused (set sharing summary "
+		    "or icp)\n", c->n_peers, c->peer_dns.host[0] != '\0' ?
+		    " and peer_dns" : "");
+		n++;
+	}
+	return n;
+}
+
+int
 conf_load_key(struct conf *c, char *err, size_t elen)
 {
 	if (c->sharing != SHARING_SUMMARY || c->cluster_key_file == NULL)

@@ -100,6 +100,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "sumcache: %s\n", err);
 		goto out;
 	}
+	conf_warn(&s.conf, stderr);
 	if (check) {
 		printf("sumcache: configuration OK\n");
 		rc = 0;

@@ -167,6 +167,18 @@ Test(ops, config_check_names_file_and_line)
 	st = pclose(p);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
 	cr_assert(strstr(out, "configuration OK") != NULL);
+	cr_assert(strstr(out, "warning") == NULL, "%s", out);
+	/* peers that sharing none leaves unused: valid, but said */
+	f = fopen(path, "w");
+	fputs("peer = [\"b 127.0.0.2:3128\"];\n", f);
+	fclose(f);
+	p = popen(cmd, "r");
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+	cr_assert(strstr(out, "warning: 1 peer line(s) configured, but "
+	    "sharing none leaves them unused") != NULL, "%s", out);
 }
 
 Test(ops, object_size_limit_and_memory_budget)
