@@ -32,6 +32,9 @@
  * Ownership: a busy object belongs to its fetch, which closes it
  * (busy_close); the table and the txns waiting or reading point to it.
  * A txn belongs to its client; leaving, it unlinks itself (busy_leave).
+ * The table holds every fetch that could be shared, whether or not
+ * collapsed forwarding lets requests join it: it is also how a
+ * revalidation behind a stale answer knows one is running (stale.c).
  */
 #include "busy.h"
 
@@ -267,8 +270,6 @@ busy_open(struct server *s, const struct txn *t)
 	b->klen = t->url.len;
 	memcpy(b->key, t->url.norm, t->url.len);
 	b->hash = XXH3_64bits(b->key, b->klen);
-	if (s->conf.collapsed_forwarding_timeout_ms == 0 || t->no_collapse)
-		return b;
 	struct busy **p = slot(b->table, b->hash, b->key, b->klen);
 	if (*p != NULL)
 		return b;  /* somebody leads it already */
@@ -289,7 +290,8 @@ busy_join(struct txn *t)
 {
 	struct server *s = t->srv;
 
-	if ((!t->is_get && !t->is_head) || t->body_kind != BODY_NONE ||
+	if (s->conf.collapsed_forwarding_timeout_ms == 0 ||
+	    (!t->is_get && !t->is_head) || t->body_kind != BODY_NONE ||
 	    t->no_collapse || t->reqcc.no_cache ||
 	    http_field_find(&t->req, "authorization") != NULL ||
 	    http_field_find(&t->req, "range") != NULL)

@@ -20,8 +20,8 @@ void busy_table_free(struct busy_table **tp);
 /*
  * A GET fetch for t's URL (a miss or a revalidation) is starting. Returns
  * its busy object (owned by the fetch, freed with busy_close), entered in
- * the table when collapsed forwarding is on and the URL has no fetch
- * yet, so that requests for the same URL wait for it. NULL when t may not
+ * the table when the URL has no fetch yet, so that requests for the same
+ * URL wait for it (when collapsed forwarding is on). NULL when t may not
  * share its answer, or on ENOMEM.
  */
 struct busy *busy_open(struct server *s, const struct txn *t);

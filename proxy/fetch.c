@@ -35,6 +35,7 @@
 #include "icpsock.h"
 #include "request.h"
 #include "sc_assert.h"
+#include "stale.h"
 #include "upstream.h"
 
 void
@@ -162,7 +163,7 @@ cannot_start(struct fetch *f)
 {
 	busy_close(&f->busy, BUSY_UNSHARED, NULL);
 	if (f->t->c == NULL)
-		fetch_background_end(f, 503, SQ_TCP_MISS);
+		stale_background_end(f->t, 503, SQ_TCP_MISS);
 	else
 		request_error(f->t, 503, SQ_TCP_MISS, "cannot start origin "
 		    "fetch", false);

@@ -85,11 +85,6 @@ size_t fetch_on_body(char *data, size_t size, size_t n, void *arg);
 void fetch_finish_ok(struct fetch *f);
 void fetch_finish_error(struct fetch *f, CURLcode rc);
 
-/* A fetch for no client (a revalidation behind a stale answer) ends:
- * its access-log line says status and code; it is freed, f with it. */
-void fetch_background_end(struct fetch *f, int status,
-    enum squid_code code);
-
 /* The copy for the store is given up (or was stored): its reservation
  * goes back to inflight_mem. */
 void fetch_drop_copy(struct fetch *f);

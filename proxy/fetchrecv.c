@@ -168,9 +168,7 @@ share(struct fetch *f, int64_t clen)
 	}
 	/* a revalidation behind a stale answer: its own line, and done */
 	busy_share(f->busy, f->shape, (uint64_t)clen, NULL);
-	t->status = f->resp.status;
-	txn_account(t);
-	txn_free(&t);
+	stale_background_end(t, f->resp.status, t->code);
 	return true;
 }
 
@@ -394,7 +392,7 @@ fail_before_head(struct fetch *f, int status, const char *cause)
 	if (f->kind == FETCH_REVALIDATE)
 		s->m.revalidate_failed++;
 	if (t->c == NULL) {
-		fetch_background_end(f, status, SQ_TCP_REFRESH_FAIL_OLD);
+		stale_background_end(t, status, SQ_TCP_REFRESH_FAIL_OLD);
 		return;
 	}
 	/* RFC 9111 4.2.4: a stale copy beats an error when the origin cannot
@@ -429,7 +427,7 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 	}
 	if (f->head_done && t->c == NULL) {
 		/* behind a stale answer: dropped at its head, or cut */
-		fetch_background_end(f, f->resp.status, t->code);
+		stale_background_end(t, f->resp.status, t->code);
 		return;
 	}
 	if (f->head_done) {
@@ -466,17 +464,6 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 		fail_before_head(f, 502, cause);
 		return;
 	}
-}
-
-void
-fetch_background_end(struct fetch *f, int status, enum squid_code code)
-{
-	struct txn *t = f->t;
-
-	t->status = status;
-	t->code = code;
-	txn_account(t);
-	txn_free(&t);  /* f with it */
 }
 
 /* Stores a body kept whole: large ones go to a memfd for sendfile; the
@@ -530,7 +517,7 @@ fetch_finish_ok(struct fetch *f)
 		busy_close(&f->busy, BUSY_DONE, NULL);
 		if (t->c == NULL) {
 			store_obj_unref(&o);
-			fetch_background_end(f, 304,
+			stale_background_end(t, 304,
 			    SQ_TCP_REFRESH_UNMODIFIED);
 			return;
 		}

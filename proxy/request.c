@@ -159,20 +159,6 @@ vary_matches(const struct store_obj *o, void *arg)
 	return same;
 }
 
-static int64_t
-meta_age(const struct store_meta *m, time_t now)
-{
-	int64_t resident = (int64_t)(now - m->response_time);
-
-	return m->initial_age + (resident > 0 ? resident : 0);
-}
-
-static int64_t
-current_age(const struct store_obj *o, time_t now)
-{
-	return meta_age(&o->meta, now);
-}
-
 enum icp_op
 request_icp_lookup(void *arg, const char *url, size_t len)
 {
@@ -198,7 +184,7 @@ request_icp_lookup(void *arg, const char *url, size_t len)
 	 * says (an answer cannot wait for the device) */
 	if (on_disk <= 0)
 		return on_disk == 0 ? ICP_OP_HIT : ICP_OP_MISS;
-	bool fresh = !m.no_cache && m.lifetime - meta_age(&m, time(NULL)) >=
+	bool fresh = !m.no_cache && m.lifetime - store_meta_age(&m, time(NULL)) >=
 	    ICP_HIT_FRESH;
 	return fresh ? ICP_OP_HIT : ICP_OP_MISS;
 }
@@ -233,7 +219,7 @@ request_object_head(struct txn *t, const struct store_obj *o,
 	size_t before = evbuffer_get_length(out);
 	bool not_modified = o->meta.status == 200 && client_not_modified(t, o);
 	int status = not_modified ? 304 : o->meta.status;
-	int64_t age = current_age(o, time(NULL));
+	int64_t age = store_meta_age(&o->meta, time(NULL));
 	const char *ct;
 	size_t ctl;
 

@@ -31,11 +31,9 @@
 void
 stale_entry(const struct store_obj *o, struct cachectl_entry *e)
 {
-	int64_t resident = (int64_t)(time(NULL) - o->meta.response_time);
-
 	*e = (struct cachectl_entry){
 		.lifetime = o->meta.lifetime,
-		.age = o->meta.initial_age + (resident > 0 ? resident : 0),
+		.age = store_meta_age(&o->meta, time(NULL)),
 		.must_revalidate = o->meta.must_revalidate,
 		.no_cache = o->meta.no_cache,
 		.swr = CC_ABSENT,
@@ -104,6 +102,15 @@ background_txn(const struct txn *t, struct store_obj *o)
 	cc_parse(&b->req, true, &b->reqcc);
 	b->stale = store_obj_ref(o);
 	return b;
+}
+
+void
+stale_background_end(struct txn *t, int status, enum squid_code code)
+{
+	t->status = status;
+	t->code = code;
+	txn_account(t);
+	txn_free(&t);
 }
 
 void

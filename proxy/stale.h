@@ -18,6 +18,11 @@ void stale_entry(const struct store_obj *o, struct cachectl_entry *e);
  */
 void stale_refresh_behind(const struct txn *t, struct store_obj *o);
 
+/* A revalidation behind a stale answer (clientless t) ends: its
+ * access-log line says status and code, and t is freed, with its fetch
+ * if it still has one. */
+void stale_background_end(struct txn *t, int status, enum squid_code code);
+
 /* A clientless t is being freed: it leaves the server's list. */
 void stale_forget(struct txn *t);
 

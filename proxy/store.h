@@ -77,6 +77,16 @@ struct store_meta {
 	bool no_cache;
 };
 
+/* A stored response's current age at now (RFC 9111 4.2.3): its corrected
+ * initial age plus the time it has been resident. */
+static inline int64_t
+store_meta_age(const struct store_meta *m, time_t now)
+{
+	int64_t resident = (int64_t)(now - m->response_time);
+
+	return m->initial_age + (resident > 0 ? resident : 0);
+}
+
 /*
  * An immutable stored response. Reference counted: the store holds one
  * reference while the object is in it; a transaction that keeps an object

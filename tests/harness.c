@@ -496,6 +496,27 @@ harness_file_has(const char *path, const char *n1, const char *n2, int ms)
 	}
 }
 
+char *
+env_url(const struct env *e, const char *path)
+{
+	static char buf[8][512];
+	static int i;
+
+	i = (i + 1) % 8;
+	snprintf(buf[i], sizeof(buf[i]), "http://127.0.0.1:%d%s", e->oport,
+	    path);
+	return buf[i];
+}
+
+long
+harness_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 long
 proc_rss_kb(pid_t pid)
 {

@@ -153,4 +153,11 @@ bool harness_file_has(const char *path, const char *n1, const char *n2,
 /* VmRSS of a process in KiB. */
 long proc_rss_kb(pid_t pid);
 
+/* "http://127.0.0.1:ORIGIN_PORT" path, in one of 8 static buffers used in
+ * turn (so a few may be alive at once). */
+char *env_url(const struct env *e, const char *path);
+
+/* The monotonic clock in milliseconds. */
+long harness_now_ms(void);
+
 #endif

@@ -19,25 +19,6 @@
 
 #include "harness.h"
 
-static char *
-url(const struct env *e, const char *path)
-{
-	static char buf[8][512];
-	static int i;
-	i = (i + 1) % 8;
-	snprintf(buf[i], sizeof(buf[i]), "http://127.0.0.1:%d%s", e->oport,
-	    path);
-	return buf[i];
-}
-
-static long
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int
 connect_port(int port)
 {
@@ -105,8 +86,8 @@ crowd(int port, const char *u, int n, const char *name, size_t size, int ms)
 		send_get(fd[i], u, NULL);
 		buf[i] = malloc(cap);
 	}
-	long deadline = now_ms() + ms;
-	while (open > 0 && now_ms() < deadline) {
+	long deadline = harness_now_ms() + ms;
+	while (open > 0 && harness_now_ms() < deadline) {
 		for (int i = 0; i < n; i++)
 			pfd[i] = (struct pollfd){fd[i], POLLIN, 0};
 		if (poll(pfd, (nfds_t)n, 100) <= 0)
@@ -171,9 +152,9 @@ Test(collapse, a_crowd_costs_the_origin_one_request)
 		    "delay=1500", name);
 		double served = proxy_metric(&e,
 		    "sumcache_collapsed_total{outcome=\"served\"}");
-		long t0 = now_ms();
-		int good = crowd(e.pport, url(&e, path), n, name, 20000, 20000);
-		long took = now_ms() - t0;
+		long t0 = harness_now_ms();
+		int good = crowd(e.pport, env_url(&e, path), n, name, 20000, 20000);
+		long took = harness_now_ms() - t0;
 		int origin = origin_count(&e, name, NULL);
 		served = proxy_metric(&e,
 		    "sumcache_collapsed_total{outcome=\"served\"}") - served;
@@ -205,7 +186,7 @@ get_thread(void *p)
 	const char *h[] = {a->header, NULL};
 
 	proxy_get(a->e, a->url, a->header ? h : NULL, &a->r);
-	a->done_ms = now_ms();
+	a->done_ms = harness_now_ms();
 	return NULL;
 }
 
@@ -219,13 +200,13 @@ Test(collapse, readers_get_the_body_as_it_arrives)
 	env_start(&e, NULL);
 	/* the leader; then a reader joins while the origin is paused */
 	int lead = connect_port(e.pport);
-	send_get(lead, url(&e, path), NULL);
+	send_get(lead, env_url(&e, path), NULL);
 	usleep(300 * 1000);
 	int fd = connect_port(e.pport);
-	send_get(fd, url(&e, path), NULL);
-	long t0 = now_ms();
+	send_get(fd, env_url(&e, path), NULL);
+	long t0 = harness_now_ms();
 	/* the first half is there before the origin sends the second */
-	while (now_ms() - t0 < 800) {
+	while (harness_now_ms() - t0 < 800) {
 		struct pollfd pfd = {fd, POLLIN, 0};
 		if (poll(&pfd, 1, 100) <= 0)
 			continue;
@@ -251,10 +232,10 @@ Test(collapse, a_reader_that_stops_reading_slows_nobody)
 	env_start(&e, NULL);
 	/* the leader never reads its 8 MB */
 	int lead = connect_port(e.pport);
-	send_get(lead, url(&e, path), NULL);
+	send_get(lead, env_url(&e, path), NULL);
 	usleep(100 * 1000);
-	struct get_arg a = {.e = &e, .url = url(&e, path)};
-	long t0 = now_ms();
+	struct get_arg a = {.e = &e, .url = env_url(&e, path)};
+	long t0 = harness_now_ms();
 	get_thread(&a);
 	cr_assert_eq(a.r.status, 200);
 	cr_assert(body_is(a.r.body, a.r.len, "stall", 8000000));
@@ -274,12 +255,12 @@ Test(collapse, the_leader_leaving_does_not_stop_the_fetch)
 
 	env_start(&e, NULL);
 	int lead = connect_port(e.pport);
-	send_get(lead, url(&e, path), NULL);
+	send_get(lead, env_url(&e, path), NULL);
 	cr_assert_gt(recv(lead, buf, sizeof(buf), 0), 0);
 	close(lead);  /* gone after the first bytes */
 	cr_assert_geq(proxy_wait_metric(&e, "sumcache_cache_objects", 1,
 	    5000), 1);
-	proxy_get(&e, url(&e, path), NULL, &r);
+	proxy_get(&e, env_url(&e, path), NULL, &r);
 	cr_assert_str_eq(resp_header(&r, "X-Cache"), "HIT from test-node");
 	cr_assert(body_is(r.body, r.len, "left", 300000));
 	cr_assert_eq(origin_count(&e, "/obj/left", NULL), 1);
@@ -294,9 +275,9 @@ Test(collapse, the_leader_leaving_before_the_head_hands_over)
 
 	env_start(&e, NULL);
 	int lead = connect_port(e.pport);
-	send_get(lead, url(&e, path), NULL);
+	send_get(lead, env_url(&e, path), NULL);
 	usleep(100 * 1000);
-	struct get_arg a = {.e = &e, .url = url(&e, path)};
+	struct get_arg a = {.e = &e, .url = env_url(&e, path)};
 	pthread_t th;
 	pthread_create(&th, NULL, get_thread, &a);
 	usleep(100 * 1000);
@@ -339,13 +320,13 @@ Test(collapse, an_answer_that_cannot_be_shared_lets_the_waiters_go)
 
 	env_start(&e, NULL);
 	/* private: each client fetches alone, after one head's wait */
-	cr_assert_eq(threads_get(&e, url(&e, "/obj/priv?max_age=60&"
+	cr_assert_eq(threads_get(&e, env_url(&e, "/obj/priv?max_age=60&"
 	    "private=1&size=3000&delay=500"), 8, "priv", 3000, NULL), 8);
 	cr_assert_eq(origin_count(&e, "/obj/priv", NULL), 8);
 	cr_assert_geq(proxy_metric(&e,
 	    "sumcache_collapsed_total{outcome=\"released\"}"), 1);
 	/* an error without freshness is not shared either */
-	threads_get(&e, url(&e, "/obj/err?status=503&size=10&delay=500"), 4,
+	threads_get(&e, env_url(&e, "/obj/err?status=503&size=10&delay=500"), 4,
 	    NULL, 0, NULL);
 	cr_assert_eq(origin_count(&e, "/obj/err", NULL), 4);
 	cr_assert_eq(proxy_metric(&e,
@@ -363,7 +344,7 @@ Test(collapse, a_waiter_of_another_variant_fetches_alone)
 
 	env_start(&e, NULL);
 	for (int i = 0; i < 3; i++) {
-		a[i] = (struct get_arg){.e = &e, .url = url(&e,
+		a[i] = (struct get_arg){.e = &e, .url = env_url(&e,
 		    "/vary/lang?delay=600"), .header = h[i]};
 		pthread_create(&th[i], NULL, get_thread, &a[i]);
 		usleep(50 * 1000);
@@ -387,7 +368,7 @@ Test(collapse, the_wait_is_bounded)
 	struct env e;
 
 	env_start(&e, opts);
-	cr_assert_eq(threads_get(&e, url(&e, "/obj/bound?max_age=60&"
+	cr_assert_eq(threads_get(&e, env_url(&e, "/obj/bound?max_age=60&"
 	    "size=1000&delay=1500"), 4, "bound", 1000, NULL), 4);
 	cr_assert_eq(origin_count(&e, "/obj/bound", NULL), 4);
 	cr_assert_eq(proxy_metric(&e,
@@ -405,7 +386,7 @@ Test(collapse, a_peer_question_joins_the_fetch)
 	struct get_arg a[2];
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++) {
-		a[i] = (struct get_arg){.e = &e, .url = url(&e,
+		a[i] = (struct get_arg){.e = &e, .url = env_url(&e,
 		    "/obj/oic?max_age=60&size=700&delay=500"),
 		    .header = oic[i]};
 		pthread_create(&th[i], NULL, get_thread, &a[i]);
@@ -430,7 +411,7 @@ Test(collapse, a_conditional_miss_fills_the_cache)
 	int cond = -1;
 
 	env_start(&e, NULL);
-	const char *u = url(&e, "/obj/cond?max_age=60&etag=1&size=4000");
+	const char *u = env_url(&e, "/obj/cond?max_age=60&etag=1&size=4000");
 	proxy_get(&e, u, inm, &r);
 	cr_assert_eq(r.status, 304);
 	resp_free(&r);

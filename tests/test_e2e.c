@@ -21,12 +21,7 @@
 static char *
 url(const char *path)
 {
-	static char buf[8][512];
-	static int i;
-	i = (i + 1) % 8;
-	snprintf(buf[i], sizeof(buf[i]), "http://127.0.0.1:%d%s", E.oport,
-	    path);
-	return buf[i];
+	return env_url(&E, path);
 }
 
 TestSuite(e2e, .init = env_up, .fini = env_down, .timeout = 120);

@@ -141,42 +141,40 @@ Test(ops, tunnel_idle_timeout_closes)
 	env_stop(&e2);
 }
 
-Test(ops, config_check_names_file_and_line)
+/* Writes text to path and runs sumcache -t -c path; returns its exit
+ * status (-1 if it did not exit), its output in out. */
+static int
+config_check(const char *path, const char *text, char *out, size_t cap)
 {
-	char path[300], cmd[700];
-	snprintf(path, sizeof(path), "%s/bad.conf", E.dir);
+	char cmd[700];
 	FILE *f = fopen(path, "w");
-	fputs("node_name = \"ok\";\ncache_mem = \"12 parsecs\";\n", f);
+
+	fputs(text, f);
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "%s -t -c %s 2>&1", SUMCACHE_BIN, path);
 	FILE *p = popen(cmd, "r");
-	char out[512] = "";
-	size_t n = fread(out, 1, sizeof(out) - 1, p);
+	size_t n = fread(out, 1, cap - 1, p);
 	out[n] = '\0';
 	int st = pclose(p);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0);
-	char want[400];
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(ops, config_check_names_file_and_line)
+{
+	char path[300], out[512], want[400];
+
+	snprintf(path, sizeof(path), "%s/bad.conf", E.dir);
+	cr_assert_gt(config_check(path, "node_name = \"ok\";\n"
+	    "cache_mem = \"12 parsecs\";\n", out, sizeof(out)), 0);
 	snprintf(want, sizeof(want), "%s:2: cache_mem", path);
 	cr_assert(strstr(out, want) != NULL, "%s", out);
-	f = fopen(path, "w");
-	fputs("cache_mem = \"64MB\";\nallow = [\"10.0.0.0/8\"];\n", f);
-	fclose(f);
-	p = popen(cmd, "r");
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+	cr_assert_eq(config_check(path, "cache_mem = \"64MB\";\n"
+	    "allow = [\"10.0.0.0/8\"];\n", out, sizeof(out)), 0, "%s", out);
 	cr_assert(strstr(out, "configuration OK") != NULL);
 	cr_assert(strstr(out, "warning") == NULL, "%s", out);
 	/* peers that sharing none leaves unused: valid, but said */
-	f = fopen(path, "w");
-	fputs("peer = [\"b 127.0.0.2:3128\"];\n", f);
-	fclose(f);
-	p = popen(cmd, "r");
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	st = pclose(p);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+	cr_assert_eq(config_check(path, "peer = [\"b 127.0.0.2:3128\"];\n",
+	    out, sizeof(out)), 0, "%s", out);
 	cr_assert(strstr(out, "warning: 1 peer line(s) configured, but "
 	    "sharing none leaves them unused") != NULL, "%s", out);
 }

@@ -27,34 +27,15 @@ down(void)
 
 TestSuite(stale, .init = up, .fini = down, .timeout = 60);
 
-static char *
-url(const char *path)
-{
-	static char buf[4][512];
-	static int i;
-	i = (i + 1) % 4;
-	snprintf(buf[i], sizeof(buf[i]), "http://127.0.0.1:%d%s", S.oport,
-	    path);
-	return buf[i];
-}
-
-static long
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* GETs u through the proxy; returns how long it took, in ms. */
 static long
 timed_get(const char *u, const char *header, struct resp *r)
 {
 	const char *h[] = {header, NULL};
-	long t0 = now_ms();
+	long t0 = harness_now_ms();
 
 	proxy_get(&S, u, header ? h : NULL, r);
-	return now_ms() - t0;
+	return harness_now_ms() - t0;
 }
 
 /* The origin answers every /obj/ with this status from now on (0: as
@@ -74,7 +55,7 @@ origin_status(int code)
 
 Test(stale, while_revalidate_answers_at_once_and_refreshes_behind)
 {
-	const char *u = url("/obj/swr?etag=1&size=500&delay=800&"
+	const char *u = env_url(&S, "/obj/swr?etag=1&size=500&delay=800&"
 	    "cc=max-age=1,stale-while-revalidate=60");
 	struct resp r;
 	int cond = 0;
@@ -111,7 +92,7 @@ Test(stale, while_revalidate_answers_at_once_and_refreshes_behind)
 
 Test(stale, while_revalidate_refreshes_once_for_a_crowd)
 {
-	const char *u = url("/obj/swr2?size=300&delay=600&"
+	const char *u = env_url(&S, "/obj/swr2?size=300&delay=600&"
 	    "cc=max-age=1,stale-while-revalidate=60");
 	struct resp r;
 
@@ -133,7 +114,7 @@ Test(stale, while_revalidate_refreshes_once_for_a_crowd)
 
 Test(stale, while_revalidate_never_past_must_revalidate)
 {
-	const char *u = url("/obj/swrmr?etag=1&size=200&delay=700&"
+	const char *u = env_url(&S, "/obj/swrmr?etag=1&size=200&delay=700&"
 	    "cc=max-age=1,stale-while-revalidate=60,must-revalidate");
 	struct resp r;
 
@@ -149,10 +130,10 @@ Test(stale, while_revalidate_never_past_must_revalidate)
 
 Test(stale, if_error_answers_a_503_with_the_stale_copy)
 {
-	const char *u = url("/obj/sie?etag=1&size=400&"
+	const char *u = env_url(&S, "/obj/sie?etag=1&size=400&"
 	    "cc=max-age=1,stale-if-error=60");
-	const char *plain = url("/obj/sieno?etag=1&size=400&cc=max-age=1");
-	const char *smax = url("/obj/siesm?etag=1&size=400&"
+	const char *plain = env_url(&S, "/obj/sieno?etag=1&size=400&cc=max-age=1");
+	const char *smax = env_url(&S, "/obj/siesm?etag=1&size=400&"
 	    "cc=s-maxage=1,stale-if-error=60");
 	struct resp r;
 
@@ -191,7 +172,7 @@ Test(stale, if_error_answers_a_503_with_the_stale_copy)
 
 Test(stale, while_revalidate_behind_a_failing_origin_keeps_the_copy)
 {
-	const char *u = url("/obj/swrerr?etag=1&size=250&"
+	const char *u = env_url(&S, "/obj/swrerr?etag=1&size=250&"
 	    "cc=max-age=1,stale-while-revalidate=60");
 	struct resp r;
 
@@ -209,4 +190,28 @@ Test(stale, while_revalidate_behind_a_failing_origin_keeps_the_copy)
 	cr_assert_eq(r.len, 250);
 	resp_free(&r);
 	origin_status(0);
+}
+
+Test(stale, while_revalidate_refreshes_once_without_collapsing)
+{
+	const char *opts[] = {"collapsed_forwarding_timeout=0", NULL};
+	struct env e;
+	struct resp r;
+
+	/* the table of running fetches is not collapsed forwarding's
+	 * alone: with joining off, one refresh still runs at a time */
+	env_start(&e, opts);
+	const char *u = env_url(&e, "/obj/swr3?size=300&delay=600&"
+	    "cc=max-age=1,stale-while-revalidate=60");
+	proxy_get(&e, u, NULL, &r);
+	resp_free(&r);
+	usleep(2100 * 1000);
+	for (int i = 0; i < 5; i++) {
+		proxy_get(&e, u, NULL, &r);
+		cr_assert_eq(r.status, 200);
+		resp_free(&r);
+	}
+	usleep(1000 * 1000);
+	cr_assert_eq(origin_count(&e, "/obj/swr3", NULL), 2);
+	env_stop(&e);
 }
