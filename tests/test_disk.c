@@ -535,18 +535,28 @@ Test(disk, cached_records_are_read_at_once_others_by_a_thread)
 		store_obj_unref(&o);
 	}
 	cr_assert_eq(disk_stats(g.d)->reads_cached, 10);
+	int again = 0;
 	for (int i = 10; i < 20; i++) {
-		/* each time: a read brings its neighbours in (read-ahead) */
-		drop_page_cache(&g);
-		key_of(key, sizeof(key), i);
-		struct store_obj *o = read_back_as(&g, key, 1 << 20, &now);
-		cr_assert_not(now, "object %d was read on the loop with its "
-		    "pages out of the page cache", i);
-		check_body(o, 16384, i);
-		store_obj_unref(&o);
+		/* each time: a read brings its neighbours in (read-ahead);
+		 * one still in flight may bring pages back after the drop,
+		 * and a read on the loop is then right: tried again, a few
+		 * times, the object must once be read by the thread */
+		for (int tries = 0;; tries++) {
+			drop_page_cache(&g);
+			key_of(key, sizeof(key), i);
+			struct store_obj *o = read_back_as(&g, key, 1 << 20,
+			    &now);
+			check_body(o, 16384, i);
+			store_obj_unref(&o);
+			if (!now)
+				break;
+			cr_assert_lt(tries, 4, "object %d was read on the loop "
+			    "with its pages out of the page cache", i);
+			again++;
+		}
 	}
-	cr_assert_eq(disk_stats(g.d)->reads_cached, 10);
-	cr_assert_eq(disk_stats(g.d)->reads, 20);
+	cr_assert_eq(disk_stats(g.d)->reads_cached, 10 + again);
+	cr_assert_eq(disk_stats(g.d)->reads, 20 + again);
 	rig_stop(&g);
 }
 
