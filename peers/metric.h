@@ -29,6 +29,9 @@ struct evbuffer;
 	X(STALE_SERVED, counter, "sumcache_stale_served_total", "reason",     \
 	    "Stale copies served on purpose: stale-while-revalidate (a "      \
 	    "revalidation behind it) or stale-if-error (the origin failing)") \
+	X(RANGES, counter, "sumcache_range_requests_total", "answer",         \
+	    "Range requests: a 206 from the cache (stored, or fetched whole "  \
+	    "for it), a 416, or the range sent on to the origin")             \
 	X(CLIENT_CONNECTIONS, counter, "sumcache_client_connections_total",   \
 	    "", "Client connections accepted")                                \
 	X(ACCEPT_ERRORS, counter, "sumcache_accept_errors_total", "",         \

@@ -48,6 +48,7 @@
 #include "bodyfd.h"
 #include "client.h"
 #include "clock.h"
+#include "range.h"
 #include "request.h"
 #include "sc_assert.h"
 
@@ -209,15 +210,21 @@ reader_done(struct txn *t)
 	client_txn_done(t->c);
 }
 
-/* Gives t what its output has room for of the body so far. */
+/* Gives t what its output has room for of its answer's body so far:
+ * the object's, or the ranges it asked for (range.c). */
 static void
 pump(struct busy *b, struct txn *t)
 {
 	struct evbuffer *out = client_out(t->c);
 	size_t queued = evbuffer_get_length(out);
 	uint64_t have = b->body != NULL ? b->body->len : 0;
+	uint64_t end = t->range != NULL ? t->range->total : b->length;
 
-	if (t->busy_sent < have && queued < 2 * BUSY_OUT_LOW) {
+	if (queued < 2 * BUSY_OUT_LOW && t->range != NULL) {
+		client_sent(t, (size_t)range_copy(t->range, &t->busy_sent,
+		    b->body != NULL ? b->body->data : NULL, 0, have,
+		    2 * BUSY_OUT_LOW - queued, out));
+	} else if (t->busy_sent < have && queued < 2 * BUSY_OUT_LOW) {
 		uint64_t n = have - t->busy_sent;
 		if (n > 2 * BUSY_OUT_LOW - queued)
 			n = 2 * BUSY_OUT_LOW - queued;
@@ -225,7 +232,7 @@ pump(struct busy *b, struct txn *t)
 		client_sent(t, (size_t)n);
 		t->busy_sent += n;
 	}
-	if (t->busy_sent == b->length)
+	if (t->busy_sent == end)
 		reader_done(t);
 }
 
@@ -260,7 +267,9 @@ start_reading(struct busy *b, struct txn *t, bool leader)
 struct busy *
 busy_open(struct server *s, const struct txn *t)
 {
-	if (!t->is_get || t->body_kind != BODY_NONE)
+	/* a range sent on to the origin is nobody else's answer */
+	if (!t->is_get || t->body_kind != BODY_NONE || (!t->range_whole &&
+	    http_field_find(&t->req, "range") != NULL))
 		return NULL;
 	struct busy *b = calloc(1, sizeof(*b) + t->url.len);
 	if (b == NULL)
@@ -293,8 +302,7 @@ busy_join(struct txn *t)
 	if (s->conf.collapsed_forwarding_timeout_ms == 0 ||
 	    (!t->is_get && !t->is_head) || t->body_kind != BODY_NONE ||
 	    t->no_collapse || t->reqcc.no_cache ||
-	    http_field_find(&t->req, "authorization") != NULL ||
-	    http_field_find(&t->req, "range") != NULL)
+	    http_field_find(&t->req, "authorization") != NULL)
 		return false;
 	uint64_t hash = XXH3_64bits(t->url.norm, t->url.len);
 	struct busy *b = *slot(s->busy, hash, t->url.norm, t->url.len);
@@ -386,7 +394,11 @@ busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj)
 		}
 		struct evbuffer *out = client_out(t->c);
 		uint64_t rest = b->length - t->busy_sent;
-		bodyfd_send_part(obj->body, out, t->busy_sent, rest);
+		if (t->range != NULL)
+			rest = range_send(t->range, t->busy_sent, obj->body,
+			    out);
+		else
+			bodyfd_send_part(obj->body, out, t->busy_sent, rest);
 		client_sent(t, (size_t)rest);
 		client_txn_done(t->c);
 	}

@@ -137,6 +137,12 @@ static const struct directive directives[] = {
 	    "for a URL being fetched waits this long at most for the fetch's "
 	    "answer, then fetches alone; 0: every request fetches alone",
 	    LIVE},
+	{"range_fetch_limit", parse_size, OFF(range_fetch_limit), "16MB",
+	    false, "a range request on a miss fetches the whole object for "
+	    "the cache, and is answered from it, when the object is no "
+	    "larger than this (one of unknown length is not); larger, the "
+	    "range goes to the origin and is not kept; 0: every range goes "
+	    "to the origin", LIVE},
 	{"tunnel_idle_timeout", parse_duration, OFF(tunnel_idle_timeout_ms),
 	    "5m", false, "a CONNECT tunnel with no traffic this long closes", LIVE},
 	{"shutdown_timeout", parse_duration, OFF(shutdown_timeout_ms), "10s",

@@ -63,6 +63,7 @@ struct conf {
 	uint32_t connect_timeout_ms;
 	uint32_t origin_timeout_ms;
 	uint32_t collapsed_forwarding_timeout_ms;
+	uint64_t range_fetch_limit;
 	uint32_t tunnel_idle_timeout_ms;
 	uint32_t shutdown_timeout_ms;
 	uint32_t status_interval_ms;  /* status page sampling */

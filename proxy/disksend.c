@@ -44,6 +44,8 @@
 struct disksend {
 	struct txn *t;            /* NULL once the transaction is gone */
 	struct store_body *body;  /* a reference: its file stays open */
+	uint64_t from, len;       /* the part of it sent (a range, or all);
+	                           * the offsets below count from from */
 	uint64_t queued;          /* bytes in the client's output so far */
 	uint64_t warmed;          /* bytes read ahead, from the start */
 	uint64_t asked;           /* bytes whose read was started */
@@ -54,12 +56,12 @@ struct disksend {
 
 static void pump(struct disksend *ds);
 
-/* The window at body offset rel is read: warmed moves past every
- * window read in order. */
+/* The window at offset rel of the part is read: warmed moves past
+ * every window read in order. */
 static void
 window_read(struct disksend *ds, uint64_t rel)
 {
-	uint64_t len = ds->body->len;
+	uint64_t len = ds->len;
 
 	ds->done_ahead |= 1u << (rel / WINDOW - ds->warmed / WINDOW);
 	while (ds->done_ahead & 1) {
@@ -75,7 +77,7 @@ on_warm(void *arg, uint64_t off)
 	struct disksend *ds = arg;
 
 	ds->reading--;
-	window_read(ds, off - (uint64_t)ds->body->ext->off);
+	window_read(ds, off - (uint64_t)ds->body->ext->off - ds->from);
 	if (ds->t == NULL) {
 		if (ds->reading == 0) {
 			store_body_unref(&ds->body);
@@ -93,7 +95,7 @@ pump(struct disksend *ds)
 {
 	struct txn *t = ds->t;
 	struct evbuffer *out = client_out(t->c);
-	uint64_t len = ds->body->len;
+	uint64_t len = ds->len;
 
 	for (;;) {
 		while (ds->queued < ds->warmed &&
@@ -101,7 +103,8 @@ pump(struct disksend *ds)
 			uint64_t n = ds->warmed - ds->queued;
 			if (n > WINDOW)
 				n = WINDOW;
-			bodyfd_send_range(ds->body, out, ds->queued, n);
+			bodyfd_send_range(ds->body, out, ds->from + ds->queued,
+			    n);
 			ds->queued += n;
 			client_sent(t, n);
 		}
@@ -118,7 +121,8 @@ pump(struct disksend *ds)
 		uint64_t n = len - at < WINDOW ? len - at : WINDOW;
 		ds->asked += n;
 		if (tiers_warm(t->srv, ds->body->ext->fd,
-		    (uint64_t)ds->body->ext->off + at, (size_t)n, on_warm, ds))
+		    (uint64_t)ds->body->ext->off + ds->from + at, (size_t)n,
+		    on_warm, ds))
 			ds->reading++;
 		else
 			window_read(ds, at); /* not off the loop: the send
@@ -133,7 +137,8 @@ disksend_wanted(const struct store_body *b)
 }
 
 int
-disksend_start(struct txn *t, struct store_body *b)
+disksend_start(struct txn *t, struct store_body *b, uint64_t from,
+    uint64_t len)
 {
 	struct disksend *ds = calloc(1, sizeof(*ds));
 
@@ -141,6 +146,8 @@ disksend_start(struct txn *t, struct store_body *b)
 		return -1;
 	ds->t = t;
 	ds->body = store_body_ref(b);
+	ds->from = from;
+	ds->len = len;
 	t->send = ds;
 	pump(ds);
 	return 0;

@@ -17,12 +17,14 @@ struct disksend;
 /* b is a body on disk large enough to be sent by windows. */
 bool disksend_wanted(const struct store_body *b);
 /*
- * Sends b as t's response body, after its head: t->send is the sender
+ * Sends len bytes of b from offset from (a range, or the whole) as t's
+ * response body, after its head: t->send is the sender
  * (t holds it; b gets a reference), and the transaction is done, through
  * client_txn_done, once the whole body is queued, which may be before
  * this returns. -1, nothing sent, when out of memory.
  */
-int disksend_start(struct txn *t, struct store_body *b);
+int disksend_start(struct txn *t, struct store_body *b, uint64_t from,
+    uint64_t len);
 /* The client's output is down to its low-water mark. */
 void disksend_drained(struct disksend *ds);
 /* The transaction is gone (or done): accepts NULL, clears *ds. */

@@ -33,6 +33,7 @@
 #include "client.h"
 #include "fetch_impl.h"
 #include "icpsock.h"
+#include "range.h"
 #include "request.h"
 #include "sc_assert.h"
 #include "stale.h"
@@ -185,12 +186,11 @@ peer_outcome(struct fetch *f, enum peer_outcome outcome)
 	    (uint64_t)req, (uint64_t)head + (uint64_t)down);
 }
 
-/* A peer could not serve the object and the client has seen nothing:
- * ask the next candidate, then the origin. */
+/* The source's answer is dropped before the client saw any of it:
+ * the next source (or the same) is asked. */
 static void
-next_source(struct fetch *f, enum peer_outcome outcome)
+ask_again(struct fetch *f)
 {
-	peer_outcome(f, outcome);
 	f->peer_refused = false;
 	f->proto_error = NULL;
 	http_head_clear(&f->resp);
@@ -200,6 +200,30 @@ next_source(struct fetch *f, enum peer_outcome outcome)
 		cannot_start(f);
 }
 
+/* A peer could not serve the object and the client has seen nothing:
+ * ask the next candidate, then the origin. */
+static void
+next_source(struct fetch *f, enum peer_outcome outcome)
+{
+	peer_outcome(f, outcome);
+	ask_again(f);
+}
+
+/* A range request's object is beyond range_fetch_limit (or of unknown
+ * length): the same source is asked for the range itself, and its 206
+ * is the client's alone. Costs a second request of the source, once. */
+static void
+ask_for_range(struct fetch *f)
+{
+	f->range_too_large = false;
+	f->t->range_whole = false;
+	f->srv->m.range_passed++;
+	busy_close(&f->busy, BUSY_UNSHARED, NULL);
+	if (f->peer != NULL)
+		f->next_cand--;
+	ask_again(f);
+}
+
 static void
 on_done(void *arg, CURLcode rc)
 {
@@ -207,6 +231,10 @@ on_done(void *arg, CURLcode rc)
 
 	f->running = false;
 	evtimer_del(f->timer);
+	if (f->range_too_large) {
+		ask_for_range(f);
+		return;
+	}
 	if (f->peer != NULL && !f->head_done) {
 		next_source(f, f->peer_refused ? PEER_FALSE_HIT : PEER_FAILED);
 		return;
@@ -357,6 +385,8 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 		goto fail;
 	if (kind != FETCH_FORWARD)
 		f->busy = busy_open(s, t);
+	if (!t->range_whole && range_asked(&t->req))
+		s->m.range_passed++;
 	if (peer_eligible(t, kind)) {
 		if (s->conf.sharing != SHARING_ICP) {
 			f->ncand = peers_candidates(s->peers, t->url.norm,

@@ -69,6 +69,13 @@ struct fetch {
 	struct busy *busy;
 	bool shared;
 	bool stale_instead;        /* a 5xx that stale-if-error covers */
+	/* a range request answered from the whole object (range.c) */
+	bool range_too_large;      /* beyond range_fetch_limit: asked
+	                            * again, the range sent on */
+	bool client_done;          /* its answer (a 416) is out: the rest
+	                            * is for the store */
+	uint64_t received;         /* body bytes so far */
+	uint64_t range_at;         /* bytes of the 206's body sent */
 	struct store_obj *shape;   /* the object's head and metadata */
 	struct fetch *prev, *next; /* on s->shared_fetches once shared */
 };

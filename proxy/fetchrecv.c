@@ -39,6 +39,7 @@
 #include "client.h"
 #include "disk.h"
 #include "fetch_impl.h"
+#include "range.h"
 #include "ratelog.h"
 #include "request.h"
 #include "response.h"
@@ -94,7 +95,7 @@ forward_interim(struct fetch *f)
 	/* a 1xx head has no framing or Connection of ours */
 	response_status(out, f->resp.status, f->resp.reason,
 	    f->resp.reason_len);
-	stored_fields(&f->resp, out, true);
+	stored_fields(&f->resp, out, true, NULL);
 	evbuffer_add(out, "\r\n", 2);
 	client_sent(t, evbuffer_get_length(out) - before);
 }
@@ -172,6 +173,32 @@ share(struct fetch *f, int64_t clen)
 	return true;
 }
 
+/* What the client's Range asks of a whole 200 of clen bytes fetched for
+ * it: t->range is set for a 206. */
+static enum range_verdict
+fetched_range(struct fetch *f, int64_t clen)
+{
+	struct txn *t = f->t;
+	const struct http_field *et = http_field_find(&f->resp, "etag");
+	const struct http_field *lm = http_field_find(&f->resp,
+	    "last-modified");
+	const struct http_field *ct = http_field_find(&f->resp,
+	    "content-type");
+
+	if (!t->range_whole || f->resp.status != 200 || clen < 0)
+		return RANGE_WHOLE;
+	enum range_verdict v = range_plan(&t->req, (uint64_t)clen,
+	    et != NULL ? et->value : NULL, et != NULL ? et->vlen : 0,
+	    lm != NULL ? http_date_parse(lm->value, lm->vlen) : -1,
+	    ct != NULL ? ct->value : NULL, ct != NULL ? ct->vlen : 0,
+	    &t->range);
+	if (v == RANGE_PARTIAL)
+		t->srv->m.range_partial++;
+	else if (v == RANGE_UNSATISFIABLE)
+		t->srv->m.range_unsatisfiable++;
+	return v;
+}
+
 /* Decides storing and writes the client's head. false aborts the fetch. */
 static bool
 final_head(struct fetch *f)
@@ -229,9 +256,29 @@ final_head(struct fetch *f)
 	size_t before = evbuffer_get_length(out);
 	bool no_body = t->is_head || resp->status == 204 ||
 	    resp->status == 304;
-	t->status = resp->status;
-	response_status(out, resp->status, resp->reason, resp->reason_len);
-	stored_fields(resp, out, true);
+	if (fetched_range(f, clen) == RANGE_UNSATISFIABLE) {
+		/* the rest of the body is the store's alone */
+		t->status = 416;
+		f->client_done = true;
+		response_status(out, 416, NULL, 0);
+		range_unsatisfiable_field((uint64_t)clen, out);
+		response_end(s, t, out, &(struct head_tail){.age = -1,
+		    .via = true, .x_cache = "MISS", .length = 0});
+		client_sent(t, evbuffer_get_length(out) - before);
+		return true;
+	}
+	t->status = t->range != NULL ? 206 : resp->status;
+	if (t->range != NULL)
+		response_status(out, 206, NULL, 0);
+	else
+		response_status(out, resp->status, resp->reason,
+		    resp->reason_len);
+	stored_fields(resp, out, true, t->range != NULL && t->range->n > 1 ?
+	    "content-type" : NULL);
+	if (t->range != NULL) {
+		range_fields(t->range, out);
+		clen = (int64_t)t->range->total;
+	}
 	struct head_tail tl = {.age = -1, .via = true, .x_cache = "MISS",
 	    .length = clen};
 	if (no_body) {
@@ -311,6 +358,14 @@ fetch_on_header(char *buf, size_t size, size_t n, void *arg)
 		    "decode";
 		return 0;
 	}
+	if (f->t->range_whole && f->resp.status == 200 && (te ||
+	    f->resp.content_length < 0 || (uint64_t)f->resp.content_length >
+	    f->srv->conf.range_fetch_limit)) {
+		/* too large (or of unknown size) to wait for whole: the
+		 * range goes to the source instead (fetch.c) */
+		f->range_too_large = true;
+		return 0;
+	}
 	f->head_done = true;
 	char *ip = NULL;
 	if (f->peer != NULL) {
@@ -328,6 +383,8 @@ fetch_on_header(char *buf, size_t size, size_t n, void *arg)
 	}
 	return final_head(f) ? len : 0;
 }
+
+static bool alone_for_the_store(struct fetch *f);
 
 size_t
 fetch_on_body(char *data, size_t size, size_t n, void *arg)
@@ -347,21 +404,29 @@ fetch_on_body(char *data, size_t size, size_t n, void *arg)
 		busy_body(f->busy, f->body);
 		return len;
 	}
-	struct evbuffer *out = client_out(t->c);
-	if (evbuffer_get_length(out) > FETCH_OUT_HIGH ||
+	/* NULL once the client has its answer (alone_for_the_store) */
+	struct evbuffer *out = t->c != NULL ? client_out(t->c) : NULL;
+	if ((out != NULL && evbuffer_get_length(out) > FETCH_OUT_HIGH) ||
 	    (f->stream != NULL && disk_stream_full(f->stream))) {
 		f->recv_paused = true;
 		evtimer_del(f->timer);
 		return CURL_WRITEFUNC_PAUSE;
 	}
 	fetch_arm_timer(f);
-	size_t before = evbuffer_get_length(out);
-	if (f->chunked_out)
-		evbuffer_add_printf(out, "%zx\r\n", len);
-	evbuffer_add(out, data, len);
-	if (f->chunked_out)
-		evbuffer_add(out, "\r\n", 2);
-	client_sent(t, evbuffer_get_length(out) - before);
+	size_t before = out != NULL ? evbuffer_get_length(out) : 0;
+	if (out != NULL && t->range != NULL) {
+		range_copy(t->range, &f->range_at, data, f->received, len,
+		    UINT64_MAX, out);
+	} else if (out != NULL && !f->client_done) {
+		if (f->chunked_out)
+			evbuffer_add_printf(out, "%zx\r\n", len);
+		evbuffer_add(out, data, len);
+		if (f->chunked_out)
+			evbuffer_add(out, "\r\n", 2);
+	}
+	f->received += len;
+	if (out != NULL)
+		client_sent(t, evbuffer_get_length(out) - before);
 	if (f->stream != NULL) {
 		/* more than Content-Length said is not the object */
 		if (f->streamed + len > (uint64_t)f->resp.content_length ||
@@ -377,7 +442,40 @@ fetch_on_body(char *data, size_t size, size_t n, void *arg)
 		    store_body_append(&f->body, data, len) < 0)
 			fetch_drop_copy(f);
 	}
+	bool answered = f->client_done || (t->range != NULL &&
+	    f->range_at == t->range->total);
+	if (out != NULL && answered && f->resp.content_length >= 0 &&
+	    f->received < (uint64_t)f->resp.content_length)
+		return alone_for_the_store(f) ? len : 0;
 	return len;
+}
+
+/*
+ * The client has its whole answer (its ranges, or a 416) before the body
+ * is all in: the fetch goes on for the store under a transaction with no
+ * client (stale.c's), and the client is done. false when there is
+ * nothing to keep, or no memory for it: the transfer then stops, and
+ * fetch_finish_error finishes the client.
+ */
+static bool
+alone_for_the_store(struct fetch *f)
+{
+	struct txn *t = f->t;
+	struct txn *b = f->body != NULL || f->stream != NULL ?
+	    stale_background_txn(t) : NULL;
+
+	f->client_done = true;
+	if (b == NULL)
+		return false;
+	b->code = t->code;
+	b->hier = t->hier;
+	memcpy(b->hier_host, t->hier_host, sizeof(b->hier_host));
+	memcpy(b->ctype, t->ctype, sizeof(b->ctype));
+	b->fetch = f;
+	t->fetch = NULL;
+	f->t = b;
+	client_txn_done(t->c);
+	return true;
 }
 
 static void
@@ -423,6 +521,11 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 	}
 	if (f->stale_instead) {
 		fail_before_head(f, f->resp.status, "stale-if-error");
+		return;
+	}
+	if (f->client_done && t->c != NULL) {
+		/* stopped on purpose: the client has its answer */
+		client_txn_done(t->c);
 		return;
 	}
 	if (f->head_done && t->c == NULL) {
@@ -556,5 +659,8 @@ fetch_finish_ok(struct fetch *f)
 		 * server's error says nothing of it: RFC 9111 4.3.3) */
 		tiers_invalidate(s, t->url.norm, t->url.len);
 	}
-	client_txn_done(t->c);
+	if (t->c == NULL)
+		stale_background_end(t, f->resp.status, t->code);
+	else
+		client_txn_done(t->c);
 }

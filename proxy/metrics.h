@@ -32,6 +32,9 @@ struct evbuffer;
 	X(revalidate_failed, REVALIDATIONS, "failed", NULL)                  \
 	X(stale_while_revalidate, STALE_SERVED, "while_revalidate", NULL)    \
 	X(stale_if_error, STALE_SERVED, "if_error", NULL)                    \
+	X(range_partial, RANGES, "partial", NULL)                            \
+	X(range_unsatisfiable, RANGES, "unsatisfiable", NULL)                \
+	X(range_passed, RANGES, "passed", NULL)                              \
 	X(client_connections, CLIENT_CONNECTIONS, NULL, NULL)                \
 	X(accept_errors, ACCEPT_ERRORS, NULL, NULL)                          \
 	X(connection_limit_reached, CONN_LIMIT_REACHED, NULL, NULL)          \

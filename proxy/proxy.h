@@ -38,6 +38,7 @@ struct fetch;
 struct tunnel;
 struct status;
 struct busy;
+struct range_plan;
 struct busy_table;
 struct budget;
 
@@ -169,6 +170,10 @@ struct txn {
 	uint64_t busy_sent;   /* body bytes of it given to the client */
 	bool busy_reading;    /* its head is out: it reads the body */
 	bool no_collapse;     /* a fetch let it go: it fetches alone */
+	/* byte ranges (range.c) */
+	bool range_whole;     /* its Range is answered from the whole
+	                       * object, fetched for the cache */
+	struct range_plan *range; /* the 206 it is sent, or NULL */
 	struct txn *bg_prev, *bg_next; /* on srv->background, with no c */
 	/* for the access log and metrics */
 	enum txn_result result;

@@ -33,6 +33,7 @@
 #include "response.h"
 #include "stale.h"
 #include "peers.h"
+#include "range.h"
 #include "tiers.h"
 
 void
@@ -122,6 +123,7 @@ txn_free(struct txn **tp)
 	free(t->peer_msg);
 	tiers_wait_cancel(&t->disk_wait);
 	busy_leave(t);
+	range_plan_free(&t->range);
 	store_obj_unref(&t->stale);
 	http_head_clear(&t->req);
 	url_clear(&t->url);
@@ -205,10 +207,57 @@ client_not_modified(const struct txn *t, const struct store_obj *o)
 	return cachectl_not_modified(&t->req, etag, elen, lm);
 }
 
+/* o's stored fields but those called name. */
+static void
+object_fields_except(const struct store_obj *o, const char *name,
+    struct evbuffer *out)
+{
+	const char *n, *v;
+	size_t pos = 0, nl, vl;
+
+	while (store_head_next(o, &pos, &n, &nl, &v, &vl))
+		if (!http_token_eq(n, nl, name))
+			evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)nl, n,
+			    (int)vl, v);
+}
+
 bool
 request_vary_matches(const struct store_obj *o, struct txn *t)
 {
 	return vary_matches(o, t);
+}
+
+/*
+ * What t's Range asks of o, a 200 of length bytes: t->range is set for a
+ * 206. Several ranges of a large body on disk would each need the
+ * disk's sender (disksend.c), which sends one: above DISKSEND_MIN they
+ * get the whole.
+ */
+static enum range_verdict
+object_range(struct txn *t, const struct store_obj *o, uint64_t length)
+{
+	const char *etag = NULL, *lmv, *ct = NULL;
+	size_t elen = 0, lml, ctl = 0;
+	time_t lm = -1;
+
+	if (!t->is_get || http_field_find(&t->req, "range") == NULL)
+		return RANGE_WHOLE;
+	store_head_find(o, "etag", &etag, &elen);
+	if (store_head_find(o, "last-modified", &lmv, &lml))
+		lm = http_date_parse(lmv, lml);
+	store_head_find(o, "content-type", &ct, &ctl);
+	enum range_verdict v = range_plan(&t->req, length, etag, elen, lm, ct,
+	    ctl, &t->range);
+	if (v == RANGE_PARTIAL && t->range->n > 1 &&
+	    disksend_wanted(o->body) && t->range->total > DISKSEND_MIN) {
+		range_plan_free(&t->range);
+		v = RANGE_WHOLE;
+	}
+	if (v == RANGE_PARTIAL)
+		t->srv->m.range_partial++;
+	else if (v == RANGE_UNSATISFIABLE)
+		t->srv->m.range_unsatisfiable++;
+	return v;
 }
 
 bool
@@ -222,15 +271,37 @@ request_object_head(struct txn *t, const struct store_obj *o,
 	int64_t age = store_meta_age(&o->meta, time(NULL));
 	const char *ct;
 	size_t ctl;
+	enum range_verdict rv = status == 200 && length >= 0 ?
+	    object_range(t, o, (uint64_t)length) : RANGE_WHOLE;
 
-	t->status = status;
 	t->code = not_modified && (code == SQ_TCP_MEM_HIT ||
 	    code == SQ_TCP_HIT || code == SQ_TCP_CF_HIT) ? SQ_TCP_IMS_HIT :
 	    code;
 	if (store_head_find(o, "content-type", &ct, &ctl))
 		snprintf(t->ctype, sizeof(t->ctype), "%.*s", (int)ctl, ct);
+	if (rv == RANGE_UNSATISFIABLE) {
+		/* nothing of the object: a 416 a cache downstream cannot
+		 * take for it */
+		t->status = 416;
+		response_status(out, 416, NULL, 0);
+		range_unsatisfiable_field((uint64_t)length, out);
+		response_end(t->srv, t, out, &(struct head_tail){.age = -1,
+		    .via = true, .x_cache = x_cache, .length = 0});
+		client_sent(t, evbuffer_get_length(out) - before);
+		return false;
+	}
+	if (t->range != NULL)
+		status = 206;
+	t->status = status;
 	response_status(out, status, NULL, 0);
-	evbuffer_add(out, store_obj_head(o), o->head_len);
+	if (t->range != NULL && t->range->n > 1)
+		object_fields_except(o, "content-type", out);
+	else
+		evbuffer_add(out, store_obj_head(o), o->head_len);
+	if (t->range != NULL) {
+		range_fields(t->range, out);
+		length = (int64_t)t->range->total;
+	}
 	response_end(t->srv, t, out, &(struct head_tail){.age = age,
 	    .via = true, .x_cache = x_cache, .length = status != 304 &&
 	    status != 204 ? length : -1});
@@ -253,11 +324,17 @@ request_serve_object(struct txn *t, struct store_obj *o,
 		t->srv->m.hit_memory++;
 	/* a large body on disk goes by windows, read off the loop first;
 	 * the sender ends the transaction */
-	if (body && disksend_wanted(o->body) &&
-	    disksend_start(t, o->body) == 0)
+	struct range_span whole = {0, o->body->len};
+	const struct range_span *part = t->range != NULL ? &t->range->span[0] :
+	    &whole;
+	if (body && disksend_wanted(o->body) && (t->range == NULL ||
+	    t->range->n == 1) && disksend_start(t, o->body, part->from,
+	    part->len) == 0)
 		return;
 	size_t before = evbuffer_get_length(out);
-	if (body)
+	if (body && t->range != NULL)
+		range_send(t->range, 0, o->body, out);
+	else if (body)
 		bodyfd_send(o->body, out);
 	client_sent(t, evbuffer_get_length(out) - before);
 	client_txn_done(t->c);
@@ -545,6 +622,8 @@ request_start(struct txn *t)
 	if (pages_answer_absolute(t))
 		return;
 	cc_parse(&t->req, true, &t->reqcc);
+	t->range_whole = t->srv->conf.range_fetch_limit > 0 &&
+	    range_asked(&t->req);
 	/* PROTOCOLS.md 4: a request that has been through us goes to the
 	 * origin, never to a peer again */
 	bool proxied;

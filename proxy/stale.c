@@ -10,6 +10,8 @@
  * what it gets is stored (a 304 refreshes the copy; a 200 that memory
  * can hold replaces it); what it cannot keep (a body too large for
  * memory) it drops. It writes an access-log line as a client's would.
+ * The same kind of transaction carries on a range request's fetch of
+ * the whole object once the client has its bytes (fetchrecv.c).
  *
  * stale-if-error: when the origin answers 500, 502, 503 or 504, or cannot
  * be reached, a stale copy within the window answers instead. Neither
@@ -69,8 +71,9 @@ stale_on_error(const struct txn *t, bool disconnected)
 	return cachectl_stale_on_error(&e, &t->reqcc, disconnected);
 }
 
-/* A transaction with no client, for t's URL and request. NULL on ENOMEM
- * or when the request does not parse again (it did once). */
+/* A transaction with no client, for t's URL and request, o its stale
+ * copy (or NULL). NULL on ENOMEM or when the request does not parse
+ * again (it did once). */
 static struct txn *
 background_txn(const struct txn *t, struct store_obj *o)
 {
@@ -100,8 +103,14 @@ background_txn(const struct txn *t, struct store_obj *o)
 		return NULL;
 	}
 	cc_parse(&b->req, true, &b->reqcc);
-	b->stale = store_obj_ref(o);
+	b->stale = o != NULL ? store_obj_ref(o) : NULL;
 	return b;
+}
+
+struct txn *
+stale_background_txn(const struct txn *t)
+{
+	return background_txn(t, t->stale);
 }
 
 void

@@ -18,6 +18,14 @@ void stale_entry(const struct store_obj *o, struct cachectl_entry *e);
  */
 void stale_refresh_behind(const struct txn *t, struct store_obj *o);
 
+/*
+ * A transaction with no client for t's request, on the server's list
+ * (freed at exit), to carry on a fetch once t's client has its answer: a
+ * range request's whole object (range.c). It borrows t's stale copy, if
+ * any. NULL on ENOMEM.
+ */
+struct txn *stale_background_txn(const struct txn *t);
+
 /* A revalidation behind a stale answer (clientless t) ends: its
  * access-log line says status and code, and t is freed, with its fetch
  * if it still has one. */

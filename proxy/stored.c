@@ -32,11 +32,12 @@ kept_field(const struct http_head *resp, const struct http_field *fl,
 
 bool
 stored_fields(const struct http_head *resp, struct evbuffer *out,
-    bool keep_age)
+    bool keep_age, const char *except)
 {
 	for (unsigned i = 0; i < resp->nfields; i++) {
 		const struct http_field *fl = &resp->fields[i];
-		if (!kept_field(resp, fl, keep_age))
+		if (!kept_field(resp, fl, keep_age) ||
+		    (except != NULL && http_field_is(fl, except)))
 			continue;
 		if (evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)fl->nlen,
 		    fl->name, (int)fl->vlen, fl->value) < 0)
@@ -51,7 +52,7 @@ stored_fields_copy(const struct http_head *resp, size_t *len)
 	struct evbuffer *h = evbuffer_new();
 	char *p = NULL;
 
-	if (h != NULL && stored_fields(resp, h, false)) {
+	if (h != NULL && stored_fields(resp, h, false, NULL)) {
 		*len = evbuffer_get_length(h);
 		p = malloc(*len + 1);
 		if (p != NULL)
@@ -175,7 +176,7 @@ stored_refresh(const struct txn *t, const struct http_head *resp,
 			evbuffer_add_printf(h, "%.*s: %.*s\r\n", (int)nl, n,
 			    (int)vl, v);
 	}
-	stored_fields(resp, h, false);
+	stored_fields(resp, h, false, NULL);
 	evbuffer_add(h, "\r\n", 2);
 	size_t len = evbuffer_get_length(h);
 	const char *p = (const char *)evbuffer_pullup(h, -1);

@@ -14,9 +14,10 @@ struct evbuffer;
 #define RESPONSE_HEAD_MAX (256 * 1024)
 
 /* Appends resp's fields a cache keeps ("Name: value\r\n" each), Age too
- * when keep_age (a response passed on, not stored). false on ENOMEM. */
+ * when keep_age (a response passed on, not stored), but any called except
+ * (NULL: none). false on ENOMEM. */
 bool stored_fields(const struct http_head *resp, struct evbuffer *out,
-    bool keep_age);
+    bool keep_age, const char *except);
 /* The same fields a store keeps, in a new string of *len bytes (the
  * caller frees it); NULL on ENOMEM. */
 char *stored_fields_copy(const struct http_head *resp, size_t *len);

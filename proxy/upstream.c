@@ -44,11 +44,15 @@ add_header(struct curl_slist **list, const char *fmt, ...)
 
 static bool
 skip_request_field(const struct http_head *req, const struct http_field *fl,
-    bool own_conditionals)
+    bool own_conditionals, bool whole)
 {
 	static const char *const own[] = {"host", "content-length", "expect"};
 
 	if (http_field_hop_by_hop(req, fl))
+		return true;
+	/* a range answered from the whole object (range.c) */
+	if (whole && (http_field_is(fl, "range") ||
+	    http_field_is(fl, "if-range")))
 		return true;
 	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
 		if (http_field_is(fl, own[i]))
@@ -70,7 +74,8 @@ upstream_fields(const struct txn *t, bool revalidate, bool whole,
 
 	for (unsigned i = 0; i < req->nfields && ok; i++) {
 		const struct http_field *fl = &req->fields[i];
-		if (skip_request_field(req, fl, revalidate || whole))
+		if (skip_request_field(req, fl, revalidate || whole,
+		    t->range_whole))
 			continue;
 		/* curl drops "Name:" lines; "Name;" sends an empty value */
 		if (fl->vlen == 0)

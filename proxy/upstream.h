@@ -10,7 +10,8 @@
 
 /* The field lines for t's request, for CURLOPT_HTTPHEADER: revalidating
  * t->stale, for a whole object (the client's conditionals left out: the
- * cache answers them from the object), or to a peer. A new list (free
+ * cache answers them from the object), or to a peer; with t->range_whole,
+ * without its Range and If-Range (range.c). A new list (free
  * with curl_slist_free_all), or NULL on ENOMEM. */
 struct curl_slist *upstream_fields(const struct txn *t, bool revalidate,
     bool whole, bool to_peer);

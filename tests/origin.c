@@ -5,8 +5,9 @@
  *
  *   /obj/NAME?max_age=N&size=N&etag=1&lm=1&nostore=1&private=1&cc=no-cache
  *            &status=N&age=V&expires=lower&pause=MS
- *                    deterministic body; answers 304 to a matching
- *                    If-None-Match; a 304 carries X-Revalidated: N;
+ *                    deterministic body (NAME over and over); answers
+ *                    304 to a matching If-None-Match, 206 to a Range of
+ *                    one "a-b" or "a-"; a 304 carries X-Revalidated: N;
  *                    status N instead of 200, "Age: V", an Expires an
  *                    hour ahead spelt in lower case; with pause, the
  *                    second half of the body MS ms after the first
@@ -28,7 +29,8 @@
  *                    response carries hop-by-hop fields a proxy must drop
  *   /squid-internal-periodic/store_digest
  *                    a Cache Digest Squid would refuse (3 hash functions)
- *   /__log           one line per request received: METHOD TARGET COND
+ *   /__log           one line per request received: METHOD TARGET
+ *                    [range=RANGE] COND
  *   /__conns         how many connections were accepted
  *   /__bump          a new generation of /big?gen=1 bodies
  *   /__status?code=N /obj/ answers status N from now on (0: as asked)
@@ -154,8 +156,11 @@ respond(struct conn *c)
 
 	gmtime_r(&now, &tm);
 	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
-	evbuffer_add_printf(reqlog, "%.*s %.*s %d\n", (int)c->req.method_len,
-	    c->req.method, (int)c->req.target_len, c->req.target,
+	const struct http_field *range = http_field_find(&c->req, "range");
+	evbuffer_add_printf(reqlog, "%.*s %.*s %s%.*s%s%d\n",
+	    (int)c->req.method_len, c->req.method, (int)c->req.target_len,
+	    c->req.target, range ? "range=" : "", range ? (int)range->vlen : 0,
+	    range ? range->value : "", range ? " " : "",
 	    inm != NULL || ims != NULL);
 
 	if (strcmp(c->path, "/__log") == 0) {
@@ -215,10 +220,30 @@ respond(struct conn *c)
 		}
 		long status = forced_status ? forced_status :
 		    qparam(c, "status", 200);
+		long from = 0, to = size - 1;
+		char rtmp[64];
+		if (status == 200 && range != NULL && range->vlen < sizeof(rtmp)) {
+			memcpy(rtmp, range->value, range->vlen);
+			rtmp[range->vlen] = '\0';
+			int got = strncmp(rtmp, "bytes=", 6) == 0 &&
+			    isdigit((unsigned char)rtmp[6]) ? sscanf(rtmp,
+			    "bytes=%ld-%ld", &from, &to) : 0;
+			if (got >= 1 && from < size) {
+				if (got == 1 || to >= size)
+					to = size - 1;
+				status = 206;
+			} else {
+				from = 0;
+				to = size - 1;
+			}
+		}
 		evbuffer_add_printf(out, "HTTP/1.1 %ld %s\r\nDate: %s\r\n"
 		    "Content-Type: application/octet-stream\r\n"
 		    "Content-Length: %ld\r\n", status, status == 200 ? "OK" :
-		    "Status", date, size);
+		    "Status", date, to - from + 1);
+		if (status == 206)
+			evbuffer_add_printf(out, "Content-Range: bytes "
+			    "%ld-%ld/%ld\r\n", from, to, size);
 		if (qstr(c, "age", tmp, sizeof(tmp)))
 			evbuffer_add_printf(out, "Age: %s\r\n", tmp);
 		if (qstr(c, "expires", tmp, sizeof(tmp))) {
@@ -245,10 +270,11 @@ respond(struct conn *c)
 			evbuffer_add_printf(out, "Cache-Control: %s\r\n", tmp);
 		evbuffer_add(out, "\r\n", 2);
 		if (!http_token_eq(c->req.method, c->req.method_len, "HEAD")) {
+			size = to - from + 1;
 			char *b = malloc((size_t)size);
 			long pause = qparam(c, "pause", 0);
 			size_t now_n = pause > 0 ? (size_t)size / 2 : (size_t)size;
-			fill(b, (size_t)size, c->path + 5, 0);
+			fill(b, (size_t)size, c->path + 5, (size_t)from);
 			evbuffer_add(out, b, now_n);
 			if (pause > 0) {
 				struct timeval tv = {pause / 1000,
