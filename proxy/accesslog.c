@@ -100,13 +100,26 @@ const char *
 squid_code_name(enum squid_code c)
 {
 	static const char *const names[SQ_NCODES] = {
-#define SQUID_CODE_NAME(name) #name,
+#define SQUID_CODE_NAME(name, status) #name,
 		SQUID_CODES(SQUID_CODE_NAME)
 #undef SQUID_CODE_NAME
 	};
 
 	SC_ASSERT((unsigned)c < SQ_NCODES);
 	return names[c];
+}
+
+const char *
+squid_code_cache_status(enum squid_code c)
+{
+	static const char *const params[SQ_NCODES] = {
+#define SQUID_CODE_STATUS(name, status) status,
+		SQUID_CODES(SQUID_CODE_STATUS)
+#undef SQUID_CODE_STATUS
+	};
+
+	SC_ASSERT((unsigned)c < SQ_NCODES);
+	return params[c];
 }
 
 const char *

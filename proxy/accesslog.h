@@ -8,24 +8,39 @@
 struct accesslog;
 
 /* Squid's result codes (the CODE of CODE/status), one name each. */
+/* X(code, its Cache-Status parameters, RFC 9211) */
 #define SQUID_CODES(X)                                                         \
-	X(TCP_MISS)                /* from the origin or a peer */            \
-	X(TCP_MISS_ABORTED)        /* the client left before the end */       \
-	X(TCP_MEM_HIT)             /* fresh, from the memory cache */         \
-	X(TCP_HIT)                 /* fresh, read from the disk cache */      \
-	X(TCP_IMS_HIT)             /* the client's conditional matched: 304 */\
-	X(TCP_CF_HIT)              /* collapsed onto a fetch in progress */   \
-	X(TCP_STALE_HIT)           /* stale but allowed (max-stale) */        \
-	X(TCP_REFRESH_UNMODIFIED)  /* revalidated: 304 from upstream */       \
-	X(TCP_REFRESH_MODIFIED)    /* revalidated: a new copy */              \
-	X(TCP_REFRESH_FAIL_OLD)    /* revalidation failed, stale served */    \
-	X(TCP_CLIENT_REFRESH_MISS) /* the client's no-cache: to the origin */ \
-	X(TCP_TUNNEL)              /* CONNECT */                              \
-	X(TCP_DENIED)              /* the allow lists refused it */           \
-	X(NONE_NONE)               /* no request to speak of: parse errors */
+	/* from the origin or a peer */                                       \
+	X(TCP_MISS, "fwd=uri-miss")                                           \
+	/* the client left before the end */                                  \
+	X(TCP_MISS_ABORTED, "fwd=uri-miss")                                   \
+	/* fresh, from the memory cache */                                    \
+	X(TCP_MEM_HIT, "hit")                                                 \
+	/* fresh, read from the disk cache */                                 \
+	X(TCP_HIT, "hit")                                                     \
+	/* the client's conditional matched: 304 */                           \
+	X(TCP_IMS_HIT, "hit")                                                 \
+	/* collapsed onto a fetch in progress */                              \
+	X(TCP_CF_HIT, "fwd=uri-miss; collapsed")                              \
+	/* stale but allowed (max-stale, stale-while-revalidate) */           \
+	X(TCP_STALE_HIT, "hit; detail=stale")                                 \
+	/* revalidated: 304 from upstream */                                  \
+	X(TCP_REFRESH_UNMODIFIED, "fwd=stale; fwd-status=304")                \
+	/* revalidated: a new copy */                                         \
+	X(TCP_REFRESH_MODIFIED, "fwd=stale")                                  \
+	/* revalidation failed, stale served */                               \
+	X(TCP_REFRESH_FAIL_OLD, "fwd=stale; detail=stale-on-error")           \
+	/* the client's no-cache: to the origin */                            \
+	X(TCP_CLIENT_REFRESH_MISS, "fwd=request")                             \
+	/* CONNECT */                                                         \
+	X(TCP_TUNNEL, "fwd=method")                                           \
+	/* the allow lists refused it */                                      \
+	X(TCP_DENIED, "detail=denied")                                        \
+	/* no request to speak of: parse errors */                            \
+	X(NONE_NONE, "detail=error")
 
 enum squid_code {
-#define SQUID_CODE_ENUM(name) SQ_##name,
+#define SQUID_CODE_ENUM(name, status) SQ_##name,
 	SQUID_CODES(SQUID_CODE_ENUM)
 #undef SQUID_CODE_ENUM
 	SQ_NCODES
@@ -46,6 +61,8 @@ enum squid_hier {
 };
 
 const char *squid_code_name(enum squid_code c);
+/* The Cache-Status parameters (RFC 9211) of a response so answered. */
+const char *squid_code_cache_status(enum squid_code c);
 const char *squid_hier_name(enum squid_hier h);
 
 struct accesslog_entry {

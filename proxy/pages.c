@@ -42,7 +42,7 @@ internal_head(struct txn *t, int status, const char *ctype,
 	if (status != 204)
 		evbuffer_add_printf(out, "Content-Type: %s\r\n", ctype);
 	response_end(t->srv, t, out, &(struct head_tail){.age = -1,
-	    .length = status != 204 ? (int64_t)len : -1});
+	    .length = status != 204 ? (int64_t)len : -1, .internal = true});
 }
 
 /* A short internal answer: status, optional body of type ctype. */
@@ -222,7 +222,7 @@ serve_digest(struct txn *t)
 	evbuffer_add_printf(out, "Content-Type: application/cache-digest\r\n"
 	    "Last-Modified: %s\r\nExpires: %s\r\n", lm, ex);
 	response_end(s, t, out, &(struct head_tail){.age = -1, .via = true,
-	    .length = (int64_t)b->len});
+	    .length = (int64_t)b->len, .internal = true});
 	if (!t->is_head)
 		evbuffer_add(out, b->p, b->len);
 	s->m.digests_served++;

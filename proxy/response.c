@@ -90,12 +90,35 @@ put(char *buf, size_t len, size_t *n, const char *fmt, ...)
 	*n += (size_t)k;
 }
 
+/*
+ * Cache-Status (RFC 9211): what this node did, after whatever an upstream
+ * cache said (a stored or passed-on field of theirs comes first, as the
+ * RFC orders them). The parameters are the access log's code's
+ * (accesslog.h), but for a method that is never cached, and a miss a
+ * peer answered.
+ */
+static void
+cache_status(const struct server *s, const struct txn *t, char *buf,
+    size_t cap, size_t *n)
+{
+	const char *params = squid_code_cache_status(t->code);
+	const char *more = "";
+
+	if (t->code == SQ_TCP_MISS && !t->is_get && !t->is_head)
+		params = "fwd=method";
+	else if (t->code == SQ_TCP_MISS && (t->hier == SQ_SIBLING_HIT ||
+	    t->hier == SQ_CD_SIBLING_HIT))
+		more = "; detail=peer";
+	put(buf, cap, n, "Cache-Status: sumcache-%s; %s%s\r\n",
+	    s->conf.node_name, params, more);
+}
+
 void
 response_end(const struct server *s, struct txn *t, struct evbuffer *out,
     const struct head_tail *tl)
 {
 	/* the hit path's tail: composed once, added to out once */
-	char buf[64 + sizeof(s->via) + WIRE_MAX_SENDER + 96];
+	char buf[64 + sizeof(s->via) + 2 * WIRE_MAX_SENDER + 192];
 	size_t n = 0;
 
 	if (tl->age >= 0)
@@ -106,6 +129,8 @@ response_end(const struct server *s, struct txn *t, struct evbuffer *out,
 	if (tl->x_cache != NULL)
 		put(buf, sizeof(buf), &n, "X-Cache: %s from %s\r\n",
 		    tl->x_cache, s->conf.node_name);
+	if (t != NULL && !tl->internal)
+		cache_status(s, t, buf, sizeof(buf), &n);
 	if (tl->length >= 0)
 		put(buf, sizeof(buf), &n, "Content-Length: %lld\r\n",
 		    (long long)tl->length);

@@ -31,6 +31,7 @@ struct head_tail {
 	const char *x_cache;    /* "HIT", "MISS": X-Cache: ... from NODE */
 	int64_t length;         /* Content-Length; < 0: none */
 	bool chunked;           /* without a length: Transfer-Encoding */
+	bool internal;          /* our own page: no Cache-Status */
 };
 
 /* The tail of a head for t (NULL: a connection that closes after it, as

@@ -502,3 +502,53 @@ Test(e2e, statuses_age_and_expires_as_rfc_9111_reads_them)
 		    v[i].asked, "%s", v[i].path);
 	}
 }
+
+/* Cache-Status (RFC 9211) says what the node did, on every answer to a
+ * client, and never on its own pages. */
+Test(e2e, cache_status_says_what_the_node_did)
+{
+	struct {
+		const char *method, *path, *header, *want;
+		long status;
+	} c[] = {
+		{"GET", "/obj/cs?max_age=300&size=10", NULL, "fwd=uri-miss",
+		    200},
+		{"GET", "/obj/cs?max_age=300&size=10", NULL, "hit", 200},
+		{"GET", "/obj/cs?max_age=300&size=10", "Range: bytes=0-1",
+		    "hit", 206},
+		{"GET", "/obj/cs?max_age=300&size=10", "Cache-Control: no-cache",
+		    "fwd=request", 200},
+		{"GET", "/obj/csr?max_age=0&size=10&etag=1", NULL,
+		    "fwd=uri-miss", 200},
+		{"GET", "/obj/csr?max_age=0&size=10&etag=1", NULL,
+		    "fwd=stale; fwd-status=304", 200},
+		{"POST", "/echo", NULL, "fwd=method", 200},
+		{"GET", "/obj/none?size=10", "Cache-Control: only-if-cached",
+		    "fwd=uri-miss", 504},
+	};
+	char want[128];
+	struct resp r;
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(*c); i++) {
+		const char *h[] = {c[i].header, NULL};
+		proxy_request(&E, c[i].method, env_url(&E, c[i].path),
+		    c[i].header ? h : NULL, c[i].method[0] == 'P' ? "x" : NULL,
+		    c[i].method[0] == 'P' ? 1 : 0, false, &r);
+		cr_assert_eq(r.status, c[i].status, "case %zu: %ld", i,
+		    r.status);
+		snprintf(want, sizeof(want), "sumcache-test-node; %s",
+		    c[i].want);
+		const char *got = resp_header(&r, "Cache-Status");
+		cr_assert(got != NULL && strcmp(got, want) == 0,
+		    "case %zu: Cache-Status %s, not %s", i, got ? got : "(none)",
+		    want);
+		resp_free(&r);
+	}
+	char metrics[64];
+	snprintf(metrics, sizeof(metrics), "http://127.0.0.1:%d/metrics",
+	    E.pport);
+	http_request(0, "GET", metrics, NULL, NULL, 0, false, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_null(resp_header(&r, "Cache-Status"));
+	resp_free(&r);
+}
