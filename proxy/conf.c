@@ -80,6 +80,11 @@ static const struct directive directives[] = {
 	    "access log in Squid's native format: a path, stdout or none", LIVE},
 	{"sharing", parse_sharing, OFF(sharing), "none", false,
 	    "cache sharing with peers: none, summary or icp", RESTART},
+	{"forwarded_for", parse_forwarded_for, OFF(forwarded_for), "add",
+	    false, "what requests sent on say of the client: add (appended "
+	    "to X-Forwarded-For), forwarded (a for= element appended to "
+	    "Forwarded, RFC 7239), keep (both as the client sent them), strip "
+	    "(neither)", LIVE},
 	{"peer", parse_peer, 0, NULL, true,
 	    "a peer: \"NAME HOST:PORT [type=sumcache|squid-digest] "
 	    "[proxy_only] [icp=PORT]\" (ICP port 3130 unless given)", LIVE},

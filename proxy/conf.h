@@ -19,6 +19,14 @@ enum sharing {
 	SHARING_ICP = 2,
 };
 
+/* What a request sent upstream says of the client (upstream.c). */
+enum forwarded_for {
+	FORWARDED_FOR_ADD = 0,       /* X-Forwarded-For: ..., CLIENT */
+	FORWARDED_FOR_FORWARDED = 1, /* Forwarded: ..., for=CLIENT (RFC 7239) */
+	FORWARDED_FOR_KEEP = 2,      /* both as the client sent them */
+	FORWARDED_FOR_STRIP = 3,     /* neither */
+};
+
 #define CONF_MAX_PORTS 32
 #define CONF_MAX_PEERS 64
 #define CONF_MAX_DIRECTIVES 64
@@ -38,6 +46,7 @@ struct conf {
 	unsigned n_connect_ports;
 	char *access_log;        /* path, "stdout" or "none" */
 	enum sharing sharing;
+	enum forwarded_for forwarded_for;
 	struct peer_spec peers[CONF_MAX_PEERS];
 	unsigned n_peers;
 	struct peer_spec peer_dns;  /* host "" = not set */

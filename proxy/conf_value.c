@@ -308,6 +308,24 @@ parse_sharing(struct conf *c, size_t off, const char *v, const char **why)
 }
 
 int
+parse_forwarded_for(struct conf *c, size_t off, const char *v,
+    const char **why)
+{
+	/* in enum forwarded_for's order */
+	static const char *const names[] = {"add", "forwarded", "keep",
+	    "strip"};
+
+	(void)off;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(v, names[i]) == 0) {
+			c->forwarded_for = (enum forwarded_for)i;
+			return 0;
+		}
+	*why = "expected add, forwarded, keep or strip";
+	return -1;
+}
+
+int
 parse_peer(struct conf *c, size_t off, const char *v, const char **why)
 {
 	(void)off;

@@ -25,6 +25,7 @@ conf_parse_f parse_onoff;
 conf_parse_f parse_allow;
 conf_parse_f parse_port;
 conf_parse_f parse_sharing;
+conf_parse_f parse_forwarded_for;
 conf_parse_f parse_peer;
 conf_parse_f parse_peer_dns;
 conf_parse_f parse_nameservers;

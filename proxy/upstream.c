@@ -3,14 +3,18 @@
  * proxy): the client's fields without hop-by-hop ones and those curl
  * writes itself (Host, Content-Length, Expect), our Via, only-if-cached
  * for a peer (PROTOCOLS.md 4), and for a revalidation our validators
- * instead of the client's. A field is as long as the client's limits let
- * it be: no buffer of ours cuts it.
+ * instead of the client's; what it says of the client as forwarded_for
+ * asks. A field is as long as the client's limits let it be: no buffer
+ * of ours cuts it.
  */
 #include "upstream.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
 
 static bool
 add_header(struct curl_slist **list, const char *fmt, ...)
@@ -64,18 +68,82 @@ skip_request_field(const struct http_head *req, const struct http_field *fl,
 		http_field_is(fl, "if-modified-since"));
 }
 
+/* The field forwarded_for rewrites, the client appended (NULL: none). */
+static const char *
+client_field(enum forwarded_for mode)
+{
+	switch (mode) {
+	case FORWARDED_FOR_ADD: return "x-forwarded-for";
+	case FORWARDED_FOR_FORWARDED: return "forwarded";
+	default: return NULL;
+	}
+}
+
+/* Whether the client's field fl is left out: stripped, or sent again
+ * rewritten (add_client). */
+static bool
+drops_client_field(enum forwarded_for mode, const struct http_field *fl)
+{
+	const char *own = client_field(mode);
+
+	if (mode == FORWARDED_FOR_STRIP)
+		return http_field_is(fl, "x-forwarded-for") ||
+		    http_field_is(fl, "forwarded");
+	return own != NULL && http_field_is(fl, own);
+}
+
+/*
+ * The client's X-Forwarded-For or Forwarded fields as one, this client
+ * appended: "a, b, 10.0.0.1", or "for=a, for=\"[::1]\"" (RFC 7239 6: an
+ * IPv6 address in brackets and quotes). false on ENOMEM.
+ */
+static bool
+add_client(struct curl_slist **l, const struct txn *t, enum forwarded_for mode)
+{
+	const struct http_head *req = &t->req;
+	const char *name = client_field(mode);
+	struct evbuffer *v = evbuffer_new();
+	bool ok = v != NULL;
+
+	for (unsigned i = 0; ok && i < req->nfields; i++) {
+		const struct http_field *fl = &req->fields[i];
+		if (!http_field_is(fl, name) || fl->vlen == 0)
+			continue;
+		ok = evbuffer_add_printf(v, "%s%.*s", evbuffer_get_length(v) ?
+		    ", " : "", (int)fl->vlen, fl->value) >= 0;
+	}
+	const char *sep = ok && evbuffer_get_length(v) ? ", " : "";
+	const char *a = t->c->addr;
+	if (ok && mode == FORWARDED_FOR_FORWARDED)
+		ok = evbuffer_add_printf(v, strchr(a, ':') ? "%sfor=\"[%s]\"" :
+		    "%sfor=%s", sep, a) >= 0;
+	else if (ok)
+		ok = evbuffer_add_printf(v, "%s%s", sep, a) >= 0;
+	size_t len = ok ? evbuffer_get_length(v) : 0;
+	const char *s = ok ? (const char *)evbuffer_pullup(v, -1) : NULL;
+	ok = ok && s != NULL && add_header(l, "%s: %.*s",
+	    mode == FORWARDED_FOR_ADD ? "X-Forwarded-For" : "Forwarded",
+	    (int)len, s);
+	if (v != NULL)
+		evbuffer_free(v);
+	return ok;
+}
+
 struct curl_slist *
 upstream_fields(const struct txn *t, bool revalidate, bool whole,
     bool to_peer)
 {
 	const struct http_head *req = &t->req;
+	enum forwarded_for mode = t->srv->conf.forwarded_for;
 	struct curl_slist *l = NULL;
 	bool ok = true;
 
 	for (unsigned i = 0; i < req->nfields && ok; i++) {
 		const struct http_field *fl = &req->fields[i];
 		if (skip_request_field(req, fl, revalidate || whole,
-		    t->range_whole))
+		    t->range_whole) || ((t->c != NULL ||
+		    mode == FORWARDED_FOR_STRIP) && drops_client_field(mode,
+		    fl)))
 			continue;
 		/* curl drops "Name:" lines; "Name;" sends an empty value */
 		if (fl->vlen == 0)
@@ -85,6 +153,10 @@ upstream_fields(const struct txn *t, bool revalidate, bool whole,
 			    fl->name, (int)fl->vlen, fl->value);
 	}
 	ok = ok && add_header(&l, "Via: %s", t->srv->via);
+	/* a revalidation behind a stale answer has no client to name: the
+	 * fields go as they came */
+	if (ok && t->c != NULL && client_field(mode) != NULL)
+		ok = add_client(&l, t, mode);
 	/* PROTOCOLS.md 4: a sibling answers from its cache or says 504 */
 	if (to_peer)
 		ok = ok && add_header(&l, "Cache-Control: only-if-cached");

@@ -40,6 +40,55 @@ Test(ops, hop_by_hop_fields_dropped_both_ways)
 	resp_free(&r);
 }
 
+/* forwarded_for: what the origin hears of the client, in each mode. */
+Test(ops, forwarded_for_adds_keeps_or_strips_the_client)
+{
+	const char *extra[] = {"X-Forwarded-For: 10.1.1.1",
+	    "Forwarded: for=10.2.2.2", NULL};
+	struct {
+		const char *mode, *xff, *fwd;  /* NULL: absent */
+	} c[] = {
+		{"add", "X-Forwarded-For: 10.1.1.1, 127.0.0.1\r\n",
+		    "Forwarded: for=10.2.2.2\r\n"},
+		{"forwarded", "X-Forwarded-For: 10.1.1.1\r\n",
+		    "Forwarded: for=10.2.2.2, for=127.0.0.1\r\n"},
+		{"keep", "X-Forwarded-For: 10.1.1.1\r\n",
+		    "Forwarded: for=10.2.2.2\r\n"},
+		{"strip", NULL, NULL},
+	};
+	struct resp r;
+	char u[128], opt[64];
+
+	snprintf(u, sizeof(u), "http://127.0.0.1:%d/headers", E.oport);
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		const char *opts[] = {opt, NULL};
+		snprintf(opt, sizeof(opt), "forwarded_for=%s", c[i].mode);
+		proxy_restart(&E, opts, SIGTERM);
+		proxy_get(&E, u, extra, &r);
+		cr_assert_eq(r.status, 200);
+		if (c[i].xff != NULL)
+			cr_expect(strstr(r.body, c[i].xff) != NULL, "%s:\n%s",
+			    c[i].mode, r.body);
+		else
+			cr_expect(strstr(r.body, "X-Forwarded-For") == NULL,
+			    "%s:\n%s", c[i].mode, r.body);
+		if (c[i].fwd != NULL)
+			cr_expect(strstr(r.body, c[i].fwd) != NULL, "%s:\n%s",
+			    c[i].mode, r.body);
+		else
+			cr_expect(strstr(r.body, "Forwarded:") == NULL,
+			    "%s:\n%s", c[i].mode, r.body);
+		resp_free(&r);
+	}
+	/* none sent: add starts the field */
+	const char *opts[] = {"forwarded_for=add", NULL};
+	proxy_restart(&E, opts, SIGTERM);
+	proxy_get(&E, u, NULL, &r);
+	cr_assert(strstr(r.body, "X-Forwarded-For: 127.0.0.1\r\n") != NULL,
+	    "%s", r.body);
+	resp_free(&r);
+}
+
 Test(ops, forwarding_loops_are_counted_and_go_direct)
 {
 	const char *via[] = {"Via: 1.0 other, 1.1 test-node (sumcache)", NULL};
