@@ -325,14 +325,16 @@ server_init(struct server *s)
 	if (s->dns == NULL || s->store == NULL || s->curl == NULL ||
 	    s->budget == NULL || s->busy == NULL || tiers_open(s) < 0)
 		return -1;
-	if (accept_start(s) < 0)
-		return -1;
+	/* before the port opens: whoever sees it open may stop us, and a
+	 * SIGTERM must then be a clean exit, not the default's kill */
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		s->signals[i] = evsignal_new(s->base, sigs[i], on_signal, s);
 		if (s->signals[i] == NULL || evsignal_add(s->signals[i],
 		    NULL) < 0)
 			return -1;
 	}
+	if (accept_start(s) < 0)
+		return -1;
 	s->shutdown_timer = evtimer_new(s->base, on_shutdown_timeout, s);
 	s->flush_timer = event_new(s->base, -1, EV_PERSIST, on_flush, s);
 	if (s->shutdown_timer == NULL || s->flush_timer == NULL)
