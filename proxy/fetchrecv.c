@@ -179,24 +179,19 @@ static enum range_verdict
 fetched_range(struct fetch *f, int64_t clen)
 {
 	struct txn *t = f->t;
+
+	if (!t->range_whole || f->resp.status != 200 || clen < 0)
+		return RANGE_WHOLE;
 	const struct http_field *et = http_field_find(&f->resp, "etag");
 	const struct http_field *lm = http_field_find(&f->resp,
 	    "last-modified");
 	const struct http_field *ct = http_field_find(&f->resp,
 	    "content-type");
-
-	if (!t->range_whole || f->resp.status != 200 || clen < 0)
-		return RANGE_WHOLE;
-	enum range_verdict v = range_plan(&t->req, (uint64_t)clen,
+	return range_count(&t->srv->m, range_plan(&t->req, (uint64_t)clen,
 	    et != NULL ? et->value : NULL, et != NULL ? et->vlen : 0,
 	    lm != NULL ? http_date_parse(lm->value, lm->vlen) : -1,
 	    ct != NULL ? ct->value : NULL, ct != NULL ? ct->vlen : 0,
-	    &t->range);
-	if (v == RANGE_PARTIAL)
-		t->srv->m.range_partial++;
-	else if (v == RANGE_UNSATISFIABLE)
-		t->srv->m.range_unsatisfiable++;
-	return v;
+	    &t->range));
 }
 
 /* Decides storing and writes the client's head. false aborts the fetch. */
@@ -258,13 +253,8 @@ final_head(struct fetch *f)
 	    resp->status == 304;
 	if (fetched_range(f, clen) == RANGE_UNSATISFIABLE) {
 		/* the rest of the body is the store's alone */
-		t->status = 416;
 		f->client_done = true;
-		response_status(out, 416, NULL, 0);
-		range_unsatisfiable_field((uint64_t)clen, out);
-		response_end(s, t, out, &(struct head_tail){.age = -1,
-		    .via = true, .x_cache = "MISS", .length = 0});
-		client_sent(t, evbuffer_get_length(out) - before);
+		request_unsatisfiable(t, (uint64_t)clen, "MISS");
 		return true;
 	}
 	t->status = t->range != NULL ? 206 : resp->status;

@@ -34,6 +34,7 @@
 
 #include "bodyfd.h"
 #include "cachectl.h"
+#include "metrics.h"
 #include "store.h"
 
 /* ---- reading a Range ---- */
@@ -278,6 +279,16 @@ range_plan(const struct http_head *req, uint64_t length, const char *etag,
 	}
 	*plan = p;
 	return RANGE_PARTIAL;
+}
+
+enum range_verdict
+range_count(struct metrics *m, enum range_verdict v)
+{
+	if (v == RANGE_PARTIAL)
+		m->range_partial++;
+	else if (v == RANGE_UNSATISFIABLE)
+		m->range_unsatisfiable++;
+	return v;
 }
 
 void

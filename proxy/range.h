@@ -11,6 +11,7 @@
 #include "http_parse.h"
 
 struct evbuffer;
+struct metrics;
 struct store_body;
 
 /* Ranges a 206 holds at most, once merged; more and the Range is
@@ -63,6 +64,8 @@ bool range_asked(const struct http_head *req);
 enum range_verdict range_plan(const struct http_head *req, uint64_t length,
     const char *etag, size_t elen, time_t last_modified, const char *ctype,
     size_t ctl, struct range_plan **plan);
+/* Counts the answer given (a 206 or a 416) in m; returns v. */
+enum range_verdict range_count(struct metrics *m, enum range_verdict v);
 /* Accepts NULL; clears *p. */
 void range_plan_free(struct range_plan **p);
 

@@ -253,11 +253,21 @@ object_range(struct txn *t, const struct store_obj *o, uint64_t length)
 		range_plan_free(&t->range);
 		v = RANGE_WHOLE;
 	}
-	if (v == RANGE_PARTIAL)
-		t->srv->m.range_partial++;
-	else if (v == RANGE_UNSATISFIABLE)
-		t->srv->m.range_unsatisfiable++;
-	return v;
+	return range_count(&t->srv->m, v);
+}
+
+void
+request_unsatisfiable(struct txn *t, uint64_t length, const char *x_cache)
+{
+	struct evbuffer *out = client_out(t->c);
+	size_t before = evbuffer_get_length(out);
+
+	t->status = 416;
+	response_status(out, 416, NULL, 0);
+	range_unsatisfiable_field(length, out);
+	response_end(t->srv, t, out, &(struct head_tail){.age = -1,
+	    .via = true, .x_cache = x_cache, .length = 0});
+	client_sent(t, evbuffer_get_length(out) - before);
 }
 
 bool
@@ -280,14 +290,7 @@ request_object_head(struct txn *t, const struct store_obj *o,
 	if (store_head_find(o, "content-type", &ct, &ctl))
 		snprintf(t->ctype, sizeof(t->ctype), "%.*s", (int)ctl, ct);
 	if (rv == RANGE_UNSATISFIABLE) {
-		/* nothing of the object: a 416 a cache downstream cannot
-		 * take for it */
-		t->status = 416;
-		response_status(out, 416, NULL, 0);
-		range_unsatisfiable_field((uint64_t)length, out);
-		response_end(t->srv, t, out, &(struct head_tail){.age = -1,
-		    .via = true, .x_cache = x_cache, .length = 0});
-		client_sent(t, evbuffer_get_length(out) - before);
+		request_unsatisfiable(t, (uint64_t)length, x_cache);
 		return false;
 	}
 	if (t->range != NULL)

@@ -39,6 +39,12 @@ void request_serve_object(struct txn *t, struct store_obj *o,
 bool request_object_head(struct txn *t, const struct store_obj *o,
     enum squid_code code, const char *x_cache, int64_t length);
 
+/* Writes t's 416 for a representation of length bytes: none of the
+ * object's fields, so that a cache downstream cannot take it for the
+ * object. */
+void request_unsatisfiable(struct txn *t, uint64_t length,
+    const char *x_cache);
+
 /* Whether o is the variant t's request selects (o's Vary). */
 bool request_vary_matches(const struct store_obj *o, struct txn *t);
 
