@@ -7,13 +7,16 @@
  *   or s-maxage, as Varnish does: a cookie-setting response shared between
  *   users is the classic cache data leak.
  * - A response with neither freshness nor validators is not stored: it could
- *   never be served without a full fetch, so it only costs memory.
+ *   never be served without a full fetch, so it only costs memory. An
+ *   operator's rule with a minimum freshness for its URL (refresh_pattern:
+ *   package files, immutable by name, from mirrors that send no
+ *   validators) gives it one.
  * - Any final status with explicit freshness is stored: the origin said how
  *   long it holds. Only must-understand narrows that, to the statuses whose
  *   rules are implemented here (understood_status).
  * - Heuristic freshness is 10 % of the Last-Modified age capped at a day
  *   (Squid's default refresh_pattern uses 20 % and 3 days; 10 % is what the
- *   RFC suggests).
+ *   RFC suggests), unless an operator's rule says otherwise.
  */
 #include "cachectl.h"
 
@@ -241,6 +244,10 @@ date_field(const struct http_head *h, const char *name)
 
 /* ---- storing ---- */
 
+const struct cachectl_heuristic cachectl_heuristic_default = {
+	.min = 0, .max = 86400, .percent = 10,
+};
+
 bool
 cachectl_heuristic_status(int status)
 {
@@ -273,7 +280,8 @@ understood_status(int status)
 
 bool
 cachectl_storable(const struct http_head *req, const struct cc *reqcc,
-    const struct http_head *resp, const struct cc *respcc, const char **why)
+    const struct http_head *resp, const struct cc *respcc,
+    const struct cachectl_heuristic *heur, const char **why)
 {
 	bool explicit_fresh = respcc->s_maxage != CC_ABSENT ||
 	    respcc->max_age != CC_ABSENT ||
@@ -328,7 +336,8 @@ cachectl_storable(const struct http_head *req, const struct cc *reqcc,
 		*why = "status needs explicit freshness";
 		return false;
 	}
-	if (!explicit_fresh && !validators && !respcc->public_) {
+	if (!explicit_fresh && !validators && !respcc->public_ &&
+	    heur->min == 0) {
 		*why = "no freshness and no validator";
 		return false;
 	}
@@ -337,7 +346,7 @@ cachectl_storable(const struct http_head *req, const struct cc *reqcc,
 
 int64_t
 cachectl_lifetime(const struct http_head *resp, const struct cc *respcc,
-    time_t response_time)
+    const struct cachectl_heuristic *heur, time_t response_time)
 {
 	if (respcc->no_cache)
 		return 0;
@@ -353,12 +362,18 @@ cachectl_lifetime(const struct http_head *resp, const struct cc *respcc,
 		time_t exp = date_field(resp, "expires");
 		return exp > date ? (int64_t)(exp - date) : 0;
 	}
+	if (!cachectl_heuristic_status(resp->status))
+		return 0;
+	/* Squid's order: the percentage of the Last-Modified age, raised to
+	 * min, then cut to max */
 	time_t lm = date_field(resp, "last-modified");
-	if (lm >= 0 && lm < date && cachectl_heuristic_status(resp->status)) {
-		int64_t h = (int64_t)(date - lm) / 10;
-		return h > CACHECTL_HEURISTIC_MAX ? CACHECTL_HEURISTIC_MAX : h;
-	}
-	return 0;
+	int64_t h = 0;
+	if (lm >= 0 && lm < date)
+		h = (int64_t)(date - lm) / 100 * heur->percent +
+		    (int64_t)(date - lm) % 100 * heur->percent / 100;
+	if (h < heur->min)
+		h = heur->min;
+	return h > heur->max ? heur->max : h;
 }
 
 int64_t

@@ -43,20 +43,36 @@ time_t http_date_parse(const char *s, size_t n);
 /* IMF-fixdate into buf (at least 30 bytes). */
 void http_date_format(time_t t, char *buf);
 
-/* Heuristic freshness cap: 10 % of Last-Modified age, at most a day. */
-#define CACHECTL_HEURISTIC_MAX 86400
+/*
+ * Heuristic freshness, for a response the origin gave no explicit
+ * freshness (RFC 9111 4.2.2): percent of the time since Last-Modified,
+ * never less than min nor more than max seconds; without Last-Modified,
+ * min. Squid's refresh_pattern rule (refresh.c picks one by URL).
+ */
+struct cachectl_heuristic {
+	int64_t min;
+	int64_t max;
+	unsigned percent;
+};
+
+/* Where no rule applies: 10 % of the Last-Modified age, at most a day. */
+extern const struct cachectl_heuristic cachectl_heuristic_default;
 
 /*
- * Whether a response to a GET may be stored by a shared cache. Returns true,
- * or false with *why naming the rule that forbids it (for the log).
+ * Whether a response to a GET may be stored by a shared cache, heur being
+ * the heuristic its URL gets. Returns true, or false with *why naming the
+ * rule that forbids it (for the log).
  */
 bool cachectl_storable(const struct http_head *req, const struct cc *reqcc,
-    const struct http_head *resp, const struct cc *respcc, const char **why);
+    const struct http_head *resp, const struct cc *respcc,
+    const struct cachectl_heuristic *heur, const char **why);
 
-/* Freshness lifetime in seconds (RFC 9111 4.2.1); response_time stands in
- * for a missing Date. */
+/* Freshness lifetime in seconds (RFC 9111 4.2.1), heur's where the
+ * response has no explicit freshness; response_time stands in for a
+ * missing Date. */
 int64_t cachectl_lifetime(const struct http_head *resp,
-    const struct cc *respcc, time_t response_time);
+    const struct cc *respcc, const struct cachectl_heuristic *heur,
+    time_t response_time);
 
 /* corrected_initial_age (RFC 9111 4.2.3). An Age whose first member is not
  * a non-negative integer makes the response stale (RFC 9111 5.1): its age

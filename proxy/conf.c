@@ -148,6 +148,13 @@ static const struct directive directives[] = {
 	    "larger than this (one of unknown length is not); larger, the "
 	    "range goes to the origin and is not kept; 0: every range goes "
 	    "to the origin", LIVE},
+	{"refresh_pattern", parse_refresh_pattern, 0, NULL, true,
+	    "\"[-i] REGEX MIN PERCENT MAX\", Squid's rule: a response whose "
+	    "URL matches REGEX (the first rule that does) and whose origin "
+	    "gave no freshness (no max-age, s-maxage or Expires) is fresh for "
+	    "PERCENT of its Last-Modified age, at least MIN and at most MAX "
+	    "minutes, and without validators for MIN; no rule: 10% of the "
+	    "Last-Modified age, at most a day", LIVE},
 	{"tunnel_idle_timeout", parse_duration, OFF(tunnel_idle_timeout_ms),
 	    "5m", false, "a CONNECT tunnel with no traffic this long closes", LIVE},
 	{"shutdown_timeout", parse_duration, OFF(shutdown_timeout_ms), "10s",
@@ -199,6 +206,8 @@ reset_repeatable(struct conf *c, const struct directive *d)
 		c->n_peers = 0;
 	else if (d->parse == parse_port)
 		c->n_connect_ports = 0;
+	else if (d->parse == parse_refresh_pattern)
+		refresh_clear(&c->refresh);
 }
 
 /* Sets one value from the user: the first one for a repeatable directive
@@ -512,5 +521,6 @@ conf_clear(struct conf *c)
 		memset(c->cluster_key, 0, c->cluster_key_len);
 	free(c->cluster_key);
 	acl_clear(&c->allow);
+	refresh_clear(&c->refresh);
 	memset(c, 0, sizeof(*c));
 }

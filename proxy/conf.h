@@ -12,6 +12,7 @@
 
 #include "acl.h"
 #include "peers.h"
+#include "refresh.h"
 
 enum sharing {
 	SHARING_NONE = 0,
@@ -73,6 +74,7 @@ struct conf {
 	uint32_t origin_timeout_ms;
 	uint32_t collapsed_forwarding_timeout_ms;
 	uint64_t range_fetch_limit;
+	struct refresh_rules refresh;  /* refresh_pattern, in order */
 	uint32_t tunnel_idle_timeout_ms;
 	uint32_t shutdown_timeout_ms;
 	uint32_t status_interval_ms;  /* status page sampling */

@@ -269,6 +269,14 @@ parse_allow(struct conf *c, size_t off, const char *v, const char **why)
 }
 
 int
+parse_refresh_pattern(struct conf *c, size_t off, const char *v,
+    const char **why)
+{
+	(void)off;
+	return refresh_add(&c->refresh, v, why);
+}
+
+int
 parse_port(struct conf *c, size_t off, const char *v, const char **why)
 {
 	char *end;

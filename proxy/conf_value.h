@@ -23,6 +23,7 @@ conf_parse_f parse_hostport;
 conf_parse_f parse_icp_listen;
 conf_parse_f parse_onoff;
 conf_parse_f parse_allow;
+conf_parse_f parse_refresh_pattern;
 conf_parse_f parse_port;
 conf_parse_f parse_sharing;
 conf_parse_f parse_forwarded_for;

@@ -218,7 +218,8 @@ final_head(struct fetch *f)
 	int64_t clen = has_te ? -1 : resp->content_length;
 	bool proxy_only = f->peer != NULL && peer_spec(f->peer)->proxy_only;
 	bool storable = f->kind != FETCH_FORWARD && t->is_get && !proxy_only &&
-	    cachectl_storable(&t->req, &t->reqcc, resp, &respcc, &why) &&
+	    cachectl_storable(&t->req, &t->reqcc, resp, &respcc,
+	    refresh_find(&s->conf.refresh, t->url.norm), &why) &&
 	    (clen < 0 || (uint64_t)clen <= s->conf.max_object_size);
 	if (storable && clen > 0 &&
 	    (uint64_t)clen > s->conf.max_memory_object_size) {

@@ -142,6 +142,10 @@ proxy_spawn(struct env *e, const char *const *opts, const char *out_name)
 	snprintf(logopt, sizeof(logopt), "access_log=%s", e->log);
 	snprintf(portopt, sizeof(portopt), "node_name=test-node");
 	argv[n++] = SUMCACHE_BIN;
+	if (e->conf_file != NULL) {
+		argv[n++] = "-c";
+		argv[n++] = (char *)e->conf_file;
+	}
 	argv[n++] = "-o";
 	argv[n++] = listen;
 	argv[n++] = "-o";

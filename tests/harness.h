@@ -18,6 +18,7 @@ struct env {
 	char dir[256];  /* per-test scratch directory */
 	char log[300];  /* the proxy's access log */
 	int nofile;     /* the proxy's RLIMIT_NOFILE, or 0 as inherited */
+	const char *conf_file; /* the proxy's -c, read before the -o's */
 };
 
 struct resp {

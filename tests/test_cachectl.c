@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cachectl.h"
+#include "refresh.h"
 
 static struct http_head
 resp_status(int status, const char *fields)
@@ -59,6 +60,8 @@ Test(cachectl, dates_in_three_forms)
 	cr_assert_str_eq(buf, "Sun, 06 Nov 1994 08:49:37 GMT");
 }
 
+#define D (&cachectl_heuristic_default)
+
 Test(cachectl, lifetime_precedence)
 {
 	time_t now = 784111777;
@@ -69,27 +72,97 @@ Test(cachectl, lifetime_precedence)
 	    "Cache-Control: max-age=60, s-maxage=30\r\n"
 	    "Expires: Sun, 06 Nov 1994 09:49:37 GMT\r\n");
 	cc_parse(&h, false, &cc);
-	cr_assert_eq(cachectl_lifetime(&h, &cc, now), 30);
+	cr_assert_eq(cachectl_lifetime(&h, &cc, D, now), 30);
 	http_head_clear(&h);
 	h = resp("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
 	    "Expires: Sun, 06 Nov 1994 09:49:37 GMT\r\n");
 	cc_parse(&h, false, &cc);
-	cr_assert_eq(cachectl_lifetime(&h, &cc, now), 3600);
+	cr_assert_eq(cachectl_lifetime(&h, &cc, D, now), 3600);
 	http_head_clear(&h);
 	h = resp("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\nExpires: 0\r\n");
 	cc_parse(&h, false, &cc);
-	cr_assert_eq(cachectl_lifetime(&h, &cc, now), 0);
+	cr_assert_eq(cachectl_lifetime(&h, &cc, D, now), 0);
 	http_head_clear(&h);
 	/* heuristic: 10 % of the Last-Modified age */
 	h = resp("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
 	    "Last-Modified: Sun, 06 Nov 1994 06:49:37 GMT\r\n");
 	cc_parse(&h, false, &cc);
-	cr_assert_eq(cachectl_lifetime(&h, &cc, now), 720);
+	cr_assert_eq(cachectl_lifetime(&h, &cc, D, now), 720);
 	http_head_clear(&h);
 	h = resp("Cache-Control: max-age=60, no-cache\r\n");
 	cc_parse(&h, false, &cc);
-	cr_assert_eq(cachectl_lifetime(&h, &cc, now), 0);
+	cr_assert_eq(cachectl_lifetime(&h, &cc, D, now), 0);
 	http_head_clear(&h);
+}
+
+/* refresh_pattern rules: what the origin said wins; they only fill in
+ * what it left unsaid, and only for the heuristically cacheable codes */
+Test(cachectl, refresh_rules)
+{
+	struct refresh_rules rules = {0};
+	const char *why = "";
+	time_t now = 784111777;
+	struct cc cc, qc;
+
+	cr_assert_eq(refresh_add(&rules, "-i \\.deb$ 1440 100% 129600",
+	    &why), 0, "%s", why);
+	cr_assert_eq(refresh_add(&rules, "^http://lm/ 1 50 30", &why), 0);
+	cr_assert_eq(refresh_add(&rules, "^http://half/ 0 50% 1440", &why),
+	    0);
+	static const char *const bad[] = {"\\.deb$ 1 20%", "x 10 20% 5",
+	    "x 1 20 5 override-expire", "x -1 20 5", "( 1 20 5",
+	    "x 1 2x 5", ""};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = NULL;
+		cr_expect_eq(refresh_add(&rules, bad[i], &why), -1, "%s",
+		    bad[i]);
+		cr_expect(why != NULL && *why != '\0');
+	}
+	cr_assert_eq(rules.n, 3);
+	const struct cachectl_heuristic *deb = refresh_find(&rules,
+	    "http://mirror/pool/main/h/hello/HELLO_2.10_AMD64.DEB");
+	const struct cachectl_heuristic *lm = refresh_find(&rules,
+	    "http://lm/x");
+	const struct cachectl_heuristic *half = refresh_find(&rules,
+	    "http://half/x");
+	cr_assert_eq(deb->min, 86400);
+	cr_assert_eq(deb->max, 129600 * 60);
+	cr_assert_eq(refresh_find(&rules, "http://mirror/x.deb.sig"), D);
+
+	/* no validators, no freshness: stored only under a rule's MIN */
+	struct http_head q = req(""), h = resp("Date: Sun, 06 Nov 1994 "
+	    "08:49:37 GMT\r\n");
+	cc_parse(&q, true, &qc);
+	cc_parse(&h, false, &cc);
+	cr_expect_not(cachectl_storable(&q, &qc, &h, &cc, D, &why));
+	cr_expect(cachectl_storable(&q, &qc, &h, &cc, deb, &why), "%s", why);
+	cr_expect_eq(cachectl_lifetime(&h, &cc, deb, now), 86400);
+	cr_expect_eq(cachectl_lifetime(&h, &cc, D, now), 0);
+	http_head_clear(&h);
+	/* Last-Modified two hours back: 50 % is an hour, cut to MAX or
+	 * raised to MIN */
+	h = resp("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+	    "Last-Modified: Sun, 06 Nov 1994 06:49:37 GMT\r\n");
+	cc_parse(&h, false, &cc);
+	cr_expect_eq(cachectl_lifetime(&h, &cc, half, now), 3600);
+	cr_expect_eq(cachectl_lifetime(&h, &cc, lm, now), 1800);
+	cr_expect_eq(cachectl_lifetime(&h, &cc, deb, now), 86400);
+	cr_expect_eq(cachectl_lifetime(&h, &cc, D, now), 720);
+	http_head_clear(&h);
+	/* explicit freshness is the origin's word */
+	h = resp("Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+	    "Cache-Control: max-age=5\r\n");
+	cc_parse(&h, false, &cc);
+	cr_expect_eq(cachectl_lifetime(&h, &cc, deb, now), 5);
+	http_head_clear(&h);
+	/* a status that needs explicit freshness gets none from a rule */
+	h = resp_status(500, "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n");
+	cc_parse(&h, false, &cc);
+	cr_expect_not(cachectl_storable(&q, &qc, &h, &cc, deb, &why));
+	cr_expect_eq(cachectl_lifetime(&h, &cc, deb, now), 0);
+	http_head_clear(&h);
+	http_head_clear(&q);
+	refresh_clear(&rules);
 }
 
 Test(cachectl, age_calculation)
@@ -164,7 +237,7 @@ Test(cachectl, storable_rules)
 		const char *why = "";
 		cc_parse(&q, true, &qc);
 		cc_parse(&r, false, &rc);
-		cr_expect_eq(cachectl_storable(&q, &qc, &r, &rc, &why), v[i].ok,
+		cr_expect_eq(cachectl_storable(&q, &qc, &r, &rc, D, &why), v[i].ok,
 		    "case %zu (%s)", i, why);
 		http_head_clear(&q);
 		http_head_clear(&r);

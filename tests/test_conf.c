@@ -71,6 +71,10 @@ Test(conf, errors_name_file_and_line)
 		{"allow = [\"10.0.0.0/33\"];\n", 1, "bad prefix length"},
 		{"node_name = \"a\"\nx y;\n", 2, "syntax error"},
 		{"http_listen = [\"a:1\"];\n", 1, "not a list"},
+		{"refresh_pattern = [\"\\\\.deb$ 1 20%\"];\n", 1,
+		    "[-i] REGEX MIN PERCENT MAX"},
+		{"\nrefresh_pattern = [\"x 1 20 5 ignore-reload\"];\n", 2,
+		    "not supported"},
 	};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		const char *p = write_file(v[i].text);
