@@ -570,6 +570,25 @@ freeze_body(struct fetch *f)
 		store_body_shrink(&f->body);
 }
 
+/* RFC 9111 4.3.5: a 200 to HEAD stands for the GET it mirrors. Agreeing
+ * with the stored copy, it refreshes the copy as a 304 would; otherwise
+ * the copy is out of date and leaves the store. */
+static void
+head_updates_stored(struct fetch *f)
+{
+	struct txn *t = f->t;
+	struct server *s = f->srv;
+
+	if (!stored_head_agrees(t->stale, &f->resp)) {
+		tiers_invalidate(s, t->url.norm, t->url.len);
+		return;
+	}
+	struct store_obj *o = stored_refresh(t, &f->resp, f->request_time);
+	if (o != NULL)
+		tiers_store(s, o);
+	store_obj_unref(&o);
+}
+
 /* A shared fetch is complete: the object is stored and its readers get
  * the rest of it from there. The fetch was nobody's: it frees itself. */
 static void
@@ -649,6 +668,8 @@ fetch_finish_ok(struct fetch *f)
 		/* the new response is not storable: the old one is wrong (a
 		 * server's error says nothing of it: RFC 9111 4.3.3) */
 		tiers_invalidate(s, t->url.norm, t->url.len);
+	} else if (t->is_head && t->stale != NULL && f->resp.status == 200) {
+		head_updates_stored(f);
 	}
 	if (t->c == NULL)
 		stale_background_end(t, f->resp.status, t->code);

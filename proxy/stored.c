@@ -151,6 +151,24 @@ stored_object(const struct txn *t, const struct http_head *resp,
 	return o;
 }
 
+bool
+stored_head_agrees(const struct store_obj *o, const struct http_head *resp)
+{
+	const struct http_field *etag = http_field_find(resp, "etag");
+	const struct http_field *lm = http_field_find(resp, "last-modified");
+	const char *v;
+	size_t vl;
+
+	if (etag != NULL && (!store_head_find(o, "etag", &v, &vl) ||
+	    vl != etag->vlen || memcmp(v, etag->value, vl) != 0))
+		return false;
+	if (lm != NULL && (!store_head_find(o, "last-modified", &v, &vl) ||
+	    http_date_parse(v, vl) != http_date_parse(lm->value, lm->vlen)))
+		return false;
+	return resp->content_length < 0 ||
+	    (uint64_t)resp->content_length == o->body->len;
+}
+
 struct store_obj *
 stored_refresh(const struct txn *t, const struct http_head *resp,
     time_t request_time)

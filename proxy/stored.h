@@ -37,6 +37,15 @@ struct store_obj *stored_object(const struct txn *t,
 struct store_obj *stored_refresh(const struct txn *t,
     const struct http_head *resp, time_t request_time);
 
+/*
+ * Whether resp, a 200 to HEAD, describes the stored o (RFC 9111 4.3.5):
+ * each validator resp carries (ETag, Last-Modified) and its Content-Length,
+ * if any, equal o's. Then resp may refresh o as a 304 would; else o is
+ * out of date.
+ */
+bool stored_head_agrees(const struct store_obj *o,
+    const struct http_head *resp);
+
 /* After t's unsafe request got resp (below 400): its URL and the same-host
  * Location and Content-Location leave the store, counted. */
 void stored_invalidate(const struct txn *t, const struct http_head *resp);

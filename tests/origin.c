@@ -4,13 +4,14 @@
  * needs, and counting what it receives (GET /__log).
  *
  *   /obj/NAME?max_age=N&size=N&etag=1&lm=1&nostore=1&private=1&cc=no-cache
- *            &status=N&age=V&expires=lower&pause=MS
+ *            &status=N&age=V&expires=lower&pause=MS&gen=1
  *                    deterministic body (NAME over and over); answers
  *                    304 to a matching If-None-Match, 206 to a Range of
  *                    one "a-b" or "a-"; a 304 carries X-Revalidated: N;
  *                    status N instead of 200, "Age: V", an Expires an
  *                    hour ahead spelt in lower case; with pause, the
- *                    second half of the body MS ms after the first
+ *                    second half of the body MS ms after the first;
+ *                    with gen=1 the ETag changes with each /__bump
  *   any path?delay=MS
  *                    the response after MS ms (logged then)
  *   /vary/NAME       Vary: Accept-Language, body names the language
@@ -32,7 +33,8 @@
  *   /__log           one line per request received: METHOD TARGET
  *                    [range=RANGE] COND
  *   /__conns         how many connections were accepted
- *   /__bump          a new generation of /big?gen=1 bodies
+ *   /__bump          a new generation of /big?gen=1 bodies and
+ *                    /obj/?gen=1 ETags
  *   /__status?code=N /obj/ answers status N from now on (0: as asked)
  *
  * Uses sumcache's own request parser: this is test equipment, not a model
@@ -199,8 +201,9 @@ respond(struct conn *c)
 		long size = qparam(c, "size", 100);
 		char etag[64] = "";
 		if (qparam(c, "etag", 0))
-			snprintf(etag, sizeof(etag), "\"%s-%ld\"", c->path + 5,
-			    qparam(c, "version", 1));
+			snprintf(etag, sizeof(etag), qparam(c, "gen", 0) ?
+			    "\"%s-%ld.%u\"" : "\"%s-%ld\"", c->path + 5,
+			    qparam(c, "version", 1), generation);
 		if (!forced_status && inm != NULL && *etag &&
 		    (size_t)inm->vlen == strlen(etag) &&
 		    memcmp(inm->value, etag, inm->vlen) == 0) {

@@ -223,6 +223,51 @@ Test(e2e, head_and_conditional_answered_from_cache)
 	resp_free(&c);
 }
 
+/* RFC 9111 4.3.5: a HEAD that reaches the origin updates the stored GET
+ * when it agrees with it (here: fresh again, so the next GET is a hit with
+ * no conditional request), and puts it out when its ETag says the object
+ * changed (the next GET is a plain miss, not a revalidation). */
+Test(e2e, head_answer_refreshes_or_drops_the_stored_get)
+{
+	const char *same = url("/obj/hs?max_age=1&etag=1&size=300");
+	const char *changed = url("/obj/hc?max_age=1&etag=1&gen=1&size=300");
+	char bump[96];
+	struct resp r;
+	int cond = -1;
+
+	snprintf(bump, sizeof(bump), "http://127.0.0.1:%d/__bump", E.oport);
+	proxy_get(&E, same, NULL, &r);
+	resp_free(&r);
+	proxy_get(&E, changed, NULL, &r);
+	resp_free(&r);
+	http_request(0, "GET", bump, NULL, NULL, 0, false, &r);
+	resp_free(&r);
+	usleep(1100 * 1000);  /* both stale */
+	proxy_request(&E, "HEAD", same, NULL, NULL, 0, false, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	proxy_request(&E, "HEAD", changed, NULL, NULL, 0, false, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	cr_assert_eq(origin_count(&E, "HEAD /obj/h", NULL), 2);
+
+	proxy_get(&E, same, NULL, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_eq(r.len, 300);
+	cr_assert_str_eq(resp_header(&r, "X-Cache"), "HIT from test-node");
+	resp_free(&r);
+	cr_assert_eq(origin_count(&E, "GET /obj/hs", &cond), 1);
+	cr_assert_eq(cond, 0);
+
+	proxy_get(&E, changed, NULL, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_eq(r.len, 300);
+	cr_assert_str_eq(resp_header(&r, "ETag"), "\"hc-1.1\"");
+	resp_free(&r);
+	cr_assert_eq(origin_count(&E, "GET /obj/hc", &cond), 2);
+	cr_assert_eq(cond, 0, "the dropped copy was revalidated");
+}
+
 Test(e2e, post_and_chunked_upload_forwarded)
 {
 	char body[5000];
