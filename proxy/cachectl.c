@@ -21,6 +21,7 @@
 #include "cachectl.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -450,6 +451,151 @@ cachectl_stale_on_error(const struct cachectl_entry *e,
 	return window > 0 && stale_for <= window;
 }
 
+/* ---- secondary keys ---- */
+
+/*
+ * Accept-Encoding, Accept-Charset and Accept-Language are lists of case-
+ * insensitive elements whose preference is their weight (RFC 9110 12.4.2),
+ * so RFC 9111 4.1 lets a cache normalise them before comparing: case,
+ * spaces, "q=1" spelt or implied, and order by weight. Elements of equal
+ * weight keep their order in Accept-Language (a language lookup reads the
+ * list in order, RFC 4647 3.3) and are sorted by name in the other two (the
+ * server picks among codings or charsets of equal weight).
+ */
+#define VARY_ELEMS_MAX 32
+
+enum vary_norm { VARY_RAW, VARY_BY_WEIGHT, VARY_BY_WEIGHT_NAME };
+
+static enum vary_norm
+vary_norm_of(const char *name, size_t nl)
+{
+	if (http_token_eq(name, nl, "accept-language"))
+		return VARY_BY_WEIGHT;
+	if (http_token_eq(name, nl, "accept-encoding") ||
+	    http_token_eq(name, nl, "accept-charset"))
+		return VARY_BY_WEIGHT_NAME;
+	return VARY_RAW;
+}
+
+struct vary_elem {
+	char text[64];  /* lower case, no spaces, q left out */
+	unsigned len;
+	int q;          /* thousandths */
+	unsigned order; /* place in the request */
+	bool by_name;
+};
+
+/* A weight "0", "0.5", "1.000" in thousandths; -1 if malformed. */
+static int
+qvalue(const char *s, size_t n)
+{
+	int q = 0, scale = 1000;
+
+	if (n == 0 || (s[0] != '0' && s[0] != '1'))
+		return -1;
+	q = (s[0] - '0') * 1000;
+	if (n == 1)
+		return q;
+	if (s[1] != '.' || n > 5)
+		return -1;
+	for (size_t i = 2; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		scale /= 10;
+		q += (s[i] - '0') * scale;
+	}
+	return q > 1000 ? -1 : q;
+}
+
+/* e's normal form into v; false for what it cannot read (a quoted string,
+ * a malformed weight, an element too long), which then keeps the raw key. */
+static bool
+vary_elem_read(const char *e, size_t el, struct vary_elem *v)
+{
+	v->len = 0;
+	v->q = 1000;
+	for (size_t i = 0; i < el; i++) {
+		char ch = e[i];
+		if (ch == '"' || v->len + 1 >= sizeof(v->text))
+			return false;
+		if (ch == ' ' || ch == '\t')
+			continue;
+		v->text[v->len++] = ch >= 'A' && ch <= 'Z' ? ch + 32 : ch;
+	}
+	v->text[v->len] = '\0';
+	/* the weight, the last parameter by the grammar of all three */
+	char *semi = strrchr(v->text, ';');
+	if (semi != NULL && semi[1] == 'q' && semi[2] == '=') {
+		v->q = qvalue(semi + 3, strlen(semi + 3));
+		if (v->q < 0)
+			return false;
+		*semi = '\0';
+		v->len = (unsigned)(semi - v->text);
+	}
+	return true;
+}
+
+static int
+vary_elem_cmp(const void *a, const void *b)
+{
+	const struct vary_elem *x = a, *y = b;
+
+	if (x->q != y->q)
+		return y->q - x->q;
+	if (x->by_name) {
+		int c = strcmp(x->text, y->text);
+		if (c != 0)
+			return c;
+	}
+	return (int)x->order - (int)y->order;
+}
+
+/* The normal form of the field called name in req, from all its lines,
+ * appended to out; false when it cannot be had (then the raw values). */
+static bool
+vary_normal(const struct http_head *req, const char *name, size_t nl,
+    enum vary_norm how, char *out, size_t cap, size_t *len)
+{
+	struct vary_elem v[VARY_ELEMS_MAX];
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < req->nfields; i++) {
+		const struct http_field *f = &req->fields[i];
+		const char *e;
+		size_t el, pos = 0;
+		if (f->nlen != nl || strncasecmp(f->name, name, nl) != 0)
+			continue;
+		while (http_list_next(f->value, f->vlen, &pos, &e, &el)) {
+			if (n == VARY_ELEMS_MAX || !vary_elem_read(e, el, &v[n]))
+				return false;
+			v[n].order = n;
+			v[n].by_name = how == VARY_BY_WEIGHT_NAME;
+			n++;
+		}
+	}
+	qsort(v, n, sizeof(v[0]), vary_elem_cmp);
+	for (unsigned i = 0; i < n; i++) {
+		char q[16] = "";
+		if (v[i].q != 1000) {
+			/* shortest form: 0.5, 0.05, 0 */
+			int w = snprintf(q, sizeof(q), ";q=0.%03d", v[i].q);
+			while (q[w - 1] == '0' && q[w - 2] != '=')
+				q[--w] = '\0';
+			if (q[w - 1] == '.')
+				q[--w] = '\0';
+		}
+		if (*len + v[i].len + strlen(q) + 2 > cap)
+			return false;
+		if (i > 0)
+			out[(*len)++] = ',';
+		memcpy(out + *len, v[i].text, v[i].len);
+		*len += v[i].len;
+		memcpy(out + *len, q, strlen(q));
+		*len += strlen(q);
+	}
+	return true;
+}
+
 bool
 cachectl_varykey(const struct http_head *req, const char *v, size_t vlen,
     char *out, size_t cap, size_t *len)
@@ -465,6 +611,16 @@ cachectl_varykey(const struct http_head *req, const char *v, size_t vlen,
 			out[(*len)++] = ch >= 'A' && ch <= 'Z' ? ch + 32 : ch;
 		}
 		out[(*len)++] = ':';
+		enum vary_norm how = vary_norm_of(name, nl);
+		size_t at = *len;
+		if (how != VARY_RAW &&
+		    vary_normal(req, name, nl, how, out, cap, len)) {
+			if (*len + 1 > cap)
+				return false;
+			out[(*len)++] = '\n';
+			continue;
+		}
+		*len = at;
 		bool first = true;
 		for (unsigned i = 0; i < req->nfields; i++) {
 			const struct http_field *f = &req->fields[i];

@@ -129,6 +129,28 @@ Test(e2e, vary_keeps_variants_apart)
 	resp_free(&c);
 }
 
+/* RFC 9111 4.1: Accept-Language values that mean the same (case, spaces,
+ * order of different weights) share a variant; a different preference
+ * order does not */
+Test(e2e, vary_matches_equivalent_values)
+{
+	const char *a[] = {"Accept-Language: en-GB, fr;q=0.5", NULL};
+	const char *b[] = {"Accept-Language: fr; q=0.50 ,EN-gb", NULL};
+	const char *c[] = {"Accept-Language: fr, en-GB", NULL};
+	struct resp r;
+
+	proxy_get(&E, url("/vary/n"), a, &r);
+	resp_free(&r);
+	proxy_get(&E, url("/vary/n"), b, &r);
+	cr_assert_str_eq(resp_header(&r, "X-Cache"), "HIT from test-node");
+	cr_assert_str_eq(r.body, "lang=en-GB, fr;q=0.5\n");
+	resp_free(&r);
+	proxy_get(&E, url("/vary/n"), c, &r);
+	cr_assert_str_eq(r.body, "lang=fr, en-GB\n");
+	resp_free(&r);
+	cr_assert_eq(origin_count(&E, "/vary/n", NULL), 2);
+}
+
 Test(e2e, client_no_cache_reaches_origin_for_a_fresh_copy)
 {
 	/* RFC 9111 5.2.1.4 and 5.4: the client asks that a stored copy not
