@@ -454,42 +454,37 @@ cachectl_stale_on_error(const struct cachectl_entry *e,
 /* ---- secondary keys ---- */
 
 /*
- * Accept-Encoding, Accept-Charset and Accept-Language are lists of case-
- * insensitive elements whose preference is their weight (RFC 9110 12.4.2),
- * so RFC 9111 4.1 lets a cache normalise them before comparing: case,
- * spaces, "q=1" spelt or implied, and order by weight. Elements of equal
- * weight keep their order in Accept-Language (a language lookup reads the
- * list in order, RFC 4647 3.3) and are sorted by name in the other two (the
- * server picks among codings or charsets of equal weight).
+ * RFC 9111 4.1 lets a cache compare selecting fields after removing what
+ * their syntax makes meaningless. Every field's value is read as a list
+ * (elements trimmed, lines and elements joined by one comma): fields a
+ * cache varies on are lists in practice, and two values that differ only
+ * in spaces after commas select alike. Accept-Encoding, Accept-Charset and
+ * Accept-Language go further: their elements are case-insensitive and the
+ * preference is their weight (RFC 9110 12.4.2), so case, inner spaces and
+ * a "q=1" spelt or implied fall away and the elements are sorted by weight,
+ * then by name, as http-tests' cache-tests read it.
  */
 #define VARY_ELEMS_MAX 32
 
-enum vary_norm { VARY_RAW, VARY_BY_WEIGHT, VARY_BY_WEIGHT_NAME };
-
-static enum vary_norm
-vary_norm_of(const char *name, size_t nl)
+static bool
+vary_weighted(const char *name, size_t nl)
 {
-	if (http_token_eq(name, nl, "accept-language"))
-		return VARY_BY_WEIGHT;
-	if (http_token_eq(name, nl, "accept-encoding") ||
-	    http_token_eq(name, nl, "accept-charset"))
-		return VARY_BY_WEIGHT_NAME;
-	return VARY_RAW;
+	return http_token_eq(name, nl, "accept-language") ||
+	    http_token_eq(name, nl, "accept-encoding") ||
+	    http_token_eq(name, nl, "accept-charset");
 }
 
 struct vary_elem {
 	char text[64];  /* lower case, no spaces, q left out */
 	unsigned len;
 	int q;          /* thousandths */
-	unsigned order; /* place in the request */
-	bool by_name;
 };
 
 /* A weight "0", "0.5", "1.000" in thousandths; -1 if malformed. */
 static int
 qvalue(const char *s, size_t n)
 {
-	int q = 0, scale = 1000;
+	int q, scale = 1000;
 
 	if (n == 0 || (s[0] != '0' && s[0] != '1'))
 		return -1;
@@ -508,7 +503,8 @@ qvalue(const char *s, size_t n)
 }
 
 /* e's normal form into v; false for what it cannot read (a quoted string,
- * a malformed weight, an element too long), which then keeps the raw key. */
+ * a malformed weight, an element too long), which then keeps its list
+ * form. */
 static bool
 vary_elem_read(const char *e, size_t el, struct vary_elem *v)
 {
@@ -540,21 +536,25 @@ vary_elem_cmp(const void *a, const void *b)
 {
 	const struct vary_elem *x = a, *y = b;
 
-	if (x->q != y->q)
-		return y->q - x->q;
-	if (x->by_name) {
-		int c = strcmp(x->text, y->text);
-		if (c != 0)
-			return c;
-	}
-	return (int)x->order - (int)y->order;
+	return x->q != y->q ? y->q - x->q : strcmp(x->text, y->text);
 }
 
-/* The normal form of the field called name in req, from all its lines,
- * appended to out; false when it cannot be had (then the raw values). */
+/* Appends n bytes of p to out[*len..cap); false when they do not fit. */
 static bool
-vary_normal(const struct http_head *req, const char *name, size_t nl,
-    enum vary_norm how, char *out, size_t cap, size_t *len)
+put(char *out, size_t cap, size_t *len, const char *p, size_t n)
+{
+	if (*len + n > cap)
+		return false;
+	memcpy(out + *len, p, n);
+	*len += n;
+	return true;
+}
+
+/* The weighted field called name in req, from all its lines, in normal
+ * form, appended to out; false when it cannot be had. */
+static bool
+vary_weighted_form(const struct http_head *req, const char *name, size_t nl,
+    char *out, size_t cap, size_t *len)
 {
 	struct vary_elem v[VARY_ELEMS_MAX];
 	unsigned n = 0;
@@ -568,8 +568,6 @@ vary_normal(const struct http_head *req, const char *name, size_t nl,
 		while (http_list_next(f->value, f->vlen, &pos, &e, &el)) {
 			if (n == VARY_ELEMS_MAX || !vary_elem_read(e, el, &v[n]))
 				return false;
-			v[n].order = n;
-			v[n].by_name = how == VARY_BY_WEIGHT_NAME;
 			n++;
 		}
 	}
@@ -584,14 +582,34 @@ vary_normal(const struct http_head *req, const char *name, size_t nl,
 			if (q[w - 1] == '.')
 				q[--w] = '\0';
 		}
-		if (*len + v[i].len + strlen(q) + 2 > cap)
+		if ((i > 0 && !put(out, cap, len, ",", 1)) ||
+		    !put(out, cap, len, v[i].text, v[i].len) ||
+		    !put(out, cap, len, q, strlen(q)))
 			return false;
-		if (i > 0)
-			out[(*len)++] = ',';
-		memcpy(out + *len, v[i].text, v[i].len);
-		*len += v[i].len;
-		memcpy(out + *len, q, strlen(q));
-		*len += strlen(q);
+	}
+	return true;
+}
+
+/* Any field called name in req as a list: its elements, trimmed, joined
+ * by one comma across its lines. */
+static bool
+vary_list_form(const struct http_head *req, const char *name, size_t nl,
+    char *out, size_t cap, size_t *len)
+{
+	bool first = true;
+
+	for (unsigned i = 0; i < req->nfields; i++) {
+		const struct http_field *f = &req->fields[i];
+		const char *e;
+		size_t el, pos = 0;
+		if (f->nlen != nl || strncasecmp(f->name, name, nl) != 0)
+			continue;
+		while (http_list_next(f->value, f->vlen, &pos, &e, &el)) {
+			if ((!first && !put(out, cap, len, ",", 1)) ||
+			    !put(out, cap, len, e, el))
+				return false;
+			first = false;
+		}
 	}
 	return true;
 }
@@ -604,39 +622,22 @@ cachectl_varykey(const struct http_head *req, const char *v, size_t vlen,
 	size_t nl, pos = 0;
 
 	while (http_list_next(v, vlen, &pos, &name, &nl)) {
-		if (*len + nl + 2 > cap)
+		if (*len + nl + 1 > cap)
 			return false;
 		for (size_t i = 0; i < nl; i++) {
 			char ch = name[i];
 			out[(*len)++] = ch >= 'A' && ch <= 'Z' ? ch + 32 : ch;
 		}
 		out[(*len)++] = ':';
-		enum vary_norm how = vary_norm_of(name, nl);
 		size_t at = *len;
-		if (how != VARY_RAW &&
-		    vary_normal(req, name, nl, how, out, cap, len)) {
-			if (*len + 1 > cap)
+		if (!vary_weighted(name, nl) ||
+		    !vary_weighted_form(req, name, nl, out, cap, len)) {
+			*len = at;
+			if (!vary_list_form(req, name, nl, out, cap, len))
 				return false;
-			out[(*len)++] = '\n';
-			continue;
 		}
-		*len = at;
-		bool first = true;
-		for (unsigned i = 0; i < req->nfields; i++) {
-			const struct http_field *f = &req->fields[i];
-			if (f->nlen != nl || strncasecmp(f->name, name, nl) != 0)
-				continue;
-			if (*len + f->vlen + 3 > cap)
-				return false;
-			if (!first) {
-				out[(*len)++] = ',';
-				out[(*len)++] = ' ';
-			}
-			memcpy(out + *len, f->value, f->vlen);
-			*len += f->vlen;
-			first = false;
-		}
-		out[(*len)++] = '\n';
+		if (!put(out, cap, len, "\n", 1))
+			return false;
 	}
 	return true;
 }

@@ -123,7 +123,8 @@ bool cachectl_heuristic_status(int status);
 
 /*
  * Secondary cache key (RFC 9111 4.1): for each field name in the Vary value
- * v, appends "name:values\n" of req to out[*len..cap). Returns false when
+ * v, appends "name:values\n" of req to out[*len..cap), the values in the
+ * normal form two requests are compared in (cachectl.c). Returns false when
  * it does not fit.
  */
 bool cachectl_varykey(const struct http_head *req, const char *v,
