@@ -337,9 +337,9 @@ range_piece_at(const struct range_plan *p, uint64_t at,
 		return;
 	}
 	/* part i: its head, then its bytes; then the closing */
-	for (unsigned i = 0; i <= p->n; i++) {
+	for (unsigned i = 0; i < p->n; i++) {
 		uint64_t hl = p->frame_at[i + 1] - p->frame_at[i];
-		if (at < hl || i == p->n) {
+		if (at < hl) {
 			*pc = (struct range_piece){p->frame + p->frame_at[i], 0,
 			    hl};
 			*into = at;
@@ -354,6 +354,9 @@ range_piece_at(const struct range_plan *p, uint64_t at,
 		}
 		at -= p->span[i].len;
 	}
+	*pc = (struct range_piece){p->frame + p->frame_at[p->n], 0,
+	    p->frame_at[p->n + 1] - p->frame_at[p->n]};
+	*into = at;
 }
 
 uint64_t
