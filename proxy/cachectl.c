@@ -550,6 +550,21 @@ put(char *out, size_t cap, size_t *len, const char *p, size_t n)
 	return true;
 }
 
+/* The next element of the field called name in req, across its lines:
+ * *line and *pos start at 0. */
+static bool
+field_elem_next(const struct http_head *req, const char *name, size_t nl,
+    unsigned *line, size_t *pos, const char **e, size_t *el)
+{
+	for (; *line < req->nfields; (*line)++, *pos = 0) {
+		const struct http_field *f = &req->fields[*line];
+		if (f->nlen == nl && strncasecmp(f->name, name, nl) == 0 &&
+		    http_list_next(f->value, f->vlen, pos, e, el))
+			return true;
+	}
+	return false;
+}
+
 /* The weighted field called name in req, from all its lines, in normal
  * form, appended to out; false when it cannot be had. */
 static bool
@@ -557,19 +572,14 @@ vary_weighted_form(const struct http_head *req, const char *name, size_t nl,
     char *out, size_t cap, size_t *len)
 {
 	struct vary_elem v[VARY_ELEMS_MAX];
-	unsigned n = 0;
+	unsigned n = 0, line = 0;
+	size_t el, pos = 0;
+	const char *e;
 
-	for (unsigned i = 0; i < req->nfields; i++) {
-		const struct http_field *f = &req->fields[i];
-		const char *e;
-		size_t el, pos = 0;
-		if (f->nlen != nl || strncasecmp(f->name, name, nl) != 0)
-			continue;
-		while (http_list_next(f->value, f->vlen, &pos, &e, &el)) {
-			if (n == VARY_ELEMS_MAX || !vary_elem_read(e, el, &v[n]))
-				return false;
-			n++;
-		}
+	while (field_elem_next(req, name, nl, &line, &pos, &e, &el)) {
+		if (n == VARY_ELEMS_MAX || !vary_elem_read(e, el, &v[n]))
+			return false;
+		n++;
 	}
 	qsort(v, n, sizeof(v[0]), vary_elem_cmp);
 	for (unsigned i = 0; i < n; i++) {
@@ -596,21 +606,15 @@ static bool
 vary_list_form(const struct http_head *req, const char *name, size_t nl,
     char *out, size_t cap, size_t *len)
 {
-	bool first = true;
+	unsigned line = 0;
+	size_t el, pos = 0;
+	const char *e;
 
-	for (unsigned i = 0; i < req->nfields; i++) {
-		const struct http_field *f = &req->fields[i];
-		const char *e;
-		size_t el, pos = 0;
-		if (f->nlen != nl || strncasecmp(f->name, name, nl) != 0)
-			continue;
-		while (http_list_next(f->value, f->vlen, &pos, &e, &el)) {
-			if ((!first && !put(out, cap, len, ",", 1)) ||
-			    !put(out, cap, len, e, el))
-				return false;
-			first = false;
-		}
-	}
+	for (bool first = true; field_elem_next(req, name, nl, &line, &pos, &e,
+	    &el); first = false)
+		if ((!first && !put(out, cap, len, ",", 1)) ||
+		    !put(out, cap, len, e, el))
+			return false;
 	return true;
 }
 
