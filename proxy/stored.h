@@ -32,8 +32,9 @@ struct store_obj *stored_object(const struct txn *t,
     const struct http_head *resp, const char *head, size_t hlen,
     struct store_body *body, time_t request_time);
 
-/* The object a 304 (resp) makes of t->stale: its fields updated with the
- * 304's, its body shared. A new reference, or NULL. */
+/* The object a 304 (resp), or a 200 to HEAD that agrees with it, makes of
+ * t->stale: its fields updated with resp's, its body shared. A new
+ * reference, or NULL. */
 struct store_obj *stored_refresh(const struct txn *t,
     const struct http_head *resp, time_t request_time);
 
