@@ -182,6 +182,12 @@ struct evbuffer;
 	    "Smoothed round-trip time of requests to the peer; 0 unmeasured") \
 	X(PEER_REMOTE_HITS, counter, "sumcache_peer_remote_hits_total",       \
 	    "peer", "Objects the peer served us from its cache")              \
+	X(PEER_CLAIM_FALSE_HITS, counter,                                     \
+	    "sumcache_peer_claim_false_hits_total", "peer", "Times the peer " \
+	    "was asked because its summary claimed an object it lacked")      \
+	X(PEER_CLAIM_FALSE_RATE, gauge, "sumcache_peer_claim_false_rate",     \
+	    "peer", "Recent share of the peer's claims that were false (its " \
+	    "candidates' order)")                                             \
 	X(PEER_DOWNS, counter, "sumcache_peer_downs_total", "peer",           \
 	    "Times the peer was marked down")                                 \
 	X(PEER_FALSE_HITS, counter, "sumcache_peer_false_hits_total", "",     \

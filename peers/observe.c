@@ -18,7 +18,8 @@ static const char *const ipm_names[IPM_NTYPES] = {
 };
 
 void
-peers_policy_line(const struct pub_conf *c, char *buf, size_t len)
+peers_policy_line(const struct pub_conf *c, unsigned peers_asked, char *buf,
+    size_t len)
 {
 	snprintf(buf, len, "scheme=%s bits_per_entry=%u hash_functions=%u "
 	    "threshold=%g max_interval_ms=%llu tick_ms=%llu "
@@ -31,7 +32,7 @@ peers_policy_line(const struct pub_conf *c, char *buf, size_t len)
 	    (unsigned long long)c->expected_objects,
 	    (unsigned long long)cbf_size_for(c->expected_objects,
 	    c->bits_per_entry), (unsigned long long)c->max_bits,
-	    PUB_OBJECT_BYTES, PUB_MIN_OBJECTS, PEERS_ASKED, ICP_HIT_FRESH);
+	    PUB_OBJECT_BYTES, PUB_MIN_OBJECTS, peers_asked, ICP_HIT_FRESH);
 }
 
 const char *
@@ -58,6 +59,8 @@ peer_view(const struct peer *p, uint64_t now_ms, struct peer_view *v)
 		    (double)(now_ms - p->sum_updated_ms) / 1000 : -1,
 		.rtt_s = p->rtt_ms / 1000,
 		.remote_hits = p->remote_hits,
+		.false_hits = p->false_hits,
+		.false_rate = p->false_rate,
 		.downs = p->downs,
 	};
 	for (int d = 0; d < 2; d++)
@@ -108,7 +111,7 @@ render_traffic(const struct peers *ps, struct evbuffer *out, bool msgs)
 /* A per-peer gauge from each peer's view. */
 enum peer_gauge {
 	PG_UP, PG_EPOCH, PG_SEQUENCE, PG_FILL, PG_FPR, PG_AGE, PG_ENTRIES,
-	PG_CHECKSUM, PG_RTT, PG_COUNT
+	PG_CHECKSUM, PG_RTT, PG_CLAIM_FALSE_RATE, PG_COUNT
 };
 
 static double
@@ -123,6 +126,7 @@ gauge_value(const struct peer_view *pv, enum peer_gauge g)
 	case PG_AGE: return pv->age_s;
 	case PG_ENTRIES: return (double)pv->entries;
 	case PG_CHECKSUM: return (double)pv->checksum;
+	case PG_CLAIM_FALSE_RATE: return pv->false_rate;
 	default: return pv->rtt_s;
 	}
 }
@@ -134,6 +138,7 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 		MF_PEER_UP, MF_PEER_SUM_EPOCH, MF_PEER_SUM_SEQUENCE,
 		MF_PEER_SUM_FILL, MF_PEER_SUM_FPR, MF_PEER_SUM_AGE,
 		MF_PEER_SUM_ENTRIES, MF_PEER_SUM_CHECKSUM, MF_PEER_RTT,
+		MF_PEER_CLAIM_FALSE_RATE,
 	};
 	const struct cbf *f = pub_filter(ps->pub);
 	struct pub_stats st;
@@ -182,6 +187,12 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 		if (!ps->v[i]->self)
 			metric_u64(out, MF_PEER_REMOTE_HITS, (const char *[]){
 			    ps->v[i]->spec.name}, ps->v[i]->remote_hits);
+	metric_head(out, MF_PEER_CLAIM_FALSE_HITS);
+	for (size_t i = 0; i < ps->n; i++)
+		if (!ps->v[i]->self)
+			metric_u64(out, MF_PEER_CLAIM_FALSE_HITS,
+			    (const char *[]){ps->v[i]->spec.name},
+			    ps->v[i]->false_hits);
 	metric_head(out, MF_PEER_DOWNS);
 	for (size_t i = 0; i < ps->n; i++)
 		if (!ps->v[i]->self)

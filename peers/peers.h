@@ -58,10 +58,27 @@ int peer_target_parse(const char *text, struct peer_spec *ps,
 /* The table's size: peers configured and found (peer_dns) together. */
 #define PEERS_MAX 256
 
-/* On a local miss, at most this many of the peers whose summaries claim
- * the object are asked, fastest first (each false hit costs a round
- * trip; a fifth claim is rarely the one that is right). */
-#define PEERS_ASKED 4
+/* On a local miss, at most peers_asked (a directive) of the peers whose
+ * summaries claim the object are asked, in claim_before's order: each
+ * false hit costs a round trip, and a fifth claim is rarely the one that
+ * is right. */
+#define PEERS_ASKED_DEFAULT 4
+#define PEERS_ASKED_MAX 16
+
+/*
+ * The order candidates are asked in, the daemon's and the simulator's:
+ * first the peers whose claims have been right, then the fastest. A
+ * peer's false-hit rate is a moving average over the times it was asked
+ * because its summary claimed an object (1 a false hit, 0 a hit), the
+ * last CLAIM_WINDOW or so weighing most; rates are compared in steps of
+ * 1 / CLAIM_STEPS so that RTT decides between peers about as reliable
+ * (one false hit in the window is one step).
+ */
+#define CLAIM_WINDOW 20
+#define CLAIM_STEPS 20
+void claim_note(double *false_rate, bool false_hit);
+bool claim_before(double false_rate_a, double rtt_a, double false_rate_b,
+    double rtt_b);
 
 /* Inter-proxy traffic, by DESIGN.md's type label. */
 enum ipm_type {
@@ -152,7 +169,8 @@ void peers_free(struct peers **ps);
  * --policy` and `sumcache-sim --policy` print, so a test can hold the
  * simulator to the daemon.
  */
-void peers_policy_line(const struct pub_conf *c, char *buf, size_t len);
+void peers_policy_line(const struct pub_conf *c, unsigned peers_asked,
+    char *buf, size_t len);
 
 /*
  * A reload: the peer lines are now specs[0..n). Peers no longer listed
@@ -237,7 +255,8 @@ void peers_found(struct peers *ps, const struct peer_spec *tmpl,
 struct peer *peers_by_addr(struct peers *ps, const struct sockaddr *addr);
 
 /*
- * The live peers whose summary holds key, fastest first; at most max.
+ * The live peers whose summary holds key, in claim_before's order; at
+ * most max.
  * The key is hashed once for all of them. Each is held for the caller
  * (it may leave the table meanwhile) until peers_put.
  */
@@ -286,6 +305,8 @@ struct peer_view {
 	double age_s;       /* since its summary last changed; -1 never */
 	double rtt_s;       /* smoothed; 0 not measured */
 	uint64_t remote_hits;
+	uint64_t false_hits;  /* asked for what its summary claimed, it lacked */
+	double false_rate;    /* claim_note's moving average of them */
 	uint64_t downs;
 	uint64_t messages, bytes;  /* both directions, every type */
 };

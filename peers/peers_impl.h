@@ -44,6 +44,8 @@ struct peer {
 	uint64_t msgs[2][IPM_NTYPES];
 	uint64_t bytes[2][IPM_NTYPES];
 	uint64_t remote_hits;
+	uint64_t false_hits;
+	double false_rate;             /* claim_note's */
 	uint64_t downs;
 	struct peers *owner;
 	/* a peer found through peer_dns is known by its address until its

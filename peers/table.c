@@ -13,7 +13,8 @@
  *     summary, which it missed); a failed connect or a timeout takes it
  *     down, empties its queue, and it is probed again with backoff.
  *   - On a miss, the live peers whose summary holds the key are the
- *     candidates, fastest (smoothed RTT) first, PEERS_ASKED at most.
+ *     candidates, those whose claims have been right first, then the
+ *     fastest (smoothed RTT), peers_asked at most.
  */
 #include "peers_impl.h"
 
@@ -32,6 +33,23 @@
 
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 30000
+
+void
+claim_note(double *false_rate, bool false_hit)
+{
+	*false_rate += ((false_hit ? 1.0 : 0.0) - *false_rate) / CLAIM_WINDOW;
+}
+
+bool
+claim_before(double false_rate_a, double rtt_a, double false_rate_b,
+    double rtt_b)
+{
+	/* the rounding slack keeps 1 / CLAIM_WINDOW a whole step */
+	long a = (long)(false_rate_a * CLAIM_STEPS + 1e-9);
+	long b = (long)(false_rate_b * CLAIM_STEPS + 1e-9);
+
+	return a != b ? a < b : rtt_a < rtt_b;
+}
 
 void
 note_rtt(struct peer *p, double ms)
@@ -430,7 +448,7 @@ peers_candidates(struct peers *ps, const char *key, size_t len,
 	if (max == 0 || sumkey_make(ps->hasher, SUM_METHOD_GET, key, len,
 	    &k) < 0)
 		return 0;
-	for (size_t i = 0; i < ps->n && n < max; i++) {
+	for (size_t i = 0; i < ps->n; i++) {
 		struct peer *p = ps->v[i];
 		bool squid = p->spec.type == PEER_SQUID_DIGEST;
 		if (squid)
@@ -445,10 +463,17 @@ peers_candidates(struct peers *ps, const char *key, size_t len,
 		}
 		if (!psum_contains(p->sum, squid && ps->md5 ? &md5 : &k))
 			continue;
-		/* insertion by RTT: a handful of peers */
+		/* insertion among the best max so far: all claimants are
+		 * seen, the max best kept */
+		size_t j = n < max ? n++ : max;
+		if (j == max && !claim_before(p->false_rate, p->rtt_ms,
+		    out[max - 1]->false_rate, out[max - 1]->rtt_ms))
+			continue;
+		if (j == max)
+			peers_put(&out[--j]);
 		peers_hold(p);
-		size_t j = n++;
-		while (j > 0 && out[j - 1]->rtt_ms > p->rtt_ms) {
+		while (j > 0 && claim_before(p->false_rate, p->rtt_ms,
+		    out[j - 1]->false_rate, out[j - 1]->rtt_ms)) {
 			out[j] = out[j - 1];
 			j--;
 		}
@@ -465,9 +490,12 @@ peers_fetch_done(struct peers *ps, struct peer *p, enum peer_outcome outcome,
 	switch (outcome) {
 	case PEER_HIT:
 		p->remote_hits++;
+		claim_note(&p->false_rate, false);
 		break;
 	case PEER_FALSE_HIT:
 		ps->false_hits++;
+		p->false_hits++;
+		claim_note(&p->false_rate, true);
 		break;
 	case PEER_FAILED:
 		peer_mark_down(p, "request failed or timed out");

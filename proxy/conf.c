@@ -44,6 +44,9 @@ struct directive {
 #define LIVE .restart = false
 
 #define OFF(f) offsetof(struct conf, f)
+#define TEXT_OF(x) #x
+#define TEXT(x) TEXT_OF(x)
+#define PEERS_ASKED_TEXT TEXT(PEERS_ASKED_DEFAULT)
 
 static const struct directive directives[] = {
 	{"node_name", parse_node_name, OFF(node_name), "", false,
@@ -125,6 +128,11 @@ static const struct directive directives[] = {
 	    OFF(summary_max_interval_ms), "60s", false,
 	    "publish pending changes at least this often (0: only at the "
 	    "threshold)", LIVE},
+	{"peers_asked", parse_count, OFF(peers_asked),
+	    PEERS_ASKED_TEXT, false, "on a miss, at most this many of the "
+	    "peers whose summaries claim the object are asked, one after the "
+	    "other: first those whose claims have been right, then the "
+	    "fastest (1 to 16)", LIVE},
 	{"peer_connect_timeout", parse_duration, OFF(peer_connect_timeout_ms),
 	    "500ms", false, "time to connect to a peer (then it is down)", LIVE},
 	{"peer_timeout", parse_duration, OFF(peer_timeout_ms), "2s", false,

@@ -63,6 +63,7 @@ struct conf {
 	enum sum_scheme summary_hash;
 	uint32_t summary_bits_per_entry;
 	uint32_t summary_hash_functions;
+	uint32_t peers_asked;      /* claimants asked on a miss, at most */
 	double summary_threshold;  /* share of cached objects */
 	uint32_t summary_max_interval_ms;
 	size_t summary_max_size;    /* 0: derived from cache_mem */

@@ -72,6 +72,11 @@ conf_finish(struct conf *c, char *err, size_t elen)
 		    "and 4 with squid-md5");
 		return -1;
 	}
+	if (c->peers_asked < 1 || c->peers_asked > PEERS_ASKED_MAX) {
+		snprintf(err, elen, "peers_asked must be 1 to %d",
+		    PEERS_ASKED_MAX);
+		return -1;
+	}
 	if (c->sharing != SHARING_NONE && c->n_peers == 0 &&
 	    c->peer_dns.host[0] == '\0') {
 		snprintf(err, elen, "sharing %s needs a peer or peer_dns",

@@ -390,7 +390,7 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 	if (peer_eligible(t, kind)) {
 		if (s->conf.sharing != SHARING_ICP) {
 			f->ncand = peers_candidates(s->peers, t->url.norm,
-			    t->url.len, f->cand, PEERS_ASKED);
+			    t->url.len, f->cand, s->conf.peers_asked);
 		} else if (s->icp != NULL) {
 			/* the answer starts the first source (no query out:
 			 * no live peer, so the origin at once) */

@@ -48,7 +48,7 @@ struct fetch {
 	const char *proto_error;
 	/* peers whose summaries claim the object, asked in order before the
 	 * origin; peer is the one being asked now (NULL: the origin) */
-	struct peer *cand[PEERS_ASKED];
+	struct peer *cand[PEERS_ASKED_MAX];
 	size_t ncand, next_cand;
 	struct peer *peer;
 	bool peer_refused;         /* it answered 5xx, 403 or 407: a false

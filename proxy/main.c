@@ -109,7 +109,7 @@ main(int argc, char **argv)
 	if (policy) {
 		char line[512];
 		struct pub_conf pc = server_publish_conf(&s.conf);
-		peers_policy_line(&pc, line, sizeof(line));
+		peers_policy_line(&pc, s.conf.peers_asked, line, sizeof(line));
 		printf("%s\n", line);
 		rc = 0;
 		goto out;

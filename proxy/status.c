@@ -174,7 +174,8 @@ json_peers(struct evbuffer *out, struct peers *ps)
 		    "\"up\":%s,\"has_summary\":%s,\"epoch\":%llu,"
 		    "\"sequence\":%llu,\"entries\":%llu,\"fill\":%.17g,"
 		    "\"fpr\":%.17g,\"age_s\":%.3f,\"rtt_s\":%.6f,"
-		    "\"remote_hits\":%llu,\"downs\":%llu,\"messages\":%llu,"
+		    "\"remote_hits\":%llu,\"false_hits\":%llu,"
+		    "\"false_rate\":%.6f,\"downs\":%llu,\"messages\":%llu,"
 		    "\"bytes\":%llu}",
 		    sp->port, sp->type == PEER_SQUID_DIGEST ?
 		    "squid-digest" : "sumcache", pv.up ? "true" : "false",
@@ -182,6 +183,7 @@ json_peers(struct evbuffer *out, struct peers *ps)
 		    (unsigned long long)pv.epoch, (unsigned long long)pv.seq,
 		    (unsigned long long)pv.entries, pv.fill, pv.fpr, pv.age_s,
 		    pv.rtt_s, (unsigned long long)pv.remote_hits,
+		    (unsigned long long)pv.false_hits, pv.false_rate,
 		    (unsigned long long)pv.downs,
 		    (unsigned long long)pv.messages,
 		    (unsigned long long)pv.bytes);

@@ -155,6 +155,58 @@ Test(peers, false_hit_recovers_through_the_origin)
 	    1);
 }
 
+static double
+peer_series(const struct node *nd, const char *family, const char *peer)
+{
+	char series[200];
+
+	snprintf(series, sizeof(series), "%s{peer=\"%s\"}", family, peer);
+	return node_metric(nd, series);
+}
+
+/* With one peer asked per miss and two claiming, a peer whose claim was
+ * false is asked after the one whose claims hold, whatever their RTTs:
+ * B's copies are stale (it still claims them), C's fresh. A's first miss
+ * only B claims; of the three both claim, A asks C each time. */
+Test(peers, claims_that_proved_false_are_asked_last)
+{
+	const char *opts[] = {"peers_asked=1", NULL};
+	const char *names[] = {"cl1", "cl2", "cl3", "cl4"};
+	struct resp r;
+	char url[256];
+
+	cluster_start(&env, &cl, 3, opts, NULL);
+	struct node *a = &cl.nodes[0], *b = &cl.nodes[1], *c = &cl.nodes[2];
+	for (int i = 0; i < 4; i++) {
+		obj_url(url, sizeof(url), names[i], 3);
+		node_get(b, url, &r);
+		resp_free(&r);
+	}
+	wait_synced(b, a);
+	wait_synced(b, c);
+	usleep(3100 * 1000);  /* B's copies stale, still in its summary */
+	for (int i = 1; i < 4; i++) {
+		obj_url(url, sizeof(url), names[i], 3);
+		node_get(c, url, &r);
+		resp_free(&r);
+	}
+	wait_synced(c, a);
+	for (int i = 0; i < 4; i++) {
+		obj_url(url, sizeof(url), names[i], 3);
+		node_get(a, url, &r);
+		cr_assert_eq(r.status, 200);
+		resp_free(&r);
+	}
+	cr_expect_eq(sent_to(a, "peer_request", "b") +
+	    sent_to(a, "peer_request", "c"), 4, "one peer asked a miss");
+	cr_expect_eq(origin_count(&env, "/obj/cl1", NULL), 2);
+	cr_expect_eq(peer_series(a, "sumcache_peer_claim_false_hits_total",
+	    "b"), 1, "B was asked again after its false claim");
+	cr_expect_eq(peer_series(a, "sumcache_peer_remote_hits_total", "c"), 3);
+	cr_expect_gt(peer_series(a, "sumcache_peer_claim_false_rate", "b"), 0);
+	cr_expect_eq(peer_series(a, "sumcache_peer_claim_false_rate", "c"), 0);
+}
+
 /* What the publisher's rule gives: publish when the changes since the
  * last publication reach max(1, threshold * cached objects). */
 static int

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "peers.h"
 #include "publisher.h"
 #include "sumtest.h"
 
@@ -317,4 +318,28 @@ Test(publisher, announce_starts_a_newer_epoch_with_the_filter_as_is)
 	cr_assert_eq(view->checksum, sum_checksum(f->published, f->m));
 	psum_free(&view);
 	pub_free(&p);
+}
+
+/* The candidates' order (peers.h), the daemon's and the simulator's: the
+ * false-hit rate in steps, then RTT. */
+Test(claims, right_claims_first_then_the_fastest)
+{
+	double b = 0, c = 0;
+
+	cr_assert(claim_before(0, 5.0, 0, 9.0), "equal records: the faster");
+	claim_note(&b, true);
+	cr_assert_float_eq(b, 1.0 / CLAIM_WINDOW, 1e-12);
+	cr_assert(claim_before(c, 9.0, b, 1.0), "one false hit outweighs RTT");
+	/* hits bring a peer back: the rate falls under one step again */
+	int hits = 0;
+	while (!claim_before(b, 1.0, c, 9.0) && hits < 100) {
+		claim_note(&b, false);
+		hits++;
+	}
+	cr_assert_gt(hits, 0);
+	cr_assert_lt(hits, CLAIM_WINDOW, "recovered after %d hits", hits);
+	/* a peer that is always wrong tends to 1 */
+	for (int i = 0; i < 10 * CLAIM_WINDOW; i++)
+		claim_note(&c, true);
+	cr_assert_gt(c, 0.99);
 }

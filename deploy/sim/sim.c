@@ -13,9 +13,11 @@
  * each insert and eviction; the message is the real Signed envelope
  * (peers/wire.c); the receivers' view is a struct psum fed by
  * psum_load_full / psum_apply_delta. Only the sockets are missing: a
- * message arrives the moment it is sent. The number of peers asked on a
- * miss (PEERS_ASKED) and ICP's freshness rule (ICP_HIT_FRESH) are the
- * daemon's constants too.
+ * message arrives the moment it is sent. The order claimants are asked in
+ * (claim_before, each proxy keeping its own false-hit rate of each peer;
+ * no RTT here, so ties keep ring order), their number (--peers-asked, the
+ * daemon's peers_asked) and ICP's freshness rule (ICP_HIT_FRESH) are the
+ * daemon's too.
  *
  * Modes, as sumcache's `sharing`:
  *   none     a local miss goes to the origin
@@ -23,8 +25,9 @@
  *            peers/icp.c encodes them); a peer says HIT for a copy fresh
  *            for 30 s more; the first HIT is fetched, else the origin
  *   summary  a local miss is fetched from the first of at most 4 peers
- *            whose summary claims it (a peer without a fresh copy answers
- *            504: a false hit, and the next is tried), else the origin
+ *            whose summary claims it, best record first (a peer without a
+ *            fresh copy answers 504: a false hit, and the next is tried),
+ *            else the origin
  *
  * For each run it prints hit ratios (local, remote, total), false hits
  * (and how many of them found an expired copy: the paper's remote stale
@@ -85,6 +88,7 @@ struct sim {
 	struct stats st;
 	struct sum_buf payload, msg;
 	uint8_t wire_key[32];
+	double *claim_rate;     /* [asker * proxies + peer]: claim_note's */
 	struct sumkey_hasher *hasher;  /* the trace's */
 };
 
@@ -343,7 +347,9 @@ static unsigned
 ask_summaries(struct sim *s, unsigned i, uint32_t obj, double now)
 {
 	const struct object *o = &s->t->obj[obj];
-	unsigned n = s->p.proxies, cand[PEERS_ASKED], nc = 0;
+	unsigned n = s->p.proxies, cand[PEERS_ASKED_MAX], nc = 0;
+	unsigned max = s->p.peers_asked;
+	double *rate = &s->claim_rate[(size_t)i * n];
 
 	for (unsigned d = 1; d < n; d++) {
 		unsigned j = (i + d) % n;
@@ -358,12 +364,25 @@ ask_summaries(struct sim *s, unsigned i, uint32_t obj, double now)
 		} else {
 			s->st.bloom_fp++;
 		}
-		if (nc < PEERS_ASKED)
-			cand[nc++] = j;
+		/* the best max claimants, as peers_candidates keeps them */
+		unsigned at = nc < max ? nc++ : max;
+		if (at == max && !claim_before(rate[j], 0, rate[cand[max - 1]],
+		    0))
+			continue;
+		if (at == max)
+			at--;
+		while (at > 0 && claim_before(rate[j], 0, rate[cand[at - 1]],
+		    0)) {
+			cand[at] = cand[at - 1];
+			at--;
+		}
+		cand[at] = j;
 	}
 	for (unsigned c = 0; c < nc; c++) {
 		s->st.peer_fetches++;
-		if (fresh_copy(s, cand[c], obj, now, 0))
+		bool hit = fresh_copy(s, cand[c], obj, now, 0) != NULL;
+		claim_note(&rate[cand[c]], !hit);
+		if (hit)
 			return cand[c];
 		s->st.false_hits++;
 		s->st.stale_false_hits += map_get(&s->cache,
@@ -486,6 +505,8 @@ run(const struct trace *t, const struct params *p, struct stats *out)
 
 	memset(s.wire_key, 0x5c, sizeof(s.wire_key));
 	s.px = xcalloc(p->proxies, sizeof(*s.px));
+	s.claim_rate = xcalloc((size_t)p->proxies * p->proxies,
+	    sizeof(*s.claim_rate));
 	size_caches(&s);
 	for (size_t r = 0; r < t->nreq; r++) {
 		uint64_t now = trace_ms(t->req[r].time);
@@ -507,6 +528,7 @@ run(const struct trace *t, const struct params *p, struct stats *out)
 		free(s.px[i].ghosts);
 	}
 	free(s.px);
+	free(s.claim_rate);
 	free(s.e);
 	map_free(&s.cache);
 	map_free(&s.ghost);

@@ -95,6 +95,7 @@ struct params {
 	uint64_t cache_bytes;   /* a fixed size per proxy */
 	double max_interval;    /* seconds; 0: never */
 	double filter_object_bytes;  /* 0: the proxy's mean object, once */
+	unsigned peers_asked;   /* claimants asked on a miss, at most */
 };
 
 struct stats {

@@ -137,10 +137,11 @@ usage(void)
 	    "  --filter-for BYTES   size each filter for cache / BYTES objects,\n"
 	    "                       and grow it, as sumcache does (%d); mean:\n"
 	    "                       once, for the proxy's mean object size\n"
+	    "  --peers-asked N      claimants asked on a miss, at most (%d)\n"
 	    "  --csv                CSV rows instead of the table\n"
 	    "  --policy             print the publishing policy of one proxy\n"
 	    "                       (as sumcache --policy does) and exit\n",
-	    PUB_OBJECT_BYTES);
+	    PUB_OBJECT_BYTES, PEERS_ASKED_DEFAULT);
 	exit(2);
 }
 
@@ -205,10 +206,12 @@ main(int argc, char **argv)
 		{"hash-functions", 1, 0, 'k'}, {"cache", 1, 0, 'c'},
 		{"max-interval", 1, 0, 'i'}, {"csv", 0, 0, 'v'},
 		{"filter-for", 1, 0, 'f'}, {"policy", 0, 0, 'p'},
+		{"peers-asked", 1, 0, 'a'},
 		{0, 0, 0, 0},
 	};
 	struct params p = {.proxies = 4, .k = 4, .cache_share = 0.1,
-	    .max_interval = 60, .filter_object_bytes = PUB_OBJECT_BYTES};
+	    .max_interval = 60, .filter_object_bytes = PUB_OBJECT_BYTES,
+	    .peers_asked = PEERS_ASKED_DEFAULT};
 	double thresholds[MAX_LIST] = {1}, bits[MAX_LIST] = {16};
 	unsigned nthr = 1, nbits = 1;
 	bool modes[3] = {true, true, true}, csv = false, policy = false;
@@ -280,6 +283,12 @@ main(int argc, char **argv)
 				bad_option(name, optarg, "bytes (64 or more), "
 				    "or mean");
 			break;
+		case 'a':
+			p.peers_asked = (unsigned)strtoul(optarg, &end, 10);
+			if (*end != '\0' || p.peers_asked < 1 ||
+			    p.peers_asked > PEERS_ASKED_MAX)
+				bad_option(name, optarg, "1 to 16");
+			break;
 		case 'v': csv = true; break;
 		case 'p': policy = true; break;
 		default: usage();
@@ -295,7 +304,7 @@ main(int argc, char **argv)
 		p.threshold = thresholds[0] / 100;
 		p.bits = (unsigned)bits[0];
 		struct pub_conf pc = sim_pub_conf(&p, p.cache_bytes);
-		peers_policy_line(&pc, line, sizeof(line));
+		peers_policy_line(&pc, p.peers_asked, line, sizeof(line));
 		printf("%s\n", line);
 		return 0;
 	}
