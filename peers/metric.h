@@ -66,6 +66,8 @@ struct evbuffer;
 	    "CONNECT requests to ports not in connect_ports")                 \
 	X(INVALIDATIONS, counter, "sumcache_invalidations_total", "",         \
 	    "Objects removed because an unsafe method changed their URL")     \
+	X(PURGES, counter, "sumcache_purges_total", "result",                 \
+	    "PURGE requests, by result (purged, absent, denied)")             \
 	X(DIGESTS_SERVED, counter, "sumcache_squid_digests_served_total", "", \
 	    "Our Squid Cache Digest, sent to a sibling")                      \
 	X(FORWARDING_LOOPS, counter, "sumcache_forwarding_loops_total", "",   \

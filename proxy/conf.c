@@ -75,8 +75,11 @@ static const struct directive directives[] = {
 	    false, "client connections and tunnels open at once (then new ones "
 	    "wait in the backlog); auto: 3/4 of what ulimit -n leaves, two "
 	    "descriptors each", RESTART},
-	{"allow", parse_allow, 0, "127.0.0.0/8 ::1/128", true,
+	{"allow", parse_allow, OFF(allow), "127.0.0.0/8 ::1/128", true,
 	    "client networks allowed to use the proxy (CIDR)", LIVE},
+	{"purge_allow", parse_allow, OFF(purge_allow), "127.0.0.0/8 ::1/128",
+	    true, "client networks whose PURGE requests drop a URL from the "
+	    "cache (CIDR); others get 403", LIVE},
 	{"connect_ports", parse_port, 0, "443", true,
 	    "ports CONNECT may reach", LIVE},
 	{"access_log", parse_string, OFF(access_log), "stdout", false,
@@ -209,7 +212,7 @@ static void
 reset_repeatable(struct conf *c, const struct directive *d)
 {
 	if (d->parse == parse_allow)
-		acl_clear(&c->allow);
+		acl_clear((struct acl *)((char *)c + d->off));
 	else if (d->parse == parse_peer)
 		c->n_peers = 0;
 	else if (d->parse == parse_port)
@@ -529,6 +532,7 @@ conf_clear(struct conf *c)
 		memset(c->cluster_key, 0, c->cluster_key_len);
 	free(c->cluster_key);
 	acl_clear(&c->allow);
+	acl_clear(&c->purge_allow);
 	refresh_clear(&c->refresh);
 	memset(c, 0, sizeof(*c));
 }

@@ -43,6 +43,7 @@ struct conf {
 	size_t inflight_mem;     /* copies of misses being stored; 0: auto */
 	uint32_t max_connections; /* 0: derived (accept.c) */
 	struct acl allow;
+	struct acl purge_allow;  /* who may PURGE */
 	uint16_t connect_ports[CONF_MAX_PORTS];
 	unsigned n_connect_ports;
 	char *access_log;        /* path, "stdout" or "none" */

@@ -264,8 +264,7 @@ parse_onoff(struct conf *c, size_t off, const char *v, const char **why)
 int
 parse_allow(struct conf *c, size_t off, const char *v, const char **why)
 {
-	(void)off;
-	return acl_add(&c->allow, v, why);
+	return acl_add((struct acl *)((char *)c + off), v, why);
 }
 
 int

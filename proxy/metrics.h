@@ -55,6 +55,9 @@ struct evbuffer;
 	X(tunnels, TUNNELS, NULL, NULL)                                      \
 	X(tunnel_denied, TUNNEL_DENIED, NULL, NULL)                          \
 	X(invalidations, INVALIDATIONS, NULL, NULL)                          \
+	X(purged, PURGES, "purged", NULL)                                    \
+	X(purge_absent, PURGES, "absent", NULL)                              \
+	X(purge_denied, PURGES, "denied", NULL)                              \
 	X(digests_served, DIGESTS_SERVED, NULL, NULL)                        \
 	X(forwarding_loops, FORWARDING_LOOPS, NULL, NULL)                    \
 	X(client_bytes_out, CLIENT_BYTES_OUT, NULL, NULL)                    \

@@ -129,6 +129,7 @@ enum txn_result {
 	RESULT_MISS = 2,
 	RESULT_ERROR = 3,
 	RESULT_REMOTE_HIT = 4,
+	RESULT_ADMIN = 5,    /* a PURGE: logged, not a client's request */
 };
 
 enum body_kind {

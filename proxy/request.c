@@ -33,6 +33,7 @@
 #include "response.h"
 #include "stale.h"
 #include "peers.h"
+#include "purge.h"
 #include "range.h"
 #include "tiers.h"
 
@@ -41,27 +42,36 @@ request_error(struct txn *t, int status, enum squid_code code,
     const char *cause,
     bool close)
 {
+	char body[512];
+
+	snprintf(body, sizeof(body), "sumcache: %d %s: %s\n", status,
+	    http_reason(status), cause);
+	request_text(t, status, code, RESULT_ERROR, body, close);
+}
+
+void
+request_text(struct txn *t, int status, enum squid_code code,
+    enum txn_result result, const char *text, bool close)
+{
 	struct evbuffer *out = client_out(t->c);
 	size_t before = evbuffer_get_length(out);
-	char body[512];
-	int n = snprintf(body, sizeof(body), "sumcache: %d %s: %s\n", status,
-	    http_reason(status), cause);
+	size_t n = strlen(text);
 
-	if (n < 0 || (size_t)n >= sizeof(body))
-		n = (int)strlen(body);
 	if (close)
 		t->keep_alive = false;
 	t->status = status;
 	t->code = code;
-	t->result = RESULT_ERROR;
+	t->result = result;
 	snprintf(t->ctype, sizeof(t->ctype), "text/plain");
 	response_status(out, status, NULL, 0);
 	evbuffer_add_printf(out, "Content-Type: text/plain\r\n"
 	    "Cache-Control: no-store\r\n");
+	/* a PURGE's answer is the node's own, no cache's doing */
 	response_end(t->srv, t, out, &(struct head_tail){.age = -1,
-	    .via = true, .length = n});
+	    .via = true, .length = (int64_t)n,
+	    .internal = result == RESULT_ADMIN});
 	if (!t->is_head)
-		evbuffer_add(out, body, (size_t)n);
+		evbuffer_add(out, text, n);
 	client_sent(t, evbuffer_get_length(out) - before);
 	client_txn_done(t->c);
 }
@@ -97,7 +107,7 @@ txn_account(struct txn *t)
 		case RESULT_MISS: s->m.req_miss++; break;
 		case RESULT_REMOTE_HIT: s->m.req_remote_hit++; break;
 		case RESULT_ERROR: s->m.req_error++; break;
-		case RESULT_INTERNAL: break;
+		case RESULT_INTERNAL: case RESULT_ADMIN: break;
 		}
 	}
 	evutil_gettimeofday(&e.end, NULL);
@@ -624,6 +634,10 @@ request_start(struct txn *t)
 	 * from ourselves (every status page refresh a client miss) */
 	if (pages_answer_absolute(t))
 		return;
+	if (purge_asked(t)) {
+		purge_request(t);
+		return;
+	}
 	cc_parse(&t->req, true, &t->reqcc);
 	t->range_whole = t->srv->conf.range_fetch_limit > 0 &&
 	    range_asked(&t->req);

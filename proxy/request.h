@@ -24,6 +24,10 @@ void request_body_stalled(struct txn *t);
 /* Writes a short text error response; close forces Connection: close. */
 void request_error(struct txn *t, int status, enum squid_code code,
     const char *cause, bool close);
+/* The same for any short text answer, text as given, counted as result;
+ * finishes t. */
+void request_text(struct txn *t, int status, enum squid_code code,
+    enum txn_result result, const char *text, bool close);
 
 /* Answers from a stored object (304 when the client's conditionals
  * match); code is the access-log code. Finishes the transaction. */

@@ -1,0 +1,49 @@
+/*
+ * PURGE, as Squid and Varnish take it: "PURGE http://host/path" drops
+ * every stored variant of that URL from both tiers, and the summary
+ * forgets it with the next publication. Only clients in purge_allow may
+ * (loopback by default: the operator's own tools on the node); anyone
+ * else gets 403, counted and logged, and the cache is untouched.
+ *
+ * The request never reaches the origin: PURGE is a question to the
+ * cache, not a method the origin knows.
+ */
+#include "purge.h"
+
+#include <stdio.h>
+
+#include "accesslog.h"
+#include "acl.h"
+#include "request.h"
+#include "tiers.h"
+
+bool
+purge_asked(const struct txn *t)
+{
+	return http_token_eq(t->req.method, t->req.method_len, "PURGE");
+}
+
+void
+purge_request(struct txn *t)
+{
+	struct server *s = t->srv;
+	char body[64];
+
+	if (!acl_allows(&s->conf.purge_allow,
+	    (const struct sockaddr *)&t->c->sa)) {
+		s->m.purge_denied++;
+		request_error(t, 403, SQ_TCP_DENIED, "PURGE is not allowed "
+		    "from this address (purge_allow)", false);
+		return;
+	}
+	unsigned n = tiers_invalidate(s, t->url.norm, t->url.len);
+	if (n == 0) {
+		s->m.purge_absent++;
+		request_text(t, 404, SQ_NONE_NONE, RESULT_ADMIN,
+		    "not in cache\n", false);
+		return;
+	}
+	s->m.purged++;
+	snprintf(body, sizeof(body), "purged %u\n", n);
+	request_text(t, 200, SQ_NONE_NONE, RESULT_ADMIN, body, false);
+}
