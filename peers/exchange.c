@@ -80,7 +80,7 @@ exchange_full_msg(struct peers *ps)
 	return ps->pull_msg;
 }
 
-static struct xfer *
+struct xfer *
 xfer_new(struct peer *p, const char *path)
 {
 	struct peers *ps = p->owner;
@@ -133,7 +133,7 @@ xfer_free(struct xfer **xp)
 }
 
 /* Starts x on the loop; on failure frees it and returns false. */
-static bool
+bool
 xfer_start(struct xfer **xp, curlev_done_f *done)
 {
 	struct xfer *x = *xp;

@@ -65,7 +65,8 @@ struct evbuffer;
 	X(TUNNEL_DENIED, counter, "sumcache_tunnel_denied_total", "",         \
 	    "CONNECT requests to ports not in connect_ports")                 \
 	X(INVALIDATIONS, counter, "sumcache_invalidations_total", "",         \
-	    "Objects removed because an unsafe method changed their URL")     \
+	    "Objects removed because an unsafe method changed their URL, "    \
+	    "here or at a peer that said so")                                 \
 	X(PURGES, counter, "sumcache_purges_total", "result",                 \
 	    "PURGE requests, by result (purged, absent, denied)")             \
 	X(DIGESTS_SERVED, counter, "sumcache_squid_digests_served_total", "", \
@@ -190,6 +191,9 @@ struct evbuffer;
 	X(PEER_CLAIM_FALSE_RATE, gauge, "sumcache_peer_claim_false_rate",     \
 	    "peer", "Recent share of the peer's claims that were false (its " \
 	    "candidates' order)")                                             \
+	X(PEER_INVALIDATIONS, counter,                                        \
+	    "sumcache_peer_invalidations_received_total", "result",           \
+	    "Invalidations from peers, by result (applied, refused)")         \
 	X(PEER_DOWNS, counter, "sumcache_peer_downs_total", "peer",           \
 	    "Times the peer was marked down")                                 \
 	X(PEER_FALSE_HITS, counter, "sumcache_peer_false_hits_total", "",     \

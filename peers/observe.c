@@ -15,6 +15,7 @@
 static const char *const ipm_names[IPM_NTYPES] = {
 	"summary_full", "summary_delta", "summary_pull", "icp_query",
 	"icp_reply", "peer_request", "peer_response", "squid_digest",
+	"invalidation",
 };
 
 void
@@ -199,4 +200,9 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 			metric_u64(out, MF_PEER_DOWNS, (const char *[]){
 			    ps->v[i]->spec.name}, ps->v[i]->downs);
 	metric_single_u64(out, MF_PEER_FALSE_HITS, ps->false_hits);
+	metric_head(out, MF_PEER_INVALIDATIONS);
+	metric_u64(out, MF_PEER_INVALIDATIONS, (const char *[]){"applied"},
+	    ps->inval_applied);
+	metric_u64(out, MF_PEER_INVALIDATIONS, (const char *[]){"refused"},
+	    ps->inval_refused);
 }

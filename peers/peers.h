@@ -90,6 +90,7 @@ enum ipm_type {
 	IPM_PEER_REQUEST,
 	IPM_PEER_RESPONSE,
 	IPM_SQUID_DIGEST,   /* a Cache Digest fetched or served */
+	IPM_INVALIDATION,   /* URLs a peer dropped (PURGE, unsafe method) */
 	IPM_NTYPES
 };
 
@@ -273,6 +274,24 @@ enum peer_outcome {
 void peers_fetch_done(struct peers *ps, struct peer *p,
     enum peer_outcome outcome, double ms, uint64_t req_bytes,
     uint64_t resp_bytes);
+
+/*
+ * Cluster-wide invalidation (peers/invalidate.c): url was dropped here
+ * (a PURGE, or an unsafe request that succeeded); every live sumcache
+ * peer is told at the end of this loop turn, with the other URLs dropped
+ * in it. A no-op without a cluster key.
+ */
+void peers_invalidate(struct peers *ps, const char *url, size_t len);
+
+/* The largest invalidation body taken. */
+#define INVAL_MAX_BYTES (64 * 1024)
+typedef void peers_drop_f(void *arg, const char *url, size_t len);
+/* A POSTed invalidation from from (at most INVAL_MAX_BYTES): checked
+ * (address, MAC, sender, time), then drop(arg, URL) for each URL it
+ * names. Returns 204, or the status to refuse with and *why. */
+int peers_receive_invalidation(struct peers *ps, const struct sockaddr *from,
+    const uint8_t *in, size_t len, peers_drop_f *drop, void *arg,
+    const char **why);
 
 /* Every peer in the table but this node itself (peer_dns lists it);
  * at most max. Not held: use them before returning to the loop. */

@@ -23,6 +23,7 @@
 #include "ratelog.h"
 
 #define SUMMARY_PATH "/sumcache/v1/summary"
+#define INVALIDATE_PATH "/sumcache/v1/invalidate"
 #define DIGEST_PATH "/squid-internal-periodic/store_digest"
 
 struct peer {
@@ -46,6 +47,7 @@ struct peer {
 	uint64_t remote_hits;
 	uint64_t false_hits;
 	double false_rate;             /* claim_note's */
+	uint64_t inval_us;             /* time of its last invalidation taken */
 	uint64_t downs;
 	struct peers *owner;
 	/* a peer found through peer_dns is known by its address until its
@@ -112,6 +114,12 @@ struct peers {
 	struct ratelog rejlog[REJ_NREASONS];
 	LIST_HEAD(, xfer) xfers;
 	uint64_t held;                /* bytes of summary bodies arriving */
+	/* URLs dropped this loop turn, sent to peers at its end */
+	char *inval_urls[WIRE_MAX_URLS];
+	size_t inval_n, inval_bytes;
+	struct event *inval_ev;
+	uint64_t inval_us;            /* time of our last invalidation */
+	uint64_t inval_applied, inval_refused;
 	uint64_t serials;             /* peers ever added */
 };
 
@@ -129,6 +137,15 @@ bool name_found(struct peers *ps, struct peer *p, const char *sender);
 /* The peer at from that signed as sender, or NULL. */
 struct peer *sender_peer(struct peers *ps, const struct sockaddr *from,
     const char *sender);
+
+/* invalidate.c */
+int invalidate_init(struct peers *ps);
+void invalidate_stop(struct peers *ps);
+
+/* exchange.c: transfers to a peer (held by the transfer), freed by the
+ * done callback with xfer_free; xfer_start frees one it cannot start */
+struct xfer *xfer_new(struct peer *p, const char *path);
+bool xfer_start(struct xfer **xp, curlev_done_f *done);
 
 /* exchange.c */
 int exchange_init(struct peers *ps);

@@ -596,7 +596,8 @@ peers_new(struct event_base *base, struct curlev *curl,
 	ps->hasher = sumkey_hasher_new(conf->publish.scheme);
 	if (want_md5(ps, specs, n) < 0)
 		goto nomem;
-	if (ps->pub == NULL || ps->hasher == NULL || exchange_init(ps) < 0)
+	if (ps->pub == NULL || ps->hasher == NULL || exchange_init(ps) < 0 ||
+	    invalidate_init(ps) < 0)
 		goto nomem;
 	return ps;
 nomem:
@@ -706,6 +707,7 @@ peers_free(struct peers **psp)
 	*psp = NULL;
 	/* transfers hold peers: they go first */
 	exchange_stop(ps);
+	invalidate_stop(ps);
 	for (size_t i = 0; i < ps->n; i++)
 		peers_put(&ps->v[i]);
 	pub_free(&ps->pub);

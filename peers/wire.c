@@ -26,6 +26,27 @@ mac(const uint8_t *key, size_t keylen, const uint8_t *data, size_t len,
 	    NULL && n == MAC_LEN;
 }
 
+/* An Invalidation's MAC: over its context, then its bytes. */
+static const char inval_context[] = "sumcache invalidation";
+
+static bool
+inval_mac(const uint8_t *key, size_t keylen, const uint8_t *data,
+    size_t len, uint8_t out[MAC_LEN])
+{
+	/* one buffer: an invalidation is small, and the one-shot HMAC is
+	 * OpenSSL 3's undeprecated interface */
+	uint8_t *b = malloc(sizeof(inval_context) + len);
+	bool ok = b != NULL;
+
+	if (ok) {
+		memcpy(b, inval_context, sizeof(inval_context));
+		memcpy(b + sizeof(inval_context), data, len);
+		ok = mac(key, keylen, b, sizeof(inval_context) + len, out);
+	}
+	free(b);
+	return ok;
+}
+
 int
 wire_encode(const struct wire_summary *s, const uint8_t *key, size_t keylen,
     struct sum_buf *out)
@@ -152,7 +173,8 @@ wire_decode(const uint8_t *in, size_t len, const uint8_t *key, size_t keylen,
 	if (len > WIRE_MAX_BYTES)
 		return WIRE_TOO_BIG;
 	sig = sumcache__v1__signed__unpack(NULL, len, in);
-	if (sig == NULL || sig->summary.len == 0) {
+	if (sig == NULL || sig->summary.len == 0 ||
+	    sig->invalidation.len != 0) {
 		e = WIRE_MALFORMED;
 		goto out;
 	}
@@ -175,6 +197,114 @@ out:
 	if (sig)
 		sumcache__v1__signed__free_unpacked(sig, NULL);
 	return e;
+}
+
+int
+wire_encode_invalidation(const char *sender, uint64_t time_us,
+    const char *const *urls, size_t n, const uint8_t *key, size_t keylen,
+    struct sum_buf *out)
+{
+	Sumcache__V1__Invalidation inv = SUMCACHE__V1__INVALIDATION__INIT;
+	Sumcache__V1__Signed sig = SUMCACHE__V1__SIGNED__INIT;
+	uint8_t tag[MAC_LEN];
+	int rc = -1;
+
+	inv.sender = (char *)sender;
+	inv.time_us = time_us;
+	inv.n_urls = n;
+	inv.urls = (char **)urls;
+	size_t ilen = sumcache__v1__invalidation__get_packed_size(&inv);
+	uint8_t *ibytes = malloc(ilen ? ilen : 1);
+	if (ibytes == NULL)
+		return -1;
+	sumcache__v1__invalidation__pack(&inv, ibytes);
+	if (!inval_mac(key, keylen, ibytes, ilen, tag))
+		goto out;
+	sig.invalidation.data = ibytes;
+	sig.invalidation.len = ilen;
+	sig.mac.data = tag;
+	sig.mac.len = MAC_LEN;
+	size_t len = sumcache__v1__signed__get_packed_size(&sig);
+	if (sum_buf_reserve(out, len) < 0)
+		goto out;
+	sumcache__v1__signed__pack(&sig, out->p + out->len);
+	out->len += len;
+	rc = 0;
+out:
+	free(ibytes);
+	return rc;
+}
+
+static enum wire_err
+inval_fields(const Sumcache__V1__Invalidation *m,
+    struct wire_invalidation *inv)
+{
+	size_t nlen = m->sender ? strlen(m->sender) : 0;
+
+	if (nlen == 0 || nlen > WIRE_MAX_SENDER || m->n_urls == 0 ||
+	    m->n_urls > WIRE_MAX_URLS)
+		return WIRE_MALFORMED;
+	memcpy(inv->sender, m->sender, nlen + 1);
+	inv->time_us = m->time_us;
+	inv->urls = calloc(m->n_urls, sizeof(*inv->urls));
+	if (inv->urls == NULL)
+		return WIRE_NOMEM;
+	for (size_t i = 0; i < m->n_urls; i++) {
+		size_t ul = strlen(m->urls[i]);
+		if (ul == 0 || ul > WIRE_MAX_URL)
+			return WIRE_MALFORMED;
+		inv->urls[i] = strdup(m->urls[i]);
+		if (inv->urls[i] == NULL)
+			return WIRE_NOMEM;
+		inv->nurls = i + 1;
+	}
+	return WIRE_OK;
+}
+
+enum wire_err
+wire_decode_invalidation(const uint8_t *in, size_t len, const uint8_t *key,
+    size_t keylen, struct wire_invalidation *inv)
+{
+	Sumcache__V1__Signed *sig = NULL;
+	Sumcache__V1__Invalidation *m = NULL;
+	uint8_t tag[MAC_LEN];
+	enum wire_err e;
+
+	memset(inv, 0, sizeof(*inv));
+	if (len > WIRE_MAX_BYTES)
+		return WIRE_TOO_BIG;
+	sig = sumcache__v1__signed__unpack(NULL, len, in);
+	if (sig == NULL || sig->invalidation.len == 0 ||
+	    sig->summary.len != 0) {
+		e = WIRE_MALFORMED;
+		goto out;
+	}
+	if (sig->mac.len != MAC_LEN || !inval_mac(key, keylen,
+	    sig->invalidation.data, sig->invalidation.len, tag) ||
+	    CRYPTO_memcmp(tag, sig->mac.data, MAC_LEN) != 0) {
+		e = WIRE_BAD_MAC;
+		goto out;
+	}
+	m = sumcache__v1__invalidation__unpack(NULL, sig->invalidation.len,
+	    sig->invalidation.data);
+	e = m == NULL ? WIRE_MALFORMED : inval_fields(m, inv);
+out:
+	if (e != WIRE_OK)
+		wire_invalidation_clear(inv);
+	if (m)
+		sumcache__v1__invalidation__free_unpacked(m, NULL);
+	if (sig)
+		sumcache__v1__signed__free_unpacked(sig, NULL);
+	return e;
+}
+
+void
+wire_invalidation_clear(struct wire_invalidation *inv)
+{
+	for (size_t i = 0; i < inv->nurls; i++)
+		free(inv->urls[i]);
+	free(inv->urls);
+	memset(inv, 0, sizeof(*inv));
 }
 
 void

@@ -60,6 +60,27 @@ enum wire_err wire_decode(const uint8_t *in, size_t len, const uint8_t *key,
 
 void wire_summary_clear(struct wire_summary *s);
 
+/* An Invalidation: the URLs a sender dropped. */
+#define WIRE_MAX_URLS 256
+#define WIRE_MAX_URL 8192
+struct wire_invalidation {
+	char sender[WIRE_MAX_SENDER + 1];
+	uint64_t time_us;
+	char **urls;          /* owned after wire_decode_invalidation */
+	size_t nurls;
+};
+
+/* Appends a Signed Invalidation of urls[0..n) (1 to WIRE_MAX_URLS, each
+ * at most WIRE_MAX_URL bytes) to out. 0, or -1 on ENOMEM. */
+int wire_encode_invalidation(const char *sender, uint64_t time_us,
+    const char *const *urls, size_t n, const uint8_t *key, size_t keylen,
+    struct sum_buf *out);
+/* Checks and parses a Signed Invalidation (the MAC first); on error *inv
+ * is zeroed. */
+enum wire_err wire_decode_invalidation(const uint8_t *in, size_t len,
+    const uint8_t *key, size_t keylen, struct wire_invalidation *inv);
+void wire_invalidation_clear(struct wire_invalidation *inv);
+
 const char *wire_strerror(enum wire_err e);
 
 #endif

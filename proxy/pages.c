@@ -25,6 +25,7 @@
 #include "response.h"
 #include "sqdigest.h"
 #include "status.h"
+#include "tiers.h"
 
 
 /* The head of an internal answer; extra is more header lines (each
@@ -169,7 +170,7 @@ start_summary_push(struct txn *t)
 		internal_text(t, status, why);
 		return;
 	}
-	t->summary_post = true;
+	t->peer_post = PEER_POST_SUMMARY;
 	t->peer_msg = malloc(len > 0 ? len : 1);
 	if (t->peer_msg == NULL) {
 		request_error(t, 503, SQ_NONE_NONE, "out of memory", true);
@@ -179,18 +180,65 @@ start_summary_push(struct txn *t)
 	client_feed_body(t->c);
 }
 
+/* POST /sumcache/v1/invalidate: small, from a peer's address only; read
+ * whole within peer_timeout. */
+static void
+start_invalidation(struct txn *t)
+{
+	struct server *s = t->srv;
+
+	if (peers_by_addr(s->peers, (const struct sockaddr *)&t->c->sa) ==
+	    NULL) {
+		internal_text(t, 403, "not a configured peer");
+		return;
+	}
+	if (t->body_kind != BODY_LENGTH || t->req.content_length <= 0 ||
+	    t->req.content_length > INVAL_MAX_BYTES) {
+		internal_text(t, 413, "an invalidation has a Content-Length "
+		    "of at most 64KB");
+		return;
+	}
+	t->peer_post = PEER_POST_INVALIDATION;
+	t->peer_msg = malloc((size_t)t->req.content_length);
+	if (t->peer_msg == NULL) {
+		request_error(t, 503, SQ_NONE_NONE, "out of memory", true);
+		return;
+	}
+	client_body_deadline(t->c, s->conf.peer_timeout_ms);
+	client_feed_body(t->c);
+}
+
+/* A peer's invalidation names url: its copies leave, here only (an
+ * invalidation is never passed on). */
+static void
+drop_for_peer(void *arg, const char *url, size_t len)
+{
+	struct server *s = arg;
+	struct url u;
+	const char *why;
+
+	if (url_parse_absolute(url, len, &u, &why) < 0)
+		return;
+	s->m.invalidations += tiers_invalidate(s, u.norm, u.len);
+	url_clear(&u);
+}
+
 void
-pages_summary_arrived(struct txn *t)
+pages_peer_post_arrived(struct txn *t)
 {
 	const char *why = "";
-	int status = peers_receive(t->srv->peers,
-	    (const struct sockaddr *)&t->c->sa, t->peer_msg,
-	    (size_t)t->req.content_length, &why);
+	const struct sockaddr *from = (const struct sockaddr *)&t->c->sa;
+	size_t len = (size_t)t->req.content_length;
+	int status = t->peer_post == PEER_POST_INVALIDATION ?
+	    peers_receive_invalidation(t->srv->peers, from, t->peer_msg, len,
+	    drop_for_peer, t->srv, &why) :
+	    peers_receive(t->srv->peers, from, t->peer_msg, len, &why);
 
 	/* large: give it back now rather than when the connection goes */
 	free(t->peer_msg);
 	t->peer_msg = NULL;
-	budget_freed(t->srv->budget, (size_t)t->req.content_length);
+	if (t->peer_post == PEER_POST_SUMMARY)
+		budget_freed(t->srv->budget, len);
 	if (status == 204)
 		internal_reply(t, 204, NULL, NULL, 0);
 	else
@@ -318,6 +366,17 @@ pages_answer(struct txn *t, const char *p, size_t n)
 			start_summary_push(t);
 		else
 			internal_text(t, 405, "GET or POST");
+		return;
+	}
+	if (http_token_eq(p, n, "/sumcache/v1/invalidate")) {
+		if (t->srv->peers == NULL)
+			request_error(t, 404, SQ_NONE_NONE, "this node has no "
+			    "peers", false);
+		else if (http_token_eq(t->req.method, t->req.method_len,
+		    "POST"))
+			start_invalidation(t);
+		else
+			internal_text(t, 405, "POST");
 		return;
 	}
 	request_error(t, 400, SQ_NONE_NONE, "this is a forward proxy: the "

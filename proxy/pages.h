@@ -15,7 +15,7 @@ void pages_answer(struct txn *t, const char *p, size_t n);
  * own address: answered, and true; false for anything else. */
 bool pages_answer_absolute(struct txn *t);
 
-/* A pushed summary's body is all here (t->peer_msg): applied, answered. */
-void pages_summary_arrived(struct txn *t);
+/* A peer's POSTed message is all here (t->peer_msg): applied, answered. */
+void pages_peer_post_arrived(struct txn *t);
 
 #endif

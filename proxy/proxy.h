@@ -157,8 +157,14 @@ struct txn {
 	struct http_chunked chunk;
 	bool body_done;
 	struct evbuffer *body;
-	bool summary_post;    /* a peer's summary: read whole, then applied */
-	uint8_t *peer_msg;    /* its body, Content-Length bytes, or NULL */
+	/* a peer's message (a summary, an invalidation): read whole into
+	 * peer_msg (Content-Length bytes), then applied */
+	enum peer_post {
+		PEER_POST_NONE = 0,
+		PEER_POST_SUMMARY,
+		PEER_POST_INVALIDATION,
+	} peer_post;
+	uint8_t *peer_msg;
 	/* what is answering it */
 	struct fetch *fetch;
 	struct disksend *send;    /* a large body on disk, by windows */

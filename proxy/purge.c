@@ -15,7 +15,7 @@
 #include "accesslog.h"
 #include "acl.h"
 #include "request.h"
-#include "tiers.h"
+#include "stored.h"
 
 bool
 purge_asked(const struct txn *t)
@@ -36,7 +36,8 @@ purge_request(struct txn *t)
 		    "from this address (purge_allow)", false);
 		return;
 	}
-	unsigned n = tiers_invalidate(s, t->url.norm, t->url.len);
+	/* the peers are told even when this node had none */
+	unsigned n = stored_drop_everywhere(s, t->url.norm, t->url.len);
 	if (n == 0) {
 		s->m.purge_absent++;
 		request_text(t, 404, SQ_NONE_NONE, RESULT_ADMIN,

@@ -126,7 +126,7 @@ txn_free(struct txn **tp)
 		stale_forget(t);
 	fetch_free(&t->fetch);
 	disksend_free(&t->send);
-	if (t->summary_post)
+	if (t->peer_post == PEER_POST_SUMMARY)
 		peers_receive_end(t->srv->peers,
 		    (const struct sockaddr *)&t->c->sa,
 		    (uint64_t)t->req.content_length);
@@ -358,7 +358,7 @@ request_serve_object(struct txn *t, struct store_obj *o,
 void
 request_body_stalled(struct txn *t)
 {
-	if (t->summary_post)
+	if (t->peer_post == PEER_POST_SUMMARY)
 		peers_receive_slow(t->srv->peers, t->c->addr);
 	else
 		t->srv->m.client_aborts++;
@@ -424,11 +424,11 @@ request_feed_body(struct txn *t, struct evbuffer *in)
 		avail -= (size_t)used;
 		t->body_done = http_chunked_done(&t->chunk);
 	}
-	if (t->summary_post) {
+	if (t->peer_post != PEER_POST_NONE) {
 		/* read whole (its size was checked); answering it may
 		 * finish t */
 		if (t->body_done)
-			pages_summary_arrived(t);
+			pages_peer_post_arrived(t);
 		return BODY_FEED_MORE;
 	}
 	/* a body waits for its fetch beyond CLIENT_BODY_HIGH; decided

@@ -17,6 +17,7 @@
 
 #include <event2/buffer.h>
 
+#include "peers.h"
 #include "tiers.h"
 
 /* A response field a cache keeps: no hop-by-hop, no framing, and no Age
@@ -63,6 +64,14 @@ stored_fields_copy(const struct http_head *resp, size_t *len)
 	return p;
 }
 
+unsigned
+stored_drop_everywhere(struct server *s, const char *url, size_t len)
+{
+	if (s->peers != NULL)
+		peers_invalidate(s->peers, url, len);
+	return tiers_invalidate(s, url, len);
+}
+
 static void
 invalidate_one(struct server *s, const struct url *base, const char *v,
     size_t vl)
@@ -89,7 +98,7 @@ invalidate_one(struct server *s, const struct url *base, const char *v,
 	if (u.host_len == base->host_len && u.port == base->port &&
 	    memcmp(u.norm + u.host_off, base->norm + base->host_off,
 		u.host_len) == 0)
-		s->m.invalidations += tiers_invalidate(s, u.norm, u.len);
+		s->m.invalidations += stored_drop_everywhere(s, u.norm, u.len);
 	url_clear(&u);
 }
 
@@ -104,7 +113,7 @@ stored_invalidate(const struct txn *t, const struct http_head *resp)
 	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
 		if (http_token_eq(t->req.method, t->req.method_len, safe[i]))
 			return;
-	s->m.invalidations += tiers_invalidate(s, t->url.norm,
+	s->m.invalidations += stored_drop_everywhere(s, t->url.norm,
 	    t->url.len);
 	const struct http_field *fl;
 	if ((fl = http_field_find(resp, "location")) != NULL)

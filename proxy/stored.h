@@ -47,6 +47,12 @@ struct store_obj *stored_refresh(const struct txn *t,
 bool stored_head_agrees(const struct store_obj *o,
     const struct http_head *resp);
 
+/* Drops every variant of url (normalized) from both tiers, and has the
+ * cluster's peers drop theirs (peers_invalidate). Returns how many
+ * objects left this node. */
+unsigned stored_drop_everywhere(struct server *s, const char *url,
+    size_t len);
+
 /* After t's unsafe request got resp (below 400): its URL and the same-host
  * Location and Content-Location leave the store, counted. */
 void stored_invalidate(const struct txn *t, const struct http_head *resp);

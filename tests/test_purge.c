@@ -6,14 +6,18 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
+#include "wire.h"
 
 static struct env P;
+static struct cluster C;
 
 static void
 down(void)
 {
+	cluster_stop(&C);
 	env_stop(&P);
 }
 
@@ -76,4 +80,148 @@ Test(purge, drops_every_variant_and_only_from_purge_allow_addresses)
 	resp_free(&r);
 	cr_assert_eq(proxy_metric(&P, "sumcache_purges_total{result=\"denied\"}"),
 	    1);
+}
+
+/* A request through node nd with method to url; the status. */
+static long
+node_request(const struct node *nd, const char *method, const char *url)
+{
+	struct resp r;
+
+	http_request_at(nd->host, nd->port, method, url, NULL, NULL, 0, false,
+	    &r);
+	long status = r.status;
+	resp_free(&r);
+	return status;
+}
+
+/* Every node holds a copy of url; the origin's body then changes; a
+ * PURGE at A, then a POST through C, are carried to the other nodes,
+ * and after each no node serves the old body. */
+Test(purge, reaches_every_peer_and_no_node_serves_the_old_body)
+{
+	struct resp r, fresh;
+	char url[160], bump[96];
+
+	origin_start(&P);
+	cluster_start(&P, &C, 3, NULL, NULL);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/big?size=3000&"
+	    "max_age=600&gen=1", P.oport);
+	snprintf(bump, sizeof(bump), "http://127.0.0.1:%d/__bump", P.oport);
+	for (int i = 0; i < 3; i++) {
+		node_get(&C.nodes[i], url, &r);
+		cr_assert_eq(r.status, 200);
+		cr_assert(memcmp(r.body, "big0", 4) == 0);
+		resp_free(&r);
+	}
+	for (int round = 0; round < 2; round++) {
+		http_request(0, "GET", bump, NULL, NULL, 0, false, &r);
+		resp_free(&r);
+		http_request(0, "GET", url, NULL, NULL, 0, false, &fresh);
+		const char *applied = "sumcache_peer_invalidations_received_"
+		    "total{result=\"applied\"}";
+		const struct node *told[2] = {
+		    &C.nodes[round == 0 ? 1 : 0], &C.nodes[round == 0 ? 2 : 1]};
+		double before[2] = {node_metric(told[0], applied),
+		    node_metric(told[1], applied)};
+		long t0 = harness_now_ms();
+		/* round 0: an operator's PURGE at A; round 1: a client's
+		 * POST through C, which the origin accepts */
+		if (round == 0)
+			cr_assert_eq(node_request(&C.nodes[0], "PURGE", url),
+			    200);
+		else
+			cr_assert_eq(node_request(&C.nodes[2], "POST", url),
+			    200);
+		for (int i = 0; i < 2; i++)
+			cr_assert_geq(node_wait_metric(told[i], applied,
+			    before[i] + 1, 5000), before[i] + 1,
+			    "node %s was not told", told[i]->name);
+		printf("figure: %s reached both other nodes in %ld ms\n",
+		    round == 0 ? "a PURGE" : "a POST's invalidation",
+		    harness_now_ms() - t0);
+		for (int i = 0; i < 3; i++) {
+			node_get(&C.nodes[i], url, &r);
+			cr_assert_eq(r.status, 200);
+			cr_assert(r.len == fresh.len &&
+			    memcmp(r.body, fresh.body, r.len) == 0,
+			    "node %s served the old body", C.nodes[i].name);
+			resp_free(&r);
+		}
+		resp_free(&fresh);
+	}
+	cr_assert_eq(node_metric(&C.nodes[1],
+	    "sumcache_peer_invalidations_received_total{result=\"refused\"}"),
+	    0);
+	cr_assert_gt(node_metric(&C.nodes[0], "sumcache_interproxy_messages_"
+	    "total{direction=\"sent\",type=\"invalidation\",peer=\"b\"}"), 0);
+}
+
+/* POSTs a signed invalidation straight to node nd; the status. */
+static long
+post_invalidation(const struct node *nd, const struct sum_buf *msg)
+{
+	char target[96];
+	struct resp r;
+	const char *ct[] = {"Content-Type: application/x-protobuf", NULL};
+
+	snprintf(target, sizeof(target), "http://%s:%d/sumcache/v1/invalidate",
+	    nd->host, nd->port);
+	http_request(0, "POST", target, ct, (const char *)msg->p, msg->len,
+	    false, &r);
+	long status = r.status;
+	resp_free(&r);
+	return status;
+}
+
+/* Only the cluster key, a peer's name at its address and a newer time
+ * get a URL dropped: a forged, a replayed or a stranger's invalidation
+ * is refused, counted, and the copy stays. */
+Test(purge, forged_or_replayed_invalidations_change_nothing)
+{
+	struct resp r;
+	char url[160], key[128];
+	struct sum_buf good = {0}, forged = {0}, stranger = {0};
+
+	origin_start(&P);
+	cluster_start(&P, &C, 2, NULL, NULL);
+	const struct node *b = &C.nodes[1];
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/hostile?"
+	    "max_age=600", P.oport);
+	node_get(b, url, &r);
+	resp_free(&r);
+	FILE *f = fopen(C.key_file, "r");
+	cr_assert_not_null(f);
+	cr_assert(fgets(key, sizeof(key), f) != NULL);
+	fclose(f);
+	key[strcspn(key, "\n")] = '\0';
+	const char *urls[] = {url};
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t now_us = (uint64_t)ts.tv_sec * 1000000 +
+	    (uint64_t)ts.tv_nsec / 1000;
+	cr_assert_eq(wire_encode_invalidation("a", now_us, urls, 1,
+	    (const uint8_t *)"not the cluster key", 19, &forged), 0);
+	cr_assert_eq(wire_encode_invalidation("zed", now_us, urls, 1,
+	    (const uint8_t *)key, strlen(key), &stranger), 0);
+	cr_assert_eq(wire_encode_invalidation("a", now_us, urls, 1,
+	    (const uint8_t *)key, strlen(key), &good), 0);
+
+	cr_expect_eq(post_invalidation(b, &forged), 403);
+	cr_expect_eq(post_invalidation(b, &stranger), 403);
+	node_get(b, url, &r);
+	cr_expect_str_eq(resp_header(&r, "X-Cache"), "HIT from b");
+	resp_free(&r);
+	cr_expect_eq(post_invalidation(b, &good), 204);
+	cr_expect_eq(post_invalidation(b, &good), 403, "a replay is refused");
+	cr_expect_eq(node_metric(b, "sumcache_peer_invalidations_received_"
+	    "total{result=\"applied\"}"), 1);
+	cr_expect_eq(node_metric(b, "sumcache_peer_invalidations_received_"
+	    "total{result=\"refused\"}"), 3);
+	node_get(b, url, &r);
+	cr_expect_str_eq(resp_header(&r, "X-Cache"), "MISS from b");
+	resp_free(&r);
+	free(good.p);
+	free(forged.p);
+	free(stranger.p);
 }

@@ -1,0 +1,187 @@
+/*
+ * Invalidations between peers: when this node drops a URL because a
+ * client changed or purged it, every live sumcache peer is told to drop
+ * its copies too, so no node of the cluster serves the old body.
+ *
+ *   - Sent to every live sumcache peer, not only those whose summary
+ *     claims the URL: a summary lags by up to the publication delay,
+ *     and a copy stored since would survive; an invalidation is one
+ *     small message per peer.
+ *   - Batched: URLs dropped in one loop turn go in one message (at most
+ *     WIRE_MAX_URLS of them, INVAL_MAX_BYTES in all).
+ *   - Signed with the cluster key like summaries, under a MAC context of
+ *     its own (peers/wire.c). A receiver takes one only from a peer's
+ *     address that signs with that peer's name, with a time newer than
+ *     the last it took from that peer and within an hour of its own clock,
+ *     so a recorded message cannot be replayed to purge again.
+ *   - Never forwarded: the receiver drops its copies and stops there.
+ *   - A peer that is down misses it; its copies age out as they would
+ *     have. Counted both ways in the inter-proxy traffic
+ *     (type="invalidation") and on arrival by result.
+ */
+#include "peers_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <event2/event.h>
+
+#include "clock.h"
+
+/* An invalidation's arrival is checked against the receiver's clock:
+ * older or newer than this, it is refused. */
+#define INVAL_CLOCK_SLACK_US (3600ull * 1000000)
+
+static void
+on_sent(void *arg, CURLcode rc)
+{
+	struct xfer *x = arg;
+	struct peer *p = x->p;
+	long status = 0;
+
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (rc != CURLE_OK)
+		peer_mark_down(p, curl_easy_strerror(rc));
+	else if (status != 204)
+		fprintf(stderr, "sumcache: peer %s refused our invalidation: "
+		    "HTTP %ld\n", p->spec.name, status);
+	xfer_free(&x);  /* may free p, if it has left the table */
+}
+
+/* The pending URLs, in one signed message, to every live sumcache peer. */
+static void
+flush(struct peers *ps)
+{
+	struct msg *m = calloc(1, sizeof(*m));
+	uint64_t now = wall_us();
+
+	/* strictly increasing, whatever the clock does */
+	ps->inval_us = now > ps->inval_us ? now : ps->inval_us + 1;
+	if (m != NULL) {
+		m->refs = 1;
+		m->type = IPM_INVALIDATION;
+		if (wire_encode_invalidation(ps->conf.node_name, ps->inval_us,
+		    (const char *const *)ps->inval_urls, ps->inval_n, ps->key,
+		    ps->conf.keylen, &m->buf) < 0)
+			msg_unref(&m);
+	}
+	for (size_t i = 0; i < ps->inval_n; i++)
+		free(ps->inval_urls[i]);
+	ps->inval_n = 0;
+	ps->inval_bytes = 0;
+	for (size_t i = 0; m != NULL && i < ps->n; i++) {
+		struct peer *p = ps->v[i];
+		if (!p->up || p->self || p->spec.type != PEER_SUMCACHE)
+			continue;
+		struct xfer *x = xfer_new(p, INVALIDATE_PATH);
+		if (x == NULL)
+			continue;
+		m->refs++;
+		x->m = m;
+		x->hdrs = curl_slist_append(NULL,
+		    "Content-Type: application/x-protobuf");
+		x->hdrs = curl_slist_append(x->hdrs, "Expect:");
+		curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, x->hdrs);
+		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, m->buf.p);
+		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
+		    (curl_off_t)m->buf.len);
+		peers_count(p, IPM_SENT, IPM_INVALIDATION, m->buf.len);
+		xfer_start(&x, on_sent);
+	}
+	msg_unref(&m);
+}
+
+static void
+on_flush(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	flush(arg);
+}
+
+int
+invalidate_init(struct peers *ps)
+{
+	ps->inval_ev = event_new(ps->base, -1, 0, on_flush, ps);
+	return ps->inval_ev != NULL ? 0 : -1;
+}
+
+void
+invalidate_stop(struct peers *ps)
+{
+	if (ps->inval_ev != NULL)
+		event_free(ps->inval_ev);
+	ps->inval_ev = NULL;
+	for (size_t i = 0; i < ps->inval_n; i++)
+		free(ps->inval_urls[i]);
+	ps->inval_n = 0;
+}
+
+void
+peers_invalidate(struct peers *ps, const char *url, size_t len)
+{
+	if (ps->conf.keylen == 0 || len == 0 || len > WIRE_MAX_URL)
+		return;  /* no key: no sumcache peer could check it */
+	if (ps->inval_n == WIRE_MAX_URLS ||
+	    ps->inval_bytes + len > INVAL_MAX_BYTES - 1024)
+		flush(ps);
+	char *u = strndup(url, len);
+	if (u == NULL)
+		return;
+	ps->inval_urls[ps->inval_n++] = u;
+	ps->inval_bytes += len;
+	/* sent at the end of this loop turn, with whatever else it drops */
+	if (!event_pending(ps->inval_ev, EV_TIMEOUT, NULL))
+		event_active(ps->inval_ev, EV_TIMEOUT, 0);
+}
+
+int
+peers_receive_invalidation(struct peers *ps, const struct sockaddr *from,
+    const uint8_t *in, size_t len, peers_drop_f *drop, void *arg,
+    const char **why)
+{
+	struct wire_invalidation w;
+	struct peer *p = peers_by_addr(ps, from);
+	uint64_t now = wall_us();
+
+	if (p == NULL || ps->conf.keylen == 0) {
+		ps->inval_refused++;
+		*why = "not a sumcache peer";
+		return 403;
+	}
+	switch (wire_decode_invalidation(in, len, ps->key, ps->conf.keylen,
+	    &w)) {
+	case WIRE_OK:
+		break;
+	case WIRE_NOMEM:
+		*why = "out of memory";
+		return 503;
+	case WIRE_BAD_MAC:
+		ps->inval_refused++;
+		*why = "bad MAC";
+		return 403;
+	default:
+		ps->inval_refused++;
+		*why = "malformed invalidation";
+		return 400;
+	}
+	p = sender_peer(ps, from, w.sender);
+	if (p == NULL || w.time_us <= p->inval_us ||
+	    w.time_us + INVAL_CLOCK_SLACK_US < now ||
+	    w.time_us > now + INVAL_CLOCK_SLACK_US) {
+		ps->inval_refused++;
+		*why = p == NULL ? "unknown sender" : "an old invalidation "
+		    "(replayed, or the sender's clock is an hour off)";
+		wire_invalidation_clear(&w);
+		return 403;
+	}
+	p->inval_us = w.time_us;
+	peers_count(p, IPM_RECEIVED, IPM_INVALIDATION, len);
+	for (size_t i = 0; i < w.nurls; i++)
+		drop(arg, w.urls[i], strlen(w.urls[i]));
+	ps->inval_applied++;
+	wire_invalidation_clear(&w);
+	return 204;
+}
