@@ -300,65 +300,68 @@ changed(struct peers *ps)
 		event_active(ps->publish_ev, EV_TIMEOUT, 0);
 }
 
-uint8_t
-peers_object_added(struct peers *ps, const char *key, size_t len)
-{
-	struct sumkey k;
-	uint8_t mark;
+/* Keys of the publisher's table walked per loop turn in a rebuild: about
+ * a millisecond of filter updates. */
+#define REBUILD_STEP 16384
 
-	/* an unhashable key (none today) is in no filter; its mark says
-	 * it is in the one in use, and its removal is refused alike */
-	if (sumkey_make(ps->hasher, SUM_METHOD_GET, key, len, &k) < 0)
-		return 0;
-	mark = pub_added(ps->pub, &k);
-	changed(ps);
-	return mark;
+static void
+on_rebuild_step(evutil_socket_t fd, short what, void *arg)
+{
+	struct peers *ps = arg;
+	struct publication pub = {0};
+
+	(void)fd;
+	(void)what;
+	if (!pub_rebuild_step(ps->pub, REBUILD_STEP)) {
+		event_active(ps->rebuild_ev, EV_TIMEOUT, 0);
+		return;
+	}
+	if (pub_rebuild_end(ps->pub, mono_ms(), &pub) > 0)
+		send_all(ps, make_msg(ps, &pub));
+	sum_buf_free(&pub.payload);
 }
 
 void
-peers_object_removed(struct peers *ps, const char *key, size_t len,
-    uint8_t mark)
+peers_object_added(struct peers *ps, const char *key, size_t len,
+    uint64_t expires_ms)
+{
+	struct sumkey k;
+
+	/* an unhashable key (none today) is in no filter, and its removal
+	 * is refused alike */
+	if (sumkey_make(ps->hasher, SUM_METHOD_GET, key, len, &k) < 0 ||
+	    !pub_added(ps->pub, &k, expires_ms, wall_us() / 1000))
+		return;
+	if (pub_wants_rebuild(ps->pub)) {
+		pub_rebuild_begin(ps->pub, wall_us());
+		event_active(ps->rebuild_ev, EV_TIMEOUT, 0);
+	}
+	changed(ps);
+}
+
+void
+peers_object_removed(struct peers *ps, const char *key, size_t len)
 {
 	struct sumkey k;
 
 	if (sumkey_make(ps->hasher, SUM_METHOD_GET, key, len, &k) < 0)
 		return;
-	if (!pub_removed(ps->pub, &k, mark))
+	if (!pub_removed(ps->pub, &k))
 		fprintf(stderr, "sumcache: summary: removal of a key it does "
 		    "not hold (%.*s)\n", (int)(len > 200 ? 200 : len), key);
 	changed(ps);
 }
 
-bool
-peers_wants_rebuild(const struct peers *ps)
+/* Claims whose copies are no longer fresh enough for a peer lapse. */
+static void
+on_expiry(evutil_socket_t fd, short what, void *arg)
 {
-	return pub_wants_rebuild(ps->pub);
-}
+	struct peers *ps = arg;
 
-void
-peers_rebuild_begin(struct peers *ps)
-{
-	pub_rebuild_begin(ps->pub, wall_us());
-}
-
-void
-peers_rebuild_walk(struct peers *ps, const char *key, size_t len,
-    uint8_t *mark)
-{
-	struct sumkey k;
-
-	if (sumkey_make(ps->hasher, SUM_METHOD_GET, key, len, &k) == 0)
-		pub_rebuild_walk(ps->pub, &k, mark);
-}
-
-void
-peers_rebuild_end(struct peers *ps)
-{
-	struct publication pub = {0};
-
-	if (pub_rebuild_end(ps->pub, mono_ms(), &pub) > 0)
-		send_all(ps, make_msg(ps, &pub));
-	sum_buf_free(&pub.payload);
+	(void)fd;
+	(void)what;
+	if (pub_expire(ps->pub, wall_us() / 1000) > 0)
+		changed(ps);
 }
 
 static size_t
@@ -488,8 +491,10 @@ exchange_init(struct peers *ps)
 	ps->interval_timer = event_new(ps->base, -1, EV_PERSIST, on_interval,
 	    ps);
 	ps->probe_timer = event_new(ps->base, -1, EV_PERSIST, on_probe, ps);
-	return ps->publish_ev && ps->interval_timer && ps->probe_timer ? 0 :
-	    -1;
+	ps->rebuild_ev = event_new(ps->base, -1, 0, on_rebuild_step, ps);
+	ps->expiry_timer = event_new(ps->base, -1, EV_PERSIST, on_expiry, ps);
+	return ps->publish_ev && ps->interval_timer && ps->probe_timer &&
+	    ps->rebuild_ev && ps->expiry_timer ? 0 : -1;
 }
 
 void
@@ -501,6 +506,8 @@ exchange_start(struct peers *ps)
 	event_add(ps->interval_timer, &iv);
 	struct timeval pv = tv_ms(PROBE_EVERY_MS);
 	event_add(ps->probe_timer, &pv);
+	struct timeval ev = tv_ms(PUB_EXPIRE_TICK_MS);
+	event_add(ps->expiry_timer, &ev);
 	on_probe(-1, 0, ps);
 }
 
@@ -536,6 +543,11 @@ exchange_stop(struct peers *ps)
 		event_free(ps->interval_timer);
 	if (ps->probe_timer)
 		event_free(ps->probe_timer);
+	if (ps->rebuild_ev)
+		event_free(ps->rebuild_ev);
+	if (ps->expiry_timer)
+		event_free(ps->expiry_timer);
 	ps->publish_ev = ps->interval_timer = ps->probe_timer = NULL;
+	ps->rebuild_ev = ps->expiry_timer = NULL;
 	msg_unref(&ps->pull_msg);
 }

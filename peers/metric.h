@@ -155,6 +155,11 @@ struct evbuffer;
 	    "Adds and removes since the last publication")                    \
 	X(SUM_REBUILDS, counter, "sumcache_summary_rebuilds_total", "",       \
 	    "Filters rebuilt larger in a new epoch")                          \
+	X(SUM_EXPIRED, counter, "sumcache_summary_expired_total", "",         \
+	    "Keys that left the summary because their copies stopped being "  \
+	    "fresh enough for a peer")                                        \
+	X(SUM_KEYS, gauge, "sumcache_summary_keys", "",                       \
+	    "URLs the summary keeps, claimed or lapsed")                      \
 	X(SUM_SATURATIONS, counter, "sumcache_summary_saturations_total", "", \
 	    "Counter increments lost at the counters' maximum")               \
 	X(SUM_BAD_REMOVES, counter, "sumcache_summary_bad_removes_total", "", \

@@ -166,6 +166,8 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 	    sum_checksum(f->published, f->m) >> 11);
 	metric_single_u64(out, MF_SUM_PENDING, f->changes);
 	metric_single_u64(out, MF_SUM_REBUILDS, st.rebuilds);
+	metric_single_u64(out, MF_SUM_EXPIRED, st.expired);
+	metric_single_u64(out, MF_SUM_KEYS, st.keys);
 	metric_single_u64(out, MF_SUM_SATURATIONS, f->saturations);
 	metric_single_u64(out, MF_SUM_BAD_REMOVES, f->bad_removes);
 

@@ -187,26 +187,18 @@ int peers_reconfigure(struct peers *ps, const struct peers_conf *conf,
 /* Publishes the first (empty) summary and pulls every peer's. */
 void peers_start(struct peers *ps);
 
-/* The store took in an object under key (normalized URL): returns the
- * mark the store keeps with it and gives back when it lets go of it
- * (summary/publisher.h). */
-uint8_t peers_object_added(struct peers *ps, const char *key, size_t len);
-void peers_object_removed(struct peers *ps, const char *key, size_t len,
-    uint8_t mark);
-
 /*
- * Growing the filter (publisher.h's rules). When the cache holds more
- * objects than the filter was sized for, the caller starts a rebuild,
- * hands every stored object to peers_rebuild_walk a bounded number per
- * loop turn, then ends it: the new filter replaces the old one in a new
- * epoch and a full summary goes to every peer. The old filter keeps
- * publishing until then.
+ * The cache took in an object under key (normalized URL), fresh until
+ * expires_ms (wall clock; PUB_FOREVER when unknown), or let one go. The
+ * summary claims the key while a copy is fresh enough for a peer
+ * (summary/publisher.h); claims lapse on a timer. When the filter claims
+ * more keys than it was sized for, it is rebuilt larger from the
+ * publisher's own table, a bounded number of keys per loop turn, then
+ * replaces the old one in a new epoch, announced in full to every peer.
  */
-bool peers_wants_rebuild(const struct peers *ps);
-void peers_rebuild_begin(struct peers *ps);
-void peers_rebuild_walk(struct peers *ps, const char *key, size_t len,
-    uint8_t *mark);
-void peers_rebuild_end(struct peers *ps);
+void peers_object_added(struct peers *ps, const char *key, size_t len,
+    uint64_t expires_ms);
+void peers_object_removed(struct peers *ps, const char *key, size_t len);
 
 /* The summary as it stands goes to every peer in a new epoch, full: the
  * cache was restored from disk (publisher.h, pub_announce). */

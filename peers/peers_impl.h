@@ -110,6 +110,8 @@ struct peers {
 	struct event *publish_ev;     /* publish at the end of this turn */
 	struct event *interval_timer;
 	struct event *probe_timer;
+	struct event *rebuild_ev;     /* a rebuild's next step */
+	struct event *expiry_timer;   /* claims lapse (pub_expire) */
 	uint64_t rejected[REJ_NREASONS];
 	struct ratelog rejlog[REJ_NREASONS];
 	LIST_HEAD(, xfer) xfers;

@@ -343,7 +343,7 @@ disk_ent_forget(struct disk *d, disk_ent e, enum disk_drop why, const char *key,
 	if (flags & E_IN_MEM)
 		d->ev.relinked(d->ev.arg, x->hash, e, 0);
 	else if (flags & E_KNOWN)
-		d->ev.lost(d->ev.arg, key, klen, (flags & E_MARK) != 0);
+		d->ev.lost(d->ev.arg, key, klen);
 }
 
 bool
@@ -587,34 +587,16 @@ disk_in_mem(const struct disk *d, disk_ent e)
 }
 
 void
-disk_set_in_mem(struct disk *d, disk_ent e, bool in_mem, uint8_t mark)
+disk_set_in_mem(struct disk *d, disk_ent e, bool in_mem)
 {
 	struct ent *x = &d->ents[e];
 
 	if (!(x->flags & E_LIVE))
 		return;
-	if (in_mem) {
+	if (in_mem)
 		x->flags |= E_IN_MEM;
-		return;
-	}
-	x->flags &= (uint8_t)~E_IN_MEM;
-	disk_set_mark(d, e, mark);
-}
-
-void
-disk_set_mark(struct disk *d, disk_ent e, uint8_t mark)
-{
-	struct ent *x = &d->ents[e];
-
-	x->flags &= (uint8_t)~E_MARK;
-	if (mark)
-		x->flags |= E_MARK;
-}
-
-uint8_t
-disk_mark(const struct disk *d, disk_ent e)
-{
-	return (d->ents[e].flags & E_MARK) != 0;
+	else
+		x->flags &= (uint8_t)~E_IN_MEM;
 }
 
 const struct disk_stats *

@@ -23,12 +23,12 @@ struct disk;
 typedef uint32_t disk_ent;
 
 struct disk_events {
-	/* The start-up scan indexed a stored object: it joins the cache;
-	 * returns the summary mark it gets. */
-	uint8_t (*found)(void *arg, const char *key, size_t klen);
+	/* The start-up scan indexed a stored object, or a record only the
+	 * disk holds was committed: it joins the cache. */
+	void (*found)(void *arg, const char *key, size_t klen);
 	/* An object only the disk held is gone (its segment was evicted, or
-	 * its record failed a check when read); mark is the one it had. */
-	void (*lost)(void *arg, const char *key, size_t klen, uint8_t mark);
+	 * its record failed a check when read). */
+	void (*lost)(void *arg, const char *key, size_t klen);
 	/* The disk copy of an object memory holds too moved from entry e
 	 * to entry to (re-admitted at an eviction), or is gone (to 0): the
 	 * caller's link to e follows. */
@@ -191,24 +191,9 @@ void disk_drop(struct disk *d, disk_ent e);
  */
 unsigned disk_forget(struct disk *d, const char *key, size_t klen);
 
-/* Memory holds e's object too (promoted), or no longer (demoted, with
- * the summary mark the object has). */
-void disk_set_in_mem(struct disk *d, disk_ent e, bool in_mem, uint8_t mark);
-uint8_t disk_mark(const struct disk *d, disk_ent e);
-void disk_set_mark(struct disk *d, disk_ent e, uint8_t mark);
+/* Memory holds e's object too (promoted), or no longer (demoted). */
+void disk_set_in_mem(struct disk *d, disk_ent e, bool in_mem);
 bool disk_in_mem(const struct disk *d, disk_ent e);
-
-/*
- * The summary's rebuild walk over every committed entry, a segment at a
- * time, oldest first: their keys are read back off the loop, then
- * each(arg, key, klen, e) runs for each entry still there, and done(arg)
- * at the end. The caller finds e's mark where it lives (disk_mark, or
- * memory's copy when disk_in_mem).
- */
-typedef void disk_walk_f(void *arg, const char *key, size_t klen,
-    disk_ent e);
-void disk_walk(struct disk *d, disk_walk_f *each, void (*done)(void *arg),
-    void *arg);
 
 const struct disk_stats *disk_stats(struct disk *d);
 /* The label of a drop reason, for metrics. */

@@ -33,7 +33,6 @@ enum {
 	E_IN_MEM = 4,    /* the memory tier holds the object too, linked */
 	E_KNOWN = 8,     /* the summary counts it (through memory, or the
 	                  * disk's own found()) */
-	E_MARK = 16,     /* the summary's mark, while memory does not hold it */
 	E_VERIFIED = 32, /* its body is known good: checked since start, or
 	                  * written by this process */
 	E_HIT = 64,      /* read since it was written: re-admitted when its

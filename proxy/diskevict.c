@@ -43,7 +43,6 @@ struct evict_job {
 	struct job j;
 	size_t n;
 	uint32_t *offs;
-	uint8_t *marks;
 	char **keys;
 	uint32_t *key_lens;
 	struct seg *head;      /* a reference while ra are copied into it */
@@ -118,7 +117,6 @@ evict_job_free_lists(struct evict_job *ej)
 {
 	free(ej->ra);
 	free(ej->offs);
-	free(ej->marks);
 	free(ej->keys);
 	free(ej->key_lens);
 }
@@ -137,8 +135,7 @@ done_evict(struct iopool_job *pj)
 		/* a key that cannot be read stays in the summary until the
 		 * next rebuild: a false hit, never a wrong answer */
 		if (ej->keys[i] != NULL)
-			d->ev.lost(d->ev.arg, ej->keys[i], ej->key_lens[i],
-			    ej->marks[i]);
+			d->ev.lost(d->ev.arg, ej->keys[i], ej->key_lens[i]);
 		free(ej->keys[i]);
 	}
 	if (ej->j.err != 0)
@@ -186,8 +183,8 @@ readmit(struct disk *d, struct evict_job *ej, struct seg *h, disk_ent e,
 	disk_ent n = disk_ent_new(d, h, x->hash, x->vhash, h->bytes, x->len);
 	if (n == 0)
 		return false;
-	/* the summary's account and mark, and memory's link, move over */
-	d->ents[n].flags |= x->flags & (E_KNOWN | E_MARK | E_IN_MEM);
+	/* the summary's account and memory's link move over */
+	d->ents[n].flags |= x->flags & (E_KNOWN | E_IN_MEM);
 	if (x->flags & E_IN_MEM)
 		d->ev.relinked(d->ev.arg, x->hash, e, n);
 	ej->ra[ej->nra++] = (struct readmit){.e = n, .from = x->off,
@@ -222,8 +219,8 @@ disk_evict_oldest(struct disk *d)
 		hot += (d->ents[e].flags & (E_HIT | E_IN_MEM)) != 0;
 	}
 	if (ej == NULL || (n > 0 && ((ej->offs = calloc(n,
-	    sizeof(*ej->offs))) == NULL || (ej->marks = calloc(n, 1)) ==
-	    NULL || (ej->keys = calloc(n, sizeof(*ej->keys))) == NULL ||
+	    sizeof(*ej->offs))) == NULL ||
+	    (ej->keys = calloc(n, sizeof(*ej->keys))) == NULL ||
 	    (ej->key_lens = calloc(n, sizeof(*ej->key_lens))) == NULL))) {
 		if (ej != NULL)
 			evict_job_free_lists(ej);
@@ -249,7 +246,7 @@ disk_evict_oldest(struct disk *d)
 			d->ev.relinked(d->ev.arg, x.hash, e, 0);
 		} else if (x.flags & E_KNOWN) {
 			ej->offs[ej->n] = x.off;
-			ej->marks[ej->n++] = (x.flags & E_MARK) != 0;
+			ej->n++;
 		}
 	}
 	if (ej->nra > 0) {

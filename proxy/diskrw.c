@@ -150,8 +150,7 @@ disk_write_ended(struct disk *d, struct seg *g, disk_ent e,
 			/* an object only the disk holds joins the cache now */
 			if (!(x->flags & E_KNOWN)) {
 				x->flags |= E_KNOWN;
-				if (d->ev.found(d->ev.arg, key, f->key_len))
-					x->flags |= E_MARK;
+				d->ev.found(d->ev.arg, key, f->key_len);
 			}
 			disk_supersede(d, e, key, f->key_len);
 		} else {

@@ -1,8 +1,7 @@
 /*
  * What the disk tier holds, read back in bulk: opening a cache_dir (its
  * check for -t, its segments listed), the start-up scan that rebuilds the
- * index, and the summary's rebuild walk over every record's key (disk.c
- * gives the model).
+ * index (disk.c gives the model).
  */
 #define _GNU_SOURCE
 #include "disk_impl.h"
@@ -191,8 +190,7 @@ scan_index(struct disk *d, struct seg *g, const struct found *f)
 	d->stats.objects++;
 	d->stats.bytes += x->len;
 	d->stats.scan_records++;
-	if (d->ev.found(d->ev.arg, f->key, f->key_len))
-		x->flags |= E_MARK;
+	d->ev.found(d->ev.arg, f->key, f->key_len);
 }
 
 static void
@@ -254,107 +252,6 @@ scan_next(struct disk *d)
 	d->stats.scanning = false;
 	d->stats.scan_ms = mono_ms() - d->scan_start_ms;
 	d->ev.scanned(d->ev.arg);
-}
-
-/* ---- the summary's rebuild walk ---- */
-
-/* One segment's entries at a time: their keys read back, then handed to
- * the walker if they are still the same entries. */
-struct walk_job {
-	struct job j;
-	size_t n;
-	disk_ent *ents;
-	uint32_t *offs;
-	char **keys;
-	uint32_t *key_lens;
-	disk_walk_f *each;
-	void (*done)(void *arg);
-	void *arg;
-};
-
-static void walk_segment(struct disk *d, uint32_t from_id, disk_walk_f *each,
-    void (*done)(void *arg), void *arg);
-
-static void
-run_walk(struct iopool_job *pj)
-{
-	struct walk_job *wj = (struct walk_job *)pj;
-
-	disk_read_keys(wj->j.g->fd, wj->offs, wj->n, wj->keys, wj->key_lens);
-}
-
-static void
-done_walk(struct iopool_job *pj)
-{
-	struct walk_job *wj = (struct walk_job *)pj;
-	struct disk *d = wj->j.d;
-	uint32_t id = wj->j.g->id;
-
-	for (size_t i = 0; i < wj->n; i++) {
-		if (wj->keys[i] != NULL && disk_ent_is(d, wj->ents[i], id,
-		    wj->offs[i]))
-			wj->each(wj->arg, wj->keys[i], wj->key_lens[i],
-			    wj->ents[i]);
-		free(wj->keys[i]);
-	}
-	free(wj->ents);
-	free(wj->offs);
-	free(wj->keys);
-	free(wj->key_lens);
-	disk_walk_f *each = wj->each;
-	void (*done)(void *) = wj->done;
-	void *arg = wj->arg;
-	disk_job_end(&wj->j);
-	walk_segment(d, id + 1, each, done, arg);
-}
-
-/* Starts the job for the first segment from from_id on with entries to
- * walk, or ends the walk. */
-static void
-walk_segment(struct disk *d, uint32_t from_id, disk_walk_f *each,
-    void (*done)(void *arg), void *arg)
-{
-	for (size_t i = 0; i < d->nsegs && !d->closing; i++) {
-		struct seg *g = d->segs[i];
-		size_t n = 0;
-		if (g->id < from_id)
-			continue;
-		for (uint32_t e = g->ents; e != 0; e = d->ents[e].seg_next)
-			n += (d->ents[e].flags & E_COMMITTED) != 0;
-		if (n == 0)
-			continue;
-		struct walk_job *wj = calloc(1, sizeof(*wj));
-		if (wj == NULL || (wj->ents = calloc(n, sizeof(*wj->ents))) ==
-		    NULL || (wj->offs = calloc(n, sizeof(*wj->offs))) == NULL ||
-		    (wj->keys = calloc(n, sizeof(*wj->keys))) == NULL ||
-		    (wj->key_lens = calloc(n, sizeof(*wj->key_lens))) == NULL) {
-			if (wj != NULL) {
-				free(wj->ents);
-				free(wj->offs);
-				free(wj->keys);
-				free(wj);
-			}
-			break; /* out of memory: the walk ends short */
-		}
-		for (uint32_t e = g->ents; e != 0; e = d->ents[e].seg_next)
-			if (d->ents[e].flags & E_COMMITTED) {
-				wj->ents[wj->n] = e;
-				wj->offs[wj->n++] = d->ents[e].off;
-			}
-		wj->each = each;
-		wj->done = done;
-		wj->arg = arg;
-		disk_job_submit(d, &wj->j, g, run_walk, done_walk);
-		return;
-	}
-	done(arg);
-}
-
-void
-disk_walk(struct disk *d, disk_walk_f *each, void (*done)(void *arg),
-    void *arg)
-{
-	walk_segment(d, 0, each, done, arg);
 }
 
 /* ---- opening and closing ---- */

@@ -33,7 +33,6 @@ struct tiers_wait;
 struct discover;
 struct icpsock;
 struct sqdigest;
-struct feed;
 struct fetch;
 struct tunnel;
 struct status;
@@ -65,7 +64,6 @@ struct server {
 	struct sqdigest *digest; /* digest_generation, or NULL */
 	struct sockaddr_storage listen_addr; /* http_listen, parsed */
 	int listen_len;
-	struct feed *feed;       /* store -> summary, with peers */
 	struct accesslog *log;
 	struct metrics m;
 	struct status *status;   /* samples for /sumcache/status */

@@ -387,7 +387,6 @@ server_fini(struct server *s)
 	tiers_close(s);
 	store_free(&s->store);
 	sqdigest_free(&s->digest);
-	feed_stop(s);
 	peers_free(&s->peers);
 	curlev_free(&s->curl);
 	budget_free(&s->budget);

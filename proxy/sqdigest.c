@@ -35,17 +35,16 @@ changed(struct sqdigest *d, const char *key, size_t klen, bool added)
 		cbf_remove(d->f, &k);
 }
 
-static uint8_t
-on_added(void *arg, const char *key, size_t klen)
+static void
+on_added(void *arg, const char *key, size_t klen, uint64_t expires_ms)
 {
+	(void)expires_ms;
 	changed(arg, key, klen, true);
-	return 0;
 }
 
 static void
-on_removed(void *arg, const char *key, size_t klen, uint8_t mark)
+on_removed(void *arg, const char *key, size_t klen)
 {
-	(void)mark;
 	changed(arg, key, klen, false);
 }
 

@@ -48,8 +48,6 @@ struct store {
 	struct store_obj **buckets;
 	size_t nbuckets; /* power of two */
 	struct store_obj *head, *tail, *hand;
-	struct store_obj *walk;  /* next object of store_walk_next */
-	bool walking;
 	size_t budget;
 	struct store_stats stats;
 	struct store_observer obs[STORE_MAX_OBSERVERS];
@@ -403,8 +401,6 @@ unlink_obj(struct store *s, struct store_obj *o, enum store_exit why)
 	*pp = o->hnext;
 	if (s->hand == o)
 		s->hand = o->newer;
-	if (s->walk == o)
-		s->walk = o->newer;
 	if (o->newer)
 		o->newer->older = o->older;
 	else
@@ -437,26 +433,6 @@ evict_one(struct store *s)
 	s->hand = o->newer;
 	s->stats.evictions++;
 	unlink_obj(s, o, STORE_EVICTED);
-}
-
-void
-store_walk_start(struct store *s)
-{
-	s->walk = s->tail;
-	s->walking = true;
-}
-
-struct store_obj *
-store_walk_next(struct store *s)
-{
-	struct store_obj *o = s->walk;
-
-	if (o == NULL) {
-		s->walking = false;
-		return NULL;
-	}
-	s->walk = o->newer;
-	return o;
 }
 
 void
@@ -549,8 +525,6 @@ store_insert(struct store *s, struct store_obj *o)
 	else
 		s->tail = o;
 	s->head = o;
-	if (s->walking && s->walk == NULL)
-		s->walk = o; /* the walk had reached the end */
 	o->visited = false;
 	o->in_store = true;
 	store_obj_ref(o);

@@ -87,6 +87,17 @@ store_meta_age(const struct store_meta *m, time_t now)
 	return m->initial_age + (resident > 0 ? resident : 0);
 }
 
+/* When the stored response stops being fresh, in wall-clock ms: its
+ * lifetime less the age it had when it arrived, from then. */
+static inline uint64_t
+store_meta_expires_ms(const struct store_meta *m)
+{
+	int64_t left = m->lifetime - m->initial_age;
+	int64_t at = (int64_t)m->response_time + (left > 0 ? left : 0);
+
+	return at > 0 ? (uint64_t)at * 1000 : 0;
+}
+
 /*
  * An immutable stored response. Reference counted: the store holds one
  * reference while the object is in it; a transaction that keeps an object
@@ -99,7 +110,6 @@ struct store_obj {
 	uint32_t refs;
 	bool visited;
 	bool in_store;
-	uint8_t mark;        /* an observer's bookkeeping (summary parity) */
 	uint32_t disk;       /* the disk tier's entry for it, or 0 (tiers.c) */
 	struct store_meta meta;
 	struct store_body *body;
@@ -179,14 +189,6 @@ struct store;
 /* New empty store for budget bytes; NULL on ENOMEM. */
 struct store *store_new(size_t budget);
 void store_free(struct store **s);
-/*
- * One walk over the stored objects, oldest first, that survives removals
- * (the store moves the walk past an object it removes) and reaches the
- * objects inserted while it runs, after the older ones. Starting again
- * restarts it. next returns NULL at the end.
- */
-void store_walk_start(struct store *s);
-struct store_obj *store_walk_next(struct store *s);
 
 /* Adds an observer; at most STORE_MAX_OBSERVERS. Returns 0 or -1. */
 #define STORE_MAX_OBSERVERS 4

@@ -30,8 +30,9 @@
  *   a newer copy commits on disk        the older copies leave, in
  *                                       memory and on disk
  *
- * The summary's mark (the rebuild's parity) moves with the object: kept
- * by memory while it holds the object, by the disk's entry otherwise.
+ * An object's expiry goes to the observers when memory takes it in; a
+ * copy the disk finds by itself (the start-up scan, a large object's
+ * commit) joins without one, claimed by the summary until it leaves.
  *
  * The cost accepted: every object stored is written once, even one that
  * memory alone would have kept until it went stale, and a 304 that
@@ -69,21 +70,18 @@ struct tiers_wait {
 
 /* ---- the account ---- */
 
-static uint8_t
-joined(struct tiers *tr, const char *key, size_t klen)
+static void
+joined(struct tiers *tr, const char *key, size_t klen, uint64_t expires_ms)
 {
-	uint8_t mark = 0;
-
 	for (unsigned i = 0; i < tr->nobs; i++)
-		mark |= tr->obs[i].added(tr->obs[i].arg, key, klen);
-	return mark;
+		tr->obs[i].added(tr->obs[i].arg, key, klen, expires_ms);
 }
 
 static void
-left(struct tiers *tr, const char *key, size_t klen, uint8_t mark)
+left(struct tiers *tr, const char *key, size_t klen)
 {
 	for (unsigned i = 0; i < tr->nobs; i++)
-		tr->obs[i].removed(tr->obs[i].arg, key, klen, mark);
+		tr->obs[i].removed(tr->obs[i].arg, key, klen);
 }
 
 /* ---- what memory tells ---- */
@@ -95,11 +93,10 @@ mem_inserted(void *arg, struct store_obj *o)
 
 	if (o->disk != 0) {
 		/* promoted: the cache had it all along */
-		disk_set_in_mem(tr->disk, o->disk, true, 0);
-		o->mark = disk_mark(tr->disk, o->disk);
+		disk_set_in_mem(tr->disk, o->disk, true);
 		return;
 	}
-	o->mark = joined(tr, o->key, o->key_len);
+	joined(tr, o->key, o->key_len, store_meta_expires_ms(&o->meta));
 }
 
 static void
@@ -112,7 +109,7 @@ mem_removed(void *arg, struct store_obj *o, enum store_exit why)
 		return;
 	case STORE_EVICTED:
 		if (o->disk != 0) {
-			disk_set_in_mem(tr->disk, o->disk, false, o->mark);
+			disk_set_in_mem(tr->disk, o->disk, false);
 			o->disk = 0;
 			return;
 		}
@@ -125,21 +122,21 @@ mem_removed(void *arg, struct store_obj *o, enum store_exit why)
 		}
 		break;
 	}
-	left(tr, o->key, o->key_len, o->mark);
+	left(tr, o->key, o->key_len);
 }
 
 /* ---- what the disk tells ---- */
 
-static uint8_t
+static void
 disk_found(void *arg, const char *key, size_t klen)
 {
-	return joined(arg, key, klen);
+	joined(arg, key, klen, PUB_FOREVER);
 }
 
 static void
-disk_lost(void *arg, const char *key, size_t klen, uint8_t mark)
+disk_lost(void *arg, const char *key, size_t klen)
 {
-	left(arg, key, klen, mark);
+	left(arg, key, klen);
 }
 
 static bool
@@ -358,59 +355,6 @@ tiers_wait_cancel(struct tiers_wait **wp)
 	if (*wp != NULL)
 		(*wp)->arg = NULL;
 	*wp = NULL;
-}
-
-/* ---- the summary's rebuild walk ---- */
-
-struct walk {
-	struct tiers *tr;
-	tiers_walk_f *each;
-	void (*done)(void *arg);
-	void *arg;
-};
-
-static void
-walk_each(void *arg, const char *key, size_t klen, disk_ent e)
-{
-	struct walk *w = arg;
-	struct tiers *tr = w->tr;
-
-	if (disk_in_mem(tr->disk, e)) {
-		struct store_obj *o = store_find_hash(tr->srv->store,
-		    XXH3_64bits(key, klen), linked_to, &e);
-		if (o != NULL)
-			w->each(w->arg, key, klen, &o->mark);
-		return;
-	}
-	uint8_t mark = disk_mark(tr->disk, e);
-	w->each(w->arg, key, klen, &mark);
-	disk_set_mark(tr->disk, e, mark);
-}
-
-static void
-walk_done(void *arg)
-{
-	struct walk *w = arg;
-
-	w->done(w->arg);
-	free(w);
-}
-
-void
-tiers_walk_disk(struct server *s, tiers_walk_f *each, void (*done)(void *arg),
-    void *arg)
-{
-	struct tiers *tr = s->tiers;
-	struct walk *w = tr->disk != NULL ? calloc(1, sizeof(*w)) : NULL;
-
-	if (w == NULL) {
-		/* no disk; or no memory, and the walk ends short: what it
-		 * missed is a false miss until fetched again */
-		done(arg);
-		return;
-	}
-	*w = (struct walk){tr, each, done, arg};
-	disk_walk(tr->disk, walk_each, walk_done, w);
 }
 
 const struct disk_stats *

@@ -11,14 +11,16 @@
 #include <stdint.h>
 
 #include "proxy.h"
+#include "publisher.h"
 #include "store.h"
 
 /* Sees each object join and leave the cache, whichever tier holds it.
- * added returns a mark the cache keeps with the object and gives back
- * to removed; the summary's feed uses it, others return 0. */
+ * expires_ms is when the copy stops being fresh (wall clock), or
+ * PUB_FOREVER when the tier does not know (a copy found on disk). */
 struct tiers_observer {
-	uint8_t (*added)(void *arg, const char *key, size_t klen);
-	void (*removed)(void *arg, const char *key, size_t klen, uint8_t mark);
+	void (*added)(void *arg, const char *key, size_t klen,
+	    uint64_t expires_ms);
+	void (*removed)(void *arg, const char *key, size_t klen);
 	void *arg;
 };
 
@@ -68,18 +70,6 @@ int tiers_peek(struct server *s, const char *key, size_t klen,
     struct store_meta *m);
 /* The caller is gone: done will not be called. Accepts NULL. */
 void tiers_wait_cancel(struct tiers_wait **wait);
-
-/*
- * The summary's rebuild walk, after memory's (store_walk): each object on
- * disk, keys read back off the loop, goes to each(arg, key, klen, &mark)
- * with the mark it keeps wherever it lives; then done(arg). Without a
- * disk, done runs at once. The walk meets objects memory walked already;
- * the mark's parity makes the second visit a no-op (publisher.h).
- */
-typedef void tiers_walk_f(void *arg, const char *key, size_t klen,
-    uint8_t *mark);
-void tiers_walk_disk(struct server *s, tiers_walk_f *each,
-    void (*done)(void *arg), void *arg);
 
 /* The disk tier's counters, or NULL without one. */
 const struct disk_stats *tiers_disk_stats(struct server *s);

@@ -16,15 +16,28 @@
  *     passed since the last publication; the caller checks every
  *     pub_tick_ms.
  *   - Delta or full: whichever encodes smaller (sum_publish).
- *   - Growth. Once the filter holds more entries than it was sized for, a
- *     filter for twice as many is built beside it from a walk over every
- *     stored object, while objects keep coming and going; it then replaces
- *     the old one in a new epoch, announced with a full summary at
- *     sequence 1. Each object carries a mark, the parity of the filter
- *     that counts it; a rebuild flips the parity, so the walk adds each
- *     object exactly once whether it arrived before or during the walk,
- *     and a removal during the walk leaves the new filter only if the
- *     object was already in it.
+ *   - Claims. The filter holds a key while some stored object has it and
+ *     the copy is still fresh enough for a peer to be served it: until its
+ *     expiry minus the publication delay (the mean interval between
+ *     publications, at most the max interval), since peers see a removal
+ *     only when it is published. The publisher keeps each key it was
+ *     given, how many stored objects have it and until when it is
+ *     claimed, in a table of its own with a heap of deadlines:
+ *     pub_expire takes keys out of the filter as their deadline passes
+ *     (O(log n) each, no walk of the store), and a key comes back when an
+ *     object of it is stored again (a revalidation stores a new copy). A
+ *     lapse or a return is a change like any other for the threshold.
+ *     Variants of one URL share a key: it is claimed until the latest
+ *     deadline among them.
+ *   - Growth. Once the filter claims more keys than it was sized for, a
+ *     filter for twice as many is built beside it from a walk over the
+ *     publisher's own table (no store or disk walk, no I/O), a step at a
+ *     time while objects keep coming and going; it then replaces the old
+ *     one in a new epoch, announced with a full summary at sequence 1.
+ *     Each key carries the parity of the filter that counts it; a rebuild
+ *     flips the parity, so the walk adds each claimed key exactly once
+ *     whether it was claimed before or during the walk, and a lapse during
+ *     the walk leaves the new filter only if the key was already in it.
  *   - Epochs are the wall-clock time in microseconds a filter was made,
  *     passed in, and at least one more than the previous epoch: a
  *     restarted node's summaries are newer than anything it sent before,
@@ -73,6 +86,10 @@ struct publication {
 
 struct publisher;
 
+/* An object's expiry when none is known (a copy found on disk at start):
+ * claimed until it leaves the cache. */
+#define PUB_FOREVER UINT64_MAX
+
 /* Objects a cache of cache_bytes is first sized for, at object_bytes an
  * object (the daemon: PUB_OBJECT_BYTES). */
 uint64_t pub_expected_objects(uint64_t cache_bytes, uint64_t object_bytes);
@@ -90,20 +107,34 @@ void pub_free(struct publisher **p);
 void pub_set_pace(struct publisher *p, double threshold,
     uint64_t max_interval_ms);
 
-/* The store took in an object: returns the mark to keep with it. */
-uint8_t pub_added(struct publisher *p, const struct sumkey *k);
-/* The store let go of an object that carries mark. False when the filter
- * cannot hold the key (a caller's mistake, counted in bad_removes). */
-bool pub_removed(struct publisher *p, const struct sumkey *k, uint8_t mark);
+/*
+ * The store took in an object with key k that stays fresh until
+ * expires_ms (PUB_FOREVER: unknown), at now_ms on the same clock. Returns
+ * false on ENOMEM (the object is then in no summary; its removal is a
+ * bad remove).
+ */
+bool pub_added(struct publisher *p, const struct sumkey *k,
+    uint64_t expires_ms, uint64_t now_ms);
+/* The store let go of an object with key k. False when no stored object
+ * has it (a caller's mistake, counted in the filter's bad_removes). */
+bool pub_removed(struct publisher *p, const struct sumkey *k);
+/* Keys whose deadline has passed at now_ms (pub_added's clock) leave
+ * the filter. Returns how many. */
+uint64_t pub_expire(struct publisher *p, uint64_t now_ms);
+/* How often the caller runs pub_expire: a key lapses at most this late. */
+#define PUB_EXPIRE_TICK_MS 1000
+/* How long before expiry a key leaves the filter, now. */
+uint64_t pub_margin_ms(const struct publisher *p);
 
-/* Growth: the caller starts a rebuild when it is wanted, hands every
- * stored object to pub_rebuild_walk (in any number of steps, with adds
- * and removes between them), then ends it. */
+/* Growth: the caller starts a rebuild when it is wanted, calls
+ * pub_rebuild_step until it returns true (with adds, removes and expiry
+ * between the calls), then ends it. */
 bool pub_wants_rebuild(const struct publisher *p);
 bool pub_rebuilding(const struct publisher *p);
 void pub_rebuild_begin(struct publisher *p, uint64_t now_us);
-void pub_rebuild_walk(struct publisher *p, const struct sumkey *k,
-    uint8_t *mark);
+/* Walks at most max keys of the table into the new filter; true once
+ * every key has been walked. */
+bool pub_rebuild_step(struct publisher *p, size_t max);
 /* The new filter takes over: out is the full summary that announces it.
  * Returns 1 (out filled), 0 when no new filter could be made (out
  * untouched, the old one stays), -1 on ENOMEM encoding it. */
@@ -139,6 +170,9 @@ struct pub_stats {
 	uint64_t deltas, fulls;      /* publications of each kind */
 	uint64_t rebuilds;
 	uint64_t last_publish_ms;
+	uint64_t expired;            /* keys that lapsed out of the filter */
+	uint64_t keys;               /* in the table: claimed or not */
+	uint64_t table_bytes;        /* the table's memory */
 };
 void pub_stats(const struct publisher *p, struct pub_stats *out);
 

@@ -31,21 +31,19 @@ obj(const char *key, size_t body_len, char fill)
 }
 
 
-static uint8_t
+static void
 on_found(void *arg, const char *key, size_t klen)
 {
 	(void)key;
 	(void)klen;
 	((struct events *)arg)->found++;
-	return 0;
 }
 
 static void
-on_lost(void *arg, const char *key, size_t klen, uint8_t mark)
+on_lost(void *arg, const char *key, size_t klen)
 {
 	struct events *ev = arg;
 
-	(void)mark;
 	ev->lost++;
 	snprintf(ev->last_lost, sizeof(ev->last_lost), "%.*s", (int)klen, key);
 }

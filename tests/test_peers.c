@@ -131,6 +131,19 @@ Test(peers, remote_hit_through_the_summary_and_no_query_for_misses)
 	    sent_to(b, "peer_request", "c"), 1, "only the one remote hit");
 }
 
+/* GET url through nd with one Accept-Language. */
+static void
+node_get_lang(const struct node *nd, const char *url, const char *lang,
+    struct resp *r)
+{
+	char h[64];
+	const char *extra[] = {h, NULL};
+
+	snprintf(h, sizeof(h), "Accept-Language: %s", lang);
+	http_request_at(nd->host, nd->port, "GET", url, extra, NULL, 0, false,
+	    r);
+}
+
 Test(peers, false_hit_recovers_through_the_origin)
 {
 	struct resp r;
@@ -138,21 +151,51 @@ Test(peers, false_hit_recovers_through_the_origin)
 
 	cluster_start(&env, &cl, 2, NULL, NULL);
 	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
-	/* fresh for one second: then A still holds it (and its summary says
-	 * so) but may not serve it to a peer under only-if-cached */
-	obj_url(url, sizeof(url), "brief", 1);
+	/* A holds the English variant, and its summary claims the URL; a
+	 * French request through B finds no variant to be served at A */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/vary/fh", env.oport);
+	node_get_lang(a, url, "en", &r);
+	resp_free(&r);
+	wait_synced(a, b);
+	node_get_lang(b, url, "fr", &r);
+	cr_assert_eq(r.status, 200, "the client never sees the false hit");
+	cr_assert_str_eq(r.body, "lang=fr\n");
+	resp_free(&r);
+	cr_expect_eq(node_metric(b, "sumcache_peer_false_hits_total"), 1);
+	cr_expect_eq(origin_count(&env, "/vary/fh", NULL), 2);
+	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\"miss\"}"),
+	    1);
+}
+
+/* A copy leaves its node's summary before it expires (by the publication
+ * delay, at most summary_max_interval): while fresh it is a remote hit;
+ * once not, no peer is asked for it, and no false hit is paid. */
+Test(peers, expired_copies_leave_the_summary_before_a_peer_asks)
+{
+	const char *opts[] = {"summary_max_interval=1s", NULL};
+	struct resp r;
+	char url[256];
+
+	cluster_start(&env, &cl, 3, opts, NULL);
+	struct node *a = &cl.nodes[0], *b = &cl.nodes[1], *c = &cl.nodes[2];
+	obj_url(url, sizeof(url), "brief", 4);
 	node_get(a, url, &r);
 	resp_free(&r);
 	wait_synced(a, b);
-	sleep(2);
 	node_get(b, url, &r);
-	cr_assert_eq(r.status, 200, "the client never sees the false hit");
-	cr_assert(strstr(r.body, "brief") != NULL);
 	resp_free(&r);
-	cr_expect_eq(node_metric(b, "sumcache_peer_false_hits_total"), 1);
+	cr_assert_eq(node_metric(b, "sumcache_requests_total{result=\""
+	    "remote_hit\"}"), 1, "claimed while fresh");
+	usleep(4500 * 1000);  /* both copies expired */
+	cr_assert_geq(node_metric(a, "sumcache_summary_expired_total"), 1);
+	node_get(c, url, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	cr_expect_eq(sent_to(c, "peer_request", "a") +
+	    sent_to(c, "peer_request", "b"), 0, "a peer was asked for an "
+	    "expired copy");
+	cr_expect_eq(node_metric(c, "sumcache_peer_false_hits_total"), 0);
 	cr_expect_eq(origin_count(&env, "/obj/brief", NULL), 2);
-	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\"miss\"}"),
-	    1);
 }
 
 static double
@@ -166,8 +209,9 @@ peer_series(const struct node *nd, const char *family, const char *peer)
 
 /* With one peer asked per miss and two claiming, a peer whose claim was
  * false is asked after the one whose claims hold, whatever their RTTs:
- * B's copies are stale (it still claims them), C's fresh. A's first miss
- * only B claims; of the three both claim, A asks C each time. */
+ * B holds the English variants, C the French ones, and A asks in French.
+ * A's first miss only B claims; of the three both claim, A asks C each
+ * time. */
 Test(peers, claims_that_proved_false_are_asked_last)
 {
 	const char *opts[] = {"peers_asked=1", NULL};
@@ -178,28 +222,31 @@ Test(peers, claims_that_proved_false_are_asked_last)
 	cluster_start(&env, &cl, 3, opts, NULL);
 	struct node *a = &cl.nodes[0], *b = &cl.nodes[1], *c = &cl.nodes[2];
 	for (int i = 0; i < 4; i++) {
-		obj_url(url, sizeof(url), names[i], 3);
-		node_get(b, url, &r);
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/vary/%s",
+		    env.oport, names[i]);
+		node_get_lang(b, url, "en", &r);
 		resp_free(&r);
 	}
 	wait_synced(b, a);
 	wait_synced(b, c);
-	usleep(3100 * 1000);  /* B's copies stale, still in its summary */
 	for (int i = 1; i < 4; i++) {
-		obj_url(url, sizeof(url), names[i], 3);
-		node_get(c, url, &r);
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/vary/%s",
+		    env.oport, names[i]);
+		node_get_lang(c, url, "fr", &r);
 		resp_free(&r);
 	}
 	wait_synced(c, a);
 	for (int i = 0; i < 4; i++) {
-		obj_url(url, sizeof(url), names[i], 3);
-		node_get(a, url, &r);
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/vary/%s",
+		    env.oport, names[i]);
+		node_get_lang(a, url, "fr", &r);
 		cr_assert_eq(r.status, 200);
+		cr_assert_str_eq(r.body, "lang=fr\n");
 		resp_free(&r);
 	}
 	cr_expect_eq(sent_to(a, "peer_request", "b") +
 	    sent_to(a, "peer_request", "c"), 4, "one peer asked a miss");
-	cr_expect_eq(origin_count(&env, "/obj/cl1", NULL), 2);
+	cr_expect_eq(origin_count(&env, "/vary/cl1", NULL), 2);
 	cr_expect_eq(peer_series(a, "sumcache_peer_claim_false_hits_total",
 	    "b"), 1, "B was asked again after its false claim");
 	cr_expect_eq(peer_series(a, "sumcache_peer_remote_hits_total", "c"), 3);

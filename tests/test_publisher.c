@@ -63,16 +63,15 @@ Test(publisher, threshold_counts_adds_and_removes)
 	struct publisher *p = pub_new(&c, 1, 0);
 	struct publication pub = {0};
 	struct sumkey k;
-	uint8_t marks[1100];
 
 	cr_assert_not_null(p);
 	cr_assert(!pub_threshold_reached(p), "nothing changed yet");
 	test_key(0, &k);
-	marks[0] = pub_added(p, &k);
+	pub_added(p, &k, PUB_FOREVER, 0);
 	cr_assert(pub_threshold_reached(p), "one change, one entry: due");
 	for (uint64_t i = 1; i < 1000; i++) {
 		test_key(i, &k);
-		marks[i] = pub_added(p, &k);
+		pub_added(p, &k, PUB_FOREVER, 0);
 	}
 	cr_assert_eq(pub_publish(p, 10, &pub), 0);
 	sum_buf_free(&pub.payload);
@@ -80,13 +79,13 @@ Test(publisher, threshold_counts_adds_and_removes)
 	/* 1 % of 1,000 to 1,009 entries is 10 changes (rounded down) */
 	for (uint64_t i = 1000; i < 1009; i++) {
 		test_key(i, &k);
-		marks[i] = pub_added(p, &k);
+		pub_added(p, &k, PUB_FOREVER, 0);
 		cr_assert(!pub_threshold_reached(p), "%llu changes of %llu",
 		    (unsigned long long)(i - 999),
 		    (unsigned long long)pub_filter(p)->entries);
 	}
 	test_key(1009, &k);
-	marks[1009] = pub_added(p, &k);
+	pub_added(p, &k, PUB_FOREVER, 0);
 	cr_assert(pub_threshold_reached(p), "10 changes at 1,010 entries");
 	cr_assert_eq(pub_publish(p, 20, &pub), 0);
 	sum_buf_free(&pub.payload);
@@ -94,7 +93,7 @@ Test(publisher, threshold_counts_adds_and_removes)
 	for (uint64_t i = 0; i < 10; i++) {
 		test_key(i, &k);
 		cr_assert(!pub_threshold_reached(p));
-		cr_assert(pub_removed(p, &k, marks[i]));
+		cr_assert(pub_removed(p, &k));
 	}
 	cr_assert_eq(pub_filter(p)->entries, 1000);
 	cr_assert(pub_threshold_reached(p));
@@ -116,12 +115,12 @@ Test(publisher, max_interval_publishes_only_pending_changes)
 	cr_assert(!pub_interval_due(p, 5000 + 60000), "no changes, not due");
 	for (uint64_t i = 0; i < 100; i++) {
 		test_key(i, &k);
-		pub_added(p, &k);
+		pub_added(p, &k, PUB_FOREVER, 0);
 	}
 	cr_assert_eq(pub_publish(p, 5000, &pub), 0);
 	sum_buf_free(&pub.payload);
 	test_key(100, &k);
-	pub_added(p, &k);
+	pub_added(p, &k, PUB_FOREVER, 0);
 	cr_assert(!pub_threshold_reached(p), "1 change of 101 at 50 %");
 	cr_assert(!pub_interval_due(p, 5999));
 	cr_assert(pub_interval_due(p, 6000));
@@ -130,7 +129,7 @@ Test(publisher, max_interval_publishes_only_pending_changes)
 	cr_assert(!pub_interval_due(p, 9000), "published: nothing pending");
 	c.max_interval_ms = 0;
 	struct publisher *never = pub_new(&c, 1, 0);
-	pub_added(never, &k);
+	pub_added(never, &k, PUB_FOREVER, 0);
 	cr_assert(!pub_interval_due(never, UINT64_MAX / 2), "0: never");
 	pub_free(&never);
 	pub_free(&p);
@@ -142,7 +141,6 @@ Test(publisher, receiver_follows_every_publication)
 	struct publisher *p = pub_new(&c, 77, 0);
 	struct publication pub = {0};
 	struct psum *view = psum_new(SUM_XXH3, pub_filter(p)->m, 4);
-	uint8_t *marks = calloc(30000, 1);
 	struct sumkey k;
 	unsigned fulls = 0, deltas = 0;
 
@@ -152,11 +150,11 @@ Test(publisher, receiver_follows_every_publication)
 	receive(view, &pub);
 	for (uint64_t i = 0; i < 30000; i++) {
 		test_key(i, &k);
-		marks[i] = pub_added(p, &k);
+		pub_added(p, &k, PUB_FOREVER, 0);
 		/* evictions behind the inserts, as a full cache has */
 		if (i >= 10000) {
 			test_key(i - 10000, &k);
-			cr_assert(pub_removed(p, &k, marks[i - 10000]));
+			cr_assert(pub_removed(p, &k));
 		}
 		if (pub_threshold_reached(p)) {
 			cr_assert_eq(pub_publish(p, i, &pub), 0);
@@ -170,7 +168,6 @@ Test(publisher, receiver_follows_every_publication)
 	cr_assert(deltas > 100, "deltas %u", deltas);
 	cr_assert(fulls >= 1, "the early publications are full (%u)", fulls);
 	psum_free(&view);
-	free(marks);
 	pub_free(&p);
 }
 
@@ -199,7 +196,6 @@ Test(publisher, growth_while_objects_come_and_go)
 	struct pub_conf c = conf(0.01, 0, 1024);
 	struct publisher *p = pub_new(&c, 1000, 0);
 	struct publication pub = {0};
-	uint8_t marks[N];
 	bool present[N] = {false};
 	struct sumkey k;
 	size_t next_id = 0;
@@ -208,7 +204,7 @@ Test(publisher, growth_while_objects_come_and_go)
 	for (int round = 0; round < 2; round++) {
 		while (!pub_wants_rebuild(p)) {
 			test_key(next_id, &k);
-			marks[next_id] = pub_added(p, &k);
+			pub_added(p, &k, PUB_FOREVER, 0);
 			present[next_id++] = true;
 		}
 		uint64_t entries = pub_filter(p)->entries;
@@ -217,28 +213,19 @@ Test(publisher, growth_while_objects_come_and_go)
 		pub_rebuild_begin(p, round == 0 ? 5 : old_epoch + 1000);
 		cr_assert(pub_rebuilding(p));
 		cr_assert(!pub_wants_rebuild(p), "one rebuild at a time");
-		/* the walk, in steps, while objects arrive and leave: some
-		 * already walked, some not yet; like the store's, it also
-		 * meets objects that arrived after it began */
-		size_t walked = 0;
-		while (walked < next_id) {
-			for (size_t s = 0; s < 97 && walked < next_id; s++,
-			    walked++)
-				if (present[walked]) {
-					test_key(walked, &k);
-					pub_rebuild_walk(p, &k, &marks[walked]);
-				}
-			if (walked == next_id)
-				break;
+		/* the walk over the publisher's table, in steps, while
+		 * objects arrive and leave: some already walked, some not
+		 * yet, some arriving after it began */
+		while (!pub_rebuild_step(p, 97)) {
 			for (int a = 0; a < 5 && next_id < N; a++) {
 				test_key(next_id, &k);
-				marks[next_id] = pub_added(p, &k);
+				pub_added(p, &k, PUB_FOREVER, 0);
 				present[next_id++] = true;
 			}
 			size_t victim = (size_t)(test_rand() % next_id);
 			if (present[victim]) {
 				test_key(victim, &k);
-				cr_assert(pub_removed(p, &k, marks[victim]));
+				cr_assert(pub_removed(p, &k));
 				present[victim] = false;
 			}
 		}
@@ -262,15 +249,15 @@ Test(publisher, growth_while_objects_come_and_go)
 		receive(view, &pub);
 		cr_assert(next_id < N);
 		test_key(next_id, &k);
-		marks[next_id] = pub_added(p, &k);
+		pub_added(p, &k, PUB_FOREVER, 0);
 		present[next_id++] = true;
 		cr_assert_eq(pub_publish(p, 50, &pub), 0);
 		cr_assert_eq(pub.seq, 2);
 		receive(view, &pub);
 		cr_assert_eq(view->checksum, sum_checksum(f->published, f->m));
 		psum_free(&view);
-		/* marks agree with the filter in use: removing everything
-		 * leaves it empty */
+		/* the table agrees with the filter in use: removing
+		 * everything leaves it empty */
 	}
 	struct pub_stats st;
 	pub_stats(p, &st);
@@ -278,7 +265,7 @@ Test(publisher, growth_while_objects_come_and_go)
 	for (size_t i = 0; i < next_id; i++)
 		if (present[i]) {
 			test_key(i, &k);
-			cr_assert(pub_removed(p, &k, marks[i]));
+			cr_assert(pub_removed(p, &k));
 		}
 	cr_assert_eq(pub_filter(p)->entries, 0);
 	cr_assert_eq(cbf_popcount(pub_filter(p)), 0);
@@ -298,7 +285,7 @@ Test(publisher, announce_starts_a_newer_epoch_with_the_filter_as_is)
 
 	for (uint64_t i = 0; i < 300; i++) {
 		test_key(i, &k);
-		pub_added(p, &k);
+		pub_added(p, &k, PUB_FOREVER, 0);
 	}
 	cr_assert_eq(pub_publish(p, 1, &pub), 0);
 	receive(view, &pub);
@@ -310,13 +297,133 @@ Test(publisher, announce_starts_a_newer_epoch_with_the_filter_as_is)
 	cr_assert_eq(pub.entries, 300);
 	receive(view, &pub);
 	test_key(300, &k);
-	pub_added(p, &k);
+	pub_added(p, &k, PUB_FOREVER, 0);
 	cr_assert_eq(pub_publish(p, 3, &pub), 0);
 	cr_assert_eq(pub.seq, 2);
 	receive(view, &pub);
 	const struct cbf *f = pub_filter(p);
 	cr_assert_eq(view->checksum, sum_checksum(f->published, f->m));
 	psum_free(&view);
+	pub_free(&p);
+}
+
+/* Claims (publisher.h): a key is in the filter while a copy is fresh
+ * enough for a peer, its deadline the expiry less the publication delay,
+ * and comes back when a copy of it is stored again. */
+Test(publisher, claims_lapse_before_expiry_and_come_back)
+{
+	struct pub_conf c = conf(0.01, 60000, 4000);
+	struct publisher *p = pub_new(&c, 1, 0);
+	struct publication pub = {0};
+	struct psum *view = psum_new(SUM_XXH3, pub_filter(p)->m, 4);
+	struct sumkey k, v;
+
+	/* publications every 2 s: the margin follows them */
+	for (uint64_t t = 2000; t <= 10000; t += 2000) {
+		test_key(900000 + t, &k);
+		pub_added(p, &k, PUB_FOREVER, t);
+		cr_assert_eq(pub_publish(p, t, &pub), 0);
+		receive(view, &pub);
+	}
+	cr_assert_eq(pub_margin_ms(p), 2000);
+	uint64_t now = 10000;
+	/* 0: fresh for 30 s; 1: for 1 s, less than the margin: never
+	 * claimed; 2: two variants, fresh for 5 and for 20 s */
+	test_key(0, &k);
+	cr_assert(pub_added(p, &k, now + 30000, now));
+	test_key(1, &k);
+	cr_assert(pub_added(p, &k, now + 1000, now));
+	test_key(2, &v);
+	cr_assert(pub_added(p, &v, now + 5000, now));
+	cr_assert(pub_added(p, &v, now + 20000, now));
+	cr_assert_eq(pub_filter(p)->entries, 5 + 2, "one key for two variants");
+	cr_assert_eq(pub_publish(p, now, &pub), 0);
+	receive(view, &pub);
+	test_key(1, &k);
+	cr_assert(!psum_contains(view, &k), "too short-lived to claim");
+	cr_assert(psum_contains(view, &v));
+
+	/* the later variant's deadline (20 s less the margin) holds */
+	cr_assert_eq(pub_expire(p, now + 17999), 0);
+	cr_assert_eq(pub_expire(p, now + 18000), 1);
+	cr_assert(pub_threshold_reached(p), "a lapse is a change");
+	cr_assert_eq(pub_publish(p, now + 18000, &pub), 0);
+	receive(view, &pub);
+	cr_assert(!psum_contains(view, &v), "the peers see it gone");
+	/* revalidated: the store replaces the copy, and the key is back */
+	cr_assert(pub_removed(p, &v));
+	cr_assert(pub_added(p, &v, now + 60000, now + 18000));
+	cr_assert(pub_removed(p, &v), "one variant left");
+	cr_assert(pub_removed(p, &v));
+	cr_assert(!pub_removed(p, &v), "no object has it now");
+	cr_assert_eq(pub_filter(p)->bad_removes, 1);
+	/* key 0 lapses at 28 s; its removal after that changes nothing */
+	cr_assert_eq(pub_expire(p, now + 28000), 1);
+	uint64_t entries = pub_filter(p)->entries;
+	test_key(0, &k);
+	cr_assert(pub_removed(p, &k));
+	cr_assert_eq(pub_filter(p)->entries, entries);
+	test_key(1, &k);
+	cr_assert(pub_removed(p, &k));
+	struct pub_stats st;
+	pub_stats(p, &st);
+	cr_assert_eq(st.expired, 2);
+	cr_assert_eq(st.keys, 5, "only the never-expiring keys are left");
+	/* the margin never exceeds the max interval */
+	c.max_interval_ms = 500;
+	pub_set_pace(p, 0.01, 500);
+	cr_assert_eq(pub_margin_ms(p), 500);
+	psum_free(&view);
+	pub_free(&p);
+}
+
+/* A rebuild's walk over the table while claims lapse and return: the new
+ * filter counts exactly the keys claimed at its end. */
+Test(publisher, growth_while_claims_lapse)
+{
+	enum { N = 5000 };
+	struct pub_conf c = conf(0.01, 0, 1024);
+	struct publisher *p = pub_new(&c, 1000, 0);
+	struct publication pub = {0};
+	static uint64_t until[N];
+	static bool claimed[N];
+	struct sumkey k;
+	size_t n = 0;
+	uint64_t now = 1000;
+
+	/* each object fresh for ten times its id in ms (no publication
+	 * yet: no margin) */
+	while (!pub_wants_rebuild(p)) {
+		test_key(n, &k);
+		until[n] = now + 10 * n;
+		cr_assert(pub_added(p, &k, until[n], now));
+		n++;
+	}
+	pub_rebuild_begin(p, 5000);
+	while (!pub_rebuild_step(p, 50)) {
+		now += 37;
+		pub_expire(p, now);
+		for (int a = 0; a < 3 && n < N; a++) {
+			test_key(n, &k);
+			until[n] = now + 10 * n;
+			cr_assert(pub_added(p, &k, until[n], now));
+			n++;
+		}
+	}
+	cr_assert_eq(pub_rebuild_end(p, now, &pub), 1);
+	sum_buf_free(&pub.payload);
+	/* the new filter counts what is claimed: not past its deadline */
+	for (size_t i = 0; i < n; i++)
+		claimed[i] = until[i] > now;
+	assert_counts(pub_filter(p), claimed, n);
+	cr_assert_eq(pub_filter(p)->bad_removes, 0);
+	/* everything removed: the filter is empty */
+	for (size_t i = 0; i < n; i++) {
+		test_key(i, &k);
+		cr_assert(pub_removed(p, &k));
+	}
+	cr_assert_eq(pub_filter(p)->entries, 0);
+	cr_assert_eq(cbf_popcount(pub_filter(p)), 0);
 	pub_free(&p);
 }
 

@@ -133,38 +133,6 @@ Test(store, head_fields)
 	store_obj_unref(&o);
 }
 
-static void
-put(struct store *s, const char *key)
-{
-	struct store_obj *o = obj(key, 10, "");
-	cr_assert(store_insert(s, o));
-	store_obj_unref(&o);
-}
-
-Test(store, walk_survives_removals_and_reaches_new_objects)
-{
-	struct store *s = store_new(1 << 20);
-	char seen[64] = "";
-
-	put(s, "http://a/");
-	put(s, "http://b/");
-	put(s, "http://c/");
-	store_walk_start(s);
-	struct store_obj *o = store_walk_next(s);
-	cr_assert_str_eq(o->key, "http://a/", "oldest first");
-	strcat(seen, o->key + 7);
-	/* the next one goes away under the walk; a new one arrives */
-	store_invalidate(s, "http://b/", 9);
-	put(s, "http://d/");
-	while ((o = store_walk_next(s)) != NULL)
-		strcat(seen, o->key + 7);
-	cr_assert_str_eq(seen, "a/c/d/");
-	/* after the end, an insert does not revive a finished walk */
-	put(s, "http://e/");
-	cr_assert_null(store_walk_next(s));
-	store_free(&s);
-}
-
 /* An evicted body that a sender still holds keeps its charge until it is
  * let go: the budget covers what is in memory, not only what is stored. */
 Test(store, evicted_bodies_still_held_stay_charged)

@@ -62,7 +62,6 @@ struct entry {
 	                         * 0 when it was in the last one anyway */
 	double expires;
 	bool visited;
-	uint8_t mark;           /* the publisher's (publisher.h) */
 };
 
 struct proxy {
@@ -217,9 +216,8 @@ rebuild(struct sim *s, unsigned i, double now)
 	struct publication pub = {.payload = s->payload};
 
 	pub_rebuild_begin(x->pub, trace_ms(now) * 1000);
-	for (uint32_t v = x->tail; v != NIL; v = s->e[v].newer)
-		pub_rebuild_walk(x->pub, &s->t->obj[s->e[v].obj].key,
-		    &s->e[v].mark);
+	while (!pub_rebuild_step(x->pub, SIZE_MAX))
+		;
 	int rc = pub_rebuild_end(x->pub, trace_ms(now), &pub);
 	if (rc <= 0)
 		die("out of memory");
@@ -262,7 +260,7 @@ evict(struct sim *s, unsigned i)
 	x->used -= s->t->obj[d->obj].size;
 	map_del(&s->cache, map_key(i, d->obj));
 	if (s->p.mode == MODE_SUMMARY)
-		pub_removed(x->pub, &s->t->obj[d->obj].key, d->mark);
+		pub_removed(x->pub, &s->t->obj[d->obj].key);
 	if (s->p.mode == MODE_SUMMARY && d->pub_seq < x->pubs) {
 		if (x->nghosts == x->ghostcap) {
 			x->ghostcap = x->ghostcap ? 2 * x->ghostcap : 1024;
@@ -300,7 +298,8 @@ store(struct sim *s, unsigned i, uint32_t obj, double expires, double now)
 	map_put(&s->cache, map_key(i, obj), v);
 	if (s->p.mode != MODE_SUMMARY)
 		return;
-	s->e[v].mark = pub_added(x->pub, &o->key);
+	if (!pub_added(x->pub, &o->key, trace_ms(expires), trace_ms(now)))
+		die("out of memory");
 	/* back in the cache before the next publication: still in the view
 	 * as published */
 	uint64_t gk = map_key(i, obj);
@@ -411,8 +410,18 @@ request(struct sim *s, const struct request *r)
 			s->st.local_hits++;
 			return;
 		}
-		/* stale: revalidated at the origin, as sumcache does */
+		/* stale: revalidated at the origin, as sumcache does, which
+		 * stores the refreshed copy in place of the old one */
 		s->e[v].expires = r->time + o->max_age;
+		if (s->p.mode == MODE_SUMMARY) {
+			struct proxy *x = &s->px[i];
+			pub_removed(x->pub, &o->key);
+			if (!pub_added(x->pub, &o->key,
+			    trace_ms(s->e[v].expires), trace_ms(r->time)))
+				die("out of memory");
+			if (pub_threshold_reached(x->pub))
+				publish(s, i, r->time);
+		}
 		return;
 	}
 	if (s->p.mode == MODE_ICP)
@@ -502,6 +511,7 @@ run(const struct trace *t, const struct params *p, struct stats *out)
 	double t0 = monotonic();
 	struct pub_conf pc = sim_pub_conf(p, 0);
 	uint64_t tick = pub_tick_ms(&pc), last_tick = trace_ms(t->req[0].time);
+	uint64_t last_expiry = last_tick;
 
 	memset(s.wire_key, 0x5c, sizeof(s.wire_key));
 	s.px = xcalloc(p->proxies, sizeof(*s.px));
@@ -510,6 +520,15 @@ run(const struct trace *t, const struct params *p, struct stats *out)
 	size_caches(&s);
 	for (size_t r = 0; r < t->nreq; r++) {
 		uint64_t now = trace_ms(t->req[r].time);
+		/* claims lapse as the daemon's expiry timer lets them */
+		if (p->mode == MODE_SUMMARY &&
+		    now >= last_expiry + PUB_EXPIRE_TICK_MS) {
+			last_expiry = now;
+			for (unsigned i = 0; i < p->proxies; i++)
+				if (pub_expire(s.px[i].pub, now) > 0 &&
+				    pub_threshold_reached(s.px[i].pub))
+					publish(&s, i, t->req[r].time);
+		}
 		/* the max interval, checked as often as the daemon does */
 		if (p->mode == MODE_SUMMARY && now - last_tick >= tick &&
 		    now > last_tick) {
