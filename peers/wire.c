@@ -47,14 +47,36 @@ inval_mac(const uint8_t *key, size_t keylen, const uint8_t *data,
 	return ok;
 }
 
+/* Appends a Signed envelope holding the len bytes at msg, as a summary
+ * or as an invalidation, with its MAC, to out. 0, or -1 on ENOMEM. */
+static int
+seal(const uint8_t *msg, size_t len, bool invalidation, const uint8_t *key,
+    size_t keylen, struct sum_buf *out)
+{
+	Sumcache__V1__Signed sig = SUMCACHE__V1__SIGNED__INIT;
+	uint8_t tag[MAC_LEN];
+
+	if (!(invalidation ? inval_mac : mac)(key, keylen, msg, len, tag))
+		return -1;
+	ProtobufCBinaryData *field = invalidation ? &sig.invalidation :
+	    &sig.summary;
+	field->data = (uint8_t *)msg;
+	field->len = len;
+	sig.mac.data = tag;
+	sig.mac.len = MAC_LEN;
+	size_t n = sumcache__v1__signed__get_packed_size(&sig);
+	if (sum_buf_reserve(out, n) < 0)
+		return -1;
+	sumcache__v1__signed__pack(&sig, out->p + out->len);
+	out->len += n;
+	return 0;
+}
+
 int
 wire_encode(const struct wire_summary *s, const uint8_t *key, size_t keylen,
     struct sum_buf *out)
 {
 	Sumcache__V1__Summary sum = SUMCACHE__V1__SUMMARY__INIT;
-	Sumcache__V1__Signed sig = SUMCACHE__V1__SIGNED__INIT;
-	uint8_t tag[MAC_LEN];
-	int rc = -1;
 
 	sum.sender = (char *)s->sender;
 	sum.epoch = s->epoch;
@@ -76,19 +98,7 @@ wire_encode(const struct wire_summary *s, const uint8_t *key, size_t keylen,
 	if (sbytes == NULL)
 		return -1;
 	sumcache__v1__summary__pack(&sum, sbytes);
-	if (!mac(key, keylen, sbytes, slen, tag))
-		goto out;
-	sig.summary.data = sbytes;
-	sig.summary.len = slen;
-	sig.mac.data = tag;
-	sig.mac.len = MAC_LEN;
-	size_t len = sumcache__v1__signed__get_packed_size(&sig);
-	if (sum_buf_reserve(out, len) < 0)
-		goto out;
-	sumcache__v1__signed__pack(&sig, out->p + out->len);
-	out->len += len;
-	rc = 0;
-out:
+	int rc = seal(sbytes, slen, false, key, keylen, out);
 	free(sbytes);
 	return rc;
 }
@@ -205,9 +215,6 @@ wire_encode_invalidation(const char *sender, uint64_t time_us,
     struct sum_buf *out)
 {
 	Sumcache__V1__Invalidation inv = SUMCACHE__V1__INVALIDATION__INIT;
-	Sumcache__V1__Signed sig = SUMCACHE__V1__SIGNED__INIT;
-	uint8_t tag[MAC_LEN];
-	int rc = -1;
 
 	inv.sender = (char *)sender;
 	inv.time_us = time_us;
@@ -218,19 +225,7 @@ wire_encode_invalidation(const char *sender, uint64_t time_us,
 	if (ibytes == NULL)
 		return -1;
 	sumcache__v1__invalidation__pack(&inv, ibytes);
-	if (!inval_mac(key, keylen, ibytes, ilen, tag))
-		goto out;
-	sig.invalidation.data = ibytes;
-	sig.invalidation.len = ilen;
-	sig.mac.data = tag;
-	sig.mac.len = MAC_LEN;
-	size_t len = sumcache__v1__signed__get_packed_size(&sig);
-	if (sum_buf_reserve(out, len) < 0)
-		goto out;
-	sumcache__v1__signed__pack(&sig, out->p + out->len);
-	out->len += len;
-	rc = 0;
-out:
+	int rc = seal(ibytes, ilen, true, key, keylen, out);
 	free(ibytes);
 	return rc;
 }

@@ -144,6 +144,22 @@ serve_summary_pull(struct txn *t)
 	free(b.p);
 }
 
+/* A peer's POSTed message of len bytes, checked as far as it can be
+ * before its body: read whole within peer_timeout into t->peer_msg, then
+ * pages_peer_post_arrived. */
+static void
+read_peer_post(struct txn *t, enum peer_post kind, uint64_t len)
+{
+	t->peer_post = kind;
+	t->peer_msg = malloc(len > 0 ? len : 1);
+	if (t->peer_msg == NULL) {
+		request_error(t, 503, SQ_NONE_NONE, "out of memory", true);
+		return;
+	}
+	client_body_deadline(t->c, t->srv->conf.peer_timeout_ms);
+	client_feed_body(t->c);
+}
+
 /* POST /sumcache/v1/summary: checked before a byte of body is read, then
  * read into a buffer of its declared size within peer_timeout, in all;
  * peers_receive_begin says how much of that may be held at once. */
@@ -170,14 +186,7 @@ start_summary_push(struct txn *t)
 		internal_text(t, status, why);
 		return;
 	}
-	t->peer_post = PEER_POST_SUMMARY;
-	t->peer_msg = malloc(len > 0 ? len : 1);
-	if (t->peer_msg == NULL) {
-		request_error(t, 503, SQ_NONE_NONE, "out of memory", true);
-		return;
-	}
-	client_body_deadline(t->c, s->conf.peer_timeout_ms);
-	client_feed_body(t->c);
+	read_peer_post(t, PEER_POST_SUMMARY, len);
 }
 
 /* POST /sumcache/v1/invalidate: small, from a peer's address only; read
@@ -198,14 +207,8 @@ start_invalidation(struct txn *t)
 		    "of at most 64KB");
 		return;
 	}
-	t->peer_post = PEER_POST_INVALIDATION;
-	t->peer_msg = malloc((size_t)t->req.content_length);
-	if (t->peer_msg == NULL) {
-		request_error(t, 503, SQ_NONE_NONE, "out of memory", true);
-		return;
-	}
-	client_body_deadline(t->c, s->conf.peer_timeout_ms);
-	client_feed_body(t->c);
+	read_peer_post(t, PEER_POST_INVALIDATION,
+	    (uint64_t)t->req.content_length);
 }
 
 /* A peer's invalidation names url: its copies leave, here only (an
