@@ -160,6 +160,8 @@ struct evbuffer;
 	    "fresh enough for a peer")                                        \
 	X(SUM_KEYS, gauge, "sumcache_summary_keys", "",                       \
 	    "URLs the summary keeps, claimed or lapsed")                      \
+	X(SUM_TABLE_BYTES, gauge, "sumcache_summary_table_bytes", "",         \
+	    "Memory of the summary's table of URLs and deadlines")            \
 	X(SUM_SATURATIONS, counter, "sumcache_summary_saturations_total", "", \
 	    "Counter increments lost at the counters' maximum")               \
 	X(SUM_BAD_REMOVES, counter, "sumcache_summary_bad_removes_total", "", \

@@ -168,6 +168,7 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 	metric_single_u64(out, MF_SUM_REBUILDS, st.rebuilds);
 	metric_single_u64(out, MF_SUM_EXPIRED, st.expired);
 	metric_single_u64(out, MF_SUM_KEYS, st.keys);
+	metric_single_u64(out, MF_SUM_TABLE_BYTES, st.table_bytes);
 	metric_single_u64(out, MF_SUM_SATURATIONS, f->saturations);
 	metric_single_u64(out, MF_SUM_BAD_REMOVES, f->bad_removes);
 
