@@ -707,6 +707,42 @@ node_wait_metric(const struct node *nd, const char *series, double want,
 	return wait_metric_at(nd->host, nd->port, series, want, ms);
 }
 
+void
+node_wait_synced(const struct node *from, const struct node *to)
+{
+	double epoch = node_metric(from, "sumcache_summary_epoch");
+	double seq = node_metric(from, "sumcache_summary_sequence");
+
+	for (int waited = 0; waited < 5000; waited += 20) {
+		if (node_peer_metric(to, "sumcache_peer_summary_epoch",
+		    from->name) == epoch && node_peer_metric(to,
+		    "sumcache_peer_summary_sequence", from->name) >= seq)
+			return;
+		usleep(20000);
+	}
+	cr_assert_fail("%s never received %s's summary %g/%g", to->name,
+	    from->name, epoch, seq);
+}
+
+double
+node_sent(const struct node *nd, const char *type, const char *peer)
+{
+	char series[200];
+
+	snprintf(series, sizeof(series), "sumcache_interproxy_messages_total"
+	    "{direction=\"sent\",type=\"%s\",peer=\"%s\"}", type, peer);
+	return node_metric(nd, series);
+}
+
+double
+node_peer_metric(const struct node *nd, const char *family, const char *peer)
+{
+	char series[200];
+
+	snprintf(series, sizeof(series), "%s{peer=\"%s\"}", family, peer);
+	return node_metric(nd, series);
+}
+
 double
 proxy_wait_metric(const struct env *e, const char *series, double want,
     int ms)

@@ -145,6 +145,14 @@ double node_metric(const struct node *nd, const char *series);
 /* Polls node nd's metric until it is >= want or ms pass; returns it. */
 double node_wait_metric(const struct node *nd, const char *series,
     double want, int ms);
+/* Waits (5 s at most, then fails the test) until `to` holds `from`'s
+ * current summary, epoch and sequence. */
+void node_wait_synced(const struct node *from, const struct node *to);
+/* Inter-proxy messages of type nd has sent to peer. */
+double node_sent(const struct node *nd, const char *type, const char *peer);
+/* nd's series family{peer="peer"}. */
+double node_peer_metric(const struct node *nd, const char *family,
+    const char *peer);
 
 /* Whether the file at path gets a line holding n1 and n2 (n2 may be
  * NULL) within ms: logs are written through buffers. */
