@@ -29,6 +29,7 @@
 #include <event2/event.h>
 
 #include "clock.h"
+#include "ratelog.h"
 
 /* An invalidation's arrival is checked against the receiver's clock:
  * older or newer than this, it is refused. */
@@ -122,8 +123,18 @@ invalidate_stop(struct peers *ps)
 void
 peers_invalidate(struct peers *ps, const char *url, size_t len)
 {
-	if (ps->conf.keylen == 0 || len == 0 || len > WIRE_MAX_URL)
+	uint64_t skipped;
+
+	if (ps->conf.keylen == 0 || len == 0)
 		return;  /* no key: no sumcache peer could check it */
+	if (len > WIRE_MAX_URL) {
+		if (ratelog_due(&ps->inval_log, &skipped))
+			fprintf(stderr, "sumcache: a URL of %zu bytes dropped "
+			    "here is not sent to peers (at most %d; %llu more "
+			    "since the last line)\n", len, WIRE_MAX_URL,
+			    (unsigned long long)skipped);
+		return;
+	}
 	if (ps->inval_n == WIRE_MAX_URLS ||
 	    ps->inval_bytes + len > INVAL_MAX_BYTES - 1024)
 		flush(ps);
@@ -180,7 +191,8 @@ peers_receive_invalidation(struct peers *ps, const struct sockaddr *from,
 	p->inval_us = w.time_us;
 	peers_count(p, IPM_RECEIVED, IPM_INVALIDATION, len);
 	for (size_t i = 0; i < w.nurls; i++)
-		drop(arg, w.urls[i], strlen(w.urls[i]));
+		if (!drop(arg, w.urls[i], strlen(w.urls[i])))
+			ps->inval_bad_urls++;
 	ps->inval_applied++;
 	wire_invalidation_clear(&w);
 	return 204;

@@ -200,7 +200,8 @@ struct evbuffer;
 	    "candidates' order)")                                             \
 	X(PEER_INVALIDATIONS, counter,                                        \
 	    "sumcache_peer_invalidations_received_total", "result",           \
-	    "Invalidations from peers, by result (applied, refused)")         \
+	    "Invalidations from peers, by result (applied, refused; bad_url: " \
+	    "a URL in an applied one that does not parse)")                    \
 	X(PEER_DOWNS, counter, "sumcache_peer_downs_total", "peer",           \
 	    "Times the peer was marked down")                                 \
 	X(PEER_FALSE_HITS, counter, "sumcache_peer_false_hits_total", "",     \

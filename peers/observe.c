@@ -208,4 +208,6 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 	    ps->inval_applied);
 	metric_u64(out, MF_PEER_INVALIDATIONS, (const char *[]){"refused"},
 	    ps->inval_refused);
+	metric_u64(out, MF_PEER_INVALIDATIONS, (const char *[]){"bad_url"},
+	    ps->inval_bad_urls);
 }

@@ -277,7 +277,8 @@ void peers_invalidate(struct peers *ps, const char *url, size_t len);
 
 /* The largest invalidation body taken. */
 #define INVAL_MAX_BYTES (64 * 1024)
-typedef void peers_drop_f(void *arg, const char *url, size_t len);
+/* Drops url's copies; false when url is not one (counted as bad_url). */
+typedef bool peers_drop_f(void *arg, const char *url, size_t len);
 /* A POSTed invalidation from from (at most INVAL_MAX_BYTES): checked
  * (address, MAC, sender, time), then drop(arg, URL) for each URL it
  * names. Returns 204, or the status to refuse with and *why. */

@@ -122,6 +122,8 @@ struct peers {
 	struct event *inval_ev;
 	uint64_t inval_us;            /* time of our last invalidation */
 	uint64_t inval_applied, inval_refused;
+	uint64_t inval_bad_urls;      /* in applied ones, not URLs */
+	struct ratelog inval_log;     /* URLs too long to send */
 	uint64_t serials;             /* peers ever added */
 };
 

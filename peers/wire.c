@@ -72,6 +72,40 @@ seal(const uint8_t *msg, size_t len, bool invalidation, const uint8_t *key,
 	return 0;
 }
 
+/* The Signed envelope in in[0..len), holding a summary or an
+ * invalidation as asked and nothing else, with its MAC checked before
+ * anything inside is parsed. On WIRE_OK *sig is the caller's to free;
+ * otherwise it is freed (NULL). */
+static enum wire_err
+open_envelope(const uint8_t *in, size_t len, bool invalidation,
+    const uint8_t *key, size_t keylen, Sumcache__V1__Signed **sig)
+{
+	uint8_t tag[MAC_LEN];
+
+	*sig = NULL;
+	if (len > WIRE_MAX_BYTES)
+		return WIRE_TOO_BIG;
+	Sumcache__V1__Signed *s = sumcache__v1__signed__unpack(NULL, len, in);
+	if (s == NULL)
+		return WIRE_MALFORMED;
+	const ProtobufCBinaryData *body = invalidation ? &s->invalidation :
+	    &s->summary;
+	const ProtobufCBinaryData *other = invalidation ? &s->summary :
+	    &s->invalidation;
+	enum wire_err e = WIRE_OK;
+	if (body->len == 0 || other->len != 0)
+		e = WIRE_MALFORMED;
+	else if (s->mac.len != MAC_LEN || !(invalidation ? inval_mac :
+	    mac)(key, keylen, body->data, body->len, tag) ||
+	    CRYPTO_memcmp(tag, s->mac.data, MAC_LEN) != 0)
+		e = WIRE_BAD_MAC;
+	if (e != WIRE_OK)
+		sumcache__v1__signed__free_unpacked(s, NULL);
+	else
+		*sig = s;
+	return e;
+}
+
 int
 wire_encode(const struct wire_summary *s, const uint8_t *key, size_t keylen,
     struct sum_buf *out)
@@ -176,30 +210,14 @@ wire_decode(const uint8_t *in, size_t len, const uint8_t *key, size_t keylen,
 {
 	Sumcache__V1__Signed *sig = NULL;
 	Sumcache__V1__Summary *sum = NULL;
-	uint8_t tag[MAC_LEN];
-	enum wire_err e;
 
 	memset(s, 0, sizeof(*s));
-	if (len > WIRE_MAX_BYTES)
-		return WIRE_TOO_BIG;
-	sig = sumcache__v1__signed__unpack(NULL, len, in);
-	if (sig == NULL || sig->summary.len == 0 ||
-	    sig->invalidation.len != 0) {
-		e = WIRE_MALFORMED;
-		goto out;
+	enum wire_err e = open_envelope(in, len, false, key, keylen, &sig);
+	if (e == WIRE_OK) {
+		sum = sumcache__v1__summary__unpack(NULL, sig->summary.len,
+		    sig->summary.data);
+		e = sum == NULL ? WIRE_MALFORMED : fields(sum, s);
 	}
-	/* the MAC first: nothing from an unauthenticated sender is parsed
-	 * further than the envelope */
-	if (sig->mac.len != MAC_LEN ||
-	    !mac(key, keylen, sig->summary.data, sig->summary.len, tag) ||
-	    CRYPTO_memcmp(tag, sig->mac.data, MAC_LEN) != 0) {
-		e = WIRE_BAD_MAC;
-		goto out;
-	}
-	sum = sumcache__v1__summary__unpack(NULL, sig->summary.len,
-	    sig->summary.data);
-	e = sum == NULL ? WIRE_MALFORMED : fields(sum, s);
-out:
 	if (e != WIRE_OK)
 		wire_summary_clear(s);
 	if (sum)
@@ -262,28 +280,14 @@ wire_decode_invalidation(const uint8_t *in, size_t len, const uint8_t *key,
 {
 	Sumcache__V1__Signed *sig = NULL;
 	Sumcache__V1__Invalidation *m = NULL;
-	uint8_t tag[MAC_LEN];
-	enum wire_err e;
 
 	memset(inv, 0, sizeof(*inv));
-	if (len > WIRE_MAX_BYTES)
-		return WIRE_TOO_BIG;
-	sig = sumcache__v1__signed__unpack(NULL, len, in);
-	if (sig == NULL || sig->invalidation.len == 0 ||
-	    sig->summary.len != 0) {
-		e = WIRE_MALFORMED;
-		goto out;
+	enum wire_err e = open_envelope(in, len, true, key, keylen, &sig);
+	if (e == WIRE_OK) {
+		m = sumcache__v1__invalidation__unpack(NULL,
+		    sig->invalidation.len, sig->invalidation.data);
+		e = m == NULL ? WIRE_MALFORMED : inval_fields(m, inv);
 	}
-	if (sig->mac.len != MAC_LEN || !inval_mac(key, keylen,
-	    sig->invalidation.data, sig->invalidation.len, tag) ||
-	    CRYPTO_memcmp(tag, sig->mac.data, MAC_LEN) != 0) {
-		e = WIRE_BAD_MAC;
-		goto out;
-	}
-	m = sumcache__v1__invalidation__unpack(NULL, sig->invalidation.len,
-	    sig->invalidation.data);
-	e = m == NULL ? WIRE_MALFORMED : inval_fields(m, inv);
-out:
 	if (e != WIRE_OK)
 		wire_invalidation_clear(inv);
 	if (m)

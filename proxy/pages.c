@@ -213,7 +213,7 @@ start_invalidation(struct txn *t)
 
 /* A peer's invalidation names url: its copies leave, here only (an
  * invalidation is never passed on). */
-static void
+static bool
 drop_for_peer(void *arg, const char *url, size_t len)
 {
 	struct server *s = arg;
@@ -221,9 +221,10 @@ drop_for_peer(void *arg, const char *url, size_t len)
 	const char *why;
 
 	if (url_parse_absolute(url, len, &u, &why) < 0)
-		return;
+		return false;
 	s->m.invalidations += tiers_invalidate(s, u.norm, u.len);
 	url_clear(&u);
+	return true;
 }
 
 void

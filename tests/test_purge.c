@@ -220,6 +220,15 @@ Test(purge, forged_or_replayed_invalidations_change_nothing)
 	node_get(b, url, &r);
 	cr_expect_str_eq(resp_header(&r, "X-Cache"), "MISS from b");
 	resp_free(&r);
+	/* a signed one naming what is no URL: taken, the name counted */
+	struct sum_buf odd = {0};
+	const char *junk[] = {"not a url"};
+	cr_assert_eq(wire_encode_invalidation("a", now_us + 1, junk, 1,
+	    (const uint8_t *)key, strlen(key), &odd), 0);
+	cr_expect_eq(post_invalidation(b, &odd), 204);
+	cr_expect_eq(node_metric(b, "sumcache_peer_invalidations_received_"
+	    "total{result=\"bad_url\"}"), 1);
+	free(odd.p);
 	free(good.p);
 	free(forged.p);
 	free(stranger.p);
