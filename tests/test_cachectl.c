@@ -4,6 +4,7 @@
 
 #include "cachectl.h"
 #include "refresh.h"
+#include "sumtest.h"
 
 static struct http_head
 resp_status(int status, const char *fields)
@@ -23,21 +24,6 @@ static struct http_head
 resp(const char *fields)
 {
 	return resp_status(200, fields);
-}
-
-static struct http_head
-req(const char *fields)
-{
-	static char buf[4096];
-	struct http_head h;
-	const char *why;
-	struct http_limits lim = {4096, 4096, 100};
-
-	snprintf(buf, sizeof(buf), "GET http://a/ HTTP/1.1\r\nHost: a\r\n%s\r\n",
-	    fields);
-	cr_assert_eq(http_parse_request(buf, strlen(buf), &lim, &h, &why), 0,
-	    "%s", why);
-	return h;
 }
 
 Test(cachectl, dates_in_three_forms)
@@ -130,7 +116,7 @@ Test(cachectl, refresh_rules)
 	cr_assert_eq(refresh_find(&rules, "http://mirror/x.deb.sig"), D);
 
 	/* no validators, no freshness: stored only under a rule's MIN */
-	struct http_head q = req(""), h = resp("Date: Sun, 06 Nov 1994 "
+	struct http_head q = test_request(""), h = resp("Date: Sun, 06 Nov 1994 "
 	    "08:49:37 GMT\r\n");
 	cc_parse(&q, true, &qc);
 	cc_parse(&h, false, &cc);
@@ -231,7 +217,7 @@ Test(cachectl, storable_rules)
 		    "max-age=60, no-store, must-understand\r\n", false},
 	};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-		struct http_head q = req(v[i].req),
+		struct http_head q = test_request(v[i].req),
 		    r = resp_status(v[i].status, v[i].resp);
 		struct cc qc, rc;
 		const char *why = "";
@@ -268,7 +254,7 @@ Test(cachectl, request_directives)
 		    CACHECTL_REVALIDATE},
 	};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-		struct http_head q = req(v[i].req);
+		struct http_head q = test_request(v[i].req);
 		struct cc qc;
 		cc_parse(&q, true, &qc);
 		cr_expect_eq(cachectl_judge(v[i].e, &qc), v[i].want, "case %zu",
@@ -294,8 +280,8 @@ stale_by_30(const char *cc)
 Test(cachectl, stale_while_revalidate_and_stale_if_error)
 {
 	struct cc none, asks;
-	struct http_head q = req("");
-	struct http_head qs = req("Cache-Control: stale-if-error=40\r\n");
+	struct http_head q = test_request("");
+	struct http_head qs = test_request("Cache-Control: stale-if-error=40\r\n");
 	cc_parse(&q, true, &none);
 	cc_parse(&qs, true, &asks);
 
@@ -334,7 +320,7 @@ Test(cachectl, stale_while_revalidate_and_stale_if_error)
 static void
 vary_key_of(const char *fields, const char *f, char *key, size_t cap)
 {
-	struct http_head q = req(fields);
+	struct http_head q = test_request(fields);
 	size_t len = 0;
 
 	cr_assert(cachectl_varykey(&q, f, strlen(f), key, cap - 1, &len));
@@ -393,7 +379,7 @@ Test(cachectl, vary_normalises_what_the_rfc_allows)
 
 Test(cachectl, conditionals_and_vary_key)
 {
-	struct http_head q = req("If-None-Match: \"a\", W/\"b\"\r\n"
+	struct http_head q = test_request("If-None-Match: \"a\", W/\"b\"\r\n"
 	    "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
 	    "Accept-Language: en\r\nAccept-Language: fr\r\n");
 	cr_assert(cachectl_not_modified(&q, "\"b\"", 3, -1));
@@ -406,7 +392,7 @@ Test(cachectl, conditionals_and_vary_key)
 	key[len] = '\0';
 	cr_assert_str_eq(key, "accept-language:en,fr\nx-none:\n");
 	http_head_clear(&q);
-	q = req("If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n");
+	q = test_request("If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n");
 	cr_assert(cachectl_not_modified(&q, NULL, 0, 784111777));
 	cr_assert(!cachectl_not_modified(&q, NULL, 0, 784111778));
 	http_head_clear(&q);

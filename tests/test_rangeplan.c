@@ -7,28 +7,14 @@
 #include <event2/buffer.h>
 
 #include "range.h"
-
-static struct http_head
-get(const char *fields)
-{
-	static char buf[4096];
-	struct http_head h;
-	const char *why;
-	struct http_limits lim = {4096, 4096, 100};
-
-	snprintf(buf, sizeof(buf), "GET http://h/x HTTP/1.1\r\nHost: h\r\n%s"
-	    "\r\n", fields);
-	cr_assert_eq(http_parse_request(buf, strlen(buf), &lim, &h, &why), 0,
-	    "%s", why);
-	return h;
-}
+#include "sumtest.h"
 
 static enum range_verdict
 plan(const char *range, uint64_t length, struct range_plan **p)
 {
 	char f[1024];
 	snprintf(f, sizeof(f), "Range: %s\r\n", range);
-	struct http_head h = get(f);
+	struct http_head h = test_request(f);
 	enum range_verdict v = range_plan(&h, length, "\"v1\"", 4, 1000,
 	    "text/plain", 10, p);
 	http_head_clear(&h);
@@ -111,7 +97,7 @@ Test(rangeplan, if_range_needs_the_same_validator)
 	for (size_t i = 0; i < sizeof(c) / sizeof(*c); i++) {
 		char f[256];
 		snprintf(f, sizeof(f), "Range: bytes=1-2\r\n%s", c[i].f);
-		struct http_head h = get(f);
+		struct http_head h = test_request(f);
 		cr_assert_eq(range_plan(&h, 100, "\"v1\"", 4, 1000, NULL, 0, &p),
 		    c[i].v, "%s", c[i].f);
 		range_plan_free(&p);
