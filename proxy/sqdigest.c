@@ -6,14 +6,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../peers/clock.h"
 #include "cbf.h"
+#include "claims.h"
 #include "digest.h"
+#include "publisher.h"
 #include "store.h"
 #include "sumkey.h"
 #include "tiers.h"
 
 struct sqdigest {
-	struct cbf *f;
+	struct cbf *f;           /* counts the claimed keys */
+	struct claims *claims;   /* every key stored, claimed or not */
 	struct sumkey_hasher *md5;
 	uint32_t capacity;
 	uint32_t period_s;
@@ -22,30 +26,33 @@ struct sqdigest {
 	bool warned_full;
 };
 
-static void
-changed(struct sqdigest *d, const char *key, size_t klen, bool added)
-{
-	struct sumkey k;
-
-	if (sumkey_make(d->md5, SUM_METHOD_GET, key, klen, &k) < 0)
-		return;
-	if (added)
-		cbf_add(d->f, &k);
-	else
-		cbf_remove(d->f, &k);
-}
-
+/* A copy is claimed while it will still be fresh when the digest that
+ * lists it expires: until its expiry less a period. */
 static void
 on_added(void *arg, const char *key, size_t klen, uint64_t expires_ms)
 {
-	(void)expires_ms;
-	changed(arg, key, klen, true);
+	struct sqdigest *d = arg;
+	uint64_t period_ms = 1000ull * d->period_s;
+	uint64_t until = expires_ms == PUB_FOREVER ? CLAIMS_FOREVER :
+	    expires_ms > period_ms ? expires_ms - period_ms : 0;
+	struct sumkey k;
+	struct claim *c;
+
+	if (sumkey_make(d->md5, SUM_METHOD_GET, key, klen, &k) == 0 &&
+	    claims_add(d->claims, &k, until, wall_us() / 1000, &c) == 1)
+		cbf_add(d->f, &c->key);
 }
 
 static void
 on_removed(void *arg, const char *key, size_t klen)
 {
-	changed(arg, key, klen, false);
+	struct sqdigest *d = arg;
+	struct sumkey k;
+	struct claim gone;
+
+	if (sumkey_make(d->md5, SUM_METHOD_GET, key, klen, &k) == 0 &&
+	    claims_remove(d->claims, &k, &gone) == 1)
+		cbf_remove(d->f, &gone.key);
 }
 
 struct sqdigest *
@@ -60,8 +67,9 @@ sqdigest_new(struct server *s, uint32_t capacity, uint32_t period_ms)
 	uint64_t m = 8ull * digest_mask_size(capacity, SQDIGEST_BITS_PER_ENTRY);
 	d->f = cbf_new(SUM_SQUID_MD5, m, SUM_SQUID_K, 0);
 	d->md5 = sumkey_hasher_new(SUM_SQUID_MD5);
+	d->claims = claims_new();
 	struct tiers_observer ob = {on_added, on_removed, d};
-	if (d->f == NULL || d->md5 == NULL ||
+	if (d->f == NULL || d->md5 == NULL || d->claims == NULL ||
 	    tiers_observe(s, &ob) < 0) {
 		sqdigest_free(&d);
 		return NULL;
@@ -78,6 +86,7 @@ sqdigest_free(struct sqdigest **dp)
 		return;
 	*dp = NULL;
 	cbf_free(&d->f);
+	claims_free(&d->claims);
 	sumkey_hasher_free(&d->md5);
 	free(d->body.p);
 	free(d);
@@ -88,6 +97,10 @@ sqdigest_get(struct sqdigest *d, time_t now, time_t *made, time_t *expires)
 {
 	if (d->made == 0 || now - d->made >= (time_t)d->period_s) {
 		struct sum_buf b = {0};
+		const struct claim *c;
+		while ((c = claims_lapse(d->claims,
+		    (uint64_t)now * 1000)) != NULL)
+			cbf_remove(d->f, &c->key);
 		if (digest_build(d->f, d->capacity, SQDIGEST_BITS_PER_ENTRY,
 		    &b) == 0) {
 			free(d->body.p);

@@ -3,10 +3,15 @@
  * /squid-internal-periodic/store_digest for Squid siblings.
  *
  * A counting filter with Squid's keys (MD5 of method and URL, k = 4, 5
- * bits per entry) follows every store insert and removal, so it is
- * always exact; the digest served is a copy of its bits taken at most
- * once per period (a copy of the mask: no walk over the store, nothing
- * that blocks the loop), and says so in Expires.
+ * bits per entry) follows every store insert and removal; the digest
+ * served is a copy of its bits taken at most once per period (a copy of
+ * the mask: no walk over the store, nothing that blocks the loop), and
+ * says so in Expires. It lists only copies that will still be fresh when
+ * it expires, as Squid's own digest does: a claims table (claims.h) keeps
+ * each key until its expiry less a period, and the keys whose time has
+ * come leave the filter before each copy. Unlike Squid's hourly rebuild,
+ * which must judge every object at once, a copy stored between renewals
+ * is in the next one without a walk.
  */
 #ifndef SQDIGEST_H
 #define SQDIGEST_H

@@ -6,22 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "claims.h"
 #include "sc_assert.h"
 
-#define NIL UINT32_MAX
-
-/* A key of the table: the stored objects that have it, and until when
- * the filter claims it. */
-struct claim {
-	struct sumkey key;
-	uint64_t until_ms;   /* claimed while now is before it */
-	uint32_t objects;    /* stored objects with this key; 0: a free slot */
-	uint32_t next;       /* hash chain, or the free list */
-	uint32_t heap;       /* place in the deadline heap, or NIL */
-	bool claimed;        /* counted in the filter */
-	uint8_t parity;      /* the filter that counts it, while claimed */
-};
-
+/* The filters a key is counted in go by its claim's tag: the parity of
+ * the filter that counts it, while it is claimed. */
 struct publisher {
 	struct pub_conf conf;
 	struct cbf *local;       /* counts the claimed keys; is published */
@@ -34,211 +23,26 @@ struct publisher {
 	uint64_t last_publish_ms;
 	uint64_t interval_ms;    /* mean interval between publications */
 	uint64_t deltas, fulls, rebuilds, expired;
-	/* the table: slots, hash buckets (a power of two), free slots */
-	struct claim *claims;
-	size_t nclaims, cap;     /* slots used (live or free), allocated */
-	uint32_t *buckets;
-	size_t nbuckets;
-	uint32_t free;
-	size_t keys;             /* live slots */
-	/* claimed keys with a deadline, soonest first */
-	uint32_t *heap;
-	size_t nheap, heapcap;
+	struct claims *claims;   /* every key given, claimed or not */
 };
 
-/* ---- the table ---- */
-
-static size_t
-bucket_of(const struct publisher *p, const struct sumkey *k)
-{
-	uint64_t h;
-
-	memcpy(&h, k->bytes, sizeof(h));
-	return (size_t)(h ^ (h >> 29)) & (p->nbuckets - 1);
-}
-
-static uint32_t
-find(const struct publisher *p, const struct sumkey *k)
-{
-	if (p->nbuckets == 0)
-		return NIL;
-	for (uint32_t i = p->buckets[bucket_of(p, k)]; i != NIL;
-	    i = p->claims[i].next)
-		if (memcmp(p->claims[i].key.bytes, k->bytes,
-		    sizeof(k->bytes)) == 0)
-			return i;
-	return NIL;
-}
-
-/* Twice the buckets, every live slot hashed again. */
-static bool
-grow_buckets(struct publisher *p)
-{
-	size_t n = p->nbuckets ? 2 * p->nbuckets : 1024;
-	uint32_t *b = malloc(n * sizeof(*b));
-
-	if (b == NULL)
-		return false;
-	memset(b, 0xff, n * sizeof(*b));
-	free(p->buckets);
-	p->buckets = b;
-	p->nbuckets = n;
-	for (size_t i = 0; i < p->nclaims; i++) {
-		struct claim *c = &p->claims[i];
-		if (c->objects == 0)
-			continue;
-		size_t at = bucket_of(p, &c->key);
-		c->next = b[at];
-		b[at] = (uint32_t)i;
-	}
-	return true;
-}
-
-static uint32_t
-slot_new(struct publisher *p, const struct sumkey *k)
-{
-	if (p->keys + 1 > p->nbuckets && !grow_buckets(p))
-		return NIL;
-	uint32_t i = p->free;
-	if (i != NIL) {
-		p->free = p->claims[i].next;
-	} else {
-		if (p->nclaims == p->cap) {
-			size_t cap = p->cap ? 2 * p->cap : 1024;
-			struct claim *c = cap < NIL ? realloc(p->claims,
-			    cap * sizeof(*c)) : NULL;
-			if (c == NULL)
-				return NIL;
-			p->claims = c;
-			p->cap = cap;
-		}
-		i = (uint32_t)p->nclaims++;
-	}
-	struct claim *c = &p->claims[i];
-	size_t at = bucket_of(p, k);
-	*c = (struct claim){.key = *k, .heap = NIL, .next = p->buckets[at]};
-	p->buckets[at] = i;
-	p->keys++;
-	return i;
-}
-
+/* A key just claimed: counted in the filter, and in the new one during
+ * a walk. */
 static void
-slot_free(struct publisher *p, uint32_t i)
+count(struct publisher *p, struct claim *c)
 {
-	uint32_t *link = &p->buckets[bucket_of(p, &p->claims[i].key)];
-
-	while (*link != i)
-		link = &p->claims[*link].next;
-	*link = p->claims[i].next;
-	p->claims[i].objects = 0;
-	p->claims[i].next = p->free;
-	p->free = i;
-	p->keys--;
-}
-
-/* ---- the deadline heap ---- */
-
-static bool
-sooner(const struct publisher *p, size_t a, size_t b)
-{
-	return p->claims[p->heap[a]].until_ms < p->claims[p->heap[b]].until_ms;
-}
-
-static void
-heap_swap(struct publisher *p, size_t a, size_t b)
-{
-	uint32_t t = p->heap[a];
-
-	p->heap[a] = p->heap[b];
-	p->heap[b] = t;
-	p->claims[p->heap[a]].heap = (uint32_t)a;
-	p->claims[p->heap[b]].heap = (uint32_t)b;
-}
-
-static void
-heap_fix(struct publisher *p, size_t at)
-{
-	while (at > 0 && sooner(p, at, (at - 1) / 2)) {
-		heap_swap(p, at, (at - 1) / 2);
-		at = (at - 1) / 2;
-	}
-	for (;;) {
-		size_t l = 2 * at + 1, r = l + 1, m = at;
-		if (l < p->nheap && sooner(p, l, m))
-			m = l;
-		if (r < p->nheap && sooner(p, r, m))
-			m = r;
-		if (m == at)
-			return;
-		heap_swap(p, at, m);
-		at = m;
-	}
-}
-
-static bool
-heap_push(struct publisher *p, uint32_t i)
-{
-	if (p->nheap == p->heapcap) {
-		size_t cap = p->heapcap ? 2 * p->heapcap : 1024;
-		uint32_t *h = realloc(p->heap, cap * sizeof(*h));
-		if (h == NULL)
-			return false;
-		p->heap = h;
-		p->heapcap = cap;
-	}
-	p->heap[p->nheap] = i;
-	p->claims[i].heap = (uint32_t)p->nheap++;
-	heap_fix(p, p->nheap - 1);
-	return true;
-}
-
-static void
-heap_remove(struct publisher *p, uint32_t i)
-{
-	size_t at = p->claims[i].heap;
-
-	p->claims[i].heap = NIL;
-	if (at != --p->nheap) {
-		p->heap[at] = p->heap[p->nheap];
-		p->claims[p->heap[at]].heap = (uint32_t)at;
-		heap_fix(p, at);
-	}
-}
-
-/* ---- claiming ---- */
-
-/* The parity a key claimed now gets: the new filter's during a walk. */
-static uint8_t
-claim_parity(const struct publisher *p)
-{
-	return p->rebuilding ? !p->parity : p->parity;
-}
-
-static void
-claim(struct publisher *p, uint32_t i)
-{
-	struct claim *c = &p->claims[i];
-
-	c->claimed = true;
-	c->parity = claim_parity(p);
+	c->tag = p->rebuilding ? !p->parity : p->parity;
 	cbf_add(p->local, &c->key);
 	if (p->rebuilding && p->next != NULL)
 		cbf_add(p->next, &c->key);
-	/* a deadline heap that cannot grow: claimed until it leaves */
-	if (c->until_ms != PUB_FOREVER)
-		heap_push(p, i);
 }
 
+/* A key no longer claimed: in the new filter only if the walk passed it
+ * or it came after. */
 static void
-unclaim(struct publisher *p, uint32_t i)
+uncount(struct publisher *p, const struct claim *c)
 {
-	struct claim *c = &p->claims[i];
-
-	c->claimed = false;
-	if (c->heap != NIL)
-		heap_remove(p, i);
-	/* in the new filter only if the walk passed it or it came after */
-	if (p->rebuilding && p->next != NULL && c->parity != p->parity)
+	if (p->rebuilding && p->next != NULL && c->tag != p->parity)
 		cbf_remove(p->next, &c->key);
 	cbf_remove(p->local, &c->key);
 }
@@ -279,14 +83,14 @@ pub_new(const struct pub_conf *c, uint64_t now_us, uint64_t now_ms)
 	p->capacity = c->expected_objects;
 	p->local = cbf_new(c->scheme, filter_bits(p, c->expected_objects),
 	    c->k, now_us);
-	if (p->local == NULL) {
-		free(p);
+	p->claims = claims_new();
+	if (p->local == NULL || p->claims == NULL) {
+		pub_free(&p);
 		return NULL;
 	}
 	/* sequence 1 is the empty filter, as made */
 	p->seq = 1;
 	p->last_publish_ms = now_ms;
-	p->free = NIL;
 	return p;
 }
 
@@ -300,9 +104,7 @@ pub_free(struct publisher **pp)
 	*pp = NULL;
 	cbf_free(&p->local);
 	cbf_free(&p->next);
-	free(p->claims);
-	free(p->buckets);
-	free(p->heap);
+	claims_free(&p->claims);
 	free(p);
 }
 
@@ -326,40 +128,28 @@ pub_added(struct publisher *p, const struct sumkey *k, uint64_t expires_ms,
     uint64_t now_ms)
 {
 	uint64_t margin = pub_margin_ms(p);
-	uint64_t until = expires_ms == PUB_FOREVER ? PUB_FOREVER :
+	uint64_t until = expires_ms == PUB_FOREVER ? CLAIMS_FOREVER :
 	    expires_ms > margin ? expires_ms - margin : 0;
-	uint32_t i = find(p, k);
+	struct claim *c;
+	int rc = claims_add(p->claims, k, until, now_ms, &c);
 
-	if (i == NIL && (i = slot_new(p, k)) == NIL)
-		return false;
-	struct claim *c = &p->claims[i];
-	c->objects++;
-	if (c->objects > 1 && until <= c->until_ms)
-		return true;  /* a variant: the key's deadline is the latest */
-	c->until_ms = until;
-	if (c->claimed && c->heap != NIL && until == PUB_FOREVER)
-		heap_remove(p, i);
-	else if (c->claimed && c->heap != NIL)
-		heap_fix(p, c->heap);
-	else if (!c->claimed && until > now_ms)
-		claim(p, i);
-	return true;
+	if (rc == 1)
+		count(p, c);
+	return rc >= 0;
 }
 
 bool
 pub_removed(struct publisher *p, const struct sumkey *k)
 {
-	uint32_t i = find(p, k);
+	struct claim gone;
+	int rc = claims_remove(p->claims, k, &gone);
 
-	if (i == NIL) {
+	if (rc < 0) {
 		p->local->bad_removes++;
 		return false;
 	}
-	if (--p->claims[i].objects > 0)
-		return true;
-	if (p->claims[i].claimed)
-		unclaim(p, i);
-	slot_free(p, i);
+	if (rc == 1)
+		uncount(p, &gone);
 	return true;
 }
 
@@ -367,9 +157,10 @@ uint64_t
 pub_expire(struct publisher *p, uint64_t now_ms)
 {
 	uint64_t n = 0;
+	const struct claim *c;
 
-	while (p->nheap > 0 && p->claims[p->heap[0]].until_ms <= now_ms) {
-		unclaim(p, p->heap[0]);
+	while ((c = claims_lapse(p->claims, now_ms)) != NULL) {
+		uncount(p, c);
 		n++;
 	}
 	p->expired += n;
@@ -409,15 +200,17 @@ bool
 pub_rebuild_step(struct publisher *p, size_t max)
 {
 	SC_ASSERT(p->rebuilding);
-	for (; p->walk_at < p->nclaims && max > 0; p->walk_at++, max--) {
-		struct claim *c = &p->claims[p->walk_at];
-		if (c->objects == 0 || !c->claimed || c->parity != p->parity)
+	size_t end = claims_slots(p->claims);
+
+	for (; p->walk_at < end && max > 0; p->walk_at++, max--) {
+		struct claim *c = claims_slot(p->claims, p->walk_at);
+		if (c->objects == 0 || !c->claimed || c->tag != p->parity)
 			continue;
 		if (p->next != NULL)
 			cbf_add(p->next, &c->key);
-		c->parity = !p->parity;
+		c->tag = !p->parity;
 	}
-	return p->walk_at >= p->nclaims;
+	return p->walk_at >= end;
 }
 
 int
@@ -545,9 +338,7 @@ pub_stats(const struct publisher *p, struct pub_stats *out)
 		.rebuilds = p->rebuilds,
 		.last_publish_ms = p->last_publish_ms,
 		.expired = p->expired,
-		.keys = p->keys,
-		.table_bytes = p->cap * sizeof(struct claim) +
-		    p->nbuckets * sizeof(uint32_t) +
-		    p->heapcap * sizeof(uint32_t),
+		.keys = claims_keys(p->claims),
+		.table_bytes = claims_bytes(p->claims),
 	};
 }

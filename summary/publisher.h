@@ -21,14 +21,10 @@
  *     expiry minus the publication delay (the mean interval between
  *     publications, at most the max interval), since peers see a removal
  *     only when it is published. The publisher keeps each key it was
- *     given, how many stored objects have it and until when it is
- *     claimed, in a table of its own with a heap of deadlines:
- *     pub_expire takes keys out of the filter as their deadline passes
- *     (O(log n) each, no walk of the store), and a key comes back when an
- *     object of it is stored again (a revalidation stores a new copy). A
- *     lapse or a return is a change like any other for the threshold.
- *     Variants of one URL share a key: it is claimed until the latest
- *     deadline among them.
+ *     given in a claims table (claims.h): pub_expire takes keys out of
+ *     the filter as their deadline passes, with no walk of the store, and
+ *     a key comes back when an object of it is stored again. A lapse or a
+ *     return is a change like any other for the threshold.
  *   - Growth. Once the filter claims more keys than it was sized for, a
  *     filter for twice as many is built beside it from a walk over the
  *     publisher's own table (no store or disk walk, no I/O), a step at a

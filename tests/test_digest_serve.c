@@ -92,6 +92,79 @@ Test(digest_serve, digest_holds_every_cached_url_and_passes_squids_checks)
 	resp_free(&r);
 }
 
+/* The digest served at t holds a URL only if its copy stays fresh until
+ * the digest expires at t + period (Squid's rule for its hourly digest;
+ * ours follows the store continuously, so it is applied at each copy). */
+static struct psum *
+fetch_digest(struct digest_info *info)
+{
+	char durl[128];
+	struct resp r;
+	struct psum *p = NULL;
+	const char *why = NULL;
+
+	snprintf(durl, sizeof(durl), "http://127.0.0.1:%d/squid-internal-"
+	    "periodic/store_digest", env.pport);
+	http_request(0, "GET", durl, NULL, NULL, 0, false, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_eq(digest_parse((const uint8_t *)r.body, r.len, &p, info,
+	    &why), 0, "refused: %s", why);
+	resp_free(&r);
+	return p;
+}
+
+static bool
+digest_lists(struct psum *p, const char *url)
+{
+	struct sumkey_hasher *h = sumkey_hasher_new(SUM_SQUID_MD5);
+	struct sumkey k;
+
+	cr_assert_eq(sumkey_make(h, SUM_METHOD_GET, url, strlen(url), &k), 0);
+	sumkey_hasher_free(&h);
+	return psum_contains(p, &k);
+}
+
+Test(digest_serve, copies_that_expire_before_the_next_renewal_are_left_out)
+{
+	static const char *const opts[] = {"digest_rebuild_period=3s", NULL};
+	/* fresh for 600 s: listed; for 2 s: never, it expires before the
+	 * first digest does; for 6 s: listed by the first digest, not by
+	 * the one made 3 s later, which outlives it */
+	static const int ages[] = {600, 2, 6};
+	char url[3][5][128];
+	struct resp r;
+	struct digest_info info;
+
+	env_start(&env, opts);
+	for (int a = 0; a < 3; a++)
+		for (int i = 0; i < 5; i++) {
+			snprintf(url[a][i], sizeof(url[a][i]), "http://127.0.0.1:"
+			    "%d/obj/ren%d-%d?max_age=%d", env.oport, a, i,
+			    ages[a]);
+			proxy_get(&env, url[a][i], NULL, &r);
+			cr_assert_eq(r.status, 200);
+			resp_free(&r);
+		}
+	struct psum *p = fetch_digest(&info);
+	cr_expect_eq(info.count, 10);
+	for (int i = 0; i < 5; i++) {
+		cr_expect(digest_lists(p, url[0][i]), "%s missing", url[0][i]);
+		cr_expect(!digest_lists(p, url[1][i]), "%s listed", url[1][i]);
+		cr_expect(digest_lists(p, url[2][i]), "%s missing", url[2][i]);
+	}
+	psum_free(&p);
+
+	usleep(3300 * 1000);
+	p = fetch_digest(&info);
+	cr_expect_eq(info.count, 5);
+	for (int i = 0; i < 5; i++) {
+		cr_expect(digest_lists(p, url[0][i]), "%s missing", url[0][i]);
+		cr_expect(!digest_lists(p, url[2][i]), "%s still listed",
+		    url[2][i]);
+	}
+	psum_free(&p);
+}
+
 Test(digest_serve, off_means_404)
 {
 	static const char *const opts[] = {"digest_generation=off", NULL};
