@@ -389,8 +389,11 @@ grow(struct store *s)
 	s->nbuckets = n;
 }
 
+/* Takes o out of the table, the queue and the stats, and gives up its
+ * hold on its body; release_obj tells the observers and drops the
+ * store's reference. */
 static void
-unlink_obj(struct store *s, struct store_obj *o, enum store_exit why)
+detach_obj(struct store *s, struct store_obj *o)
 {
 	struct store_obj **pp = bucket(s, o->hash);
 
@@ -413,10 +416,22 @@ unlink_obj(struct store *s, struct store_obj *o, enum store_exit why)
 	o->in_store = false;
 	s->stats.objects--;
 	s->stats.bytes -= o->charge;
+	body_left(s, o);
+}
+
+static void
+release_obj(struct store *s, struct store_obj *o, enum store_exit why)
+{
 	for (unsigned i = 0; i < s->nobs; i++)
 		s->obs[i].removed(s->obs[i].arg, o, why);
-	body_left(s, o);
 	store_obj_unref(&o);
+}
+
+static void
+unlink_obj(struct store *s, struct store_obj *o, enum store_exit why)
+{
+	detach_obj(s, o);
+	release_obj(s, o, why);
 }
 
 /* SIEVE: evict the first unvisited object at or after the hand. */
@@ -486,33 +501,11 @@ store_find_hash(struct store *s, uint64_t hash, store_match_f *match,
 	return NULL;
 }
 
-bool
-store_insert(struct store *s, struct store_obj *o)
+/* Puts o at the head of the queue and in the table, and tells the
+ * observers. */
+static void
+link_obj(struct store *s, struct store_obj *o)
 {
-	SC_ASSERT(!o->in_store);
-	if (o->charge > s->budget)
-		return false;
-	/* first, so that a version replacing another with the same body
-	 * (a 304) never pins it on the way */
-	body_entered(o->body);
-	/* replace the same variant */
-	struct store_obj *old = *bucket(s, o->hash), *next;
-	for (; old; old = next) {
-		next = old->hnext;
-		if (same_key(old, o->hash, o->key, o->key_len) &&
-		    old->vary_len == o->vary_len &&
-		    memcmp(store_obj_varykey(old), store_obj_varykey(o),
-			o->vary_len) == 0)
-			unlink_obj(s, old, STORE_REPLACED);
-	}
-	while (s->stats.bytes + s->stats.pinned + o->charge > s->budget) {
-		if (s->tail == NULL) {
-			/* what is still being sent leaves no room */
-			body_left(s, o);
-			return false;
-		}
-		evict_one(s);
-	}
 	if (s->stats.objects >= s->nbuckets)
 		grow(s);
 	struct store_obj **b = bucket(s, o->hash);
@@ -533,7 +526,50 @@ store_insert(struct store *s, struct store_obj *o)
 	s->stats.inserts++;
 	for (unsigned i = 0; i < s->nobs; i++)
 		s->obs[i].inserted(s->obs[i].arg, o);
-	return true;
+}
+
+bool
+store_insert(struct store *s, struct store_obj *o)
+{
+	SC_ASSERT(!o->in_store);
+	if (o->charge > s->budget)
+		return false;
+	/* first, so that a version replacing another with the same body
+	 * (a 304) never pins it on the way */
+	body_entered(o->body);
+	/* replace the same variant: out of the way now, its observers told
+	 * once the new copy is in, so that to them a copy refreshed while
+	 * still claimed never leaves (a summary sees no change) */
+	struct store_obj *old = *bucket(s, o->hash), *next, *replaced = NULL;
+	for (; old; old = next) {
+		next = old->hnext;
+		if (same_key(old, o->hash, o->key, o->key_len) &&
+		    old->vary_len == o->vary_len &&
+		    memcmp(store_obj_varykey(old), store_obj_varykey(o),
+			o->vary_len) == 0) {
+			detach_obj(s, old);
+			old->hnext = replaced;
+			replaced = old;
+		}
+	}
+	bool fits = true;
+	while (fits && s->stats.bytes + s->stats.pinned + o->charge >
+	    s->budget) {
+		if (s->tail == NULL)
+			fits = false;  /* what is still being sent leaves no room */
+		else
+			evict_one(s);
+	}
+	if (fits)
+		link_obj(s, o);
+	else
+		body_left(s, o);
+	for (; replaced != NULL; replaced = next) {
+		next = replaced->hnext;
+		replaced->hnext = NULL;
+		release_obj(s, replaced, STORE_REPLACED);
+	}
+	return fits;
 }
 
 void

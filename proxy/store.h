@@ -157,7 +157,9 @@ bool store_head_find(const struct store_obj *o, const char *name,
 void store_obj_unref(struct store_obj **o);
 
 /* Observers see every object that enters or leaves the store, and why
- * it left. */
+ * it left. A copy replaced by a newer one of its variant is seen leaving
+ * after the newer one entered: to an observer counting keys, a refreshed
+ * key never left. */
 enum store_exit {
 	STORE_EVICTED,     /* to make room */
 	STORE_REPLACED,    /* by a newer copy of the same variant */

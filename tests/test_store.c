@@ -21,6 +21,7 @@ obj(const char *key, size_t body_len, const char *vary)
 
 struct counts {
 	int in, out;
+	int emptied;  /* times the store was left holding none */
 };
 
 static void
@@ -35,7 +36,8 @@ count_out(void *arg, struct store_obj *o, enum store_exit why)
 {
 	(void)o;
 	(void)why;
-	((struct counts *)arg)->out++;
+	struct counts *c = arg;
+	c->emptied += ++c->out == c->in;
 }
 
 Test(store, insert_lookup_replace_and_observe)
@@ -56,6 +58,8 @@ Test(store, insert_lookup_replace_and_observe)
 	cr_assert(store_insert(s, a));
 	store_obj_unref(&a);
 	cr_assert_eq(store_stats(s)->objects, 1, "same variant replaced");
+	cr_assert_eq(c.emptied, 0, "observers saw the new copy enter "
+	    "before the old one left");
 	a = obj("http://a/", 50, "accept-language:fr\n");
 	store_insert(s, a);
 	store_obj_unref(&a);

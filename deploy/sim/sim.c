@@ -411,14 +411,15 @@ request(struct sim *s, const struct request *r)
 			return;
 		}
 		/* stale: revalidated at the origin, as sumcache does, which
-		 * stores the refreshed copy in place of the old one */
+		 * stores the refreshed copy in place of the old one (the
+		 * store tells the new one's arrival first) */
 		s->e[v].expires = r->time + o->max_age;
 		if (s->p.mode == MODE_SUMMARY) {
 			struct proxy *x = &s->px[i];
-			pub_removed(x->pub, &o->key);
 			if (!pub_added(x->pub, &o->key,
 			    trace_ms(s->e[v].expires), trace_ms(r->time)))
 				die("out of memory");
+			pub_removed(x->pub, &o->key);
 			if (pub_threshold_reached(x->pub))
 				publish(s, i, r->time);
 		}
