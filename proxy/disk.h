@@ -24,8 +24,10 @@ typedef uint32_t disk_ent;
 
 struct disk_events {
 	/* The start-up scan indexed a stored object, or a record only the
-	 * disk holds was committed: it joins the cache. */
-	void (*found)(void *arg, const char *key, size_t klen);
+	 * disk holds was committed: it joins the cache, fresh until
+	 * expires_ms (wall clock; store_meta_expires_ms of its meta). */
+	void (*found)(void *arg, const char *key, size_t klen,
+	    uint64_t expires_ms);
 	/* An object only the disk held is gone (its segment was evicted, or
 	 * its record failed a check when read). */
 	void (*lost)(void *arg, const char *key, size_t klen);

@@ -55,6 +55,7 @@ _Static_assert(sizeof(struct ent) == 32, "an index entry is 32 bytes");
 /* A record as a scan or a key file finds it; key is malloc'd. */
 struct found {
 	uint64_t hash;
+	uint64_t expires_ms; /* store_meta_expires_ms; 0 for a tombstone */
 	uint32_t off, len;
 	uint16_t vhash;
 	bool tomb;

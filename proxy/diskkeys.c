@@ -18,10 +18,13 @@
  * it checks a scanned one (record.h), so a segment torn by power loss
  * after its key file reached the disk costs misses, never a wrong answer.
  *
- * The bytes, little-endian: "SCK2", segment id (4), segment length (4),
+ * The bytes, little-endian: "SCK3", segment id (4), segment length (4),
  * entry count (4); per entry record offset (4), record length (4), key
- * length (4), variant hash (2), flags (1: a tombstone), 0 (1), the key;
- * then XXH3-64 of everything before it (8).
+ * length (4), variant hash (2), flags (1: a tombstone), 0 (1), the
+ * object's expiry in wall-clock milliseconds (8, so that the summary
+ * claims a restored copy only while it is fresh), the key; then XXH3-64
+ * of everything before it (8). A key file of an older version is not
+ * trusted: its segment is scanned, and a new one written.
  *
  * Ownership: a segment's list (seg.keys) is the loop's while the segment
  * takes writes; sealing hands it to a job that writes the file and frees
@@ -44,9 +47,9 @@
 
 #include "../summary/bytes.h"
 
-#define KEYS_MAGIC "SCK2"
+#define KEYS_MAGIC "SCK3"
 #define KEYS_HEAD 16
-#define KEYS_ENTRY 16
+#define KEYS_ENTRY 24
 #define KEYS_SUM 8
 /* A key file larger than this is not one of ours. */
 #define KEYS_MAX (1u << 30)
@@ -161,6 +164,7 @@ write_keys(int seg_fd, uint32_t id, struct found *f, size_t n,
 		store_le(p + 12, f[i].vhash, 2);
 		p[14] = f[i].tomb;
 		p[15] = 0;
+		store_le64(p + 16, f[i].expires_ms);
 		memcpy(p + KEYS_ENTRY, f[i].key, f[i].key_len);
 		p += KEYS_ENTRY + f[i].key_len;
 	}
@@ -289,6 +293,7 @@ disk_keys_load(const char *path, uint32_t id, uint64_t seg_len,
 			.key_len = load_le32(p + 8),
 			.vhash = (uint16_t)load_le(p + 12, 2),
 			.tomb = p[14] != 0,
+			.expires_ms = load_le64(p + 16),
 		};
 		p += KEYS_ENTRY;
 		if ((size_t)(end - p) < f.key_len ||

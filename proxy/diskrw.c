@@ -150,7 +150,8 @@ disk_write_ended(struct disk *d, struct seg *g, disk_ent e,
 			/* an object only the disk holds joins the cache now */
 			if (!(x->flags & E_KNOWN)) {
 				x->flags |= E_KNOWN;
-				d->ev.found(d->ev.arg, key, f->key_len);
+				d->ev.found(d->ev.arg, key, f->key_len,
+				    f->expires_ms);
 			}
 			disk_supersede(d, e, key, f->key_len);
 		} else {
@@ -173,6 +174,7 @@ disk_done_write(struct iopool_job *pj)
 		f.key_len = (uint32_t)w->o->key_len;
 		f.vhash = disk_vary_hash(store_obj_varykey(w->o),
 		    w->o->vary_len);
+		f.expires_ms = store_meta_expires_ms(&w->o->meta);
 	} else {
 		f.key_len = (uint32_t)w->tomb_len;
 		f.tomb = true;
@@ -215,6 +217,7 @@ disk_read_record(int fd, uint64_t off, uint32_t len, struct found *f,
 	f->key_len = r.key_len;
 	f->hash = XXH3_64bits(key, r.key_len);
 	f->vhash = disk_vary_hash(key + r.key_len + r.head_len, r.vary_len);
+	f->expires_ms = store_meta_expires_ms(&r.meta);
 	*why = DISK_DROP_CHECKSUM;
 	if (record_body_sum(rec + record_head_len(&r), (size_t)r.body_len) !=
 	    r.body_sum)

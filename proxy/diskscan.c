@@ -74,6 +74,7 @@ scan_keep(struct scan_job *sj, const uint8_t *head, const struct record_info *r,
 		    r->vary_len),
 		.tomb = (r->flags & RECORD_TOMBSTONE) != 0,
 		.key_len = r->key_len,
+		.expires_ms = store_meta_expires_ms(&r->meta),
 	};
 	if (disk_found_push(&sj->found, &sj->n, &sj->cap, &f, key) < 0)
 		sj->nomem = true;
@@ -190,7 +191,7 @@ scan_index(struct disk *d, struct seg *g, const struct found *f)
 	d->stats.objects++;
 	d->stats.bytes += x->len;
 	d->stats.scan_records++;
-	d->ev.found(d->ev.arg, f->key, f->key_len);
+	d->ev.found(d->ev.arg, f->key, f->key_len, f->expires_ms);
 }
 
 static void

@@ -91,7 +91,8 @@ static void
 stream_ended(struct disk_stream *ds)
 {
 	struct found f = {.off = ds->off, .len = ds->len,
-	    .key_len = ds->r.key_len, .vhash = ds->vhash};
+	    .key_len = ds->r.key_len, .vhash = ds->vhash,
+	    .expires_ms = store_meta_expires_ms(&ds->r.meta)};
 
 	ds->d->stats.streams += ds->err == 0;
 	disk_write_ended(ds->d, ds->g, ds->e, &f, ds->key, ds->err);

@@ -30,9 +30,10 @@
  *   a newer copy commits on disk        the older copies leave, in
  *                                       memory and on disk
  *
- * An object's expiry goes to the observers when memory takes it in; a
- * copy the disk finds by itself (the start-up scan, a large object's
- * commit) joins without one, claimed by the summary until it leaves.
+ * An object's expiry goes to the observers with it: from its meta when
+ * memory takes it in, from the record (or the segment's key file) when
+ * the disk finds it by itself (the start-up scan, a large object's
+ * commit).
  *
  * The cost accepted: every object stored is written once, even one that
  * memory alone would have kept until it went stale, and a 304 that
@@ -128,9 +129,9 @@ mem_removed(void *arg, struct store_obj *o, enum store_exit why)
 /* ---- what the disk tells ---- */
 
 static void
-disk_found(void *arg, const char *key, size_t klen)
+disk_found(void *arg, const char *key, size_t klen, uint64_t expires_ms)
 {
-	joined(arg, key, klen, PUB_FOREVER);
+	joined(arg, key, klen, expires_ms);
 }
 
 static void

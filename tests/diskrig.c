@@ -17,7 +17,7 @@ struct store_obj *
 obj(const char *key, size_t body_len, char fill)
 {
 	struct store_body *b = store_body_new(body_len);
-	struct store_meta m = {.status = 200, .response_time = 1700000000,
+	struct store_meta m = {.status = 200, .response_time = OBJ_RESPONSE_TIME,
 	    .initial_age = 3, .lifetime = 600, .must_revalidate = true};
 
 	cr_assert_not_null(b);
@@ -32,11 +32,12 @@ obj(const char *key, size_t body_len, char fill)
 
 
 static void
-on_found(void *arg, const char *key, size_t klen)
+on_found(void *arg, const char *key, size_t klen, uint64_t expires_ms)
 {
 	(void)key;
 	(void)klen;
 	((struct events *)arg)->found++;
+	((struct events *)arg)->expires_wrong += expires_ms != OBJ_EXPIRES_MS;
 }
 
 static void

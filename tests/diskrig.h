@@ -19,6 +19,7 @@
 struct events {
 	int found, lost, unlinked, moved, stale, scanned;
 	char last_lost[256];
+	int expires_wrong;  /* found with another expiry than obj()'s */
 };
 
 struct rig {
@@ -54,6 +55,10 @@ void rig_stop(struct rig *g);
 
 /* An object of key with body_len bytes of fill (one reference). */
 struct store_obj *obj(const char *key, size_t body_len, char fill);
+/* when its copies expire: received at OBJ_RESPONSE_TIME, 3 s old, fresh
+ * for 600 s */
+#define OBJ_RESPONSE_TIME 1700000000
+#define OBJ_EXPIRES_MS ((OBJ_RESPONSE_TIME + 600ull - 3) * 1000)
 /* The i-th test key, and n objects of body bytes from the from-th on,
  * filled with 'a' + i % 26, written and waited for. */
 void key_of(char *buf, size_t len, int i);

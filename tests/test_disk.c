@@ -128,6 +128,7 @@ Test(disk, written_objects_are_found_again_after_a_reopen)
 	RUN_UNTIL(&g, g.ev.scanned == 1);
 	store_n(&g, 0, 200, 5000);
 	RUN_UNTIL(&g, g.ev.found == 200);
+	cr_assert_eq(g.ev.expires_wrong, 0, "committed without its expiry");
 	for (int i = 0; i < 200; i += 37)
 		check_read_back(&g, i, 5000);
 	cr_assert_null(read_back(&g, "http://origin.example/never"));
@@ -136,6 +137,7 @@ Test(disk, written_objects_are_found_again_after_a_reopen)
 	RUN_UNTIL(&g, g.ev.scanned == 1);
 	cr_assert_eq(g.ev.found, 200, "the scan found %d", g.ev.found);
 	cr_assert_eq(disk_stats(g.d)->objects, 200);
+	cr_assert_eq(g.ev.expires_wrong, 0, "found without their expiry");
 	for (int i = 0; i < 200; i++)
 		check_read_back(&g, i, 5000);
 	rig_stop(&g);
@@ -384,6 +386,7 @@ Test(disk, a_start_reads_key_files_and_scans_past_a_bad_one)
 	    (unsigned long long)st->scan_from_keys, (unsigned long long)segs);
 	cr_assert_eq(g.ev.found - g.ev.lost, 599);
 	cr_assert_eq(st->objects, 599);
+	cr_assert_eq(g.ev.expires_wrong, 0, "key files lost the expiry");
 	cr_assert_null(read_back(&g, key));
 	for (int i = 0; i < 600; i += 61) {
 		if (i != 7)
@@ -409,6 +412,7 @@ Test(disk, a_start_reads_key_files_and_scans_past_a_bad_one)
 	cr_assert_eq(st->scan_from_keys, st->scan_segments - 1);
 	cr_assert_eq(st->keys_errors, 1, "the bad key file is not counted");
 	cr_assert_eq(st->objects, 599);
+	cr_assert_eq(g.ev.expires_wrong, 0, "the scan lost the expiry");
 	key_of(key, sizeof(key), 0);
 	struct store_obj *o = read_back(&g, key);
 	check_body(o, 9000, 0);
