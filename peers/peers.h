@@ -189,7 +189,7 @@ void peers_start(struct peers *ps);
 
 /*
  * The cache took in an object under key (normalized URL), fresh until
- * expires_ms (wall clock; PUB_FOREVER when unknown), or let one go. The
+ * expires_ms (wall clock), or let one go. The
  * summary claims the key while a copy is fresh enough for a peer
  * (summary/publisher.h); claims lapse on a timer. When the filter claims
  * more keys than it was sized for, it is rebuilt larger from the

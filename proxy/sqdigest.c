@@ -10,7 +10,6 @@
 #include "cbf.h"
 #include "claims.h"
 #include "digest.h"
-#include "publisher.h"
 #include "store.h"
 #include "sumkey.h"
 #include "tiers.h"
@@ -33,7 +32,7 @@ on_added(void *arg, const char *key, size_t klen, uint64_t expires_ms)
 {
 	struct sqdigest *d = arg;
 	uint64_t period_ms = 1000ull * d->period_s;
-	uint64_t until = expires_ms == PUB_FOREVER ? CLAIMS_FOREVER :
+	uint64_t until = expires_ms == CLAIMS_FOREVER ? CLAIMS_FOREVER :
 	    expires_ms > period_ms ? expires_ms - period_ms : 0;
 	struct sumkey k;
 	struct claim *c;

@@ -11,12 +11,10 @@
 #include <stdint.h>
 
 #include "proxy.h"
-#include "publisher.h"
 #include "store.h"
 
 /* Sees each object join and leave the cache, whichever tier holds it.
- * expires_ms is when the copy stops being fresh (wall clock), or
- * PUB_FOREVER when the tier does not know (a copy found on disk). */
+ * expires_ms is when the copy stops being fresh (wall clock). */
 struct tiers_observer {
 	void (*added)(void *arg, const char *key, size_t klen,
 	    uint64_t expires_ms);

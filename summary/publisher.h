@@ -46,6 +46,7 @@
 #include <stdint.h>
 
 #include "cbf.h"
+#include "claims.h"
 #include "psum.h"
 
 /* Filters are sized for cache bytes / PUB_OBJECT_BYTES objects: small
@@ -82,10 +83,6 @@ struct publication {
 
 struct publisher;
 
-/* An object's expiry when none is known (a copy found on disk at start):
- * claimed until it leaves the cache. */
-#define PUB_FOREVER UINT64_MAX
-
 /* Objects a cache of cache_bytes is first sized for, at object_bytes an
  * object (the daemon: PUB_OBJECT_BYTES). */
 uint64_t pub_expected_objects(uint64_t cache_bytes, uint64_t object_bytes);
@@ -105,7 +102,7 @@ void pub_set_pace(struct publisher *p, double threshold,
 
 /*
  * The store took in an object with key k that stays fresh until
- * expires_ms (PUB_FOREVER: unknown), at now_ms on the same clock. Returns
+ * expires_ms (CLAIMS_FOREVER: never), at now_ms on the same clock. Returns
  * false on ENOMEM (the object is then in no summary; its removal is a
  * bad remove).
  */

@@ -67,11 +67,11 @@ Test(publisher, threshold_counts_adds_and_removes)
 	cr_assert_not_null(p);
 	cr_assert(!pub_threshold_reached(p), "nothing changed yet");
 	test_key(0, &k);
-	pub_added(p, &k, PUB_FOREVER, 0);
+	pub_added(p, &k, CLAIMS_FOREVER, 0);
 	cr_assert(pub_threshold_reached(p), "one change, one entry: due");
 	for (uint64_t i = 1; i < 1000; i++) {
 		test_key(i, &k);
-		pub_added(p, &k, PUB_FOREVER, 0);
+		pub_added(p, &k, CLAIMS_FOREVER, 0);
 	}
 	cr_assert_eq(pub_publish(p, 10, &pub), 0);
 	sum_buf_free(&pub.payload);
@@ -79,13 +79,13 @@ Test(publisher, threshold_counts_adds_and_removes)
 	/* 1 % of 1,000 to 1,009 entries is 10 changes (rounded down) */
 	for (uint64_t i = 1000; i < 1009; i++) {
 		test_key(i, &k);
-		pub_added(p, &k, PUB_FOREVER, 0);
+		pub_added(p, &k, CLAIMS_FOREVER, 0);
 		cr_assert(!pub_threshold_reached(p), "%llu changes of %llu",
 		    (unsigned long long)(i - 999),
 		    (unsigned long long)pub_filter(p)->entries);
 	}
 	test_key(1009, &k);
-	pub_added(p, &k, PUB_FOREVER, 0);
+	pub_added(p, &k, CLAIMS_FOREVER, 0);
 	cr_assert(pub_threshold_reached(p), "10 changes at 1,010 entries");
 	cr_assert_eq(pub_publish(p, 20, &pub), 0);
 	sum_buf_free(&pub.payload);
@@ -115,12 +115,12 @@ Test(publisher, max_interval_publishes_only_pending_changes)
 	cr_assert(!pub_interval_due(p, 5000 + 60000), "no changes, not due");
 	for (uint64_t i = 0; i < 100; i++) {
 		test_key(i, &k);
-		pub_added(p, &k, PUB_FOREVER, 0);
+		pub_added(p, &k, CLAIMS_FOREVER, 0);
 	}
 	cr_assert_eq(pub_publish(p, 5000, &pub), 0);
 	sum_buf_free(&pub.payload);
 	test_key(100, &k);
-	pub_added(p, &k, PUB_FOREVER, 0);
+	pub_added(p, &k, CLAIMS_FOREVER, 0);
 	cr_assert(!pub_threshold_reached(p), "1 change of 101 at 50 %");
 	cr_assert(!pub_interval_due(p, 5999));
 	cr_assert(pub_interval_due(p, 6000));
@@ -129,7 +129,7 @@ Test(publisher, max_interval_publishes_only_pending_changes)
 	cr_assert(!pub_interval_due(p, 9000), "published: nothing pending");
 	c.max_interval_ms = 0;
 	struct publisher *never = pub_new(&c, 1, 0);
-	pub_added(never, &k, PUB_FOREVER, 0);
+	pub_added(never, &k, CLAIMS_FOREVER, 0);
 	cr_assert(!pub_interval_due(never, UINT64_MAX / 2), "0: never");
 	pub_free(&never);
 	pub_free(&p);
@@ -150,7 +150,7 @@ Test(publisher, receiver_follows_every_publication)
 	receive(view, &pub);
 	for (uint64_t i = 0; i < 30000; i++) {
 		test_key(i, &k);
-		pub_added(p, &k, PUB_FOREVER, 0);
+		pub_added(p, &k, CLAIMS_FOREVER, 0);
 		/* evictions behind the inserts, as a full cache has */
 		if (i >= 10000) {
 			test_key(i - 10000, &k);
@@ -204,7 +204,7 @@ Test(publisher, growth_while_objects_come_and_go)
 	for (int round = 0; round < 2; round++) {
 		while (!pub_wants_rebuild(p)) {
 			test_key(next_id, &k);
-			pub_added(p, &k, PUB_FOREVER, 0);
+			pub_added(p, &k, CLAIMS_FOREVER, 0);
 			present[next_id++] = true;
 		}
 		uint64_t entries = pub_filter(p)->entries;
@@ -219,7 +219,7 @@ Test(publisher, growth_while_objects_come_and_go)
 		while (!pub_rebuild_step(p, 97)) {
 			for (int a = 0; a < 5 && next_id < N; a++) {
 				test_key(next_id, &k);
-				pub_added(p, &k, PUB_FOREVER, 0);
+				pub_added(p, &k, CLAIMS_FOREVER, 0);
 				present[next_id++] = true;
 			}
 			size_t victim = (size_t)(test_rand() % next_id);
@@ -249,7 +249,7 @@ Test(publisher, growth_while_objects_come_and_go)
 		receive(view, &pub);
 		cr_assert(next_id < N);
 		test_key(next_id, &k);
-		pub_added(p, &k, PUB_FOREVER, 0);
+		pub_added(p, &k, CLAIMS_FOREVER, 0);
 		present[next_id++] = true;
 		cr_assert_eq(pub_publish(p, 50, &pub), 0);
 		cr_assert_eq(pub.seq, 2);
@@ -285,7 +285,7 @@ Test(publisher, announce_starts_a_newer_epoch_with_the_filter_as_is)
 
 	for (uint64_t i = 0; i < 300; i++) {
 		test_key(i, &k);
-		pub_added(p, &k, PUB_FOREVER, 0);
+		pub_added(p, &k, CLAIMS_FOREVER, 0);
 	}
 	cr_assert_eq(pub_publish(p, 1, &pub), 0);
 	receive(view, &pub);
@@ -297,7 +297,7 @@ Test(publisher, announce_starts_a_newer_epoch_with_the_filter_as_is)
 	cr_assert_eq(pub.entries, 300);
 	receive(view, &pub);
 	test_key(300, &k);
-	pub_added(p, &k, PUB_FOREVER, 0);
+	pub_added(p, &k, CLAIMS_FOREVER, 0);
 	cr_assert_eq(pub_publish(p, 3, &pub), 0);
 	cr_assert_eq(pub.seq, 2);
 	receive(view, &pub);
@@ -321,7 +321,7 @@ Test(publisher, claims_lapse_before_expiry_and_come_back)
 	/* publications every 2 s: the margin follows them */
 	for (uint64_t t = 2000; t <= 10000; t += 2000) {
 		test_key(900000 + t, &k);
-		pub_added(p, &k, PUB_FOREVER, t);
+		pub_added(p, &k, CLAIMS_FOREVER, t);
 		cr_assert_eq(pub_publish(p, t, &pub), 0);
 		receive(view, &pub);
 	}
