@@ -87,6 +87,25 @@ check "more bits per entry, fewer false positives" \
   is "$(get summary 16 bloom_fp_pct)" "$(get summary 8 bloom_fp_pct)" \
      'a < b / 4'
 
+# a publication delay: the same summaries, seen late, so peers are asked
+# for copies evicted or expired meanwhile
+"$build/sumcache-sim" --proxies 8 --bits 16 --filter-for mean --modes summary \
+  --delay 10 --csv "$dir/trace.log" >"$dir/delay.csv" 2>>"$dir/sim.err"
+delayed() {
+  awk -F, -v col="$1" 'NR == 1 { for (i = 1; i <= NF; i++) at[$i] = i; next }
+    { print $(at[col]); exit }' "$dir/delay.csv"
+}
+echo "  false hits: $(get summary 16 false_hit_pct) % at once," \
+  "$(delayed false_hit_pct) % with summaries 10 s late"
+check "the delayed run says its delay" is "$(delayed delay_s)" 'a == 10'
+check "summaries 10 s late make more false hits" \
+  is "$(delayed false_hit_pct)" "$(get summary 16 false_hit_pct)" 'a > 2 * b'
+check "... and fewer remote hits" \
+  is "$(delayed remote_hit_pct)" "$(get summary 16 remote_hit_pct)" 'a < b'
+check "... from as many publications as at once" \
+  is "$(delayed publications)" "$(get summary 16 publications)" \
+     '(a - b) < b / 50 && (b - a) < b / 50'
+
 # a malformed line is an error with its place, not a shorter trace
 { head -n 10 "$dir/trace.log"; echo "not a log line"; } >"$dir/bad.log"
 "$build/sumcache-sim" --proxies 2 "$dir/bad.log" >/dev/null 2>"$dir/bad.err"

@@ -13,7 +13,8 @@
  * each insert and eviction; the message is the real Signed envelope
  * (peers/wire.c); the receivers' view is a struct psum fed by
  * psum_load_full / psum_apply_delta. Only the sockets are missing: a
- * message arrives the moment it is sent. The order claimants are asked in
+ * message arrives --delay seconds of trace time after it is sent (0: the
+ * moment it is sent), in the order sent. The order claimants are asked in
  * (claim_before, each proxy keeping its own false-hit rate of each peer;
  * no RTT here, so ties keep ring order), their number (--peers-asked, the
  * daemon's peers_asked) and ICP's freshness rule (ICP_HIT_FRESH) are the
@@ -64,15 +65,30 @@ struct entry {
 	bool visited;
 };
 
+/* An object evicted while the proxy had made `pubs` publications: in the
+ * view until publication pubs + 1, which says so, arrives. */
+struct ghost {
+	uint32_t obj;
+	uint32_t pubs;
+};
+
 struct proxy {
 	uint64_t used, cap;     /* bytes */
 	uint32_t head, tail, hand;  /* newest, oldest, SIEVE hand */
 	struct publisher *pub;
 	struct psum *view;      /* what every peer holds of this proxy */
-	uint32_t pubs;          /* publications so far */
-	double pub_fpr;         /* (1 - e^(-kn/m))^k at that publication */
-	uint32_t *ghosts;       /* published, evicted since: in the view */
-	size_t nghosts, ghostcap;
+	uint32_t pubs;          /* publications made so far */
+	uint32_t arrived;       /* of them, those in the view */
+	double pub_fpr;         /* (1 - e^(-kn/m))^k at the last arrived */
+	struct ghost *ghosts;   /* in eviction order, from ghost_at */
+	size_t ghost_at, nghosts, ghostcap;
+};
+
+/* A publication on its way: its payload is its own. */
+struct flight {
+	double at;              /* trace time it arrives */
+	unsigned from;
+	struct publication pub;
 };
 
 struct sim {
@@ -83,7 +99,9 @@ struct sim {
 	size_t ne, ecap;
 	uint32_t efree;         /* free list through .newer */
 	struct map cache;       /* (proxy, object) -> entry */
-	struct map ghost;       /* (proxy, object) -> 1 */
+	struct map ghost;       /* (proxy, object) -> its ghost's pubs */
+	struct flight *fl;      /* in flight, oldest first from fl_at */
+	size_t fl_at, nfl, flcap;
 	struct stats st;
 	struct sum_buf payload, msg;
 	uint8_t wire_key[32];
@@ -159,12 +177,51 @@ trace_ms(double t)
 	return t > 0 ? (uint64_t)(t * 1000) : 0;
 }
 
-/* Sends publication pub of proxy i to each of the other proxies, in the
- * real Signed envelope, and updates what they hold of it. */
+/* Publication pub of proxy i arrives: what the others hold of i is
+ * updated, and the ghosts it removes leave the view. */
 static void
-send_summary(struct sim *s, unsigned i, struct publication *pub)
+arrive(struct sim *s, unsigned i, const struct publication *pub)
 {
 	struct proxy *x = &s->px[i];
+
+	int rc = pub->full ? psum_load_full(x->view, pub->scheme, pub->m,
+	    pub->k, pub->epoch, pub->seq, pub->payload.p, pub->payload.len,
+	    pub->checksum) : psum_apply_delta(x->view, pub->epoch, pub->seq,
+	    pub->payload.p, pub->payload.len, pub->checksum);
+	if (rc != 0)
+		die("a summary did not decode to what was published");
+	x->arrived++;
+	double n = (double)pub->entries, m = (double)pub->m;
+	x->pub_fpr = pow(1 - exp(-(double)pub->k * n / m), pub->k);
+	probe_absent(s, x);
+	for (; x->ghost_at < x->nghosts &&
+	    x->ghosts[x->ghost_at].pubs < x->arrived; x->ghost_at++) {
+		const struct ghost *g = &x->ghosts[x->ghost_at];
+		uint64_t gk = map_key(i, g->obj);
+		if (map_get(&s->ghost, gk) == g->pubs)
+			map_del(&s->ghost, gk);
+	}
+}
+
+/* The publications whose time has come arrive. */
+static void
+deliver(struct sim *s, double now)
+{
+	for (; s->fl_at < s->nfl && s->fl[s->fl_at].at <= now; s->fl_at++) {
+		struct flight *f = &s->fl[s->fl_at];
+		arrive(s, f->from, &f->pub);
+		sum_buf_free(&f->pub.payload);
+	}
+	if (s->fl_at == s->nfl)
+		s->fl_at = s->nfl = 0;
+}
+
+/* Sends publication pub of proxy i to each of the other proxies, in the
+ * real Signed envelope; it arrives after the delay. */
+static void
+send_summary(struct sim *s, unsigned i, struct publication *pub,
+    double now)
+{
 	char sender[16];
 
 	s->msg.len = 0;
@@ -172,26 +229,37 @@ send_summary(struct sim *s, unsigned i, struct publication *pub)
 	if (wire_encode_publication(pub, sender, s->wire_key,
 	    sizeof(s->wire_key), &s->msg) < 0)
 		die("out of memory");
-	int rc = pub->full ? psum_load_full(x->view, pub->scheme, pub->m,
-	    pub->k, pub->epoch, pub->seq, pub->payload.p, pub->payload.len,
-	    pub->checksum) : psum_apply_delta(x->view, pub->epoch, pub->seq,
-	    pub->payload.p, pub->payload.len, pub->checksum);
-	if (rc != 0)
-		die("a summary did not decode to what was published");
+	s->px[i].pubs++;
+	if (s->p.delay <= 0) {
+		arrive(s, i, pub);
+	} else {
+		if (s->nfl == s->flcap && s->fl_at > 0) {
+			s->nfl -= s->fl_at;
+			memmove(s->fl, s->fl + s->fl_at, s->nfl *
+			    sizeof(*s->fl));
+			s->fl_at = 0;
+		}
+		if (s->nfl == s->flcap) {
+			s->flcap = s->flcap ? 2 * s->flcap : 256;
+			s->fl = realloc(s->fl, s->flcap * sizeof(*s->fl));
+			if (s->fl == NULL)
+				die("out of memory");
+		}
+		struct flight *f = &s->fl[s->nfl++];
+		*f = (struct flight){.at = now + s->p.delay, .from = i,
+		    .pub = *pub};
+		f->pub.payload = (struct sum_buf){0};
+		if (sum_buf_put(&f->pub.payload, pub->payload.p,
+		    pub->payload.len) < 0)
+			die("out of memory");
+	}
 	pub->payload.len = 0;   /* the buffer is the sim's, reused */
-	x->pubs++;
-	double n = (double)pub->entries, m = (double)pub->m;
-	x->pub_fpr = pow(1 - exp(-(double)pub->k * n / m), pub->k);
-	probe_absent(s, x);
-	for (size_t g = 0; g < x->nghosts; g++)
-		map_del(&s->ghost, map_key(i, x->ghosts[g]));
-	x->nghosts = 0;
 	s->st.publications++;
 	s->st.fulls += pub->full;
 	s->st.messages += s->p.proxies - 1;
 	s->st.bytes += (uint64_t)(s->p.proxies - 1) * s->msg.len;
 	s->st.mean_entries_sum += pub->entries;
-	s->st.bits_sum += m;
+	s->st.bits_sum += (double)pub->m;
 	s->st.mean_entries_n++;
 }
 
@@ -202,7 +270,7 @@ publish(struct sim *s, unsigned i, double now)
 
 	if (pub_publish(s->px[i].pub, trace_ms(now), &pub) < 0)
 		die("out of memory");
-	send_summary(s, i, &pub);
+	send_summary(s, i, &pub, now);
 	s->payload = pub.payload;
 }
 
@@ -222,7 +290,7 @@ rebuild(struct sim *s, unsigned i, double now)
 	if (rc <= 0)
 		die("out of memory");
 	s->st.rebuilds++;
-	send_summary(s, i, &pub);
+	send_summary(s, i, &pub, now);
 	s->payload = pub.payload;
 }
 
@@ -232,9 +300,11 @@ in_view(const struct sim *s, unsigned i, uint32_t obj)
 {
 	uint32_t e = map_get(&s->cache, map_key(i, obj));
 
-	if (e != NIL)
-		return s->e[e].pub_seq < s->px[i].pubs;
-	return map_get(&s->ghost, map_key(i, obj)) != NIL;
+	if (e != NIL && s->e[e].pub_seq < s->px[i].arrived)
+		return true;
+	/* evicted, or stored again since, with the removal not arrived */
+	uint32_t g = map_get(&s->ghost, map_key(i, obj));
+	return g != NIL && s->px[i].arrived <= g;
 }
 
 static void
@@ -262,6 +332,12 @@ evict(struct sim *s, unsigned i)
 	if (s->p.mode == MODE_SUMMARY)
 		pub_removed(x->pub, &s->t->obj[d->obj].key);
 	if (s->p.mode == MODE_SUMMARY && d->pub_seq < x->pubs) {
+		if (x->nghosts == x->ghostcap && x->ghost_at > 0) {
+			x->nghosts -= x->ghost_at;
+			memmove(x->ghosts, x->ghosts + x->ghost_at,
+			    x->nghosts * sizeof(*x->ghosts));
+			x->ghost_at = 0;
+		}
 		if (x->nghosts == x->ghostcap) {
 			x->ghostcap = x->ghostcap ? 2 * x->ghostcap : 1024;
 			x->ghosts = realloc(x->ghosts, x->ghostcap *
@@ -269,8 +345,8 @@ evict(struct sim *s, unsigned i)
 			if (x->ghosts == NULL)
 				die("out of memory");
 		}
-		x->ghosts[x->nghosts++] = d->obj;
-		map_put(&s->ghost, map_key(i, d->obj), 1);
+		x->ghosts[x->nghosts++] = (struct ghost){d->obj, x->pubs};
+		map_put(&s->ghost, map_key(i, d->obj), x->pubs);
 	}
 	d->newer = s->efree;
 	s->efree = v;
@@ -300,10 +376,10 @@ store(struct sim *s, unsigned i, uint32_t obj, double expires, double now)
 		return;
 	if (!pub_added(x->pub, &o->key, trace_ms(expires), trace_ms(now)))
 		die("out of memory");
-	/* back in the cache before the next publication: still in the view
-	 * as published */
+	/* back in the cache before the next publication: its removal is
+	 * never published, and it stays in the view */
 	uint64_t gk = map_key(i, obj);
-	if (map_get(&s->ghost, gk) != NIL) {
+	if (map_get(&s->ghost, gk) == x->pubs) {
 		map_del(&s->ghost, gk);
 		s->e[v].pub_seq = 0;
 	}
@@ -521,6 +597,7 @@ run(const struct trace *t, const struct params *p, struct stats *out)
 	size_caches(&s);
 	for (size_t r = 0; r < t->nreq; r++) {
 		uint64_t now = trace_ms(t->req[r].time);
+		deliver(&s, t->req[r].time);
 		/* claims lapse as the daemon's expiry timer lets them */
 		if (p->mode == MODE_SUMMARY &&
 		    now >= last_expiry + PUB_EXPIRE_TICK_MS) {
@@ -547,6 +624,9 @@ run(const struct trace *t, const struct params *p, struct stats *out)
 		psum_free(&s.px[i].view);
 		free(s.px[i].ghosts);
 	}
+	for (size_t f = s.fl_at; f < s.nfl; f++)
+		sum_buf_free(&s.fl[f].pub.payload);
+	free(s.fl);
 	free(s.px);
 	free(s.claim_rate);
 	free(s.e);

@@ -96,6 +96,7 @@ struct params {
 	double max_interval;    /* seconds; 0: never */
 	double filter_object_bytes;  /* 0: the proxy's mean object, once */
 	unsigned peers_asked;   /* claimants asked on a miss, at most */
+	double delay;           /* seconds a summary takes to arrive */
 };
 
 struct stats {

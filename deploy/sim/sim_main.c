@@ -59,7 +59,7 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 	if (csv) {
 		printf("%s,%u,%g,%u,%u,%" PRIu64 ",%.4f,%.4f,%.4f,%.4f,%.4f,"
 		    "%.5f,%.2f,%.5f,%" PRIu64 ",%" PRIu64 ",%.0f,%.6f,%.6f,"
-		    "%.6f,%.6f,%.2f,%.4f,%.1f,%" PRIu64 "\n",
+		    "%.6f,%.6f,%.2f,%.4f,%.1f,%" PRIu64 ",%g\n",
 		    mode_names[p->mode], p->proxies,
 		    sum ? p->threshold * 100 : 0, sum ? p->bits : 0,
 		    sum ? p->k : 0, st->requests,
@@ -76,11 +76,14 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 		    pct(st->stale_false_hits, st->requests),
 		    st->mean_entries_sum ? st->bits_sum /
 		    (double)st->mean_entries_sum : 0,
-		    st->rebuilds);
+		    st->rebuilds, sum ? p->delay : 0);
 		return;
 	}
 	char what[48];
-	if (sum)
+	if (sum && p->delay > 0)
+		snprintf(what, sizeof(what), "summary %g%% %ub +%gs",
+		    p->threshold * 100, p->bits, p->delay);
+	else if (sum)
 		snprintf(what, sizeof(what), "summary %g%% %ub", p->threshold *
 		    100, p->bits);
 	else
@@ -108,7 +111,7 @@ static const char csv_header[] =
     "peer_fetches_per_request,publications,full_publications,"
     "mean_published_entries,bloom_fp_pct,bloom_fp_theory_pct,"
     "probe_fp_pct,probe_fp_theory_pct,seconds,stale_false_hit_pct,"
-    "effective_bits_per_entry,rebuilds\n";
+    "effective_bits_per_entry,rebuilds,delay_s\n";
 
 /* percentages of requests, except the three false-positive rates, which
  * are of summary probes */
@@ -138,6 +141,8 @@ usage(void)
 	    "                       and grow it, as sumcache does (%d); mean:\n"
 	    "                       once, for the proxy's mean object size\n"
 	    "  --peers-asked N      claimants asked on a miss, at most (%d)\n"
+	    "  --delay S            a summary arrives S trace seconds after\n"
+	    "                       it is sent (0)\n"
 	    "  --csv                CSV rows instead of the table\n"
 	    "  --policy             print the publishing policy of one proxy\n"
 	    "                       (as sumcache --policy does) and exit\n",
@@ -206,7 +211,7 @@ main(int argc, char **argv)
 		{"hash-functions", 1, 0, 'k'}, {"cache", 1, 0, 'c'},
 		{"max-interval", 1, 0, 'i'}, {"csv", 0, 0, 'v'},
 		{"filter-for", 1, 0, 'f'}, {"policy", 0, 0, 'p'},
-		{"peers-asked", 1, 0, 'a'},
+		{"peers-asked", 1, 0, 'a'}, {"delay", 1, 0, 'd'},
 		{0, 0, 0, 0},
 	};
 	struct params p = {.proxies = 4, .k = 4, .cache_share = 0.1,
@@ -288,6 +293,11 @@ main(int argc, char **argv)
 			if (*end != '\0' || p.peers_asked < 1 ||
 			    p.peers_asked > PEERS_ASKED_MAX)
 				bad_option(name, optarg, "1 to 16");
+			break;
+		case 'd':
+			p.delay = strtod(optarg, &end);
+			if (*end != '\0' || !(p.delay >= 0) || p.delay > 86400)
+				bad_option(name, optarg, "seconds, 0 to 86400");
 			break;
 		case 'v': csv = true; break;
 		case 'p': policy = true; break;
