@@ -71,6 +71,10 @@ struct evbuffer;
 	    "PURGE requests, by result (purged, absent, denied)")             \
 	X(DIGESTS_SERVED, counter, "sumcache_squid_digests_served_total", "", \
 	    "Our Squid Cache Digest, sent to a sibling")                      \
+	X(DIGEST_ENTRIES, gauge, "sumcache_squid_digest_entries", "",         \
+	    "URLs in our Squid digest's filter: copies fresh for a period more") \
+	X(DIGEST_TABLE_BYTES, gauge, "sumcache_squid_digest_table_bytes", "", \
+	    "Memory of the Squid digest's table of URLs and deadlines")       \
 	X(FORWARDING_LOOPS, counter, "sumcache_forwarding_loops_total", "",   \
 	    "Requests whose Via already named this node (not sent to peers)") \
 	X(CLIENT_BYTES_OUT, counter, "sumcache_client_bytes_sent_total", "",  \

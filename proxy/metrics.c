@@ -13,6 +13,7 @@
 #include "sc_assert.h"
 #include "client.h"
 #include "proxy.h"
+#include "sqdigest.h"
 #include "store.h"
 #include "tiers.h"
 
@@ -50,6 +51,9 @@ metrics_refresh(struct server *s)
 	s->m.inflight_refused = bs->inflight_refused;
 	s->m.heap_trims = bs->trims;
 	s->m.conn_mem_bound = client_mem_bound(s);
+	if (s->digest != NULL)
+		sqdigest_stats(s->digest, &s->m.digest_entries,
+		    &s->m.digest_table_bytes);
 	const struct disk_stats *ds = tiers_disk_stats(s);
 	if (ds == NULL)
 		return;

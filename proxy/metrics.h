@@ -59,6 +59,8 @@ struct evbuffer;
 	X(purge_absent, PURGES, "absent", NULL)                              \
 	X(purge_denied, PURGES, "denied", NULL)                              \
 	X(digests_served, DIGESTS_SERVED, NULL, NULL)                        \
+	X(digest_entries, DIGEST_ENTRIES, NULL, NULL)                        \
+	X(digest_table_bytes, DIGEST_TABLE_BYTES, NULL, NULL)                \
 	X(forwarding_loops, FORWARDING_LOOPS, NULL, NULL)                    \
 	X(client_bytes_out, CLIENT_BYTES_OUT, NULL, NULL)                    \
 	X(cache_objects, CACHE_OBJECTS, NULL, "cache_objects")               \

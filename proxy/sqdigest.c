@@ -91,6 +91,14 @@ sqdigest_free(struct sqdigest **dp)
 	free(d);
 }
 
+void
+sqdigest_stats(const struct sqdigest *d, uint64_t *entries,
+    uint64_t *table_bytes)
+{
+	*entries = d->f->entries;
+	*table_bytes = claims_bytes(d->claims);
+}
+
 const struct sum_buf *
 sqdigest_get(struct sqdigest *d, time_t now, time_t *made, time_t *expires)
 {

@@ -33,6 +33,10 @@ struct sqdigest *sqdigest_new(struct server *s, uint32_t capacity,
     uint32_t period_ms);
 void sqdigest_free(struct sqdigest **d);
 
+/* The URLs the filter claims now, and the memory of its claims table. */
+void sqdigest_stats(const struct sqdigest *d, uint64_t *entries,
+    uint64_t *table_bytes);
+
 /* The current digest body and its Last-Modified and Expires times. */
 const struct sum_buf *sqdigest_get(struct sqdigest *d, time_t now,
     time_t *made, time_t *expires);

@@ -157,6 +157,9 @@ Test(digest_serve, copies_that_expire_before_the_next_renewal_are_left_out)
 	usleep(3300 * 1000);
 	p = fetch_digest(&info);
 	cr_expect_eq(info.count, 5);
+	cr_expect_eq(proxy_metric(&env, "sumcache_squid_digest_entries"), 5);
+	cr_expect_gt(proxy_metric(&env, "sumcache_squid_digest_table_bytes"),
+	    0);
 	for (int i = 0; i < 5; i++) {
 		cr_expect(digest_lists(p, url[0][i]), "%s missing", url[0][i]);
 		cr_expect(!digest_lists(p, url[2][i]), "%s still listed",
