@@ -301,6 +301,8 @@ Test(tiers, a_peer_remote_hits_what_a_restart_restored, .timeout = 120)
 	}
 	cr_assert_geq(node_wait_metric(&cl.nodes[0], "sumcache_disk_objects",
 	    30, 10000), 30);
+	const char *epoch_of_a = "sumcache_peer_summary_epoch{peer=\"a\"}";
+	double old_epoch = node_metric(&cl.nodes[1], epoch_of_a);
 	node_stop(&cl.nodes[0]);
 	sleep(2);
 	node_start(&T, &cl, 0);
@@ -310,9 +312,10 @@ Test(tiers, a_peer_remote_hits_what_a_restart_restored, .timeout = 120)
 	 * 20 fresh ones, not the 10 that went stale while it was down */
 	cr_assert_eq(node_metric(&cl.nodes[0], "sumcache_summary_entries"),
 	    20);
-	/* a's announcement reaches b: its view of a holds the 20 */
-	cr_assert_geq(node_wait_metric(&cl.nodes[1],
-	    "sumcache_peer_summary_entries{peer=\"a\"}", 20, 10000), 20);
+	/* a's announcement, a new epoch, reaches b: its view of a holds
+	 * the 20 */
+	cr_assert_gt(node_wait_metric(&cl.nodes[1], epoch_of_a, old_epoch + 1,
+	    10000), old_epoch, "b never took a's new epoch");
 	cr_assert_eq(node_metric(&cl.nodes[1],
 	    "sumcache_peer_summary_entries{peer=\"a\"}"), 20);
 	int before = origin_count(&T, "/obj/shared", NULL);
