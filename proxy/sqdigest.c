@@ -31,9 +31,7 @@ static void
 on_added(void *arg, const char *key, size_t klen, uint64_t expires_ms)
 {
 	struct sqdigest *d = arg;
-	uint64_t period_ms = 1000ull * d->period_s;
-	uint64_t until = expires_ms == CLAIMS_FOREVER ? CLAIMS_FOREVER :
-	    expires_ms > period_ms ? expires_ms - period_ms : 0;
+	uint64_t until = claims_until(expires_ms, 1000ull * d->period_s);
 	struct sumkey k;
 	struct claim *c;
 

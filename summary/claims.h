@@ -47,6 +47,17 @@ struct claim {
 
 struct claims;
 
+/* The deadline of a copy fresh until expires_ms (CLAIMS_FOREVER: never
+ * stale) that must stay fresh margin_ms beyond its claim: the publisher's
+ * publication delay, the Squid digest's period. */
+static inline uint64_t
+claims_until(uint64_t expires_ms, uint64_t margin_ms)
+{
+	if (expires_ms == CLAIMS_FOREVER)
+		return CLAIMS_FOREVER;
+	return expires_ms > margin_ms ? expires_ms - margin_ms : 0;
+}
+
 /* An empty table; NULL on ENOMEM. */
 struct claims *claims_new(void);
 void claims_free(struct claims **t);

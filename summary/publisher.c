@@ -127,9 +127,7 @@ bool
 pub_added(struct publisher *p, const struct sumkey *k, uint64_t expires_ms,
     uint64_t now_ms)
 {
-	uint64_t margin = pub_margin_ms(p);
-	uint64_t until = expires_ms == CLAIMS_FOREVER ? CLAIMS_FOREVER :
-	    expires_ms > margin ? expires_ms - margin : 0;
+	uint64_t until = claims_until(expires_ms, pub_margin_ms(p));
 	struct claim *c;
 	int rc = claims_add(p->claims, k, until, now_ms, &c);
 

@@ -65,6 +65,46 @@ struct entry {
 	bool visited;
 };
 
+/* A queue in an array: entries at..n-1 are in it, oldest first. */
+struct fifo {
+	char *v;
+	size_t size;            /* of an entry */
+	size_t at, n, cap;
+};
+
+/* Room for one more at the tail: the entries move down to the start when
+ * the array is full, or it doubles. */
+static void *
+fifo_push(struct fifo *q)
+{
+	if (q->n == q->cap && q->at > 0) {
+		q->n -= q->at;
+		memmove(q->v, q->v + q->at * q->size, q->n * q->size);
+		q->at = 0;
+	}
+	if (q->n == q->cap) {
+		q->cap = q->cap ? 2 * q->cap : 256;
+		q->v = realloc(q->v, q->cap * q->size);
+		if (q->v == NULL)
+			die("out of memory");
+	}
+	return q->v + q->n++ * q->size;
+}
+
+/* The oldest entry, or NULL when the queue is empty. */
+static void *
+fifo_head(const struct fifo *q)
+{
+	return q->at < q->n ? q->v + q->at * q->size : NULL;
+}
+
+static void
+fifo_pop(struct fifo *q)
+{
+	if (++q->at == q->n)
+		q->at = q->n = 0;
+}
+
 /* An object evicted while the proxy had made `pubs` publications: in the
  * view until publication pubs + 1, which says so, arrives. */
 struct ghost {
@@ -80,8 +120,7 @@ struct proxy {
 	uint32_t pubs;          /* publications made so far */
 	uint32_t arrived;       /* of them, those in the view */
 	double pub_fpr;         /* (1 - e^(-kn/m))^k at the last arrived */
-	struct ghost *ghosts;   /* in eviction order, from ghost_at */
-	size_t ghost_at, nghosts, ghostcap;
+	struct fifo ghosts;     /* of struct ghost, in eviction order */
 };
 
 /* A publication on its way: its payload is its own. */
@@ -100,8 +139,7 @@ struct sim {
 	uint32_t efree;         /* free list through .newer */
 	struct map cache;       /* (proxy, object) -> entry */
 	struct map ghost;       /* (proxy, object) -> its ghost's pubs */
-	struct flight *fl;      /* in flight, oldest first from fl_at */
-	size_t fl_at, nfl, flcap;
+	struct fifo flights;    /* of struct flight, oldest first */
 	struct stats st;
 	struct sum_buf payload, msg;
 	uint8_t wire_key[32];
@@ -194,9 +232,9 @@ arrive(struct sim *s, unsigned i, const struct publication *pub)
 	double n = (double)pub->entries, m = (double)pub->m;
 	x->pub_fpr = pow(1 - exp(-(double)pub->k * n / m), pub->k);
 	probe_absent(s, x);
-	for (; x->ghost_at < x->nghosts &&
-	    x->ghosts[x->ghost_at].pubs < x->arrived; x->ghost_at++) {
-		const struct ghost *g = &x->ghosts[x->ghost_at];
+	const struct ghost *g;
+	for (; (g = fifo_head(&x->ghosts)) != NULL && g->pubs < x->arrived;
+	    fifo_pop(&x->ghosts)) {
 		uint64_t gk = map_key(i, g->obj);
 		if (map_get(&s->ghost, gk) == g->pubs)
 			map_del(&s->ghost, gk);
@@ -207,13 +245,13 @@ arrive(struct sim *s, unsigned i, const struct publication *pub)
 static void
 deliver(struct sim *s, double now)
 {
-	for (; s->fl_at < s->nfl && s->fl[s->fl_at].at <= now; s->fl_at++) {
-		struct flight *f = &s->fl[s->fl_at];
+	struct flight *f;
+
+	for (; (f = fifo_head(&s->flights)) != NULL && f->at <= now;
+	    fifo_pop(&s->flights)) {
 		arrive(s, f->from, &f->pub);
 		sum_buf_free(&f->pub.payload);
 	}
-	if (s->fl_at == s->nfl)
-		s->fl_at = s->nfl = 0;
 }
 
 /* Sends publication pub of proxy i to each of the other proxies, in the
@@ -233,19 +271,7 @@ send_summary(struct sim *s, unsigned i, struct publication *pub,
 	if (s->p.delay <= 0) {
 		arrive(s, i, pub);
 	} else {
-		if (s->nfl == s->flcap && s->fl_at > 0) {
-			s->nfl -= s->fl_at;
-			memmove(s->fl, s->fl + s->fl_at, s->nfl *
-			    sizeof(*s->fl));
-			s->fl_at = 0;
-		}
-		if (s->nfl == s->flcap) {
-			s->flcap = s->flcap ? 2 * s->flcap : 256;
-			s->fl = realloc(s->fl, s->flcap * sizeof(*s->fl));
-			if (s->fl == NULL)
-				die("out of memory");
-		}
-		struct flight *f = &s->fl[s->nfl++];
+		struct flight *f = fifo_push(&s->flights);
 		*f = (struct flight){.at = now + s->p.delay, .from = i,
 		    .pub = *pub};
 		f->pub.payload = (struct sum_buf){0};
@@ -332,20 +358,8 @@ evict(struct sim *s, unsigned i)
 	if (s->p.mode == MODE_SUMMARY)
 		pub_removed(x->pub, &s->t->obj[d->obj].key);
 	if (s->p.mode == MODE_SUMMARY && d->pub_seq < x->pubs) {
-		if (x->nghosts == x->ghostcap && x->ghost_at > 0) {
-			x->nghosts -= x->ghost_at;
-			memmove(x->ghosts, x->ghosts + x->ghost_at,
-			    x->nghosts * sizeof(*x->ghosts));
-			x->ghost_at = 0;
-		}
-		if (x->nghosts == x->ghostcap) {
-			x->ghostcap = x->ghostcap ? 2 * x->ghostcap : 1024;
-			x->ghosts = realloc(x->ghosts, x->ghostcap *
-			    sizeof(*x->ghosts));
-			if (x->ghosts == NULL)
-				die("out of memory");
-		}
-		x->ghosts[x->nghosts++] = (struct ghost){d->obj, x->pubs};
+		*(struct ghost *)fifo_push(&x->ghosts) =
+		    (struct ghost){d->obj, x->pubs};
 		map_put(&s->ghost, map_key(i, d->obj), x->pubs);
 	}
 	d->newer = s->efree;
@@ -567,6 +581,7 @@ size_caches(struct sim *s)
 			die("cannot load an empty summary");
 		sum_buf_free(&pub.payload);
 		x->head = x->tail = x->hand = NIL;
+		x->ghosts.size = sizeof(struct ghost);
 	}
 	map_free(&seen);
 	free(seen_bytes);
@@ -592,6 +607,7 @@ run(const struct trace *t, const struct params *p, struct stats *out)
 
 	memset(s.wire_key, 0x5c, sizeof(s.wire_key));
 	s.px = xcalloc(p->proxies, sizeof(*s.px));
+	s.flights.size = sizeof(struct flight);
 	s.claim_rate = xcalloc((size_t)p->proxies * p->proxies,
 	    sizeof(*s.claim_rate));
 	size_caches(&s);
@@ -622,11 +638,12 @@ run(const struct trace *t, const struct params *p, struct stats *out)
 	for (unsigned i = 0; i < p->proxies; i++) {
 		pub_free(&s.px[i].pub);
 		psum_free(&s.px[i].view);
-		free(s.px[i].ghosts);
+		free(s.px[i].ghosts.v);
 	}
-	for (size_t f = s.fl_at; f < s.nfl; f++)
-		sum_buf_free(&s.fl[f].pub.payload);
-	free(s.fl);
+	for (struct flight *f; (f = fifo_head(&s.flights)) != NULL;
+	    fifo_pop(&s.flights))
+		sum_buf_free(&f->pub.payload);
+	free(s.flights.v);
 	free(s.px);
 	free(s.claim_rate);
 	free(s.e);
