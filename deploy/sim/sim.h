@@ -2,8 +2,9 @@
  * What the simulator's files share: the trace as read (objects and
  * requests), the (proxy, object) map, a run's parameters and results.
  *
- *   sim.c        the cluster: caches, the publisher, ICP and summary
- *                lookups, one run over the trace
+ *   sim.c        a run over the trace: ICP, summary and owner lookups
+ *                (sim_impl.h: the cluster's state, with sim_cache.c
+ *                and sim_publish.c)
  *   sim_trace.c  reading the trace into objects and requests
  *   sim_map.c    the (proxy, object) -> value table
  *   sim_main.c   options, the policy line, the table and CSV output

@@ -1,0 +1,101 @@
+/*
+ * The simulator's cluster, as its files share it (sim.h has what the
+ * command line sees):
+ *
+ *   sim.c          a run: the trace's requests, lookups, placement
+ *   sim_cache.c    each proxy's SIEVE cache: storing, evicting, copies
+ *   sim_publish.c  each proxy's publisher, its messages, and the view
+ *                  the others hold of it
+ */
+#ifndef SIM_IMPL_H
+#define SIM_IMPL_H
+
+#include "psum.h"
+#include "sim.h"
+#include "wire.h"
+
+struct entry {
+	uint32_t obj;
+	uint32_t newer, older;  /* SIEVE queue, by entry number */
+	uint32_t pub_seq;       /* publications of the proxy when added;
+	                         * 0 when it was in the last one anyway */
+	double expires;
+	bool visited;
+};
+
+/* A queue in an array: entries at..n-1 are in it, oldest first. */
+struct fifo {
+	char *v;
+	size_t size;            /* of an entry */
+	size_t at, n, cap;
+};
+
+/* An object evicted while the proxy had made `pubs` publications: in the
+ * view until publication pubs + 1, which says so, arrives. */
+struct ghost {
+	uint32_t obj;
+	uint32_t pubs;
+};
+
+struct proxy {
+	uint64_t used, cap;     /* bytes */
+	uint32_t head, tail, hand;  /* newest, oldest, SIEVE hand */
+	struct publisher *pub;
+	struct psum *view;      /* what every peer holds of this proxy */
+	uint32_t pubs;          /* publications made so far */
+	uint32_t arrived;       /* of them, those in the view */
+	double pub_fpr;         /* (1 - e^(-kn/m))^k at the last arrived */
+	struct fifo ghosts;     /* of struct ghost, in eviction order */
+};
+
+/* A publication on its way: its payload is its own. */
+struct flight {
+	double at;              /* trace time it arrives */
+	unsigned from;
+	struct publication pub;
+};
+
+struct sim {
+	const struct trace *t;
+	struct params p;
+	struct proxy *px;
+	struct entry *e;
+	size_t ne, ecap;
+	uint32_t efree;         /* free list through .newer */
+	struct map cache;       /* (proxy, object) -> entry */
+	struct map ghost;       /* (proxy, object) -> its ghost's pubs */
+	struct fifo flights;    /* of struct flight, oldest first */
+	struct stats st;
+	struct sum_buf payload, msg;
+	uint8_t wire_key[32];
+	double *claim_rate;     /* [asker * proxies + peer]: claim_note's */
+	struct sumkey_hasher *hasher;  /* the trace's */
+};
+
+/* ---- sim_cache.c ---- */
+
+void *fifo_push(struct fifo *q);
+void *fifo_head(const struct fifo *q);
+void fifo_pop(struct fifo *q);
+
+/* Stores obj at proxy i (evicting as need be), fresh until expires. */
+void store(struct sim *s, unsigned i, uint32_t obj, double expires,
+    double now);
+/* The fresh copy proxy i holds of obj, fresh for at least `margin` more
+ * seconds, or NULL. */
+struct entry *fresh_copy(struct sim *s, unsigned i, uint32_t obj,
+    double now, double margin);
+
+/* ---- sim_publish.c ---- */
+
+/* Trace time in the publisher's milliseconds. */
+uint64_t trace_ms(double t);
+/* The publications whose time has come arrive. */
+void deliver(struct sim *s, double now);
+void publish(struct sim *s, unsigned i, double now);
+/* More objects than the filter was sized for: rebuilt at once. */
+void rebuild(struct sim *s, unsigned i, double now);
+/* Was obj in what proxy i last published (and has arrived)? */
+bool in_view(const struct sim *s, unsigned i, uint32_t obj);
+
+#endif
