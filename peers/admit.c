@@ -1,58 +1,42 @@
 /*
- * The doorkeeper of admit.h: two generations of a Bloom filter with two
- * hash functions, cleared in turn.
+ * The frequency sketch of admit.h: 4-bit counters, two per key, in 64-bit
+ * words of 16.
  */
 #include "admit.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 struct admit {
-	enum admit_rule rule;
-	uint64_t mask;          /* bits per generation - 1 */
-	uint64_t *gen[2];       /* gen[cur] takes new keys */
-	unsigned cur;
-	uint64_t taken;         /* new keys in gen[cur] */
+	unsigned hits;
+	uint64_t *words;        /* 16 counters each */
+	uint64_t mask;          /* counters - 1 */
+	uint64_t counted;       /* requests since the last halving */
 	uint64_t window;
 };
 
-static const char *const rule_names[] = {"always", "second-hit", "never"};
-
-const char *
-admit_rule_name(enum admit_rule r)
+uint64_t
+admit_window(uint64_t cache_bytes)
 {
-	return r <= ADMIT_NEVER ? rule_names[r] : "?";
-}
-
-int
-admit_rule_parse(const char *s, enum admit_rule *r)
-{
-	for (unsigned i = 0; i <= ADMIT_NEVER; i++)
-		if (strcmp(s, rule_names[i]) == 0) {
-			*r = (enum admit_rule)i;
-			return 0;
-		}
-	return -1;
+	return cache_bytes / ADMIT_OBJECT_BYTES;
 }
 
 struct admit *
-admit_new(enum admit_rule rule, uint64_t window)
+admit_new(unsigned hits, uint64_t window)
 {
 	struct admit *a = calloc(1, sizeof(*a));
-	uint64_t bits = 64;
+	uint64_t counters = 16;
 
 	if (a == NULL)
 		return NULL;
 	if (window < 1024)
 		window = 1024;
-	while (bits < 8 * window)
-		bits <<= 1;
-	a->rule = rule;
+	while (counters < 8 * window)
+		counters <<= 1;
+	a->hits = hits > ADMIT_HITS_MAX ? ADMIT_HITS_MAX : hits;
 	a->window = window;
-	a->mask = bits - 1;
-	a->gen[0] = calloc(bits / 64, sizeof(uint64_t));
-	a->gen[1] = calloc(bits / 64, sizeof(uint64_t));
-	if (a->gen[0] == NULL || a->gen[1] == NULL)
+	a->mask = counters - 1;
+	a->words = calloc(counters / 16, sizeof(uint64_t));
+	if (a->words == NULL)
 		admit_free(&a);
 	return a;
 }
@@ -65,44 +49,58 @@ admit_free(struct admit **ap)
 	if (a == NULL)
 		return;
 	*ap = NULL;
-	free(a->gen[0]);
-	free(a->gen[1]);
+	free(a->words);
 	free(a);
 }
 
-static bool
-test(const uint64_t *g, uint64_t bit)
+static unsigned
+get(const struct admit *a, uint64_t c)
 {
-	return (g[bit >> 6] >> (bit & 63)) & 1;
+	return (unsigned)(a->words[c >> 4] >> (4 * (c & 15))) & 15;
+}
+
+static void
+raise_one(struct admit *a, uint64_t c)
+{
+	a->words[c >> 4] += 1ull << (4 * (c & 15));
+}
+
+/* Every counter halved at once: the high bit of each nibble dropped,
+ * the rest shifted down. */
+static void
+halve(struct admit *a)
+{
+	for (uint64_t i = 0; i <= a->mask / 16; i++)
+		a->words[i] = (a->words[i] >> 1) & 0x7777777777777777ull;
 }
 
 bool
 admit_keep(struct admit *a, uint64_t key_hash)
 {
-	if (a->rule != ADMIT_SECOND_HIT)
-		return a->rule == ADMIT_ALWAYS;
-	/* the key hash is xxh3's: its halves are independent positions */
-	uint64_t b1 = key_hash & a->mask, b2 = (key_hash >> 32 |
-	    key_hash << 32) * 0x9e3779b97f4a7c15ull >> 20 & a->mask;
-	uint64_t *now = a->gen[a->cur], *old = a->gen[!a->cur];
-	bool in_now = test(now, b1) && test(now, b2);
-	bool seen = in_now || (test(old, b1) && test(old, b2));
+	if (a->hits <= 1)
+		return a->hits == 1;
+	/* the key hash is xxh3's: its two halves are independent */
+	uint64_t c1 = key_hash & a->mask;
+	uint64_t c2 = (key_hash >> 32 | key_hash << 32) *
+	    0x9e3779b97f4a7c15ull >> 16 & a->mask;
+	unsigned v1 = get(a, c1), v2 = get(a, c2);
+	unsigned count = (v1 < v2 ? v1 : v2) + 1;  /* with this request */
 
-	if (in_now)
-		return true;
-	now[b1 >> 6] |= 1ull << (b1 & 63);
-	now[b2 >> 6] |= 1ull << (b2 & 63);
-	if (++a->taken >= a->window) {
-		/* the older generation is forgotten; the newer becomes it */
-		memset(old, 0, (a->mask + 1) / 8);
-		a->cur = !a->cur;
-		a->taken = 0;
+	if (count <= 15) {
+		if (v1 < count)
+			raise_one(a, c1);
+		if (v2 < count && c2 != c1)
+			raise_one(a, c2);
 	}
-	return seen;
+	if (++a->counted >= a->window) {
+		halve(a);
+		a->counted = 0;
+	}
+	return count >= a->hits;
 }
 
 uint64_t
 admit_bytes(const struct admit *a)
 {
-	return sizeof(*a) + 2 * (a->mask + 1) / 8;
+	return sizeof(*a) + (a->mask + 1) / 2;
 }

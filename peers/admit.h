@@ -3,21 +3,22 @@
  * own (placement.h).
  *
  * Under `placement hash` the owner keeps what it fetches; a node that got
- * an object from the owner or from a peer keeps a copy by the rule here:
+ * an object from the owner or from a peer keeps a copy of its own only
+ * when its clients have asked for the object `hits` times recently:
  *
- *   always      every copy (the cluster then holds popular objects once
- *               per node, as Summary Cache alone does)
- *   second-hit  only an object asked of this node before, among roughly
- *               the last `window` to 2 x `window` distinct keys it
- *               recorded (TinyLFU's doorkeeper): the many objects asked
- *               once are held once in the cluster, at their owner, and
- *               what clients here ask again is served without a hop
- *   never       no copy: every request for it is a hop to the owner
+ *   hits = 1   every copy (the cluster then holds popular objects once
+ *              per node, as Summary Cache alone does)
+ *   hits = N   the Nth request within about a window of requests: the
+ *              objects this node's clients ask most are served without a
+ *              hop, the rest are held once in the cluster, at the owner
+ *   hits = 0   never: every request for another's object is a hop
  *
- * The memory is two bit arrays of 8 bits per key of the window; a key is
- * remembered in the newer one, and when it has taken `window` new keys the
- * older is cleared and the two swap. A false "seen" (about 5 %) admits a
- * copy early; nothing is ever refused that the rule would keep.
+ * Requests are counted in a count-min sketch (TinyLFU's frequency
+ * sketch): 4-bit counters, 8 per key of the window, two per key, the
+ * lesser read, only the lesser raised; every `window` requests counted,
+ * all counters are halved, so counts are of the last window or two. A
+ * collision can only raise a count: a copy may be kept early, never
+ * refused one that has its hits.
  */
 #ifndef ADMIT_H
 #define ADMIT_H
@@ -25,24 +26,27 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-enum admit_rule {
-	ADMIT_ALWAYS = 0,
-	ADMIT_SECOND_HIT,
-	ADMIT_NEVER,
-};
-
-/* "always", "second-hit", "never"; parse: 0, or -1 for another word. */
-const char *admit_rule_name(enum admit_rule r);
-int admit_rule_parse(const char *s, enum admit_rule *r);
+#define ADMIT_HITS_MAX 15
+/* On the 8-node replay trace, 5 keeps the duplicates at 14-17 % of what
+ * Summary Cache alone keeps at 16 and 64 MB a node; 2 (second hit) keeps
+ * 64-80 % (README, "Placement") */
+#define ADMIT_HITS_DEFAULT 5
 
 struct admit;
 
-/* NULL on ENOMEM. window: distinct keys remembered, at least 1024. */
-struct admit *admit_new(enum admit_rule rule, uint64_t window);
+/* NULL on ENOMEM. hits: 0 to ADMIT_HITS_MAX; window: requests counted
+ * between halvings, at least 1024. */
+struct admit *admit_new(unsigned hits, uint64_t window);
 void admit_free(struct admit **a);
 
-/* A copy of the object of key_hash (placement.h's place_hash) came from
- * a peer: whether to keep it. Records the key. */
+/* The window for a cache of cache_bytes: as many requests as it holds
+ * objects of ADMIT_OBJECT_BYTES. */
+#define ADMIT_OBJECT_BYTES 8192
+uint64_t admit_window(uint64_t cache_bytes);
+
+/* This node's client asked for the object of key_hash (place_hash of its
+ * URL), which it does not own and has no copy of: whether to keep the
+ * copy it gets. Counts the request. */
 bool admit_keep(struct admit *a, uint64_t key_hash);
 
 /* Bytes it holds, for the metrics. */

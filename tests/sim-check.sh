@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # sumcache-sim on a small synthetic trace (8 proxies, 100,000 requests):
+#   - placement: summary+hash has fewer capacity misses than summary, a
+#     total hit ratio no lower than summary's or carp's, few duplicate
+#     copies, and a node joining costs it at most half carp's refill;
 #   - every run counts exactly the trace's requests;
 #   - none has no inter-proxy traffic and no remote hit; ICP and summary
 #     both find remote hits, summary with fewer protocol messages and a
@@ -105,6 +108,53 @@ check "... and fewer remote hits" \
 check "... from as many publications as at once" \
   is "$(delayed publications)" "$(get summary 16 publications)" \
      '(a - b) < b / 50 && (b - a) < b / 50'
+
+# placement (16 MB a node, capacity-bound): hashing caches each object
+# once in the cluster, the hybrid asks the owner unless only another
+# node's summary claims the object; a node that joins mid-trace costs carp
+# a refill from the origin and summary+hash none (summaries find the
+# copies at their old owners). Each run and its baseline are compared in
+# the same 10,000 requests after the join.
+for mem in "" --membership; do
+  "$build/sumcache-sim" --proxies 8 --cache 16MB --modes summary,carp,summary+hash \
+    $mem --csv "$dir/trace.log" >"$dir/place$mem.csv" 2>>"$dir/sim.err"
+done
+cat "$dir/place.csv" "$dir/place--membership.csv"
+placed() {  # placed FILE MODE COLUMN
+  awk -F, -v m="$2" -v col="$3" '
+    NR == 1 { for (i = 1; i <= NF; i++) at[$i] = i; next }
+    $1 == m { print $(at[col]); exit }' "$dir/$1.csv"
+}
+for m in summary carp summary+hash; do
+  check "$m counts the trace's $lines requests" \
+    is "$(placed place $m requests)" "$lines" 'a == b'
+done
+echo "  capacity misses: summary $(placed place summary capacity_misses)," \
+  "carp $(placed place carp capacity_misses), summary+hash" \
+  "$(placed place summary+hash capacity_misses)"
+check "summary+hash has under 0.9x summary's capacity misses" \
+  is "$(placed place summary+hash capacity_misses)" \
+     "$(placed place summary capacity_misses)" 'a < 0.9 * b'
+check "... a total hit ratio no lower than summary's and carp's" \
+  is "$(placed place summary+hash total_hit_pct)" \
+     "$(placed place summary total_hit_pct)" \
+     "$(placed place carp total_hit_pct)" 'a >= b && a >= c'
+check "... and under 20 % of summary's duplicate copies" \
+  is "$(placed place summary+hash duplicate_copies)" \
+     "$(placed place summary duplicate_copies)" 'a < 0.2 * b'
+check "carp asks owners and publishes nothing" \
+  is "$(placed place carp owner_requests_per_request)" \
+     "$(placed place carp messages_per_request)" 'a > 0.3 && b == 0'
+extra() {  # origin requests a join cost MODE, over its baseline
+  echo $(($(placed place--membership "$1" origin_after_join) - \
+    $(placed place "$1" origin_after_join)))
+}
+echo "  extra origin requests after a join: carp $(extra carp)," \
+  "summary+hash $(extra summary+hash)"
+check "a join costs carp a refill from the origin" \
+  is "$(extra carp)" 'a > 50'
+check "... and summary+hash at most half of it" \
+  is "$(extra summary+hash)" "$(extra carp)" 'a <= b / 2'
 
 # a malformed line is an error with its place, not a shorter trace
 { head -n 10 "$dir/trace.log"; echo "not a log line"; } >"$dir/bad.log"

@@ -29,6 +29,20 @@
  *            whose summary claims it, best record first (a peer without a
  *            fresh copy answers 504: a false hit, and the next is tried),
  *            else the origin
+ *   carp     placement hash without summaries: a local miss goes to the
+ *            key's owner (peers/placement.c over the live nodes' names),
+ *            which answers from its cache or fetches from the origin and
+ *            keeps the copy; the asker keeps one by peers/admit.c's rule
+ *   summary+hash  the owner, unless its summary does not claim the
+ *            object and another's does: then the claimants first, as in
+ *            summary (after a membership change, the old holders)
+ *
+ * --membership adds a node with no clients of its own at a third of the
+ * trace and takes it away at two thirds; the origin requests in the
+ * 10,000 requests after each change are counted in every run, so a run
+ * without changes is the baseline of one with. Capacity misses are origin
+ * fetches of a cacheable object fetched before; duplicate copies are the
+ * copies beyond one per object over the cluster, sampled 100 times.
  *
  * For each run it prints hit ratios (local, remote, total), false hits
  * (and how many of them found an expired copy: the paper's remote stale
@@ -53,34 +67,60 @@
 #include "psum.h"
 #include "sim_impl.h"
 
-const char *const mode_names[3] = {"none", "icp", "summary"};
+const char *const mode_names[MODE_COUNT] = {"none", "icp", "summary", "carp",
+	"summary+hash"};
+
+bool
+mode_summaries(enum mode m)
+{
+	return m == MODE_SUMMARY || m == MODE_SUMMARY_HASH;
+}
+
+bool
+mode_hashed(enum mode m)
+{
+	return m == MODE_CARP || m == MODE_SUMMARY_HASH;
+}
 
 /* Which peer serves a local miss, or NIL for the origin. */
 static unsigned
 ask_icp(struct sim *s, unsigned i, uint32_t obj, double now)
 {
 	const struct object *o = &s->t->obj[obj];
-	unsigned n = s->p.proxies, hit = NIL;
+	unsigned n = s->nodes, hit = NIL;
 
-	s->st.messages += 2ull * (n - 1);
-	s->st.bytes += (uint64_t)(n - 1) * (o->icp_query + o->icp_reply);
+	s->st.messages += 2ull * (s->nlive - 1);
+	s->st.bytes += (uint64_t)(s->nlive - 1) * (o->icp_query +
+	    o->icp_reply);
 	for (unsigned d = 1; d < n && hit == NIL; d++)
-		if (fresh_copy(s, (i + d) % n, obj, now, ICP_HIT_FRESH))
+		if (s->px[(i + d) % n].live &&
+		    fresh_copy(s, (i + d) % n, obj, now, ICP_HIT_FRESH))
 			hit = (i + d) % n;
 	return hit;
 }
 
+/* The live peers whose summaries claim obj, asked best record first: the
+ * one with a fresh copy, or NIL. With an owner (not i), none is asked when
+ * the owner's summary claims obj, and the owner is not among them: it is
+ * asked as the owner after them (placement.h). */
 static unsigned
-ask_summaries(struct sim *s, unsigned i, uint32_t obj, double now)
+ask_summaries(struct sim *s, unsigned i, uint32_t obj, double now,
+    unsigned owner)
 {
 	const struct object *o = &s->t->obj[obj];
-	unsigned n = s->p.proxies, cand[PEERS_ASKED_MAX], nc = 0;
+	unsigned n = s->nodes, cand[PEERS_ASKED_MAX], nc = 0;
 	unsigned max = s->p.peers_asked;
 	double *rate = &s->claim_rate[(size_t)i * n];
+
+	if (owner != NIL && owner != i && psum_contains(s->px[owner].view,
+	    &o->key))
+		return NIL;
 
 	for (unsigned d = 1; d < n; d++) {
 		unsigned j = (i + d) % n;
 		struct proxy *y = &s->px[j];
+		if (!y->live || j == owner)
+			continue;
 		s->st.probes++;
 		s->st.fp_theory += y->pub_fpr;
 		if (!psum_contains(y->view, &o->key))
@@ -117,11 +157,97 @@ ask_summaries(struct sim *s, unsigned i, uint32_t obj, double now)
 	}
 	/* a fresh copy the summaries did not show (yet) */
 	for (unsigned d = 1; d < n; d++)
-		if (fresh_copy(s, (i + d) % n, obj, now, 0)) {
+		if ((i + d) % n != owner && s->px[(i + d) % n].live &&
+		    fresh_copy(s, (i + d) % n, obj, now, 0)) {
 			s->st.false_misses++;
 			break;
 		}
 	return NIL;
+}
+
+/* The owner of obj among the live nodes (placement.h). */
+static unsigned
+owner_of(const struct sim *s, uint32_t obj)
+{
+	return s->live_px[place_owner(s->live, s->nlive, s->t->obj[obj].place)];
+}
+
+/* The live set changed: placement's view of it follows. */
+static void
+set_live(struct sim *s, unsigned i, bool live)
+{
+	s->px[i].live = live;
+	s->nlive = 0;
+	for (unsigned j = 0; j < s->nodes; j++) {
+		char name[16];
+		if (!s->px[j].live)
+			continue;
+		/* the simulator's node names, as its summaries sign them */
+		int len = snprintf(name, sizeof(name), "node%u", j);
+		s->live[s->nlive] = (struct place_node){place_hash(name,
+		    (size_t)len), PLACE_WEIGHT_DEFAULT};
+		s->live_px[s->nlive++] = j;
+	}
+	if (!live)
+		flush(s, i);
+}
+
+/* The origin sends obj whole (counted; a capacity miss when it has been
+ * fetched before). */
+static void
+from_origin(struct sim *s, uint32_t obj)
+{
+	s->st.origin_fetches++;
+	if (s->fetched[obj] && !s->t->obj[obj].nostore)
+		s->st.capacity_misses++;
+	s->fetched[obj] = 1;
+}
+
+/* Proxy i's stale copy v is revalidated at the origin, as sumcache does,
+ * which stores the refreshed copy in place of the old one (the store
+ * tells the new one's arrival first). */
+static void
+revalidate(struct sim *s, unsigned i, uint32_t v, double now)
+{
+	const struct object *o = &s->t->obj[s->e[v].obj];
+	struct proxy *x = &s->px[i];
+
+	s->st.revalidations++;
+	s->e[v].expires = now + o->max_age;
+	if (!mode_summaries(s->p.mode))
+		return;
+	if (!pub_added(x->pub, &o->key, trace_ms(s->e[v].expires),
+	    trace_ms(now)))
+		die("out of memory");
+	pub_removed(x->pub, &o->key);
+	if (pub_threshold_reached(x->pub))
+		publish(s, i, now);
+}
+
+/* A normal proxy request to the key's owner: it answers from its cache,
+ * or fetches the object from the origin and keeps it. Returns when the
+ * copy sent expires. */
+static double
+ask_owner(struct sim *s, unsigned owner, uint32_t obj, double now)
+{
+	uint32_t v = map_get(&s->cache, map_key(owner, obj));
+
+	s->st.owner_requests++;
+	s->st.peer_fetches++;
+	if (v != NIL) {
+		s->e[v].visited = true;
+		if (s->e[v].expires > now) {
+			s->st.owner_hits++;
+			s->st.remote_hits++;
+		} else {
+			revalidate(s, owner, v, now);
+		}
+		return s->e[v].expires;
+	}
+	double expires = now + s->t->obj[obj].max_age;
+	from_origin(s, obj);
+	store(s, owner, obj, expires, now);
+	return expires;
 }
 
 static void
@@ -130,43 +256,38 @@ request(struct sim *s, const struct request *r)
 	unsigned i = r->client % s->p.proxies, from = NIL;
 	const struct object *o = &s->t->obj[r->obj];
 	uint32_t v = map_get(&s->cache, map_key(i, r->obj));
+	enum mode m = s->p.mode;
 
 	s->st.requests++;
 	if (v != NIL) {
 		s->e[v].visited = true;
-		if (s->e[v].expires > r->time) {
+		if (s->e[v].expires > r->time)
 			s->st.local_hits++;
-			return;
-		}
-		/* stale: revalidated at the origin, as sumcache does, which
-		 * stores the refreshed copy in place of the old one (the
-		 * store tells the new one's arrival first) */
-		s->e[v].expires = r->time + o->max_age;
-		if (s->p.mode == MODE_SUMMARY) {
-			struct proxy *x = &s->px[i];
-			if (!pub_added(x->pub, &o->key,
-			    trace_ms(s->e[v].expires), trace_ms(r->time)))
-				die("out of memory");
-			pub_removed(x->pub, &o->key);
-			if (pub_threshold_reached(x->pub))
-				publish(s, i, r->time);
-		}
+		else
+			revalidate(s, i, v, r->time);
 		return;
 	}
-	if (s->p.mode == MODE_ICP)
+	unsigned owner = mode_hashed(m) ? owner_of(s, r->obj) : NIL;
+	if (m == MODE_ICP)
 		from = ask_icp(s, i, r->obj, r->time);
-	else if (s->p.mode == MODE_SUMMARY)
-		from = ask_summaries(s, i, r->obj, r->time);
+	else if (mode_summaries(m))
+		from = ask_summaries(s, i, r->obj, r->time, owner);
 	double expires = r->time + o->max_age;
 	if (from != NIL) {
 		struct entry *c = fresh_copy(s, from, r->obj, r->time, 0);
 		c->visited = true;
 		expires = c->expires;  /* the copy's age travels with it */
 		s->st.remote_hits++;
-		if (s->p.mode == MODE_ICP)
+		if (m == MODE_ICP)
 			s->st.peer_fetches++;
+	} else if (owner != NIL && owner != i) {
+		expires = ask_owner(s, owner, r->obj, r->time);
+	} else {
+		from_origin(s, r->obj);
 	}
-	store(s, i, r->obj, expires, r->time);
+	/* a copy of an object another node owns is kept by admission */
+	if (owner == NIL || owner == i || admit_keep(s->px[i].admit, o->place))
+		store(s, i, r->obj, expires, r->time);
 }
 
 /* Each proxy's infinite cache: the bytes of the distinct cacheable
@@ -176,8 +297,8 @@ size_caches(struct sim *s)
 {
 	const struct trace *t = s->t;
 	unsigned n = s->p.proxies;
-	uint64_t *seen_bytes = xcalloc(n, sizeof(*seen_bytes));
-	uint64_t *seen_objs = xcalloc(n, sizeof(*seen_objs));
+	uint64_t *seen_bytes = xcalloc(s->nodes, sizeof(*seen_bytes));
+	uint64_t *seen_objs = xcalloc(s->nodes, sizeof(*seen_objs));
 	struct map seen = {0};
 
 	for (size_t r = 0; r < t->nreq; r++) {
@@ -190,7 +311,13 @@ size_caches(struct sim *s)
 		seen_bytes[i] += o->size;
 		seen_objs[i]++;
 	}
-	for (unsigned i = 0; i < n; i++) {
+	/* the node that joins has no clients: it is sized as the mean */
+	for (unsigned i = n; i < s->nodes; i++)
+		for (unsigned j = 0; j < n; j++) {
+			seen_bytes[i] += seen_bytes[j] / n;
+			seen_objs[i] += seen_objs[j] / n;
+		}
+	for (unsigned i = 0; i < s->nodes; i++) {
 		struct proxy *x = &s->px[i];
 		x->cap = s->p.cache_bytes ? s->p.cache_bytes :
 		    (uint64_t)(s->p.cache_share * (double)seen_bytes[i]);
@@ -220,10 +347,19 @@ size_caches(struct sim *s)
 		sum_buf_free(&pub.payload);
 		x->head = x->tail = x->hand = NIL;
 		x->ghosts.size = sizeof(struct ghost);
+		x->admit = admit_new(s->p.admit_hits, admit_window(x->cap));
+		if (x->admit == NULL)
+			die("out of memory");
 	}
 	map_free(&seen);
 	free(seen_bytes);
 	free(seen_objs);
+}
+
+static uint64_t
+origin_requests(const struct sim *s)
+{
+	return s->st.origin_fetches + s->st.revalidations;
 }
 
 static double
@@ -243,41 +379,72 @@ run(const struct trace *t, const struct params *p, struct stats *out)
 	uint64_t tick = pub_tick_ms(&pc), last_tick = trace_ms(t->req[0].time);
 	uint64_t last_expiry = last_tick;
 
+	bool summaries = mode_summaries(p->mode);
+	/* the membership changes, and the windows after them */
+	size_t change[2] = {t->nreq / 3, 2 * t->nreq / 3};
+	size_t window = t->nreq / 3 < SIM_CHANGE_WINDOW ? t->nreq / 3 :
+	    SIM_CHANGE_WINDOW, sample = t->nreq / 100 + 1;
+
 	memset(s.wire_key, 0x5c, sizeof(s.wire_key));
-	s.px = xcalloc(p->proxies, sizeof(*s.px));
+	s.nodes = p->proxies + p->membership;
+	s.px = xcalloc(s.nodes, sizeof(*s.px));
 	s.flights.size = sizeof(struct flight);
-	s.claim_rate = xcalloc((size_t)p->proxies * p->proxies,
+	s.claim_rate = xcalloc((size_t)s.nodes * s.nodes,
 	    sizeof(*s.claim_rate));
+	s.copies = xcalloc(t->nobj, sizeof(*s.copies));
+	s.fetched = xcalloc(t->nobj, sizeof(*s.fetched));
 	size_caches(&s);
+	for (unsigned i = 0; i < p->proxies; i++)
+		set_live(&s, i, true);
 	for (size_t r = 0; r < t->nreq; r++) {
 		uint64_t now = trace_ms(t->req[r].time);
 		deliver(&s, t->req[r].time);
+		for (unsigned c = 0; c < 2; c++) {
+			if (r == change[c] + window)
+				s.st.origin_after[c] += origin_requests(&s);
+			if (r != change[c])
+				continue;
+			s.st.origin_after[c] -= origin_requests(&s);
+			if (p->membership)
+				set_live(&s, p->proxies, c == 0);
+		}
 		/* claims lapse as the daemon's expiry timer lets them */
-		if (p->mode == MODE_SUMMARY &&
-		    now >= last_expiry + PUB_EXPIRE_TICK_MS) {
+		if (summaries && now >= last_expiry + PUB_EXPIRE_TICK_MS) {
 			last_expiry = now;
-			for (unsigned i = 0; i < p->proxies; i++)
-				if (pub_expire(s.px[i].pub, now) > 0 &&
+			for (unsigned i = 0; i < s.nodes; i++)
+				if (s.px[i].live &&
+				    pub_expire(s.px[i].pub, now) > 0 &&
 				    pub_threshold_reached(s.px[i].pub))
 					publish(&s, i, t->req[r].time);
 		}
 		/* the max interval, checked as often as the daemon does */
-		if (p->mode == MODE_SUMMARY && now - last_tick >= tick &&
-		    now > last_tick) {
+		if (summaries && now - last_tick >= tick && now > last_tick) {
 			last_tick = now;
-			for (unsigned i = 0; i < p->proxies; i++)
-				if (pub_interval_due(s.px[i].pub, now))
+			for (unsigned i = 0; i < s.nodes; i++)
+				if (s.px[i].live &&
+				    pub_interval_due(s.px[i].pub, now))
 					publish(&s, i, t->req[r].time);
 		}
 		request(&s, &t->req[r]);
+		if (r % sample == sample - 1) {
+			s.st.duplicates_sum += (double)(s.entries - s.distinct);
+			s.st.copies_sum += (double)s.entries;
+			s.st.samples++;
+		}
 	}
+	for (unsigned c = 0; c < 2; c++)
+		if (change[c] + window == t->nreq)
+			s.st.origin_after[c] += origin_requests(&s);
 	s.st.seconds = monotonic() - t0;
 	*out = s.st;
-	for (unsigned i = 0; i < p->proxies; i++) {
+	for (unsigned i = 0; i < s.nodes; i++) {
 		pub_free(&s.px[i].pub);
 		psum_free(&s.px[i].view);
 		free(s.px[i].ghosts.v);
+		admit_free(&s.px[i].admit);
 	}
+	free(s.copies);
+	free(s.fetched);
 	for (struct flight *f; (f = fifo_head(&s.flights)) != NULL;
 	    fifo_pop(&s.flights))
 		sum_buf_free(&f->pub.payload);

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "admit.h"
 #include "publisher.h"
 #include "sumkey.h"
 
@@ -30,6 +31,7 @@ void *xcalloc(size_t n, size_t size);
 
 struct object {
 	struct sumkey key;
+	uint64_t place;       /* place_hash of its URL (placement.h) */
 	uint32_t size;
 	uint32_t max_age;
 	uint16_t icp_query;   /* bytes of an ICP query for its URL */
@@ -83,8 +85,15 @@ void map_free(struct map *m);
 
 /* ---- a run (sim.c) ---- */
 
-enum mode { MODE_NONE, MODE_ICP, MODE_SUMMARY };
-extern const char *const mode_names[3];
+/* sumcache's sharing, and with placement hash: carp is sharing none,
+ * summary+hash is sharing summary */
+enum mode { MODE_NONE, MODE_ICP, MODE_SUMMARY, MODE_CARP, MODE_SUMMARY_HASH,
+	MODE_COUNT };
+extern const char *const mode_names[MODE_COUNT];
+
+/* Whether a mode publishes summaries, and whether keys have owners. */
+bool mode_summaries(enum mode m);
+bool mode_hashed(enum mode m);
 
 struct params {
 	enum mode mode;
@@ -98,7 +107,15 @@ struct params {
 	double filter_object_bytes;  /* 0: the proxy's mean object, once */
 	unsigned peers_asked;   /* claimants asked on a miss, at most */
 	double delay;           /* seconds a summary takes to arrive */
+	unsigned admit_hits;    /* copies a node that is not the owner keeps */
+	/* a node (number `proxies`, with no clients of its own) joins at a
+	 * third of the trace and leaves at two thirds */
+	bool membership;
 };
+
+/* The origin requests counted after each membership change (whether or
+ * not the run makes one, so that a run without is the baseline). */
+#define SIM_CHANGE_WINDOW 10000
 
 struct stats {
 	uint64_t requests, local_hits, remote_hits, false_hits, false_misses;
@@ -111,6 +128,17 @@ struct stats {
 	uint64_t absent_probes, absent_fp;
 	double absent_theory;
 	uint64_t rebuilds;
+	uint64_t origin_fetches;          /* whole objects */
+	uint64_t revalidations;           /* of stale copies, at the origin */
+	/* origin fetches of a cacheable object fetched before: what the
+	 * cluster had and lost, or never kept (placement can change them;
+	 * an object's first fetch it cannot) */
+	uint64_t capacity_misses;
+	uint64_t owner_requests, owner_hits;  /* hops to a key's owner */
+	uint64_t origin_after[2];         /* join, leave: SIM_CHANGE_WINDOW */
+	/* copies beyond one per object, over the cluster, sampled */
+	double duplicates_sum, copies_sum;
+	uint64_t samples;
 	uint64_t mean_entries_sum, mean_entries_n;
 	double bits_sum;                  /* m at each publication */
 	double seconds;

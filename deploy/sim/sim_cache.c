@@ -80,9 +80,11 @@ evict(struct sim *s, unsigned i)
 		x->tail = d->newer;
 	x->used -= s->t->obj[d->obj].size;
 	map_del(&s->cache, map_key(i, d->obj));
-	if (s->p.mode == MODE_SUMMARY)
+	s->entries--;
+	s->distinct -= --s->copies[d->obj] == 0;
+	if (mode_summaries(s->p.mode))
 		pub_removed(x->pub, &s->t->obj[d->obj].key);
-	if (s->p.mode == MODE_SUMMARY && d->pub_seq < x->pubs) {
+	if (mode_summaries(s->p.mode) && d->pub_seq < x->pubs) {
 		*(struct ghost *)fifo_push(&x->ghosts) =
 		    (struct ghost){d->obj, x->pubs};
 		map_put(&s->ghost, map_key(i, d->obj), x->pubs);
@@ -111,7 +113,9 @@ store(struct sim *s, unsigned i, uint32_t obj, double expires, double now)
 	x->head = v;
 	x->used += o->size;
 	map_put(&s->cache, map_key(i, obj), v);
-	if (s->p.mode != MODE_SUMMARY)
+	s->entries++;
+	s->distinct += s->copies[obj]++ == 0;
+	if (!mode_summaries(s->p.mode))
 		return;
 	if (!pub_added(x->pub, &o->key, trace_ms(expires), trace_ms(now)))
 		die("out of memory");
@@ -126,6 +130,13 @@ store(struct sim *s, unsigned i, uint32_t obj, double expires, double now)
 		rebuild(s, i, now);
 	else if (pub_threshold_reached(x->pub))
 		publish(s, i, now);
+}
+
+void
+flush(struct sim *s, unsigned i)
+{
+	while (s->px[i].head != NIL)
+		evict(s, i);
 }
 
 /* The fresh copy proxy i holds of obj, fresh for at least `margin` more

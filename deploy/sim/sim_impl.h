@@ -10,6 +10,7 @@
 #ifndef SIM_IMPL_H
 #define SIM_IMPL_H
 
+#include "placement.h"
 #include "psum.h"
 #include "sim.h"
 #include "wire.h"
@@ -46,6 +47,8 @@ struct proxy {
 	uint32_t arrived;       /* of them, those in the view */
 	double pub_fpr;         /* (1 - e^(-kn/m))^k at the last arrived */
 	struct fifo ghosts;     /* of struct ghost, in eviction order */
+	bool live;              /* in the cluster (--membership) */
+	struct admit *admit;    /* placement: copies of others' objects */
 };
 
 /* A publication on its way: its payload is its own. */
@@ -59,6 +62,11 @@ struct sim {
 	const struct trace *t;
 	struct params p;
 	struct proxy *px;
+	unsigned nodes;         /* proxies, and the one that joins */
+	/* the live nodes as placement sees them, and their proxy numbers */
+	struct place_node live[MAX_PROXIES + 1];
+	unsigned live_px[MAX_PROXIES + 1];
+	unsigned nlive;
 	struct entry *e;
 	size_t ne, ecap;
 	uint32_t efree;         /* free list through .newer */
@@ -68,7 +76,10 @@ struct sim {
 	struct stats st;
 	struct sum_buf payload, msg;
 	uint8_t wire_key[32];
-	double *claim_rate;     /* [asker * proxies + peer]: claim_note's */
+	double *claim_rate;     /* [asker * nodes + peer]: claim_note's */
+	uint32_t *copies;       /* [object]: proxies holding it */
+	uint8_t *fetched;       /* [object]: fetched from the origin before */
+	uint64_t entries, distinct;  /* copies, and objects with one */
 	struct sumkey_hasher *hasher;  /* the trace's */
 };
 
@@ -81,6 +92,8 @@ void fifo_pop(struct fifo *q);
 /* Stores obj at proxy i (evicting as need be), fresh until expires. */
 void store(struct sim *s, unsigned i, uint32_t obj, double expires,
     double now);
+/* Proxy i leaves: its cache is gone. */
+void flush(struct sim *s, unsigned i);
 /* The fresh copy proxy i holds of obj, fresh for at least `margin` more
  * seconds, or NULL. */
 struct entry *fresh_copy(struct sim *s, unsigned i, uint32_t obj,

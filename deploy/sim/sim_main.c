@@ -54,12 +54,15 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 	double entries = st->mean_entries_n ? (double)st->mean_entries_sum /
 	    (double)st->mean_entries_n : 0;
 	struct fp_rates fp = fp_rates(st);
-	bool sum = p->mode == MODE_SUMMARY;
+	bool sum = mode_summaries(p->mode);
+	double dups = st->samples ? st->duplicates_sum / (double)st->samples :
+	    0, copies = st->samples ? st->copies_sum / (double)st->samples : 0;
 
 	if (csv) {
 		printf("%s,%u,%g,%u,%u,%" PRIu64 ",%.4f,%.4f,%.4f,%.4f,%.4f,"
 		    "%.5f,%.2f,%.5f,%" PRIu64 ",%" PRIu64 ",%.0f,%.6f,%.6f,"
-		    "%.6f,%.6f,%.2f,%.4f,%.1f,%" PRIu64 ",%g\n",
+		    "%.6f,%.6f,%.2f,%.4f,%.1f,%" PRIu64 ",%g,%" PRIu64 ",%"
+		    PRIu64 ",%.4f,%.4f,%.0f,%.0f,%" PRIu64 ",%" PRIu64 ",%d,%d\n",
 		    mode_names[p->mode], p->proxies,
 		    sum ? p->threshold * 100 : 0, sum ? p->bits : 0,
 		    sum ? p->k : 0, st->requests,
@@ -76,16 +79,24 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 		    pct(st->stale_false_hits, st->requests),
 		    st->mean_entries_sum ? st->bits_sum /
 		    (double)st->mean_entries_sum : 0,
-		    st->rebuilds, sum ? p->delay : 0);
+		    st->rebuilds, sum ? p->delay : 0,
+		    st->origin_fetches + st->revalidations,
+		    st->capacity_misses,
+		    (double)st->owner_requests / req,
+		    pct(st->owner_hits, st->requests), dups, copies,
+		    st->origin_after[0], st->origin_after[1],
+		    mode_hashed(p->mode) ? (int)p->admit_hits : -1,
+		    p->membership);
 		return;
 	}
 	char what[48];
+	const char *name = p->mode == MODE_SUMMARY ? "summary" : "sum+hash";
 	if (sum && p->delay > 0)
-		snprintf(what, sizeof(what), "summary %g%% %ub +%gs",
+		snprintf(what, sizeof(what), "%s %g%% %ub +%gs", name,
 		    p->threshold * 100, p->bits, p->delay);
 	else if (sum)
-		snprintf(what, sizeof(what), "summary %g%% %ub", p->threshold *
-		    100, p->bits);
+		snprintf(what, sizeof(what), "%s %g%% %ub", name,
+		    p->threshold * 100, p->bits);
 	else
 		snprintf(what, sizeof(what), "%s", mode_names[p->mode]);
 	printf("%-18s %5u %7.2f %7.2f %7.2f %7.3f %7.3f %9.4f %9.1f %8.4f",
@@ -101,7 +112,8 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 		    fp.absent_theory * 100, fp.probe * 100);
 	else
 		printf(" %8s %8s %8s", "-", "-", "-");
-	printf(" %6.1f\n", st->seconds);
+	printf(" %8" PRIu64 " %8.0f %6.1f\n", st->capacity_misses, dups,
+	    st->seconds);
 }
 
 static const char csv_header[] =
@@ -111,7 +123,10 @@ static const char csv_header[] =
     "peer_fetches_per_request,publications,full_publications,"
     "mean_published_entries,bloom_fp_pct,bloom_fp_theory_pct,"
     "probe_fp_pct,probe_fp_theory_pct,seconds,stale_false_hit_pct,"
-    "effective_bits_per_entry,rebuilds,delay_s\n";
+    "effective_bits_per_entry,rebuilds,delay_s,origin_requests,"
+    "capacity_misses,owner_requests_per_request,owner_hit_pct,"
+    "duplicate_copies,copies,origin_after_join,origin_after_leave,admit,"
+    "membership\n";
 
 /* percentages of requests, except the three false-positive rates, which
  * are of summary probes */
@@ -119,7 +134,8 @@ static const char table_header[] =
     "                                     hit %                    "
     "        per request            false positive %\n"
     "run                proxies   local  remote   total  falseh  falsem"
-    "  messages     bytes  fetches   absent  formula   trace      s\n";
+    "  messages     bytes  fetches   absent  formula   trace  capmiss"
+    "     dups      s\n";
 
 /* ---- options ---- */
 
@@ -129,7 +145,8 @@ usage(void)
 	fprintf(stderr,
 	    "usage: sumcache-sim [options] TRACE\n"
 	    "  --proxies N          proxies; client c uses proxy c mod N (4)\n"
-	    "  --modes LIST         none,icp,summary (all three)\n"
+	    "  --modes LIST         none,icp,summary,carp,summary+hash\n"
+	    "                       (none,icp,summary)\n"
 	    "  --thresholds LIST    summary update thresholds in %% (1)\n"
 	    "  --bits LIST          summary bits per entry (16)\n"
 	    "  --hash-functions K   (4)\n"
@@ -143,10 +160,16 @@ usage(void)
 	    "  --peers-asked N      claimants asked on a miss, at most (%d)\n"
 	    "  --delay S            a summary arrives S trace seconds after\n"
 	    "                       it is sent (0)\n"
+	    "  --admit-hits N       with carp and summary+hash, a node keeps\n"
+	    "                       its own copy of an object it does not own\n"
+	    "                       at its clients' Nth request; 1: always,\n"
+	    "                       0: never (%u)\n"
+	    "  --membership         a node joins at a third of the trace and\n"
+	    "                       leaves at two thirds\n"
 	    "  --csv                CSV rows instead of the table\n"
 	    "  --policy             print the publishing policy of one proxy\n"
 	    "                       (as sumcache --policy does) and exit\n",
-	    PUB_OBJECT_BYTES, PEERS_ASKED_DEFAULT);
+	    PUB_OBJECT_BYTES, PEERS_ASKED_DEFAULT, ADMIT_HITS_DEFAULT);
 	exit(2);
 }
 
@@ -212,14 +235,17 @@ main(int argc, char **argv)
 		{"max-interval", 1, 0, 'i'}, {"csv", 0, 0, 'v'},
 		{"filter-for", 1, 0, 'f'}, {"policy", 0, 0, 'p'},
 		{"peers-asked", 1, 0, 'a'}, {"delay", 1, 0, 'd'},
+		{"admit-hits", 1, 0, 'A'}, {"membership", 0, 0, 'M'},
 		{0, 0, 0, 0},
 	};
 	struct params p = {.proxies = 4, .k = 4, .cache_share = 0.1,
 	    .max_interval = 60, .filter_object_bytes = PUB_OBJECT_BYTES,
-	    .peers_asked = PEERS_ASKED_DEFAULT};
+	    .peers_asked = PEERS_ASKED_DEFAULT,
+	    .admit_hits = ADMIT_HITS_DEFAULT};
 	double thresholds[MAX_LIST] = {1}, bits[MAX_LIST] = {16};
 	unsigned nthr = 1, nbits = 1;
-	bool modes[3] = {true, true, true}, csv = false, policy = false;
+	bool modes[MODE_COUNT] = {true, true, true}, csv = false;
+	bool policy = false;
 	int c, li = 0;
 
 	while ((c = getopt_long(argc, argv, "", longs, &li)) != -1) {
@@ -237,10 +263,12 @@ main(int argc, char **argv)
 			for (char *m = strtok(optarg, ","); m != NULL;
 			    m = strtok(NULL, ",")) {
 				int i = 0;
-				while (i < 3 && strcmp(m, mode_names[i]) != 0)
+				while (i < MODE_COUNT &&
+				    strcmp(m, mode_names[i]) != 0)
 					i++;
-				if (i == 3)
-					bad_option(name, m, "none, icp or summary");
+				if (i == MODE_COUNT)
+					bad_option(name, m, "none, icp, summary, "
+					    "carp or summary+hash");
 				modes[i] = true;
 			}
 			break;
@@ -299,6 +327,12 @@ main(int argc, char **argv)
 			if (*end != '\0' || !(p.delay >= 0) || p.delay > 86400)
 				bad_option(name, optarg, "seconds, 0 to 86400");
 			break;
+		case 'A':
+			p.admit_hits = (unsigned)strtoul(optarg, &end, 10);
+			if (*end != '\0' || p.admit_hits > ADMIT_HITS_MAX)
+				bad_option(name, optarg, "0 to 15");
+			break;
+		case 'M': p.membership = true; break;
 		case 'v': csv = true; break;
 		case 'p': policy = true; break;
 		default: usage();
@@ -334,13 +368,13 @@ main(int argc, char **argv)
 		    table_header);
 	else
 		fputs(csv_header, stdout);
-	for (int m = 0; m < 3; m++) {
+	for (int m = 0; m < MODE_COUNT; m++) {
 		if (!modes[m])
 			continue;
 		p.mode = (enum mode)m;
-		for (unsigned a = 0; a < (m == MODE_SUMMARY ? nthr : 1); a++)
-			for (unsigned b = 0; b < (m == MODE_SUMMARY ? nbits :
-			    1); b++) {
+		bool sum = mode_summaries(p.mode);
+		for (unsigned a = 0; a < (sum ? nthr : 1); a++)
+			for (unsigned b = 0; b < (sum ? nbits : 1); b++) {
 				struct stats st;
 				p.threshold = thresholds[a] / 100;
 				p.bits = (unsigned)bits[b];

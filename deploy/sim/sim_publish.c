@@ -101,7 +101,7 @@ deliver(struct sim *s, double now)
 	}
 }
 
-/* Sends publication pub of proxy i to each of the other proxies, in the
+/* Sends publication pub of proxy i to each of the other live proxies, in the
  * real Signed envelope; it arrives after the delay. */
 static void
 send_summary(struct sim *s, unsigned i, struct publication *pub,
@@ -129,8 +129,8 @@ send_summary(struct sim *s, unsigned i, struct publication *pub,
 	pub->payload.len = 0;   /* the buffer is the sim's, reused */
 	s->st.publications++;
 	s->st.fulls += pub->full;
-	s->st.messages += s->p.proxies - 1;
-	s->st.bytes += (uint64_t)(s->p.proxies - 1) * s->msg.len;
+	s->st.messages += s->nlive - 1;
+	s->st.bytes += (uint64_t)(s->nlive - 1) * s->msg.len;
 	s->st.mean_entries_sum += pub->entries;
 	s->st.bits_sum += (double)pub->m;
 	s->st.mean_entries_n++;

@@ -12,6 +12,7 @@
 
 #include "demo.h"
 #include "icp.h"
+#include "placement.h"
 #include "sim.h"
 #include "trace.h"
 
@@ -86,6 +87,7 @@ new_object(struct trace *t, const char *url, unsigned long long bytes)
 	};
 	if (sumkey_make(t->hasher, SUM_METHOD_GET, url, len, &o->key) < 0)
 		die("cannot hash a URL");
+	o->place = place_hash(url, len);
 	uint8_t dgram[ICP_MAX];
 	size_t q = icp_encode(dgram, ICP_OP_QUERY, 1, url, len);
 	size_t r = icp_encode(dgram, ICP_OP_HIT, 1, url, len);
