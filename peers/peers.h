@@ -38,7 +38,7 @@ enum peer_type {
 };
 
 /* One "peer" directive: "NAME HOST:PORT [type=sumcache|squid-digest]
- * [icp=PORT] [proxy_only]". */
+ * [icp=PORT] [proxy_only] [weight=W]". */
 struct peer_spec {
 	char name[WIRE_MAX_SENDER + 1];
 	char host[256];
@@ -46,6 +46,7 @@ struct peer_spec {
 	uint16_t icp_port;
 	enum peer_type type;
 	bool proxy_only;  /* remote hits are not stored locally */
+	double weight;    /* its share of keys under placement hash */
 };
 
 int peer_spec_parse(const char *text, struct peer_spec *ps,
@@ -151,6 +152,8 @@ struct peers_conf {
 	/* curl's CURLOPT_INTERFACE for peer transfers ("host!IP"), or "":
 	 * peers know us by the address we listen on, so we speak from it */
 	char source[80];
+	/* placement hash: this node's weight (its peers' lines say theirs) */
+	double weight;
 };
 
 struct peers;
@@ -249,19 +252,33 @@ struct peer *peers_by_addr(struct peers *ps, const struct sockaddr *addr);
 
 /*
  * The live peers whose summary holds key, in claim_before's order; at
- * most max.
- * The key is hashed once for all of them. Each is held for the caller
- * (it may leave the table meanwhile) until peers_put.
+ * most max. The key is hashed once for all of them. Each is held for the
+ * caller (it may leave the table meanwhile) until peers_put.
+ * With placement, owner is the key's owner (peers_owner; NULL: none, or
+ * this node): it is never among them, and when its own summary claims
+ * the key there are none (it is asked as the owner; another copy is
+ * asked for only when the owner has none, as after a membership change).
  */
 size_t peers_candidates(struct peers *ps, const char *key, size_t len,
-    struct peer **out, size_t max);
+    const struct peer *owner, struct peer **out, size_t max);
 void peers_put(struct peer **p);
+
+/*
+ * Placement hash (placement.h): the owner of key among this node and the
+ * sumcache peers that are up, by name and weight. NULL when it is this
+ * node; else the peer, held until peers_put. A peer known only by its
+ * address (peer_dns, before its first summary names it) is no owner: the
+ * others would not agree on its name. Under sharing none a peer is up
+ * until a request to it fails, and tried again after its backoff.
+ */
+struct peer *peers_owner(struct peers *ps, const char *key, size_t len);
 
 /* The outcome of asking p for an object. */
 enum peer_outcome {
 	PEER_HIT = 0,        /* it answered from its cache */
 	PEER_FALSE_HIT = 1,  /* its summary claimed it; it had no copy */
 	PEER_FAILED = 2,     /* connect failure or timeout: mark it down */
+	PEER_OWNER = 3,      /* asked as the key's owner, it answered */
 };
 void peers_fetch_done(struct peers *ps, struct peer *p,
     enum peer_outcome outcome, double ms, uint64_t req_bytes,

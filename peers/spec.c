@@ -1,10 +1,11 @@
 /*
  * Peer lines as the configuration writes them: "NAME HOST:PORT
- * [type=sumcache|squid-digest] [icp=PORT] [proxy_only]". A name is what
+ * [type=sumcache|squid-digest] [icp=PORT] [proxy_only] [weight=W]". A name is what
  * a peer signs its summaries with, so it is held to the characters a
  * node name may have; the address part is shared with peer_dns.
  */
 #include "peers.h"
+#include "placement.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,7 @@ peer_target_parse(const char *text, struct peer_spec *ps, const char *expect,
 	ps->host[hl] = '\0';
 	ps->port = (uint16_t)port;
 	ps->type = PEER_SUMCACHE;
+	ps->weight = PLACE_WEIGHT_DEFAULT;
 	while ((tok = strtok_r(NULL, " \t", &save)) != NULL) {
 		if (strcmp(tok, "proxy_only") == 0) {
 			ps->proxy_only = true;
@@ -56,11 +58,21 @@ peer_target_parse(const char *text, struct peer_spec *ps, const char *expect,
 				return -1;
 			}
 			ps->icp_port = (uint16_t)port;
+		} else if (strncmp(tok, "weight=", 7) == 0) {
+			double w = strtod(tok + 7, &end);
+			if (end == tok + 7 || *end || !(w > 0) ||
+			    w > PLACE_WEIGHT_MAX) {
+				*why = "weight= needs a number over 0, at most "
+				    "1000000";
+				return -1;
+			}
+			ps->weight = w;
 		} else if (strncmp(tok, "type=", 5) == 0) {
 			*why = "unknown peer type (sumcache, squid-digest)";
 			return -1;
 		} else {
-			*why = "unknown peer option (proxy_only, type=, icp=)";
+			*why = "unknown peer option (proxy_only, type=, icp=, "
+			    "weight=)";
 			return -1;
 		}
 	}

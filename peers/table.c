@@ -439,7 +439,7 @@ peers_silent(struct peer *p, const char *why)
  */
 size_t
 peers_candidates(struct peers *ps, const char *key, size_t len,
-    struct peer **out, size_t max)
+    const struct peer *owner, struct peer **out, size_t max)
 {
 	struct sumkey k, md5;
 	bool md5_made = false;
@@ -448,9 +448,15 @@ peers_candidates(struct peers *ps, const char *key, size_t len,
 	if (max == 0 || sumkey_make(ps->hasher, SUM_METHOD_GET, key, len,
 	    &k) < 0)
 		return 0;
+	/* placement: the owner that claims it is asked, as the owner */
+	if (owner != NULL && owner->sum != NULL && owner->sum->loaded &&
+	    psum_contains(owner->sum, &k))
+		return 0;
 	for (size_t i = 0; i < ps->n; i++) {
 		struct peer *p = ps->v[i];
 		bool squid = p->spec.type == PEER_SQUID_DIGEST;
+		if (p == owner)
+			continue;
 		if (squid)
 			p->digest_wanted = true;  /* fetched lazily, as Squid */
 		if (!p->up || p->sum == NULL || !p->sum->loaded)
@@ -500,6 +506,11 @@ peers_fetch_done(struct peers *ps, struct peer *p, enum peer_outcome outcome,
 	case PEER_FAILED:
 		peer_mark_down(p, "request failed or timed out");
 		return;
+	case PEER_OWNER:
+		/* its answer says nothing of its summary; it is alive */
+		if (!p->owner->conf.summaries)
+			peer_mark_up(p);
+		break;
 	}
 	peers_count(p, IPM_RECEIVED, IPM_PEER_RESPONSE, resp_bytes);
 	note_rtt(p, ms);
@@ -634,7 +645,7 @@ peers_reconfigure(struct peers *ps, const struct peers_conf *conf,
 			kept = !ps->v[j]->found &&
 			    same_spec(&ps->v[j]->spec, &specs[i]);
 		if (kept)
-			continue;
+			continue;  /* a new weight is taken below */
 		struct peer *p = peer_alloc(ps);
 		if (p == NULL)
 			goto nomem;
@@ -666,6 +677,13 @@ peers_reconfigure(struct peers *ps, const struct peers_conf *conf,
 		    p->spec.name, p->spec.host, p->spec.port);
 	}
 	free(fresh);
+	/* a kept peer's weight is the line's: same_spec leaves it out, so
+	 * a new weight keeps the peer's summary and counts */
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < ps->n; j++)
+			if (!ps->v[j]->found && same_spec(&ps->v[j]->spec,
+			    &specs[i]))
+				ps->v[j]->spec.weight = specs[i].weight;
 	ps->conf.connect_timeout_ms = conf->connect_timeout_ms;
 	ps->conf.timeout_ms = conf->timeout_ms;
 	exchange_set_pace(ps, conf->publish.threshold,

@@ -51,7 +51,8 @@ enum squid_code {
 	X(HIER_NONE)       /* nobody: a hit, or an error */                   \
 	X(HIER_DIRECT)     /* the origin */                                   \
 	X(SIBLING_HIT)     /* a peer found by ICP */                          \
-	X(CD_SIBLING_HIT)  /* a peer found by its summary (Cache Digest) */
+	X(CD_SIBLING_HIT)  /* a peer found by its summary (Cache Digest) */ \
+	X(CARP)            /* the key's owner (placement hash) */
 
 enum squid_hier {
 #define SQUID_HIER_ENUM(name) SQ_##name,

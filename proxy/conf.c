@@ -26,6 +26,7 @@
 
 #include <event2/util.h>
 
+#include "admit.h"  /* ADMIT_HITS_DEFAULT */
 #include "conf_value.h"
 
 struct directive {
@@ -86,6 +87,18 @@ static const struct directive directives[] = {
 	    "access log in Squid's native format: a path, stdout or none", LIVE},
 	{"sharing", parse_sharing, OFF(sharing), "none", false,
 	    "cache sharing with peers: none, summary or icp", RESTART},
+	{"placement", parse_placement, 0, "none", false,
+	    "which node fetches a miss that no summary claims: none (this "
+	    "one), or hash (the key's owner among the live nodes, by "
+	    "rendezvous hashing of node names: the cluster caches each "
+	    "object once); with sharing none, hash is CARP", RESTART},
+	{"placement_weight", parse_weight, OFF(placement_weight), "1", false,
+	    "this node's share of keys under placement hash, as its peers' "
+	    "lines say weight= (a node with twice the cache: 2)", RESTART},
+	{"placement_admit_hits", parse_admit_hits, OFF(placement_admit_hits),
+	    TEXT(ADMIT_HITS_DEFAULT), false, "under placement hash, keep "
+	    "a copy of another node's object at this node's Nth recent "
+	    "request for it (1: every copy; 0: none)", RESTART},
 	{"forwarded_for", parse_forwarded_for, OFF(forwarded_for), "add",
 	    false, "what requests sent on say of the client: add (appended "
 	    "to X-Forwarded-For), forwarded (a for= element appended to "
@@ -93,7 +106,8 @@ static const struct directive directives[] = {
 	    "(neither)", LIVE},
 	{"peer", parse_peer, 0, NULL, true,
 	    "a peer: \"NAME HOST:PORT [type=sumcache|squid-digest] "
-	    "[proxy_only] [icp=PORT]\" (ICP port 3130 unless given)", LIVE},
+	    "[proxy_only] [icp=PORT] [weight=W]\" (ICP port 3130 unless "
+	    "given; weight: its share of keys under placement hash)", LIVE},
 	{"peer_dns", parse_peer_dns, 0, NULL, false,
 	    "peers by DNS: \"HOST:PORT [proxy_only]\"; every address HOST "
 	    "resolves to (a headless Service) is a peer", LIVE},

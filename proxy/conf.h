@@ -48,6 +48,9 @@ struct conf {
 	unsigned n_connect_ports;
 	char *access_log;        /* path, "stdout" or "none" */
 	enum sharing sharing;
+	bool placement_hash;        /* placement hash: keys have owners */
+	double placement_weight;    /* this node's, as peers' lines say */
+	uint32_t placement_admit_hits;  /* admit.h */
 	enum forwarded_for forwarded_for;
 	struct peer_spec peers[CONF_MAX_PEERS];
 	unsigned n_peers;

@@ -13,7 +13,9 @@
 
 #include <event2/util.h>
 
+#include "admit.h"
 #include "disk.h"
+#include "placement.h"
 
 int
 parse_string(struct conf *c, size_t off, const char *v, const char **why)
@@ -312,6 +314,49 @@ parse_sharing(struct conf *c, size_t off, const char *v, const char **why)
 	}
 	*why = "expected none, summary or icp";
 	return -1;
+}
+
+int
+parse_placement(struct conf *c, size_t off, const char *v, const char **why)
+{
+	(void)off;
+	if (strcmp(v, "none") != 0 && strcmp(v, "hash") != 0) {
+		*why = "expected none or hash";
+		return -1;
+	}
+	c->placement_hash = strcmp(v, "hash") == 0;
+	return 0;
+}
+
+/* 0 (no copies), or a count of requests to ADMIT_HITS_MAX. */
+int
+parse_admit_hits(struct conf *c, size_t off, const char *v, const char **why)
+{
+	if (strcmp(v, "0") == 0) {
+		*(uint32_t *)((char *)c + off) = 0;
+		return 0;
+	}
+	if (count_upto(c, off, v, ADMIT_HITS_MAX) < 0) {
+		*why = "expected a count from 0 to 15";
+		return -1;
+	}
+	return 0;
+}
+
+/* A weight, as a peer line's weight= takes it. */
+int
+parse_weight(struct conf *c, size_t off, const char *v, const char **why)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(v, &end);
+
+	if (end == v || *end || errno || !(x > 0) || x > PLACE_WEIGHT_MAX) {
+		*why = "expected a number over 0, at most 1000000";
+		return -1;
+	}
+	*(double *)((char *)c + off) = x;
+	return 0;
 }
 
 int

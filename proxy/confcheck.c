@@ -77,6 +77,11 @@ conf_finish(struct conf *c, char *err, size_t elen)
 		    PEERS_ASKED_MAX);
 		return -1;
 	}
+	if (c->placement_hash && c->sharing == SHARING_ICP) {
+		snprintf(err, elen, "placement hash works with sharing summary "
+		    "or none (ICP would ask every peer before the owner)");
+		return -1;
+	}
 	if (c->sharing != SHARING_NONE && c->n_peers == 0 &&
 	    c->peer_dns.host[0] == '\0') {
 		snprintf(err, elen, "sharing %s needs a peer or peer_dns",
@@ -106,11 +111,11 @@ conf_warn(const struct conf *c, FILE *out)
 {
 	int n = 0;
 
-	if (c->sharing == SHARING_NONE && (c->n_peers > 0 ||
-	    c->peer_dns.host[0] != '\0')) {
+	if (c->sharing == SHARING_NONE && !c->placement_hash &&
+	    (c->n_peers > 0 || c->peer_dns.host[0] != '\0')) {
 		fprintf(out, "sumcache: warning: %u peer line(s)%s configured, "
 		    "but sharing none leaves them unused (set sharing summary "
-		    "or icp)\n", c->n_peers, c->peer_dns.host[0] != '\0' ?
+		    "or icp, or placement hash)\n", c->n_peers, c->peer_dns.host[0] != '\0' ?
 		    " and peer_dns" : "");
 		n++;
 	}

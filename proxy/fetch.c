@@ -3,9 +3,11 @@
  *
  * One curl easy handle per fetch, run on the shared multi (curlev.c). A
  * miss is asked first of the peers whose summaries claim it (or the one
- * that said ICP HIT), then of the origin; a peer that cannot serve it
- * before a byte reached the client is a false hit, and the next source
- * is tried. curl frames the exchange (chunked decoding, Content-Length,
+ * that said ICP HIT), then, under placement hash, of the key's owner (a
+ * normal proxy request: it fetches from the origin if it must, once for
+ * the cluster), then of the origin; a peer that cannot serve it before a
+ * byte reached the client is a false hit (or a failed owner), and the
+ * next source is tried. curl frames the exchange (chunked decoding, Content-Length,
  * connection reuse); the head sent upstream is upstream.c's, and what
  * comes back is fetchrecv.c's.
  *
@@ -29,10 +31,12 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "admit.h"
 #include "busy.h"
 #include "client.h"
 #include "fetch_impl.h"
 #include "icpsock.h"
+#include "placement.h"
 #include "range.h"
 #include "request.h"
 #include "sc_assert.h"
@@ -110,6 +114,8 @@ fetch_free(struct fetch **fp)
 	free(f->stored_head);
 	for (size_t i = 0; i < f->ncand; i++)
 		peers_put(&f->cand[i]);
+	if (f->owner != NULL)
+		peers_put(&f->owner);
 	icpsock_cancel(&f->icpq);
 	free(f);
 }
@@ -201,10 +207,17 @@ ask_again(struct fetch *f)
 }
 
 /* A peer could not serve the object and the client has seen nothing:
- * ask the next candidate, then the origin. */
+ * ask the next candidate, then the owner, then the origin. An owner
+ * that answered with a refusal or a server error is alive; the origin
+ * is asked itself. */
 static void
 next_source(struct fetch *f, enum peer_outcome outcome)
 {
+	if (f->to == UPSTREAM_OWNER) {
+		f->srv->m.owner_failed++;
+		if (outcome == PEER_FALSE_HIT)
+			outcome = PEER_OWNER;
+	}
 	peer_outcome(f, outcome);
 	ask_again(f);
 }
@@ -219,7 +232,9 @@ ask_for_range(struct fetch *f)
 	f->t->range_whole = false;
 	f->srv->m.range_passed++;
 	busy_close(&f->busy, BUSY_UNSHARED, NULL);
-	if (f->peer != NULL)
+	if (f->to == UPSTREAM_OWNER)
+		f->owner_asked = false;
+	else if (f->to == UPSTREAM_SIBLING)
 		f->next_cand--;
 	ask_again(f);
 }
@@ -240,7 +255,7 @@ on_done(void *arg, CURLcode rc)
 		return;
 	}
 	if (f->peer != NULL)
-		peer_outcome(f, PEER_HIT);
+		peer_outcome(f, f->to == UPSTREAM_OWNER ? PEER_OWNER : PEER_HIT);
 	if (rc == CURLE_OK && f->head_done)
 		fetch_finish_ok(f);
 	else
@@ -272,27 +287,43 @@ peer_eligible(const struct txn *t, enum fetch_kind kind)
 	 * origin rather than a question to its cache */
 	return t->srv->peers != NULL && kind == FETCH_MISS &&
 	    (t->is_get || t->is_head) && t->body_kind == BODY_NONE &&
-	    !t->reqcc.no_cache && !t->looped && !t->url.https;
+	    !t->reqcc.no_cache && !t->looped && !t->placed && !t->url.https;
 }
 
-/* Sets up f->easy for the next source (a candidate peer, else the
- * origin) and starts it. */
+/* The next source: a candidate peer, the owner, else the origin. */
+static void
+next_peer(struct fetch *f)
+{
+	if (f->next_cand < f->ncand) {
+		f->peer = f->cand[f->next_cand++];
+		f->to = UPSTREAM_SIBLING;
+	} else if (f->owner != NULL && !f->owner_asked) {
+		f->peer = f->owner;
+		f->owner_asked = true;
+		f->to = UPSTREAM_OWNER;
+	} else {
+		f->peer = NULL;
+		f->to = UPSTREAM_ORIGIN;
+	}
+}
+
+/* Sets up f->easy for the next source and starts it. */
 static int
 attempt(struct fetch *f)
 {
 	struct txn *t = f->t;
 	struct server *s = t->srv;
 
-	f->peer = f->next_cand < f->ncand ? f->cand[f->next_cand++] : NULL;
+	next_peer(f);
 	if (f->busy != NULL)
-		busy_asking_peer(f->busy, f->peer != NULL);
+		busy_asking_peer(f->busy, f->to == UPSTREAM_SIBLING);
 	if (f->easy == NULL)
 		f->easy = curl_easy_init();
 	else
 		curl_easy_reset(f->easy);
 	curl_slist_free_all(f->hdrs);
 	f->hdrs = upstream_fields(t, f->kind == FETCH_REVALIDATE,
-	    f->busy != NULL, f->peer != NULL);
+	    f->busy != NULL, f->to);
 	if (f->easy == NULL || f->hdrs == NULL)
 		return -1;
 	CURL *e = f->easy;
@@ -387,11 +418,19 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 		f->busy = busy_open(s, t);
 	if (!t->range_whole && range_asked(&t->req))
 		s->m.range_passed++;
+	f->keep_copy = true;
 	if (peer_eligible(t, kind)) {
-		if (s->conf.sharing != SHARING_ICP) {
+		if (s->conf.placement_hash) {
+			f->owner = peers_owner(s->peers, t->url.norm,
+			    t->url.len);
+			f->keep_copy = f->owner == NULL || admit_keep(s->admit,
+			    place_hash(t->url.norm, t->url.len));
+		}
+		if (s->conf.sharing == SHARING_SUMMARY) {
 			f->ncand = peers_candidates(s->peers, t->url.norm,
-			    t->url.len, f->cand, s->conf.peers_asked);
-		} else if (s->icp != NULL) {
+			    t->url.len, f->owner, f->cand,
+			    s->conf.peers_asked);
+		} else if (s->conf.sharing == SHARING_ICP && s->icp != NULL) {
 			/* the answer starts the first source (no query out:
 			 * no live peer, so the origin at once) */
 			f->icpq = icpsock_ask(s->icp, t->url.norm, t->url.len,

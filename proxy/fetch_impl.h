@@ -16,6 +16,7 @@
 #include "curlev.h"
 #include "fetch.h"
 #include "peers.h"
+#include "upstream.h"
 
 /* curl's receive buffer: what one write callback brings at most */
 #define FETCH_CHUNK (64 * 1024)
@@ -51,6 +52,12 @@ struct fetch {
 	struct peer *cand[PEERS_ASKED_MAX];
 	size_t ncand, next_cand;
 	struct peer *peer;
+	enum upstream_to to;       /* what peer (or the origin) is asked as */
+	/* placement hash: the key's owner (NULL: this node), asked after
+	 * the candidates; whether this node keeps a copy from a peer */
+	struct peer *owner;
+	bool owner_asked;
+	bool keep_copy;
 	bool peer_refused;         /* it answered 5xx, 403 or 407: a false
 	                            * hit */
 	struct icpq *icpq;         /* ICP query out, before any source */

@@ -194,6 +194,41 @@ fetched_range(struct fetch *f, int64_t clen)
 	    &t->range));
 }
 
+/* Whether the key's owner answered from its cache: its X-Cache says so
+ * under its name (a response it fetched says MISS; fields of the origin's
+ * own are under other names). */
+static bool
+owner_had_it(const struct fetch *f)
+{
+	const char *name = peer_spec(f->peer)->name;
+	size_t nl = strlen(name);
+
+	for (unsigned i = 0; i < f->resp.nfields; i++) {
+		const struct http_field *fl = &f->resp.fields[i];
+		if (http_field_is(fl, "x-cache") && fl->vlen == 9 + nl &&
+		    memcmp(fl->value, "HIT from ", 9) == 0 &&
+		    memcmp(fl->value + 9, name, nl) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A copy from a peer of an object another node owns: kept by admission
+ * (decided when the fetch started), counted either way. */
+static bool
+kept_copy(struct fetch *f)
+{
+	struct metrics *m = &f->srv->m;
+
+	if (f->owner == NULL)
+		return true;
+	if (f->keep_copy)
+		m->owner_copy_kept++;
+	else
+		m->owner_copy_passed++;
+	return f->keep_copy;
+}
+
 /* Decides storing and writes the client's head. false aborts the fetch. */
 static bool
 final_head(struct fetch *f)
@@ -216,7 +251,8 @@ final_head(struct fetch *f)
 	cc_parse(resp, false, &respcc);
 	bool has_te = http_field_find(resp, "transfer-encoding") != NULL;
 	int64_t clen = has_te ? -1 : resp->content_length;
-	bool proxy_only = f->peer != NULL && peer_spec(f->peer)->proxy_only;
+	bool proxy_only = f->peer != NULL && (peer_spec(f->peer)->proxy_only ||
+	    !kept_copy(f));
 	bool storable = f->kind != FETCH_FORWARD && t->is_get && !proxy_only &&
 	    cachectl_storable(&t->req, &t->reqcc, resp, &respcc,
 	    refresh_find(&s->conf.refresh, t->url.norm), &why) &&
@@ -232,7 +268,13 @@ final_head(struct fetch *f)
 		if (!keep_head(f) || f->body == NULL)
 			fetch_drop_copy(f);
 	}
-	t->result = f->peer != NULL ? RESULT_REMOTE_HIT : RESULT_MISS;
+	bool owner_hit = f->to == UPSTREAM_OWNER && owner_had_it(f);
+	if (f->to == UPSTREAM_OWNER && owner_hit)
+		s->m.owner_hit++;
+	else if (f->to == UPSTREAM_OWNER)
+		s->m.owner_miss++;
+	t->result = f->to == UPSTREAM_SIBLING || owner_hit ?
+	    RESULT_REMOTE_HIT : RESULT_MISS;
 	if (f->busy != NULL && f->body != NULL && clen >= 0 && share(f, clen))
 		return true;
 	/* not shared: whoever waits fetches alone */
@@ -360,9 +402,10 @@ fetch_on_header(char *buf, size_t size, size_t n, void *arg)
 	f->head_done = true;
 	char *ip = NULL;
 	if (f->peer != NULL) {
-		/* Squid's codes for a sibling chosen by ICP, and by its
-		 * digest (a summary is one) */
-		f->t->hier = f->by_icp ? SQ_SIBLING_HIT : SQ_CD_SIBLING_HIT;
+		/* Squid's codes for a sibling chosen by ICP, by its digest
+		 * (a summary is one), and for a parent chosen by hashing */
+		f->t->hier = f->to == UPSTREAM_OWNER ? SQ_CARP : f->by_icp ?
+		    SQ_SIBLING_HIT : SQ_CD_SIBLING_HIT;
 		snprintf(f->t->hier_host, sizeof(f->t->hier_host), "%s",
 		    peer_spec(f->peer)->name);
 	} else {

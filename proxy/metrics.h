@@ -62,6 +62,11 @@ struct evbuffer;
 	X(digest_entries, DIGEST_ENTRIES, NULL, NULL)                        \
 	X(digest_table_bytes, DIGEST_TABLE_BYTES, NULL, NULL)                \
 	X(forwarding_loops, FORWARDING_LOOPS, NULL, NULL)                    \
+	X(owner_hit, OWNER_REQUESTS, "hit", NULL)                            \
+	X(owner_miss, OWNER_REQUESTS, "miss", NULL)                          \
+	X(owner_failed, OWNER_REQUESTS, "failed", NULL)                      \
+	X(owner_copy_kept, OWNER_COPIES, "kept", NULL)                       \
+	X(owner_copy_passed, OWNER_COPIES, "passed", NULL)                   \
 	X(client_bytes_out, CLIENT_BYTES_OUT, NULL, NULL)                    \
 	X(cache_objects, CACHE_OBJECTS, NULL, "cache_objects")               \
 	X(cache_bytes, CACHE_BYTES, NULL, "cache_bytes")                     \

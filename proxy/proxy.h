@@ -40,6 +40,7 @@ struct busy;
 struct range_plan;
 struct busy_table;
 struct budget;
+struct admit;
 
 /* Where the configuration comes from: read at start and on SIGHUP. */
 struct server_conf_src {
@@ -58,7 +59,8 @@ struct server {
 	struct store *store;
 	struct tiers *tiers;     /* memory over disk (tiers.c) */
 	struct curlev *curl;     /* origin and peer transfers */
-	struct peers *peers;     /* NULL unless sharing summary */
+	struct peers *peers;     /* NULL with sharing none, placement none */
+	struct admit *admit;     /* placement hash: copies of others' keys */
 	struct discover *discover; /* peer_dns lookups, or NULL */
 	struct icpsock *icp;     /* ICP server and client, or NULL */
 	struct sqdigest *digest; /* digest_generation, or NULL */
@@ -146,6 +148,8 @@ struct txn {
 	bool is_head;
 	bool keep_alive;      /* the connection may carry another request */
 	bool looped;          /* our name is in Via: never ask a peer */
+	bool placed;          /* a peer asked us as the key's owner: the
+	                       * origin answers a miss, never another peer */
 	bool for_peer;        /* a peer asks (not counted as a client's) */
 	bool aborted;         /* failed mid-response: logged at the close */
 	struct timeval start;

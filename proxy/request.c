@@ -36,6 +36,7 @@
 #include "purge.h"
 #include "range.h"
 #include "tiers.h"
+#include "upstream.h"
 
 void
 request_error(struct txn *t, int status, enum squid_code code,
@@ -653,6 +654,10 @@ request_start(struct txn *t)
 	t->for_peer = proxied && t->srv->peers != NULL &&
 	    peers_by_addr(t->srv->peers,
 	    (const struct sockaddr *)&t->c->sa) != NULL;
+	/* a peer asks us as the key's owner: one hop, never two (a
+	 * client's field counts for nothing) */
+	t->placed = t->for_peer &&
+	    http_field_find(&t->req, UPSTREAM_HOP_FIELD) != NULL;
 	if (t->is_get || t->is_head) {
 		lookup(t);
 		return;

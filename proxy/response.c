@@ -107,7 +107,7 @@ cache_status(const struct server *s, const struct txn *t, char *buf,
 	if (t->code == SQ_TCP_MISS && !t->is_get && !t->is_head)
 		params = "fwd=method";
 	else if (t->code == SQ_TCP_MISS && (t->hier == SQ_SIBLING_HIT ||
-	    t->hier == SQ_CD_SIBLING_HIT))
+	    t->hier == SQ_CD_SIBLING_HIT || t->hier == SQ_CARP))
 		more = "; detail=peer";
 	put(buf, cap, n, "Cache-Status: sumcache-%s; %s%s\r\n",
 	    s->conf.node_name, params, more);

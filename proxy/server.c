@@ -26,6 +26,7 @@
 #include <event2/util.h>
 
 #include "accept.h"
+#include "admit.h"
 #include "budget.h"
 #include "busy.h"
 #include "client.h"
@@ -232,6 +233,7 @@ server_peers_conf(const struct server *s, const struct conf *c)
 		.key = c->cluster_key,
 		.keylen = c->cluster_key_len,
 		.summaries = c->sharing == SHARING_SUMMARY,
+		.weight = c->placement_weight,
 	};
 	snprintf(pc.source, sizeof(pc.source), "%s", s->peer_source);
 	return pc;
@@ -351,7 +353,14 @@ server_init(struct server *s)
 		if (s->digest == NULL)
 			return -1;
 	}
-	if (s->conf.sharing != SHARING_NONE && peers_init(s) < 0)
+	if ((s->conf.sharing != SHARING_NONE || s->conf.placement_hash) &&
+	    peers_init(s) < 0)
+		return -1;
+	/* a window of cache_mem's objects: memory is where a copy kept
+	 * for this node's clients is read from */
+	if (s->conf.placement_hash && (s->admit = admit_new(
+	    s->conf.placement_admit_hits, admit_window(s->conf.cache_mem))) ==
+	    NULL)
 		return -1;
 	/* what the disk kept, once everyone who counts objects listens */
 	tiers_start(s);
@@ -388,6 +397,7 @@ server_fini(struct server *s)
 	store_free(&s->store);
 	sqdigest_free(&s->digest);
 	peers_free(&s->peers);
+	admit_free(&s->admit);
 	curlev_free(&s->curl);
 	budget_free(&s->budget);
 	accesslog_close(&s->log);

@@ -2,7 +2,9 @@
  * The request head a fetch sends upstream (an origin, or a peer asked as a
  * proxy): the client's fields without hop-by-hop ones and those curl
  * writes itself (Host, Content-Length, Expect), our Via, only-if-cached
- * for a peer (PROTOCOLS.md 4), and for a revalidation our validators
+ * for a sibling (PROTOCOLS.md 4), the hop field for a key's owner (and
+ * nobody else: a client's or a peer's is dropped), and for a
+ * revalidation our validators
  * instead of the client's; what it says of the client as forwarded_for
  * asks. A field is as long as the client's limits let it be: no buffer
  * of ours cuts it.
@@ -50,7 +52,8 @@ static bool
 skip_request_field(const struct http_head *req, const struct http_field *fl,
     bool own_conditionals, bool whole)
 {
-	static const char *const own[] = {"host", "content-length", "expect"};
+	static const char *const own[] = {"host", "content-length", "expect",
+		UPSTREAM_HOP_FIELD};
 
 	if (http_field_hop_by_hop(req, fl))
 		return true;
@@ -131,7 +134,7 @@ add_client(struct curl_slist **l, const struct txn *t, enum forwarded_for mode)
 
 struct curl_slist *
 upstream_fields(const struct txn *t, bool revalidate, bool whole,
-    bool to_peer)
+    enum upstream_to to)
 {
 	const struct http_head *req = &t->req;
 	enum forwarded_for mode = t->srv->conf.forwarded_for;
@@ -158,8 +161,10 @@ upstream_fields(const struct txn *t, bool revalidate, bool whole,
 	if (ok && t->c != NULL && client_field(mode) != NULL)
 		ok = add_client(&l, t, mode);
 	/* PROTOCOLS.md 4: a sibling answers from its cache or says 504 */
-	if (to_peer)
+	if (to == UPSTREAM_SIBLING)
 		ok = ok && add_header(&l, "Cache-Control: only-if-cached");
+	if (to == UPSTREAM_OWNER)
+		ok = ok && add_header(&l, "Sumcache-Hop: owner");
 	/* no Expect round trip to the origin: we already have the body */
 	ok = ok && add_header(&l, "Expect:");
 	if (ok && http_field_find(req, "accept") == NULL)

@@ -164,6 +164,12 @@ Test(conf, summary_sharing_errors)
 		{"dns_nameservers=ns.example", "expected IP addresses"},
 		{"dns_nameservers=10.0.0.53 10.0.0.54:x", "expected IP addresses"},
 		{"dns_nameservers=", "at least one"},
+		{"placement=ring", "expected none or hash"},
+		{"placement_weight=0", "a number over 0"},
+		{"placement_weight=2x", "a number over 0"},
+		{"placement_admit_hits=16", "from 0 to 15"},
+		{"peer=b 10.0.0.2:1 weight=0", "weight= needs a number"},
+		{"peer=b 10.0.0.2:1 weight=-1", "weight= needs a number"},
 	};
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		struct conf c;
@@ -236,6 +242,34 @@ Test(conf, summary_sharing_errors)
 	cr_expect_eq(c.peers[1].type, PEER_SUMCACHE);
 	cr_expect_eq(conf_finish(&c, err, sizeof(err)), -1);
 	cr_expect(strstr(err, "needs cluster_key_file") != NULL, "%s", err);
+	conf_clear(&c);
+}
+
+Test(conf, placement_takes_weights_and_refuses_icp)
+{
+	struct conf c;
+	char err[512] = "";
+
+	cr_assert_eq(conf_defaults(&c), 0);
+	cr_expect_not(c.placement_hash, "placement is none unless asked");
+	cr_assert_eq(conf_override(&c, "placement=hash", err, sizeof(err)), 0);
+	cr_assert_eq(conf_override(&c, "placement_weight=2.5", err,
+	    sizeof(err)), 0);
+	cr_assert_eq(conf_override(&c, "placement_admit_hits=0", err,
+	    sizeof(err)), 0);
+	cr_assert_eq(conf_override(&c, "peer=b 10.0.0.2:3128 weight=4", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_expect(c.placement_hash);
+	cr_expect_eq(c.placement_weight, 2.5);
+	cr_expect_eq(c.placement_admit_hits, 0);
+	cr_expect_eq(c.peers[0].weight, 4.0);
+	/* sharing none with peers: carp, no warning, no key needed */
+	cr_expect_eq(conf_finish(&c, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(conf_warn(&c, stderr), 0);
+	cr_assert_eq(conf_override(&c, "sharing=icp", err, sizeof(err)), 0);
+	cr_expect_eq(conf_finish(&c, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "placement hash works with sharing summary") !=
+	    NULL, "%s", err);
 	conf_clear(&c);
 }
 
