@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A local sumcache cluster in one command.
 #
-#   deploy/cluster.sh up N [--mode summary|icp|none] [--netns] [--delay MS]
+#   deploy/cluster.sh up N [--mode summary|icp|none|carp|summary+hash]
+#                          [--netns] [--delay MS]
 #                          [--cache-mem SIZE] [--cache-dir SIZE]
 #                          [--origin-latency MS]
 #   deploy/cluster.sh status
@@ -9,7 +10,8 @@
 #
 # up starts the demo origin (deploy/workload/demo_origin.c) and N sumcache
 # nodes peered with each other, sharing by Summary Cache (the default), ICP,
-# or not at all.
+# or not at all; carp and summary+hash add placement hash (a miss goes to
+# the key's owner) to sharing none and summary.
 #   - On loopback (the default) node i listens on 127.0.0.1:3128+i-1 (ICP on
 #     UDP 4128+i-1); the origin on 127.0.0.1:8081.
 #   - With --netns each node is a host of its own: network namespace
@@ -46,7 +48,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -100,7 +102,9 @@ netns_down() {
 # node_conf NAME HOST PORT ICP MODE N INDEX NETNS: the node's config file
 node_conf() {
   local name=$1 host=$2 port=$3 icp=$4 mode=$5 n=$6 me=$7 netns=$8
-  local f=$state/$name.conf
+  local f=$state/$name.conf sharing
+  case $mode in carp) sharing=none ;; summary+hash) sharing=summary ;;
+    *) sharing=$mode ;; esac
   {
     echo "# node $name of a $n-node $mode cluster (deploy/cluster.sh)"
     echo "node_name = \"$name\";"
@@ -114,13 +118,14 @@ node_conf() {
     if [ "$netns" = 1 ]; then
       echo "allow = [\"127.0.0.0/8\", \"$subnet.0/24\"];"
     fi
-    echo "sharing = \"$mode\";"
+    echo "sharing = \"$sharing\";"
+    [ "$sharing" = "$mode" ] || echo "placement = \"hash\";"
     if [ "$mode" = icp ]; then
       echo "icp_listen = \"$host:$icp\";"
     else
       echo "icp_listen = \"none\";"
     fi
-    if [ "$mode" = summary ]; then
+    if [ "$sharing" = summary ]; then
       echo "cluster_key_file = \"$state/cluster.key\";"
     fi
     if [ "$mode" != none ]; then
@@ -164,7 +169,8 @@ up() {
   done
   [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 64 ] ||
     die "up needs a node count, 1 to 64"
-  case $mode in summary|icp|none) ;; *) die "--mode: summary, icp or none" ;; esac
+  case $mode in summary|icp|none|carp|summary+hash) ;;
+    *) die "--mode: summary, icp, none, carp or summary+hash" ;; esac
   [[ "$delay" =~ ^[0-9]+$ ]] || die "--delay: milliseconds"
   [ "$delay" -eq 0 ] || [ "$netns" = 1 ] || die "--delay needs --netns"
   if running; then

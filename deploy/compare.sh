@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The paper's table for one trace: replays it against an N-node cluster
-# under no sharing, ICP and Summary Cache, and compares them.
+# under no sharing, ICP and Summary Cache (and, asked for, placement hash:
+# carp and summary+hash), and compares them.
 #
 #   deploy/compare.sh TRACE [N] [--concurrency C] [--cache-mem SIZE]
 #                               [--origin-latency MS]
-#                               [--modes "none icp summary"] [--out DIR]
+#                               [--modes "none icp summary carp summary+hash"]
+#                               [--out DIR]
 #
 # TRACE is a Squid native access.log (deploy/workload/workload_gen.c writes
 # one; a real log works too, see replay.c). For each mode a fresh cluster
@@ -15,7 +17,9 @@
 # the raw scrapes and, with gnuplot installed, compare.svg to DIR
 # (run/compare). The origin answers after --origin-latency ms (10), as a
 # real one far away does: on loopback with none, a peer's copy would be no
-# faster than the origin's.
+# faster than the origin's. Capacity misses are the origin's repeat fetches
+# (demo_origin.c): a cacheable object sent whole again, not to a
+# revalidation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . deploy/lib.sh
@@ -29,7 +33,7 @@ while [ $# -gt 0 ]; do
     --origin-latency) latency=${2:?}; shift ;;
     --modes) modes=${2:?}; shift ;;
     --out) out=${2:?}; shift ;;
-    -*) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    -*) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     *) if [ -z "$trace" ]; then trace=$1; else n=$1; fi ;;
   esac
   shift
@@ -76,7 +80,7 @@ done
 # its response only where it arrived), so the larger side counts each
 # message once.
 csv=$out/compare.csv
-echo "mode,requests,local_hit_pct,remote_hit_pct,total_hit_pct,protocol_messages,protocol_bytes,peer_requests,peer_response_bytes,false_hits,origin_requests,cpu_seconds,p50_ms,p99_ms,wrong_bodies,errors,summary_msgs,summary_bytes,digest_msgs,digest_bytes,icp_msgs,icp_bytes,icp_queries" >"$csv"
+echo "mode,requests,local_hit_pct,remote_hit_pct,total_hit_pct,protocol_messages,protocol_bytes,peer_requests,peer_response_bytes,false_hits,origin_requests,cpu_seconds,p50_ms,p99_ms,wrong_bodies,errors,summary_msgs,summary_bytes,digest_msgs,digest_bytes,icp_msgs,icp_bytes,icp_queries,capacity_misses" >"$csv"
 for mode in $modes; do
   cat "$out/$mode".n*.metrics | awk -v mode="$mode" \
       -v replay="$out/$mode.replay" -v origin="$out/$mode.origin" \
@@ -94,7 +98,11 @@ for mode in $modes; do
     }
     END {
       while ((getline l < replay) > 0) { split(l, kv, "="); rp[kv[1]] = kv[2] }
-      while ((getline l < origin) > 0) if (l ~ /^demo_origin_requests_total /) { split(l, f, " "); oreq = f[2] }
+      while ((getline l < origin) > 0) {
+        split(l, f, " ")
+        if (l ~ /^demo_origin_requests_total /) oreq = f[2]
+        if (l ~ /^demo_origin_repeat_fetches_total /) repeats = f[2]
+      }
       while ((getline l < cpufile) > 0) { split(l, f, " "); cpu += f[2] }
       for (t in types) {
         m[t] = tot["m", t, "sent"] > tot["m", t, "received"] ? tot["m", t, "sent"] : tot["m", t, "received"]
@@ -103,7 +111,7 @@ for mode in $modes; do
       }
       n = req["local_hit"] + req["remote_hit"] + req["miss"] + req["error"]
       d = n > 0 ? n : 1
-      printf "%s,%d,%.2f,%.2f,%.2f,%d,%d,%d,%d,%d,%d,%.2f,%.3f,%.3f,%d,%d,%d,%d,%d,%d,%d,%d,%d\n",
+      printf "%s,%d,%.2f,%.2f,%.2f,%d,%d,%d,%d,%d,%d,%.2f,%.3f,%.3f,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n",
         mode, n, 100 * req["local_hit"] / d, 100 * req["remote_hit"] / d,
         100 * (req["local_hit"] + req["remote_hit"]) / d, pm, pb,
         m["peer_request"], b["peer_response"], fh, oreq, cpu,
@@ -112,7 +120,7 @@ for mode in $modes; do
         b["summary_full"] + b["summary_delta"] + b["summary_pull"],
         m["squid_digest"], b["squid_digest"],
         m["icp_query"] + m["icp_reply"], b["icp_query"] + b["icp_reply"],
-        m["icp_query"]
+        m["icp_query"], repeats
     }' >>"$csv"
 done
 
@@ -125,7 +133,7 @@ awk -F, '
     printf "%-26s", ""; for (j = 1; j <= k; j++) printf " %14s", order[j]
     if (("icp", 1) in v && ("summary", 1) in v) printf " %14s", "icp/summary"
     printf "\n"
-    split("2:client requests|3:local hit %|4:remote hit %|5:total hit %|6:protocol messages|7:protocol bytes|17:  summary messages|18:  summary bytes|21:  ICP messages|22:  ICP bytes|8:peer requests|9:peer response bytes|10:false hits|11:origin requests|12:proxy CPU seconds|13:latency p50 ms|14:latency p99 ms|15:wrong bodies|16:errors", rows, "|")
+    split("2:client requests|3:local hit %|4:remote hit %|5:total hit %|6:protocol messages|7:protocol bytes|17:  summary messages|18:  summary bytes|21:  ICP messages|22:  ICP bytes|8:peer requests|9:peer response bytes|10:false hits|11:origin requests|24:  capacity misses|12:proxy CPU seconds|13:latency p50 ms|14:latency p99 ms|15:wrong bodies|16:errors", rows, "|")
     for (r = 1; r <= length(rows); r++) {
       split(rows[r], rc, ":"); c = rc[1]
       printf "%-26s", rc[2]

@@ -9,11 +9,17 @@
  *   -l   where to listen (127.0.0.1:8081)
  *   -d   latency added to every response, in milliseconds (0)
  *
- * GET /__stats answers the counts (requests, 200s, 304s, body bytes) as
- * Prometheus text. SIGTERM or SIGINT stop it.
+ * GET /__stats answers the counts (requests, 200s, 304s, body bytes, and
+ * repeat fetches) as Prometheus text. SIGTERM or SIGINT stop it.
+ *
+ * A repeat fetch is a cacheable object sent whole again to a request that
+ * was not conditional: the caches in front had it once and no longer (or
+ * never kept it). compare.sh reports them as capacity misses: what a
+ * bigger cache, or one that holds each object once, could have saved.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,13 +33,49 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/util.h>
 
+#include <xxhash.h>
+
 #include "demo.h"
 
 struct origin {
 	struct event_base *base;
 	uint32_t latency_ms;
-	uint64_t requests, full, not_modified, body_bytes;
+	uint64_t requests, full, not_modified, body_bytes, repeats;
+	/* targets sent whole: XXH3 hashes, open addressing, 0 empty */
+	uint64_t *sent;
+	size_t nsent, cap;
 };
+
+/* Records a target sent whole; whether it had been before. */
+static bool
+sent_before(struct origin *o, const char *target)
+{
+	uint64_t h = XXH3_64bits(target, strlen(target)) | 1;
+
+	if (2 * (o->nsent + 1) > o->cap) {
+		size_t cap = o->cap ? 2 * o->cap : 1 << 16;
+		uint64_t *v = calloc(cap, sizeof(*v));
+		if (v == NULL)
+			return false;  /* uncounted, not wrong */
+		for (size_t i = 0; i < o->cap; i++)
+			for (size_t j = o->sent[i] & (cap - 1); o->sent[i];
+			    j = (j + 1) & (cap - 1))
+				if (v[j] == 0) {
+					v[j] = o->sent[i];
+					break;
+				}
+		free(o->sent);
+		o->sent = v;
+		o->cap = cap;
+	}
+	size_t j = h & (o->cap - 1);
+	for (; o->sent[j] != 0; j = (j + 1) & (o->cap - 1))
+		if (o->sent[j] == h)
+			return true;
+	o->sent[j] = h;
+	o->nsent++;
+	return false;
+}
 
 /* A response waiting out its latency. */
 struct later {
@@ -98,6 +140,8 @@ answer(struct origin *o, struct evhttp_request *req)
 		evbuffer_commit_space(body, &iov, 1);
 	}
 	o->full++;
+	if (!obj.nostore && inm == NULL && sent_before(o, target))
+		o->repeats++;
 	if (evhttp_request_get_command(req) != EVHTTP_REQ_HEAD)
 		o->body_bytes += obj.size;
 	evhttp_send_reply(req, 200, "OK", body);
@@ -144,8 +188,9 @@ stats(struct origin *o, struct evhttp_request *req)
 	    "demo_origin_requests_total %" PRIu64 "\n"
 	    "demo_origin_responses_total{status=\"200\"} %" PRIu64 "\n"
 	    "demo_origin_responses_total{status=\"304\"} %" PRIu64 "\n"
-	    "demo_origin_body_bytes_total %" PRIu64 "\n",
-	    o->requests, o->full, o->not_modified, o->body_bytes);
+	    "demo_origin_body_bytes_total %" PRIu64 "\n"
+	    "demo_origin_repeat_fetches_total %" PRIu64 "\n",
+	    o->requests, o->full, o->not_modified, o->body_bytes, o->repeats);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "text/plain; version=0.0.4");
 	evhttp_send_reply(req, 200, "OK", b);
@@ -254,5 +299,6 @@ main(int argc, char **argv)
 	event_free(intr);
 	evhttp_free(http);
 	event_base_free(o.base);
+	free(o.sent);
 	return 0;
 }
