@@ -81,8 +81,8 @@ struct evbuffer;
 	    "outcome", "Misses sent to the key's owner (placement hash): it " \
 	    "had a copy, fetched one, or failed (then the origin was asked)") \
 	X(OWNER_COPIES, counter, "sumcache_owner_copies_total", "decision",   \
-	    "Copies of objects another node owns, got from a peer: kept "     \
-	    "here (placement_admit_hits) or passed on only")                  \
+	    "Cacheable copies of objects another node owns, got from a peer: " \
+	    "kept here (placement_admit_hits) or passed on only")             \
 	X(CLIENT_BYTES_OUT, counter, "sumcache_client_bytes_sent_total", "",  \
 	    "Bytes sent to clients (heads and bodies)")                       \
 	X(CACHE_OBJECTS, gauge, "sumcache_cache_objects", "",                 \

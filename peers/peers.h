@@ -241,8 +241,9 @@ void peers_receive_slow(struct peers *ps, const char *who);
 /*
  * peer_dns: the addresses its name resolves to now, each a peer like
  * tmpl (port and options). Addresses new to the table are added and
- * pulled; found peers no longer listed leave it. Peers from "peer" lines
- * are not touched.
+ * pulled, those already in it take tmpl's options (proxy_only, weight:
+ * a reload may change them); found peers no longer listed leave it.
+ * Peers from "peer" lines are not touched.
  */
 void peers_found(struct peers *ps, const struct peer_spec *tmpl,
     const struct sockaddr_storage *addrs, size_t n);

@@ -321,11 +321,16 @@ peers_found(struct peers *ps, const struct peer_spec *tmpl,
 			retire(ps, i, "no longer in DNS");
 	}
 	for (size_t j = 0; j < n; j++) {
-		bool known = false;
-		for (size_t i = 0; i < ps->n && !known; i++)
-			known = found_at(ps->v[i], &addrs[j]);
-		if (known)
+		struct peer *known = NULL;
+		for (size_t i = 0; i < ps->n && known == NULL; i++)
+			if (found_at(ps->v[i], &addrs[j]))
+				known = ps->v[i];
+		if (known != NULL) {
+			/* a reload may have changed the line's options */
+			known->spec.proxy_only = tmpl->proxy_only;
+			known->spec.weight = tmpl->weight;
 			continue;
+		}
 		if (ps->n == PEERS_MAX) {
 			fprintf(stderr, "sumcache: peer_dns: %zu addresses, "
 			    "room for %d peers; the rest are left out\n", n,

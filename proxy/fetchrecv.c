@@ -213,22 +213,6 @@ owner_had_it(const struct fetch *f)
 	return false;
 }
 
-/* A copy from a peer of an object another node owns: kept by admission
- * (decided when the fetch started), counted either way. */
-static bool
-kept_copy(struct fetch *f)
-{
-	struct metrics *m = &f->srv->m;
-
-	if (f->owner == NULL)
-		return true;
-	if (f->keep_copy)
-		m->owner_copy_kept++;
-	else
-		m->owner_copy_passed++;
-	return f->keep_copy;
-}
-
 /* Decides storing and writes the client's head. false aborts the fetch. */
 static bool
 final_head(struct fetch *f)
@@ -251,12 +235,20 @@ final_head(struct fetch *f)
 	cc_parse(resp, false, &respcc);
 	bool has_te = http_field_find(resp, "transfer-encoding") != NULL;
 	int64_t clen = has_te ? -1 : resp->content_length;
-	bool proxy_only = f->peer != NULL && (peer_spec(f->peer)->proxy_only ||
-	    !kept_copy(f));
+	bool proxy_only = f->peer != NULL && peer_spec(f->peer)->proxy_only;
 	bool storable = f->kind != FETCH_FORWARD && t->is_get && !proxy_only &&
 	    cachectl_storable(&t->req, &t->reqcc, resp, &respcc,
 	    refresh_find(&s->conf.refresh, t->url.norm), &why) &&
 	    (clen < 0 || (uint64_t)clen <= s->conf.max_object_size);
+	/* a copy from a peer of an object another node owns: admission
+	 * decided when the fetch started */
+	if (storable && f->peer != NULL && f->owner != NULL) {
+		storable = f->keep_copy;
+		if (storable)
+			s->m.owner_copy_kept++;
+		else
+			s->m.owner_copy_passed++;
+	}
 	if (storable && clen > 0 &&
 	    (uint64_t)clen > s->conf.max_memory_object_size) {
 		start_stream(f, (uint64_t)clen);
@@ -268,11 +260,14 @@ final_head(struct fetch *f)
 		if (!keep_head(f) || f->body == NULL)
 			fetch_drop_copy(f);
 	}
-	bool owner_hit = f->to == UPSTREAM_OWNER && owner_had_it(f);
-	if (f->to == UPSTREAM_OWNER && owner_hit)
-		s->m.owner_hit++;
-	else if (f->to == UPSTREAM_OWNER)
-		s->m.owner_miss++;
+	bool owner_hit = false;
+	if (f->to == UPSTREAM_OWNER) {
+		owner_hit = owner_had_it(f);
+		if (owner_hit)
+			s->m.owner_hit++;
+		else
+			s->m.owner_miss++;
+	}
 	t->result = f->to == UPSTREAM_SIBLING || owner_hit ?
 	    RESULT_REMOTE_HIT : RESULT_MISS;
 	if (f->busy != NULL && f->body != NULL && clen >= 0 && share(f, clen))

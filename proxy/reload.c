@@ -56,6 +56,7 @@ same_peer_dns(const struct conf *a, const struct conf *b)
 	return strcmp(a->peer_dns.host, b->peer_dns.host) == 0 &&
 	    a->peer_dns.port == b->peer_dns.port &&
 	    a->peer_dns.proxy_only == b->peer_dns.proxy_only &&
+	    a->peer_dns.weight == b->peer_dns.weight &&
 	    a->peer_dns_interval_ms == b->peer_dns_interval_ms;
 }
 

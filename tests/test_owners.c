@@ -125,13 +125,12 @@ one_fetch_per_object(void)
 	    "outcome=\"hit\"}"), NOBJ - owned[cl.n - 1]);
 	cr_expect_eq(node_metric(last, "sumcache_requests_total{result="
 	    "\"remote_hit\"}"), NOBJ - owned[cl.n - 1]);
-	int other = owner_among(url[0], 7) == 0 ? 1 : 0;
-	for (int i = 0; i < NOBJ; i++)
-		if (owner_among(url[i], 7) != 0) {
-			other = owner_among(url[i], 7);
-			break;
-		}
-	snprintf(series, sizeof(series), "CARP/%s ", cl.nodes[other].name);
+	int first = 0;
+	while (first < NOBJ && owner_among(url[first], 7) == 0)
+		first++;
+	cr_assert_lt(first, NOBJ, "a owns every object: nothing to ask");
+	snprintf(series, sizeof(series), "CARP/%s ",
+	    cl.nodes[owner_among(url[first], 7)].name);
 	cr_expect(harness_file_has(a->log, "TCP_MISS/200", series, 3000),
 	    "a's access log names the owner");
 
@@ -181,6 +180,31 @@ Test(placement, carp_fetches_each_object_once_with_no_summaries)
 				    node_sent(&cl.nodes[x], "summary_delta",
 				    cl.nodes[y].name), 0,
 				    "no summary between %d and %d", x, y);
+}
+
+/* Weights decide owners: a node that gives itself a tiny weight and its
+ * peers a large one owns nothing by its own reckoning and asks an owner
+ * for every object (each owner, reckoning the same way, fetches it). */
+Test(placement, weights_on_peer_lines_decide_the_owners)
+{
+	const char *opts[] = {"placement=hash", "placement_weight=0.001",
+		NULL};
+	char url[256], name[32];
+
+	cluster_start(&env, &cl, 3, opts, "weight=1000");
+	struct node *a = &cl.nodes[0];
+	node_wait_synced(&cl.nodes[1], a);
+	node_wait_synced(&cl.nodes[2], a);
+	for (int i = 0; i < NOBJ; i++) {
+		snprintf(name, sizeof(name), "w%d", i);
+		obj_url(url, sizeof(url), name);
+		get_ok(a, url);
+	}
+	cr_expect_eq(node_metric(a, "sumcache_owner_requests_total{outcome="
+	    "\"miss\"}"), NOBJ, "a asked an owner for every object");
+	cr_expect_eq(node_metric(a, "sumcache_cache_objects"), 0);
+	cr_expect_eq(node_metric(&cl.nodes[1], "sumcache_cache_objects") +
+	    node_metric(&cl.nodes[2], "sumcache_cache_objects"), NOBJ);
 }
 
 Test(placement, a_dead_owner_is_skipped_for_the_next_highest)

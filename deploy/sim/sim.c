@@ -182,10 +182,9 @@ set_live(struct sim *s, unsigned i, bool live)
 		char name[16];
 		if (!s->px[j].live)
 			continue;
-		/* the simulator's node names, as its summaries sign them */
-		int len = snprintf(name, sizeof(name), "node%u", j);
-		s->live[s->nlive] = (struct place_node){place_hash(name,
-		    (size_t)len), PLACE_WEIGHT_DEFAULT};
+		size_t len = node_name(j, name, sizeof(name));
+		s->live[s->nlive] = (struct place_node){place_hash(name, len),
+		    PLACE_WEIGHT_DEFAULT};
 		s->live_px[s->nlive++] = j;
 	}
 	if (!live)

@@ -101,6 +101,10 @@ struct entry *fresh_copy(struct sim *s, unsigned i, uint32_t obj,
 
 /* ---- sim_publish.c ---- */
 
+/* Proxy i's node name: what its summaries are signed with and what
+ * placement hashes. Returns its length. */
+size_t node_name(unsigned i, char *buf, size_t len);
+
 /* Trace time in the publisher's milliseconds. */
 uint64_t trace_ms(double t);
 /* The publications whose time has come arrive. */

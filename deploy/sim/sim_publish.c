@@ -101,6 +101,14 @@ deliver(struct sim *s, double now)
 	}
 }
 
+size_t
+node_name(unsigned i, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "node%u", i);
+
+	return n < 0 ? 0 : (size_t)n;
+}
+
 /* Sends publication pub of proxy i to each of the other live proxies, in the
  * real Signed envelope; it arrives after the delay. */
 static void
@@ -110,7 +118,7 @@ send_summary(struct sim *s, unsigned i, struct publication *pub,
 	char sender[16];
 
 	s->msg.len = 0;
-	snprintf(sender, sizeof(sender), "node%u", i);
+	node_name(i, sender, sizeof(sender));
 	if (wire_encode_publication(pub, sender, s->wire_key,
 	    sizeof(s->wire_key), &s->msg) < 0)
 		die("out of memory");
