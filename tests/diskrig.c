@@ -2,6 +2,7 @@
  * See diskrig.h.
  */
 #include "diskrig.h"
+#include "testrun.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -93,7 +94,8 @@ rig_open(struct rig *g, uint64_t size)
 void
 rig_start(struct rig *g, uint64_t size)
 {
-	snprintf(g->dir, sizeof(g->dir), "/tmp/sumcache-disk.XXXXXX");
+	cr_assert_lt((size_t)snprintf(g->dir, sizeof(g->dir), "%s/disk.XXXXXX",
+	    scratch_dir()), sizeof(g->dir));
 	cr_assert_not_null(mkdtemp(g->dir));
 	g->base = event_base_new();
 	rig_open(g, size);
@@ -103,7 +105,7 @@ rig_start(struct rig *g, uint64_t size)
 void
 rig_stop(struct rig *g)
 {
-	char cmd[128];
+	char cmd[sizeof(g->dir) + 16];
 
 	disk_close(&g->d);
 	event_base_free(g->base);

@@ -23,7 +23,7 @@ struct events {
 };
 
 struct rig {
-	char dir[64];
+	char dir[160];
 	struct event_base *base;
 	struct disk *d;
 	struct events ev;

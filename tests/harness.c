@@ -3,6 +3,7 @@
  * (SUMCACHE_BIN, ORIGIN_BIN).
  */
 #include "harness.h"
+#include "testrun.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -112,8 +113,7 @@ origin_start(struct env *e)
 	char port[16], out[300];
 
 	memset(e, 0, sizeof(*e));
-	snprintf(e->dir, sizeof(e->dir), "/tmp/sumcache-test.%d", getpid());
-	mkdir(e->dir, 0755);
+	snprintf(e->dir, sizeof(e->dir), "%s", scratch_dir());
 	e->oport = harness_free_port();
 	snprintf(port, sizeof(port), "%d", e->oport);
 	snprintf(out, sizeof(out), "%s/origin.out", e->dir);

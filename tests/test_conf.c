@@ -7,12 +7,13 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "testrun.h"
 
 static const char *
 write_file(const char *text)
 {
-	static char path[64];
-	snprintf(path, sizeof(path), "/tmp/sumcache-conf.%d", getpid());
+	static char path[256];
+	snprintf(path, sizeof(path), "%s/sumcache.conf", scratch_dir());
 	FILE *f = fopen(path, "w");
 	fputs(text, f);
 	fclose(f);
@@ -64,7 +65,7 @@ Test(conf, file_and_overrides)
 Test(conf, errors_name_file_and_line)
 {
 	struct conf c;
-	char err[256], want[128];
+	char err[512], want[300];
 	struct { const char *text; int line; const char *msg; } v[] = {
 		{"node_name = \"a\";\nbogus = 1;\n", 2, "unknown directive"},
 		{"\n\ncache_mem = \"lots\";\n", 3, "expected a size"},
@@ -113,9 +114,9 @@ Test(conf, summary_sharing_from_a_file)
 {
 	struct conf c;
 	char err[512];
-	char key[64];
+	char key[256];
 
-	snprintf(key, sizeof(key), "/tmp/sumcache-key.%d", getpid());
+	snprintf(key, sizeof(key), "%s/cluster.key", scratch_dir());
 	FILE *f = fopen(key, "w");
 	fputs("0123456789abcdef0123\n", f);
 	fclose(f);
@@ -329,7 +330,7 @@ Test(conf, limits_take_auto_or_a_value)
 Test(conf, cache_dir_is_checked_with_file_and_line)
 {
 	struct conf c;
-	char err[512], want[128], text[256];
+	char err[512], want[300], text[256];
 	struct { const char *value; const char *msg; } v[] = {
 		{"/var/cache/x", "expected \"PATH SIZE\""},
 		{"relative/dir 64MB", "absolute PATH"},

@@ -280,7 +280,7 @@ Test(disk, hot_records_are_readmitted_at_eviction)
 Test(disk, a_rotten_hot_record_is_dropped_not_readmitted)
 {
 	struct rig g;
-	char path[160];
+	char path[sizeof(g.dir) + 32];
 
 	rig_start(&g, 8 << 20);
 	RUN_UNTIL(&g, g.ev.scanned == 1);
@@ -703,7 +703,7 @@ Test(disk, a_record_that_cannot_be_held_is_counted)
 Test(disk, a_check_leaves_a_running_node_alone)
 {
 	struct rig g;
-	char err[256], path[128];
+	char err[256], path[sizeof(g.dir) + 32];
 	struct stat st;
 
 	rig_start(&g, 64 << 20);

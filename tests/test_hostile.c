@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "testrun.h"
 
 /* ASan's shadow memory, redzones and quarantine (16 MB, tests/run.sh)
  * are not the node's: a sanitized build gets that much room on top */
@@ -314,8 +315,7 @@ summary_node(const char *timeout)
 	const char *opts[] = {"sharing=summary", "cache_mem=64MB", keyopt,
 	    peer, to, NULL};
 
-	snprintf(key_path, sizeof(key_path), "/tmp/sumcache-hostile-%d.key",
-	    (int)getpid());
+	snprintf(key_path, sizeof(key_path), "%s/cluster.key", scratch_dir());
 	FILE *f = fopen(key_path, "w");
 	cr_assert_not_null(f);
 	fprintf(f, "hostile-test-key-0123456789abcdef\n");
@@ -445,7 +445,6 @@ Test(hostile, summary_bodies_are_bounded_before_they_are_authenticated,
 	    "RSS %ld kB, from %ld", peak, rss0);
 	fprintf(stderr, "figure: summary POSTs, 20 huge + 20 at %.1f MB + 20 "
 	    "slow: RSS %ld -> %ld kB\n", max / MB, rss0, peak);
-	unlink(key_path);
 	env_stop(&E);
 }
 
