@@ -79,7 +79,8 @@ struct evbuffer;
 	    "Requests whose Via already named this node (not sent to peers)") \
 	X(OWNER_REQUESTS, counter, "sumcache_owner_requests_total",           \
 	    "outcome", "Misses sent to the key's owner (placement hash): it " \
-	    "had a copy, fetched one, or failed (then the origin was asked)") \
+	    "had a copy, fetched one, or failed (then the next owner, once, " \
+	    "or the origin was asked)")                                       \
 	X(OWNER_COPIES, counter, "sumcache_owner_copies_total", "decision",   \
 	    "Cacheable copies of objects another node owns, got from a peer: " \
 	    "kept here (placement_admit_hits) or passed on only")             \

@@ -206,6 +206,27 @@ ask_again(struct fetch *f)
 		cannot_start(f);
 }
 
+/* The owner did not answer and is marked down: the key's owner among
+ * the nodes left, as every node now places it, is asked instead (it
+ * holds the key if it did before the dead one joined). Once: a second
+ * dead owner sends the request to the origin rather than spending
+ * another timeout. When the owner is now this node, the copy is kept. */
+static void
+replace_owner(struct fetch *f)
+{
+	struct txn *t = f->t;
+
+	if (f->owner_replaced)
+		return;
+	f->owner_replaced = true;
+	f->peer = NULL;
+	peers_put(&f->owner);
+	f->owner = peers_owner(f->srv->peers, t->url.norm, t->url.len);
+	f->owner_asked = false;
+	if (f->owner == NULL)
+		f->keep_copy = true;
+}
+
 /* A peer could not serve the object and the client has seen nothing:
  * ask the next candidate, then the owner, then the origin. An owner
  * that answered with a refusal or a server error is alive; the origin
@@ -219,6 +240,8 @@ next_source(struct fetch *f, enum peer_outcome outcome)
 			outcome = PEER_OWNER;
 	}
 	peer_outcome(f, outcome);
+	if (f->to == UPSTREAM_OWNER && outcome == PEER_FAILED)
+		replace_owner(f);
 	ask_again(f);
 }
 

@@ -54,9 +54,11 @@ struct fetch {
 	struct peer *peer;
 	enum upstream_to to;       /* what peer (or the origin) is asked as */
 	/* placement hash: the key's owner (NULL: this node), asked after
-	 * the candidates; whether this node keeps a copy from a peer */
+	 * the candidates, and once more if it did not answer; whether this
+	 * node keeps a copy from a peer */
 	struct peer *owner;
 	bool owner_asked;
+	bool owner_replaced;
 	bool keep_copy;
 	bool peer_refused;         /* it answered 5xx, 403 or 407: a false
 	                            * hit */
