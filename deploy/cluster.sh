@@ -6,6 +6,7 @@
 #                          [--cache-mem SIZE] [--cache-dir SIZE]
 #                          [--origin-latency MS]
 #   deploy/cluster.sh status
+#   deploy/cluster.sh stop NAME | start NAME
 #   deploy/cluster.sh down
 #
 # up starts the demo origin (deploy/workload/demo_origin.c) and N sumcache
@@ -26,7 +27,9 @@
 # run/cluster/
 # (SUMCACHE_CLUSTER_DIR); SUMCACHE_NODE_CONF is more config lines for every
 # node (e.g. 'connect_ports = [443, 8443];'). status scrapes every node's
-# /metrics; down stops everything by pid and removes the namespaces.
+# /metrics; stop NAME stops one node (its peers see it die) and start NAME
+# starts it again from its config, as a node leaving and joining; down
+# stops everything by pid and removes the namespaces.
 # SUMCACHE_BASE_PORT and SUMCACHE_ORIGIN_PORT move the loopback ports
 # (3128, 8081).
 set -euo pipefail
@@ -48,7 +51,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -150,6 +153,49 @@ node_conf() {
   "$build/sumcache" -t -c "$f" >/dev/null || die "$f: rejected by sumcache -t"
 }
 
+# start_node NAME NETNS: runs the node from its config in the background
+# ($! is its pid); its log is appended to
+start_node() {
+  local name=$1 netns=$2
+  if [ "$netns" = 1 ]; then
+    ip netns exec "sumcache-$name" "$build/sumcache" -c "$state/$name.conf" \
+      >>"$state/$name.log" 2>&1 &
+  else
+    "$build/sumcache" -c "$state/$name.conf" >>"$state/$name.log" 2>&1 &
+  fi
+}
+
+# node_line NAME: the node's line of the nodes file, or die
+node_line() {
+  local line
+  line=$(awk -v n="$1" '$1 == n' "$nodes_file" 2>/dev/null)
+  [ -n "$line" ] || die "no node '$1' in $nodes_file"
+  echo "$line"
+}
+
+# stop_node NAME: SIGTERM, as a node taken out of service
+stop_node() {
+  local name pid
+  read -r name _ _ _ pid _ <<<"$(node_line "$1")"
+  echo "$pid" >"$state/$name.pid"
+  stop_pid "$state/$name.pid"
+  echo "cluster: $name stopped"
+}
+
+# start_again NAME: a stopped node back, with what its config says
+start_again() {
+  local name host port icp pid netns
+  read -r name host port icp pid netns <<<"$(node_line "$1")"
+  ! kill -0 "$pid" 2>/dev/null || die "$name is running (pid $pid)"
+  start_node "$name" "$netns"
+  pid=$!
+  awk -v n="$name" -v l="$name $host $port $icp $pid $netns" \
+    '$1 == n { print l; next } { print }' "$nodes_file" >"$nodes_file.new"
+  mv "$nodes_file.new" "$nodes_file"
+  wait_addr "$host" "$port" || die "node $name did not start; see $state/$name.log"
+  echo "cluster: $name started (pid $pid)"
+}
+
 up() {
   local n="" mode=summary netns=0 delay=0 latency=0
   cache_mem=64MB
@@ -207,12 +253,7 @@ up() {
       host=127.0.0.1 port=$((base_port + i - 1)) icp=$((base_port + 999 + i))
     fi
     node_conf "$name" "$host" "$port" "$icp" "$mode" "$n" "$i" "$netns"
-    if [ "$netns" = 1 ]; then
-      ip netns exec "sumcache-$name" "$build/sumcache" -c "$state/$name.conf" \
-        >"$state/$name.log" 2>&1 &
-    else
-      "$build/sumcache" -c "$state/$name.conf" >"$state/$name.log" 2>&1 &
-    fi
+    start_node "$name" "$netns"
     echo "$name $host $port $icp $! $netns" >>"$nodes_file"
   done
   while read -r name host port _ _ _; do
@@ -287,6 +328,8 @@ down() {
 case ${1:-} in
   up) shift; up "$@" ;;
   status) status ;;
+  stop) [ $# -eq 2 ] || usage; stop_node "$2" ;;
+  start) [ $# -eq 2 ] || usage; start_again "$2" ;;
   down) down ;;
   *) usage ;;
 esac

@@ -6,7 +6,7 @@
 #   deploy/compare.sh TRACE [N] [--concurrency C] [--cache-mem SIZE]
 #                               [--origin-latency MS]
 #                               [--modes "none icp summary carp summary+hash"]
-#                               [--out DIR]
+#                               [--out DIR] [--membership]
 #
 # TRACE is a Squid native access.log (deploy/workload/workload_gen.c writes
 # one; a real log works too, see replay.c). For each mode a fresh cluster
@@ -20,12 +20,20 @@
 # faster than the origin's. Capacity misses are the origin's repeat fetches
 # (demo_origin.c): a cacheable object sent whole again, not to a
 # revalidation.
+#
+# --membership runs, instead of the table, the membership experiment: each
+# mode replays the trace twice in five parts, on N nodes (the baseline) and
+# on N + 1 nodes of which the last, with no clients of its own, is down at
+# first, started at a third of the trace and stopped at two thirds. The
+# origin requests in the 10,000 requests after each change, less the
+# baseline's over the same requests, are what the change cost
+# (membership.csv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . deploy/lib.sh
 
 trace="" n=4 conc=16 cache_mem=64MB out=run/compare latency=10
-modes="none icp summary"
+modes="none icp summary" membership=0
 while [ $# -gt 0 ]; do
   case $1 in
     --concurrency) conc=${2:?}; shift ;;
@@ -33,6 +41,7 @@ while [ $# -gt 0 ]; do
     --origin-latency) latency=${2:?}; shift ;;
     --modes) modes=${2:?}; shift ;;
     --out) out=${2:?}; shift ;;
+    --membership) membership=1 ;;
     -*) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     *) if [ -z "$trace" ]; then trace=$1; else n=$1; fi ;;
   esac
@@ -52,6 +61,77 @@ cpu_seconds() {
   awk -v t="$tick" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / t }' \
     "/proc/$1/stat"
 }
+
+# origin_requests: the demo origin's count so far
+origin_requests() {
+  curl -s --noproxy '*' -m 5 "http://$(cat "$state/origin")/__stats" |
+    awk '$1 == "demo_origin_requests_total" { print $2 }'
+}
+
+# membership_run MODE CHANGE: the trace in five parts, the cluster changed
+# between them when CHANGE is 1; prints "join leave wrong errors": the
+# origin requests in the window after each change point, and the replay's
+# wrong bodies and errors over all parts
+membership_run() {
+  local mode=$1 change=$2 total cut1 cut2 window nodes proxies
+  total=$(wc -l <"$trace")
+  cut1=$((total / 3)) cut2=$((2 * total / 3))
+  window=$((cut1 < 10000 ? cut1 : 10000))
+  nodes=$((n + change))
+  ./deploy/cluster.sh down >/dev/null 2>&1 || true
+  ./deploy/cluster.sh up "$nodes" --mode "$mode" --cache-mem "$cache_mem" \
+    --origin-latency "$latency" >/dev/null
+  [ "$change" = 0 ] || ./deploy/cluster.sh stop "n$nodes" >/dev/null
+  # the first N nodes take the clients; the one that joins has none
+  proxies=$(awk -v n="$n" 'NR <= n { printf "%shttp://%s:%s", (NR > 1 ? "," : ""), $2, $3 }' \
+    "$state/nodes")
+  local part from count before join=0 leave=0 wrong=0 errors=0
+  for part in "0 $cut1" "$cut1 $window" "$((cut1 + window)) $((cut2 - cut1 - window))" \
+      "$cut2 $window" "$((cut2 + window)) $((total - cut2 - window))"; do
+    read -r from count <<<"$part"
+    if [ "$change" = 1 ] && [ "$from" = "$cut1" ]; then
+      ./deploy/cluster.sh start "n$nodes" >/dev/null
+    elif [ "$change" = 1 ] && [ "$from" = "$cut2" ]; then
+      ./deploy/cluster.sh stop "n$nodes" >/dev/null
+    fi
+    before=$(origin_requests)
+    : >"$out/part.replay"
+    if [ "$count" -gt 0 ]; then  # (-n 0 would be the rest of the trace)
+      "$build/replay" -o "$(cat "$state/origin")" -p "$proxies" -c "$conc" \
+        -s "$from" -n "$count" "$trace" >"$out/part.replay" 2>/dev/null || true
+    fi
+    [ "$from" = "$cut1" ] && join=$(($(origin_requests) - before))
+    [ "$from" = "$cut2" ] && leave=$(($(origin_requests) - before))
+    wrong=$((wrong + $(awk -F= '$1 == "wrong_bodies" { v = $2 } END { print v + 0 }' "$out/part.replay")))
+    errors=$((errors + $(awk -F= '$1 == "errors" { v = $2 } END { print v + 0 }' "$out/part.replay")))
+  done
+  rm -f "$out/part.replay"
+  ./deploy/cluster.sh down >/dev/null
+  echo "$join $leave $wrong $errors"
+}
+
+if [ "$membership" = 1 ]; then
+  [ "$(wc -l <"$trace")" -ge 3 ] ||
+    { echo "compare: --membership needs a trace of 3 requests at least" >&2; exit 2; }
+  mcsv=$out/membership.csv
+  echo "mode,join_origin_base,join_origin,join_extra,leave_origin_base,leave_origin,leave_extra,wrong_bodies,errors" >"$mcsv"
+  for mode in $modes; do
+    [ "$mode" != none ] && [ "$mode" != icp ] ||
+      { echo "compare: --membership: $mode has no placement to change; skipped" >&2; continue; }
+    echo "compare: $mode: membership experiment on $n + 1 nodes" >&2
+    base=$(membership_run "$mode" 0)  # (a failed run stops the script)
+    changed=$(membership_run "$mode" 1)
+    read -r bj bl bw be <<<"$base"
+    read -r cj cl cw ce <<<"$changed"
+    echo "$mode,$bj,$cj,$((cj - bj)),$bl,$cl,$((cl - bl)),$((bw + cw)),$((be + ce))" >>"$mcsv"
+  done
+  echo
+  echo "$(wc -l <"$trace") log lines, $n nodes (+1 joining at 1/3, leaving at 2/3), cache_mem $cache_mem each"
+  awk -F, '{ printf "%-14s", $1; for (i = 2; i <= NF; i++) printf " %18s", $i; printf "\n" }' "$mcsv"
+  echo "(origin requests in the 10,000 requests after each change; extra = with the change less without)"
+  echo "CSV: $mcsv"
+  exit 0
+fi
 
 for mode in $modes; do
   ./deploy/cluster.sh down >/dev/null 2>&1 || true

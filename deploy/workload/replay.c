@@ -2,12 +2,17 @@
  * replay: replays a Squid native access.log against a cluster of proxies
  * and checks every body that comes back.
  *
- *   replay -o ORIGIN -p PROXY[,PROXY...] [-c CONCURRENCY] [-n MAX] TRACE
+ *   replay -o ORIGIN -p PROXY[,PROXY...] [-c CONCURRENCY] [-s SKIP] [-n MAX]
+ *          TRACE
  *
  * Each client address in the log is one client; clients are numbered in
  * address order and client c goes through proxy c mod N (the paper's
  * assignment, and the generator's sites). Requests are issued in log order,
  * at most CONCURRENCY at a time (16), as fast as the cluster answers.
+ * -s and -n replay a part of the log (the SKIP requests after the first
+ * are left out, then MAX at most are sent) with the clients numbered as
+ * in the whole log, so that parts replayed one after the other, with the
+ * cluster changed between them, are the whole replay.
  *
  * Every URL is fetched from the demo origin ORIGIN (host:port): a URL
  * already on a demo origin keeps its path and query; any other URL (a real
@@ -212,7 +217,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: replay -o ORIGIN_HOST:PORT -p PROXY[,PROXY...] "
-	    "[-c CONCURRENCY] [-n MAX] TRACE\n");
+	    "[-c CONCURRENCY] [-s SKIP] [-n MAX] TRACE\n");
 	exit(2);
 }
 
@@ -220,16 +225,17 @@ int
 main(int argc, char **argv)
 {
 	struct run r = {.concurrency = 16};
-	size_t max = 0;
+	size_t skip = 0, max = 0;
 	char *list = NULL;
 	int c;
 
-	while ((c = getopt(argc, argv, "o:p:c:n:h")) != -1) {
+	while ((c = getopt(argc, argv, "o:p:c:s:n:h")) != -1) {
 		switch (c) {
 		case 'o': r.origin = optarg; break;
 		case 'p': list = optarg; break;
 		case 'c': r.concurrency = (unsigned)strtoul(optarg, NULL, 10);
 			break;
+		case 's': skip = strtoull(optarg, NULL, 10); break;
 		case 'n': max = strtoull(optarg, NULL, 10); break;
 		default: usage();
 		}
@@ -250,16 +256,16 @@ main(int argc, char **argv)
 		usage();
 	if (load(&r, argv[optind]) < 0)
 		return 2;
-	size_t loaded = r.n;
-	if (max > 0 && max < r.n)
-		r.n = max;
-	r.lat_us = malloc((r.n + 1) * sizeof(*r.lat_us));
+	size_t loaded = r.n, first = skip < r.n ? skip : r.n;
+	if (max > 0 && max < r.n - first)
+		r.n = first + max;
+	r.lat_us = malloc((r.n - first + 1) * sizeof(*r.lat_us));
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	CURLM *multi = curl_multi_init();
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	size_t next = 0, running = 0;
+	size_t next = first, running = 0;
 	while (next < r.n || running > 0) {
 		while (running < r.concurrency && next < r.n) {
 			start(&r, multi, &r.v[next++]);
@@ -289,7 +295,7 @@ main(int argc, char **argv)
 	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	printf("requests=%zu\nok=%" PRIu64 "\nwrong_bodies=%" PRIu64
 	    "\nerrors=%" PRIu64 "\nseconds=%.3f\nlatency_p50_ms=%.3f\n"
-	    "latency_p99_ms=%.3f\n", r.n, r.ok, r.wrong, r.errors, secs,
+	    "latency_p99_ms=%.3f\n", r.n - first, r.ok, r.wrong, r.errors, secs,
 	    percentile_ms(r.lat_us, r.nlat, 0.50),
 	    percentile_ms(r.lat_us, r.nlat, 0.99));
 	for (unsigned p = 0; p < r.nproxies; p++)
