@@ -69,9 +69,10 @@ origin_requests() {
 }
 
 # membership_run MODE CHANGE: the trace in five parts, the cluster changed
-# between them when CHANGE is 1; prints "join leave wrong errors": the
-# origin requests in the window after each change point, and the replay's
-# wrong bodies and errors over all parts
+# between them when CHANGE is 1; prints "join join_third leave
+# leave_third wrong errors": the origin requests in the window after each
+# change point and up to the next (a change CARP notices late costs it
+# there), and the replay's wrong bodies and errors over all parts
 membership_run() {
   local mode=$1 change=$2 total cut1 cut2 window nodes proxies
   total=$(wc -l <"$trace")
@@ -85,50 +86,54 @@ membership_run() {
   # the first N nodes take the clients; the one that joins has none
   proxies=$(awk -v n="$n" 'NR <= n { printf "%shttp://%s:%s", (NR > 1 ? "," : ""), $2, $3 }' \
     "$state/nodes")
-  local part from count before join=0 leave=0 wrong=0 errors=0
-  for part in "0 $cut1" "$cut1 $window" "$((cut1 + window)) $((cut2 - cut1 - window))" \
-      "$cut2 $window" "$((cut2 + window)) $((total - cut2 - window))"; do
-    read -r from count <<<"$part"
-    if [ "$change" = 1 ] && [ "$from" = "$cut1" ]; then
+  # part k starts at from[k] with count[k] requests; at[k]: the origin's
+  # count before it (at[6]: after the last)
+  local from=(- 0 "$cut1" $((cut1 + window)) "$cut2" $((cut2 + window)))
+  local count=(- "$cut1" "$window" $((cut2 - cut1 - window)) "$window" \
+    $((total - cut2 - window)))
+  local at=() k wrong=0 errors=0
+  for k in 1 2 3 4 5; do
+    if [ "$change" = 1 ] && [ "$k" = 2 ]; then
       ./deploy/cluster.sh start "n$nodes" >/dev/null
-    elif [ "$change" = 1 ] && [ "$from" = "$cut2" ]; then
+    elif [ "$change" = 1 ] && [ "$k" = 4 ]; then
       ./deploy/cluster.sh stop "n$nodes" >/dev/null
     fi
-    before=$(origin_requests)
+    at[k]=$(origin_requests)
     : >"$out/part.replay"
-    if [ "$count" -gt 0 ]; then  # (-n 0 would be the rest of the trace)
+    if [ "${count[k]}" -gt 0 ]; then  # (-n 0 would be the rest of the trace)
       "$build/replay" -o "$(cat "$state/origin")" -p "$proxies" -c "$conc" \
-        -s "$from" -n "$count" "$trace" >"$out/part.replay" 2>/dev/null || true
+        -s "${from[k]}" -n "${count[k]}" "$trace" >"$out/part.replay" 2>/dev/null || true
     fi
-    [ "$from" = "$cut1" ] && join=$(($(origin_requests) - before))
-    [ "$from" = "$cut2" ] && leave=$(($(origin_requests) - before))
     wrong=$((wrong + $(awk -F= '$1 == "wrong_bodies" { v = $2 } END { print v + 0 }' "$out/part.replay")))
     errors=$((errors + $(awk -F= '$1 == "errors" { v = $2 } END { print v + 0 }' "$out/part.replay")))
   done
+  at[6]=$(origin_requests)
   rm -f "$out/part.replay"
   ./deploy/cluster.sh down >/dev/null
-  echo "$join $leave $wrong $errors"
+  echo "$((at[3] - at[2])) $((at[4] - at[2])) $((at[5] - at[4])) $((at[6] - at[4])) $wrong $errors"
 }
 
 if [ "$membership" = 1 ]; then
   [ "$(wc -l <"$trace")" -ge 3 ] ||
     { echo "compare: --membership needs a trace of 3 requests at least" >&2; exit 2; }
   mcsv=$out/membership.csv
-  echo "mode,join_origin_base,join_origin,join_extra,leave_origin_base,leave_origin,leave_extra,wrong_bodies,errors" >"$mcsv"
+  echo "mode,join_base,join,join_extra,join_third_extra,leave_base,leave,leave_extra,leave_third_extra,wrong_bodies,errors" >"$mcsv"
   for mode in $modes; do
     [ "$mode" != none ] && [ "$mode" != icp ] ||
       { echo "compare: --membership: $mode has no placement to change; skipped" >&2; continue; }
     echo "compare: $mode: membership experiment on $n + 1 nodes" >&2
     base=$(membership_run "$mode" 0)  # (a failed run stops the script)
     changed=$(membership_run "$mode" 1)
-    read -r bj bl bw be <<<"$base"
-    read -r cj cl cw ce <<<"$changed"
-    echo "$mode,$bj,$cj,$((cj - bj)),$bl,$cl,$((cl - bl)),$((bw + cw)),$((be + ce))" >>"$mcsv"
+    read -r bj bj3 bl bl3 bw be <<<"$base"
+    read -r cj cj3 cl cl3 cw ce <<<"$changed"
+    echo "$mode,$bj,$cj,$((cj - bj)),$((cj3 - bj3)),$bl,$cl,$((cl - bl)),$((cl3 - bl3)),$((bw + cw)),$((be + ce))" >>"$mcsv"
   done
   echo
-  echo "$(wc -l <"$trace") log lines, $n nodes (+1 joining at 1/3, leaving at 2/3), cache_mem $cache_mem each"
-  awk -F, '{ printf "%-14s", $1; for (i = 2; i <= NF; i++) printf " %18s", $i; printf "\n" }' "$mcsv"
-  echo "(origin requests in the 10,000 requests after each change; extra = with the change less without)"
+  total=$(wc -l <"$trace")
+  echo "$total log lines, $n nodes (+1 joining at 1/3, leaving at 2/3), cache_mem $cache_mem each"
+  awk -F, '{ printf "%-13s", $1; for (i = 2; i <= NF; i++) printf " %s", $i; printf "\n" }' "$mcsv" |
+    awk '{ printf "%-13s", $1; for (i = 2; i <= NF; i++) printf " %17s", $i; printf "\n" }'
+  echo "(origin requests in the $((total / 3 < 10000 ? total / 3 : 10000)) requests after each change, and to the next change (third); extra = with the change less without)"
   echo "CSV: $mcsv"
   exit 0
 fi
