@@ -302,7 +302,7 @@ status() {
         -v bytes="$(metric "$tmp" 'sumcache_interproxy_bytes_total{direction="sent"')" \
         -v peers="$up/$peers" 'BEGIN {
       d = req > 0 ? req : 1
-      printf "%-5s %-22s %-5s %9d %6.1f%% %6.1f%% %6.1f%% %10d %12d %6s\n",
+      printf "%-5s %-22s %-5s %9d %6.1f%% %6.1f%% %6.1f%% %10.0f %12.0f %6s\n",
         n, a, "up", req, 100 * lh / d, 100 * rh / d, 100 * (lh + rh) / d,
         msgs, bytes, peers }'
   done <"$nodes_file"

@@ -196,7 +196,8 @@ for mode in $modes; do
       }
       n = req["local_hit"] + req["remote_hit"] + req["miss"] + req["error"]
       d = n > 0 ? n : 1
-      printf "%s,%d,%.2f,%.2f,%.2f,%d,%d,%d,%d,%d,%d,%.2f,%.3f,%.3f,%d,%d,%d,%d,%d,%d,%d,%d,%d,%d\n",
+      # %.0f, not %d: in mawk %d stops at 2^31 - 1, and byte counts pass it
+      printf "%s,%.0f,%.2f,%.2f,%.2f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.2f,%.3f,%.3f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f,%.0f\n",
         mode, n, 100 * req["local_hit"] / d, 100 * req["remote_hit"] / d,
         100 * (req["local_hit"] + req["remote_hit"]) / d, pm, pb,
         m["peer_request"], b["peer_response"], fh, oreq, cpu,

@@ -14,7 +14,9 @@
 # network namespace per node): 2 nodes up, a 300-request replay with every
 # body right, status shows both nodes up with the requests each served,
 # a 20-line log of real URLs replays as demo objects with every body
-# right, down leaves no process and no namespace.
+# right, down leaves no process and no namespace. Then compare.sh
+# --membership on carp and summary+hash: a row each, every body right, and
+# the node that joined served as an owner.
 # Prints "cluster-check: P passed, F failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -114,6 +116,27 @@ cluster_round() {
   check "$name: down removes the namespaces" \
     test -z "$(ip netns list 2>/dev/null | grep '^sumcache-n')"
 }
+
+# The membership experiment: carp and summary+hash, each replayed on 3
+# nodes and on 4 whose last joins at a third and leaves at two thirds.
+SUMCACHE_BUILD=$build SUMCACHE_CLUSTER_DIR=$dir/members \
+  SUMCACHE_BASE_PORT=23128 SUMCACHE_ORIGIN_PORT=28081 \
+  ./deploy/compare.sh "$dir/trace.log" 3 --cache-mem 16MB --origin-latency 0 \
+  --modes "carp summary+hash" --membership --out "$dir/members-out" \
+  >"$dir/members.txt" 2>&1
+check "membership: compare.sh --membership runs" test $? -eq 0
+cat "$dir/members.txt"
+check "membership: a row for carp and one for summary+hash" \
+  awk -F, 'NR > 1 { m[$1] = 1 } END { exit !(("carp" in m) && ("summary+hash" in m)) }' \
+  "$dir/members-out/membership.csv"
+check "membership: every body right and no error, over all eight replays" \
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    $c["wrong_bodies"] != 0 || $c["errors"] != 0 { bad = 1 }
+    END { exit bad || NR < 3 }' "$dir/members-out/membership.csv"
+# the last run is summary+hash's with the change: the fourth node, once
+# its summary arrived, owned a share of the keys and fetched them
+check "membership: the node that joined served the others as an owner" \
+  test -s "$dir/members/n4.access.log"
 
 cluster_round loopback --mode summary
 cluster_round netns --mode summary --netns
