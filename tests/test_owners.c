@@ -106,8 +106,8 @@ one_fetch_per_object(void)
 	}
 	for (int x = 0; x < cl.n; x++) {
 		struct node *nd = &cl.nodes[x];
-		cr_expect_eq(node_metric(nd, "sumcache_cache_objects"),
-		    owned[x], "%s holds its %d objects and no other's",
+		cr_expect_eq(node_wait_metric(nd, "sumcache_cache_objects",
+		    owned[x], 2000), owned[x], "%s holds its %d objects and no other's",
 		    nd->name, owned[x]);
 		cr_expect_eq(node_metric(nd, "sumcache_owner_requests_total{"
 		    "outcome=\"hit\"}") + node_metric(nd, "sumcache_owner_"
@@ -137,7 +137,8 @@ one_fetch_per_object(void)
 	/* a's second request for each: kept now, then served locally */
 	for (int i = 0; i < NOBJ; i++)
 		get_ok(a, url[i]);
-	cr_expect_eq(node_metric(a, "sumcache_cache_objects"), NOBJ);
+	cr_expect_eq(node_wait_metric(a, "sumcache_cache_objects", NOBJ,
+	    2000), NOBJ);
 	cr_expect_eq(node_metric(a, "sumcache_owner_copies_total{decision="
 	    "\"kept\"}"), NOBJ - owned[0]);
 	double local = node_metric(a, "sumcache_requests_total{result="
@@ -203,8 +204,14 @@ Test(placement, weights_on_peer_lines_decide_the_owners)
 	cr_expect_eq(node_metric(a, "sumcache_owner_requests_total{outcome="
 	    "\"miss\"}"), NOBJ, "a asked an owner for every object");
 	cr_expect_eq(node_metric(a, "sumcache_cache_objects"), 0);
-	cr_expect_eq(node_metric(&cl.nodes[1], "sumcache_cache_objects") +
-	    node_metric(&cl.nodes[2], "sumcache_cache_objects"), NOBJ);
+	double held = 0;
+	for (int waited = 0; waited < 2000 && held != NOBJ; waited += 20) {
+		held = node_metric(&cl.nodes[1], "sumcache_cache_objects") +
+		    node_metric(&cl.nodes[2], "sumcache_cache_objects");
+		if (held != NOBJ)
+			usleep(20 * 1000);
+	}
+	cr_expect_eq(held, NOBJ);
 }
 
 Test(placement, a_dead_owner_is_skipped_for_the_next_highest)
@@ -236,9 +243,10 @@ Test(placement, a_dead_owner_is_skipped_for_the_next_highest)
 	cr_assert_eq(tried, 4);
 	/* each at its owner among the two left, a's own copy only where a
 	 * is the owner (placement_admit_hits: first request) */
-	cr_expect_eq(node_metric(a, "sumcache_cache_objects"), owned[0]);
-	cr_expect_eq(node_metric(&cl.nodes[1], "sumcache_cache_objects"),
-	    owned[1]);
+	cr_expect_eq(node_wait_metric(a, "sumcache_cache_objects", owned[0],
+	    2000), owned[0]);
+	cr_expect_eq(node_wait_metric(&cl.nodes[1], "sumcache_cache_objects",
+	    owned[1], 2000), owned[1]);
 	cr_expect_eq(node_metric(a, "sumcache_owner_requests_total{outcome="
 	    "\"failed\"}"), 1, "the dead owner cost one failed connect");
 	cr_expect_eq(node_metric(a, "sumcache_peer_up{peer=\"c\"}"), 0);
@@ -302,13 +310,15 @@ join_refetches(bool summaries)
 		node_wait_synced(b, a);
 	} else {
 		/* under carp c is up until a request to it fails: b learns
-		 * it is down from one object of c's, fetched itself */
+		 * it is down from one object of c's that b owns among the
+		 * two left (so b fetches it, and a holds only the four) */
 		for (i = 0; i < 400; i++) {
 			snprintf(name, sizeof(name), "%s-warm%d", marker, i);
 			obj_url(url, sizeof(url), name);
-			if (owner_among(url, 7) == 2)
+			if (owner_among(url, 7) == 2 && owner_among(url, 3) == 1)
 				break;
 		}
+		cr_assert_lt(i, 400, "no object of c's that b owns next");
 		get_ok(b, url);
 		cr_assert_eq(node_metric(b, "sumcache_owner_requests_total{"
 		    "outcome=\"failed\"}"), 1);
@@ -324,7 +334,10 @@ join_refetches(bool summaries)
 		get_ok(b, url);
 	}
 	cr_assert_eq(moved, 4);
-	cr_assert_eq(node_metric(a, "sumcache_cache_objects"), 4);
+	/* (the owner stores a copy when its fetch ends, which can be just
+	 * after the asker has the last byte) */
+	cr_assert_eq(node_wait_metric(a, "sumcache_cache_objects", 4, 2000),
+	    4);
 	node_start(&env, &cl, 2);
 	if (summaries) {
 		cr_assert_eq(node_wait_metric(b, "sumcache_peer_up{peer=\"c\"}",
@@ -350,8 +363,8 @@ join_refetches(bool summaries)
 		fetches += origin_count(&env, name, NULL);
 	}
 	if (!summaries)
-		cr_expect_eq(node_metric(c, "sumcache_cache_objects"), 4,
-		    "the new owner keeps what it fetched");
+		cr_expect_eq(node_wait_metric(c, "sumcache_cache_objects", 4,
+		    2000), 4, "the new owner keeps what it fetched");
 	cluster_stop(&cl);
 	return fetches - 4;
 }
