@@ -52,6 +52,8 @@ build=${SUMCACHE_BUILD:-build}
 ensure_built "$build"
 state=${SUMCACHE_CLUSTER_DIR:-run/cluster}
 export SUMCACHE_CLUSTER_DIR=$state SUMCACHE_BUILD=$build
+# a step that fails leaves no cluster behind
+trap './deploy/cluster.sh down >/dev/null 2>&1 || true' EXIT
 mkdir -p "$out"
 rm -f "$out"/*.metrics "$out"/*.replay "$out"/*.origin "$out"/*.cpu
 tick=$(getconf CLK_TCK)
@@ -73,11 +75,9 @@ origin_requests() {
 # leave_third wrong errors": the origin requests in the window after each
 # change point and up to the next (a change CARP notices late costs it
 # there), and the replay's wrong bodies and errors over all parts
+# (the trace's cut points: total, cut1, cut2 and window, set below)
 membership_run() {
-  local mode=$1 change=$2 total cut1 cut2 window nodes proxies
-  total=$(wc -l <"$trace")
-  cut1=$((total / 3)) cut2=$((2 * total / 3))
-  window=$((cut1 < 10000 ? cut1 : 10000))
+  local mode=$1 change=$2 nodes proxies
   nodes=$((n + change))
   ./deploy/cluster.sh down >/dev/null 2>&1 || true
   ./deploy/cluster.sh up "$nodes" --mode "$mode" --cache-mem "$cache_mem" \
@@ -101,21 +101,27 @@ membership_run() {
     at[k]=$(origin_requests)
     : >"$out/part.replay"
     if [ "${count[k]}" -gt 0 ]; then  # (-n 0 would be the rest of the trace)
+      # (its status says a body was wrong: counted below)
       "$build/replay" -o "$(cat "$state/origin")" -p "$proxies" -c "$conc" \
-        -s "${from[k]}" -n "${count[k]}" "$trace" >"$out/part.replay" 2>/dev/null || true
+        -s "${from[k]}" -n "${count[k]}" "$trace" >"$out/part.replay" 2>"$out/part.err" || true
+      grep -qx "requests=${count[k]}" "$out/part.replay" ||
+        { echo "compare: $mode: the replay of part $k failed:" >&2; cat "$out/part.err" >&2; exit 1; }
     fi
     wrong=$((wrong + $(awk -F= '$1 == "wrong_bodies" { v = $2 } END { print v + 0 }' "$out/part.replay")))
     errors=$((errors + $(awk -F= '$1 == "errors" { v = $2 } END { print v + 0 }' "$out/part.replay")))
   done
   at[6]=$(origin_requests)
-  rm -f "$out/part.replay"
+  rm -f "$out/part.replay" "$out/part.err"
   ./deploy/cluster.sh down >/dev/null
   echo "$((at[3] - at[2])) $((at[4] - at[2])) $((at[5] - at[4])) $((at[6] - at[4])) $wrong $errors"
 }
 
 if [ "$membership" = 1 ]; then
-  [ "$(wc -l <"$trace")" -ge 3 ] ||
+  total=$(wc -l <"$trace")
+  [ "$total" -ge 3 ] ||
     { echo "compare: --membership needs a trace of 3 requests at least" >&2; exit 2; }
+  cut1=$((total / 3)) cut2=$((2 * total / 3))
+  window=$((cut1 < 10000 ? cut1 : 10000))
   mcsv=$out/membership.csv
   echo "mode,join_base,join,join_extra,join_third_extra,leave_base,leave,leave_extra,leave_third_extra,wrong_bodies,errors" >"$mcsv"
   for mode in $modes; do
@@ -129,11 +135,10 @@ if [ "$membership" = 1 ]; then
     echo "$mode,$bj,$cj,$((cj - bj)),$((cj3 - bj3)),$bl,$cl,$((cl - bl)),$((cl3 - bl3)),$((bw + cw)),$((be + ce))" >>"$mcsv"
   done
   echo
-  total=$(wc -l <"$trace")
   echo "$total log lines, $n nodes (+1 joining at 1/3, leaving at 2/3), cache_mem $cache_mem each"
   awk -F, '{ printf "%-13s", $1; for (i = 2; i <= NF; i++) printf " %s", $i; printf "\n" }' "$mcsv" |
     awk '{ printf "%-13s", $1; for (i = 2; i <= NF; i++) printf " %17s", $i; printf "\n" }'
-  echo "(origin requests in the $((total / 3 < 10000 ? total / 3 : 10000)) requests after each change, and to the next change (third); extra = with the change less without)"
+  echo "(origin requests in the $window requests after each change, and to the next change (third); extra = with the change less without)"
   echo "CSV: $mcsv"
   exit 0
 fi

@@ -1,8 +1,9 @@
 /*
  * Peer lines as the configuration writes them: "NAME HOST:PORT
- * [type=sumcache|squid-digest] [icp=PORT] [proxy_only] [weight=W]". A name is what
- * a peer signs its summaries with, so it is held to the characters a
- * node name may have; the address part is shared with peer_dns.
+ * [type=sumcache|squid-digest] [icp=PORT] [proxy_only] [weight=W]". A
+ * name is what a peer signs its summaries with, so it is held to the
+ * characters a node name may have; the address part is shared with
+ * peer_dns.
  */
 #include "peers.h"
 #include "placement.h"

@@ -7,9 +7,9 @@
  * normal proxy request: it fetches from the origin if it must, once for
  * the cluster), then of the origin; a peer that cannot serve it before a
  * byte reached the client is a false hit (or a failed owner), and the
- * next source is tried. curl frames the exchange (chunked decoding, Content-Length,
- * connection reuse); the head sent upstream is upstream.c's, and what
- * comes back is fetchrecv.c's.
+ * next source is tried. curl frames the exchange (chunked decoding,
+ * Content-Length, connection reuse); the head sent upstream is
+ * upstream.c's, and what comes back is fetchrecv.c's.
  *
  * The request body goes upstream with back-pressure: the read callback
  * pauses when the client has not sent more yet, and the client's next

@@ -672,6 +672,22 @@ cluster_stop(struct cluster *cl)
 		node_stop(&cl->nodes[i]);
 }
 
+struct env CE;
+struct cluster CL;
+
+void
+cluster_suite_up(void)
+{
+	origin_start(&CE);
+}
+
+void
+cluster_suite_down(void)
+{
+	cluster_stop(&CL);
+	env_stop(&CE);
+}
+
 void
 node_get(const struct node *nd, const char *url, struct resp *r)
 {

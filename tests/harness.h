@@ -139,6 +139,13 @@ void node_start(struct env *e, struct cluster *cl, int i);
 /* SIGTERM; expects a clean exit (ASan leaks fail it). */
 void node_stop(struct node *nd);
 void cluster_stop(struct cluster *cl);
+/* The origin and the cluster of the running test, for suites of
+ * clusters: cluster_suite_up starts the origin, the test starts the
+ * nodes it wants in CL, and cluster_suite_down stops all of them. */
+extern struct env CE;
+extern struct cluster CL;
+void cluster_suite_up(void);
+void cluster_suite_down(void);
 /* GET url through node nd; metric of node nd. */
 void node_get(const struct node *nd, const char *url, struct resp *r);
 double node_metric(const struct node *nd, const char *series);

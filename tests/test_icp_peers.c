@@ -17,31 +17,16 @@
 #include "harness.h"
 #include "icp.h"
 
-static struct env env;
-static struct cluster cl;
-
-static void
-origin_up(void)
-{
-	origin_start(&env);
-}
-
-static void
-icp_down(void)
-{
-	cluster_stop(&cl);
-	env_stop(&env);
-}
-
-TestSuite(icp_peers, .init = origin_up, .fini = icp_down, .timeout = 90);
+TestSuite(icp_peers, .init = cluster_suite_up, .fini = cluster_suite_down,
+    .timeout = 90);
 
 static void
 icp_cluster(int n)
 {
-	cluster_init(&env, &cl, n, NULL, NULL);
-	cl.icp = true;
+	cluster_init(&CE, &CL, n, NULL, NULL);
+	CL.icp = true;
 	for (int i = 0; i < n; i++)
-		node_start(&env, &cl, i);
+		node_start(&CE, &CL, i);
 }
 
 static double
@@ -87,9 +72,9 @@ Test(icp_peers, first_hit_wins_and_misses_go_to_the_origin)
 	char url[256];
 
 	icp_cluster(3);
-	struct node *a = &cl.nodes[0], *b = &cl.nodes[1], *c = &cl.nodes[2];
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1], *c = &CL.nodes[2];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/icp-shared?"
-	    "max_age=600", env.oport);
+	    "max_age=600", CE.oport);
 	node_get(a, url, &r);
 	cr_assert_eq(r.status, 200);
 	resp_free(&r);
@@ -100,7 +85,7 @@ Test(icp_peers, first_hit_wins_and_misses_go_to_the_origin)
 	cr_assert_eq(r.status, 200);
 	cr_assert(strstr(r.body, "icp-shared") != NULL);
 	resp_free(&r);
-	cr_expect_eq(origin_count(&env, "/obj/icp-shared", NULL), 1);
+	cr_expect_eq(origin_count(&CE, "/obj/icp-shared", NULL), 1);
 	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\""
 	    "remote_hit\"}"), 1);
 	cr_expect(harness_file_has(b->log, "TCP_MISS/200", "SIBLING_HIT/a ",
@@ -116,11 +101,11 @@ Test(icp_peers, first_hit_wins_and_misses_go_to_the_origin)
 
 	/* nobody has it: both say MISS, then the origin */
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/icp-nobody?"
-	    "max_age=600", env.oport);
+	    "max_age=600", CE.oport);
 	node_get(c, url, &r);
 	cr_assert_eq(r.status, 200);
 	resp_free(&r);
-	cr_expect_eq(origin_count(&env, "/obj/icp-nobody", NULL), 1);
+	cr_expect_eq(origin_count(&CE, "/obj/icp-nobody", NULL), 1);
 	cr_expect(harness_file_has(c->log, "/obj/icp-nobody",
 	    "HIER_DIRECT/127.0.0.1 ", 3000));
 	cr_expect_eq(msgs(c, "received", "icp_reply", "a") + msgs(c,
@@ -138,9 +123,9 @@ Test(icp_peers, an_object_fresh_for_under_30s_is_a_miss)
 	char url[256];
 
 	icp_cluster(2);
-	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/icp-brief?"
-	    "max_age=20", env.oport);
+	    "max_age=20", CE.oport);
 	node_get(a, url, &r);
 	resp_free(&r);
 	node_get(b, url, &r);
@@ -148,7 +133,7 @@ Test(icp_peers, an_object_fresh_for_under_30s_is_a_miss)
 	resp_free(&r);
 	cr_expect_eq(node_metric(a, "sumcache_icp_answers_total{result=\""
 	    "miss\"}"), 1, "a holds it, fresh for 20 s only: MISS");
-	cr_expect_eq(origin_count(&env, "/obj/icp-brief", NULL), 2);
+	cr_expect_eq(origin_count(&CE, "/obj/icp-brief", NULL), 2);
 }
 
 Test(icp_peers, dead_peer_costs_timeouts_then_is_down)
@@ -157,11 +142,11 @@ Test(icp_peers, dead_peer_costs_timeouts_then_is_down)
 	char url[256];
 
 	icp_cluster(2);
-	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
 	node_stop(b);
 	for (int i = 0; i < 4; i++) {
 		snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/icp-dead-%d"
-		    "?max_age=600", env.oport, i);
+		    "?max_age=600", CE.oport, i);
 		node_get(a, url, &r);
 		cr_assert_eq(r.status, 200, "a dead peer never fails a client");
 		resp_free(&r);
@@ -170,10 +155,10 @@ Test(icp_peers, dead_peer_costs_timeouts_then_is_down)
 	cr_expect_eq(node_metric(a, "sumcache_icp_timeouts_total"), 3,
 	    "three silent queries, then b is not waited for");
 	/* back: its answer to the next probe query brings it up */
-	node_start(&env, &cl, 1);
+	node_start(&CE, &CL, 1);
 	sleep(11);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/icp-back?"
-	    "max_age=600", env.oport);
+	    "max_age=600", CE.oport);
 	node_get(a, url, &r);
 	resp_free(&r);
 	cr_expect(node_wait_metric(a, "sumcache_peer_up{peer=\"b\"}", 1,
@@ -186,7 +171,7 @@ Test(icp_peers, malformed_datagrams_dropped_strangers_denied)
 	const char *url = "http://127.0.0.1:1/x";
 
 	icp_cluster(2);
-	struct node *a = &cl.nodes[0];
+	struct node *a = &CL.nodes[0];
 	size_t n = icp_encode(q, ICP_OP_QUERY, 4242, url, strlen(url));
 	ssize_t got = udp_exchange("127.0.0.1", a->icp_port, q, n, reply,
 	    sizeof(reply), 2000);
@@ -245,7 +230,7 @@ Test(icp_peers, malformed_datagrams_dropped_strangers_denied)
 	/* and it still serves */
 	struct resp r;
 	char ourl[256];
-	snprintf(ourl, sizeof(ourl), "http://127.0.0.1:%d/obj/after", env.oport);
+	snprintf(ourl, sizeof(ourl), "http://127.0.0.1:%d/obj/after", CE.oport);
 	node_get(a, ourl, &r);
 	cr_expect_eq(r.status, 200);
 	resp_free(&r);
@@ -273,18 +258,18 @@ Test(icp_peers, objects_on_disk_only_are_answered_from_the_disk)
 {
 	char fresh[256], brief[256], never[256];
 
-	cluster_init(&env, &cl, 2, NULL, NULL);
-	cl.icp = true;
-	cl.cache_dir_size = "32MB";
+	cluster_init(&CE, &CL, 2, NULL, NULL);
+	CL.icp = true;
+	CL.cache_dir_size = "32MB";
 	for (int i = 0; i < 2; i++)
-		node_start(&env, &cl, i);
-	struct node *a = &cl.nodes[0];
+		node_start(&CE, &CL, i);
+	struct node *a = &CL.nodes[0];
 	snprintf(fresh, sizeof(fresh), "http://127.0.0.1:%d/obj/icp-disk?"
-	    "max_age=600", env.oport);
+	    "max_age=600", CE.oport);
 	snprintf(brief, sizeof(brief), "http://127.0.0.1:%d/obj/icp-disk-brief?"
-	    "max_age=20", env.oport);
+	    "max_age=20", CE.oport);
 	snprintf(never, sizeof(never), "http://127.0.0.1:%d/obj/icp-never",
-	    env.oport);
+	    CE.oport);
 	struct resp r;
 	node_get(a, fresh, &r);
 	resp_free(&r);
@@ -293,7 +278,7 @@ Test(icp_peers, objects_on_disk_only_are_answered_from_the_disk)
 	cr_assert_geq(node_wait_metric(a, "sumcache_disk_objects", 2, 10000),
 	    2);
 	node_stop(a);
-	node_start(&env, &cl, 0);
+	node_start(&CE, &CL, 0);
 	cr_assert_geq(node_wait_metric(a, "sumcache_disk_objects", 2, 10000),
 	    2);
 	cr_assert_eq(node_metric(a, "sumcache_cache_objects"), 0,

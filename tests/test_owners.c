@@ -16,28 +16,13 @@
 #include "harness.h"
 #include "placement.h"
 
-static struct env env;
-static struct cluster cl;
-
-static void
-origin_up(void)
-{
-	origin_start(&env);
-}
-
-static void
-all_down(void)
-{
-	cluster_stop(&cl);
-	env_stop(&env);
-}
-
-TestSuite(placement, .init = origin_up, .fini = all_down, .timeout = 90);
+TestSuite(placement, .init = cluster_suite_up, .fini = cluster_suite_down,
+    .timeout = 90);
 
 static void
 obj_url(char *buf, size_t len, const char *name)
 {
-	snprintf(buf, len, "http://127.0.0.1:%d/obj/%s?max_age=600", env.oport,
+	snprintf(buf, len, "http://127.0.0.1:%d/obj/%s?max_age=600", CE.oport,
 	    name);
 }
 
@@ -49,10 +34,10 @@ owner_among(const char *url, unsigned live)
 	struct place_node v[CLUSTER_MAX];
 	int idx[CLUSTER_MAX], n = 0;
 
-	for (int i = 0; i < cl.n; i++) {
+	for (int i = 0; i < CL.n; i++) {
 		if (!(live >> i & 1))
 			continue;
-		const char *name = cl.nodes[i].name;
+		const char *name = CL.nodes[i].name;
 		v[n] = (struct place_node){place_hash(name, strlen(name)), 1.0};
 		idx[n++] = i;
 	}
@@ -95,17 +80,17 @@ one_fetch_per_object(void)
 		obj_url(url[i], sizeof(url[i]), name);
 		owned[owner_among(url[i], 7)]++;
 	}
-	for (int x = 0; x < cl.n; x++)
+	for (int x = 0; x < CL.n; x++)
 		for (int i = 0; i < NOBJ; i++)
-			get_ok(&cl.nodes[x], url[i]);
+			get_ok(&CL.nodes[x], url[i]);
 	for (int i = 0; i < NOBJ; i++) {
 		snprintf(name, sizeof(name), "/obj/p%d?", i);
-		cr_expect_eq(origin_count(&env, name, NULL), 1,
+		cr_expect_eq(origin_count(&CE, name, NULL), 1,
 		    "object %d was fetched %d times", i,
-		    origin_count(&env, name, NULL));
+		    origin_count(&CE, name, NULL));
 	}
-	for (int x = 0; x < cl.n; x++) {
-		struct node *nd = &cl.nodes[x];
+	for (int x = 0; x < CL.n; x++) {
+		struct node *nd = &CL.nodes[x];
 		cr_expect_eq(node_wait_metric(nd, "sumcache_cache_objects",
 		    owned[x], 2000), owned[x], "%s holds its %d objects and no other's",
 		    nd->name, owned[x]);
@@ -118,19 +103,19 @@ one_fetch_per_object(void)
 	}
 	/* the first node asked first: its owner requests were misses that
 	 * the owners fetched; the last asked when every owner had it */
-	struct node *a = &cl.nodes[0], *last = &cl.nodes[cl.n - 1];
+	struct node *a = &CL.nodes[0], *last = &CL.nodes[CL.n - 1];
 	cr_expect_eq(node_metric(a, "sumcache_owner_requests_total{outcome="
 	    "\"miss\"}"), NOBJ - owned[0]);
 	cr_expect_eq(node_metric(last, "sumcache_owner_requests_total{"
-	    "outcome=\"hit\"}"), NOBJ - owned[cl.n - 1]);
+	    "outcome=\"hit\"}"), NOBJ - owned[CL.n - 1]);
 	cr_expect_eq(node_metric(last, "sumcache_requests_total{result="
-	    "\"remote_hit\"}"), NOBJ - owned[cl.n - 1]);
+	    "\"remote_hit\"}"), NOBJ - owned[CL.n - 1]);
 	int first = 0;
 	while (first < NOBJ && owner_among(url[first], 7) == 0)
 		first++;
 	cr_assert_lt(first, NOBJ, "a owns every object: nothing to ask");
 	snprintf(series, sizeof(series), "CARP/%s ",
-	    cl.nodes[owner_among(url[first], 7)].name);
+	    CL.nodes[owner_among(url[first], 7)].name);
 	cr_expect(harness_file_has(a->log, "TCP_MISS/200", series, 3000),
 	    "a's access log names the owner");
 
@@ -149,7 +134,7 @@ one_fetch_per_object(void)
 	    "\"local_hit\"}"), local + NOBJ);
 	for (int i = 0; i < NOBJ; i++) {
 		snprintf(name, sizeof(name), "/obj/p%d?", i);
-		cr_expect_eq(origin_count(&env, name, NULL), 1);
+		cr_expect_eq(origin_count(&CE, name, NULL), 1);
 	}
 }
 
@@ -158,11 +143,11 @@ Test(placement, summary_hash_fetches_each_object_once_for_the_cluster)
 	const char *opts[] = {"placement=hash", "placement_admit_hits=2",
 		NULL};
 
-	cluster_start(&env, &cl, 3, opts, NULL);
+	cluster_start(&CE, &CL, 3, opts, NULL);
 	for (int i = 0; i < 3; i++)
 		for (int j = 0; j < 3; j++)
 			if (i != j)
-				node_wait_synced(&cl.nodes[i], &cl.nodes[j]);
+				node_wait_synced(&CL.nodes[i], &CL.nodes[j]);
 	one_fetch_per_object();
 }
 
@@ -171,15 +156,15 @@ Test(placement, carp_fetches_each_object_once_with_no_summaries)
 	const char *opts[] = {"sharing=none", "placement=hash",
 		"placement_admit_hits=2", NULL};
 
-	cluster_start(&env, &cl, 3, opts, NULL);
+	cluster_start(&CE, &CL, 3, opts, NULL);
 	one_fetch_per_object();
 	for (int x = 0; x < 3; x++)
 		for (int y = 0; y < 3; y++)
 			if (x != y)
-				cr_expect_eq(node_sent(&cl.nodes[x],
-				    "summary_full", cl.nodes[y].name) +
-				    node_sent(&cl.nodes[x], "summary_delta",
-				    cl.nodes[y].name), 0,
+				cr_expect_eq(node_sent(&CL.nodes[x],
+				    "summary_full", CL.nodes[y].name) +
+				    node_sent(&CL.nodes[x], "summary_delta",
+				    CL.nodes[y].name), 0,
 				    "no summary between %d and %d", x, y);
 }
 
@@ -192,10 +177,10 @@ Test(placement, weights_on_peer_lines_decide_the_owners)
 		NULL};
 	char url[256], name[32];
 
-	cluster_start(&env, &cl, 3, opts, "weight=1000");
-	struct node *a = &cl.nodes[0];
-	node_wait_synced(&cl.nodes[1], a);
-	node_wait_synced(&cl.nodes[2], a);
+	cluster_start(&CE, &CL, 3, opts, "weight=1000");
+	struct node *a = &CL.nodes[0];
+	node_wait_synced(&CL.nodes[1], a);
+	node_wait_synced(&CL.nodes[2], a);
 	for (int i = 0; i < NOBJ; i++) {
 		snprintf(name, sizeof(name), "w%d", i);
 		obj_url(url, sizeof(url), name);
@@ -206,8 +191,8 @@ Test(placement, weights_on_peer_lines_decide_the_owners)
 	cr_expect_eq(node_metric(a, "sumcache_cache_objects"), 0);
 	double held = 0;
 	for (int waited = 0; waited < 2000 && held != NOBJ; waited += 20) {
-		held = node_metric(&cl.nodes[1], "sumcache_cache_objects") +
-		    node_metric(&cl.nodes[2], "sumcache_cache_objects");
+		held = node_metric(&CL.nodes[1], "sumcache_cache_objects") +
+		    node_metric(&CL.nodes[2], "sumcache_cache_objects");
 		if (held != NOBJ)
 			usleep(20 * 1000);
 	}
@@ -221,10 +206,10 @@ Test(placement, a_dead_owner_is_skipped_for_the_next_highest)
 	char url[256], name[32];
 	int tried = 0, owned[2] = {0};
 
-	cluster_start(&env, &cl, 3, opts, NULL);
-	struct node *a = &cl.nodes[0];
-	harness_stop(cl.nodes[2].pid, SIGKILL, 5000);
-	cl.nodes[2].pid = 0;
+	cluster_start(&CE, &CL, 3, opts, NULL);
+	struct node *a = &CL.nodes[0];
+	harness_stop(CL.nodes[2].pid, SIGKILL, 5000);
+	CL.nodes[2].pid = 0;
 	/* objects c owned: the first costs a failed connect and goes to its
 	 * owner among the two left, b (not to the origin from a); then b or
 	 * a, by the rule over the two, fetches each once */
@@ -238,14 +223,14 @@ Test(placement, a_dead_owner_is_skipped_for_the_next_highest)
 		owned[owner_among(url, 3)]++;
 		get_ok(a, url);
 		snprintf(name, sizeof(name), "/obj/dead%d?", i);
-		cr_expect_eq(origin_count(&env, name, NULL), 1);
+		cr_expect_eq(origin_count(&CE, name, NULL), 1);
 	}
 	cr_assert_eq(tried, 4);
 	/* each at its owner among the two left, a's own copy only where a
 	 * is the owner (placement_admit_hits: first request) */
 	cr_expect_eq(node_wait_metric(a, "sumcache_cache_objects", owned[0],
 	    2000), owned[0]);
-	cr_expect_eq(node_wait_metric(&cl.nodes[1], "sumcache_cache_objects",
+	cr_expect_eq(node_wait_metric(&CL.nodes[1], "sumcache_cache_objects",
 	    owned[1], 2000), owned[1]);
 	cr_expect_eq(node_metric(a, "sumcache_owner_requests_total{outcome="
 	    "\"failed\"}"), 1, "the dead owner cost one failed connect");
@@ -258,11 +243,11 @@ Test(placement, a_placed_request_goes_to_the_origin_and_drops_the_hop)
 	char url[256];
 	struct resp r;
 
-	cluster_start(&env, &cl, 3, opts, NULL);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/headers", env.oport);
+	cluster_start(&CE, &CL, 3, opts, NULL);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/headers", CE.oport);
 	/* through a node that does not own it, as if its owner-to-be */
 	int x = owner_among(url, 7) == 0 ? 1 : 0;
-	struct node *nd = &cl.nodes[x];
+	struct node *nd = &CL.nodes[x];
 	const char *extra[] = {"Via: 1.1 peer-z", "Sumcache-Hop: owner",
 		NULL};
 	http_request_at(nd->host, nd->port, "GET", url, extra, NULL, 0,
@@ -300,10 +285,10 @@ join_refetches(bool summaries)
 	char url[256], name[64], marker[8];
 	int moved = 0, i;
 
-	cluster_init(&env, &cl, 3, summaries ? sum_opts : carp_opts, NULL);
-	node_start(&env, &cl, 0);
-	node_start(&env, &cl, 1);
-	struct node *a = &cl.nodes[0], *b = &cl.nodes[1], *c = &cl.nodes[2];
+	cluster_init(&CE, &CL, 3, summaries ? sum_opts : carp_opts, NULL);
+	node_start(&CE, &CL, 0);
+	node_start(&CE, &CL, 1);
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1], *c = &CL.nodes[2];
 	snprintf(marker, sizeof(marker), "j%d", summaries);
 	if (summaries) {
 		node_wait_synced(a, b);
@@ -338,7 +323,7 @@ join_refetches(bool summaries)
 	 * after the asker has the last byte) */
 	cr_assert_eq(node_wait_metric(a, "sumcache_cache_objects", 4, 2000),
 	    4);
-	node_start(&env, &cl, 2);
+	node_start(&CE, &CL, 2);
 	if (summaries) {
 		cr_assert_eq(node_wait_metric(b, "sumcache_peer_up{peer=\"c\"}",
 		    1, 10000), 1, "c never came up at b");
@@ -360,12 +345,12 @@ join_refetches(bool summaries)
 	int fetches = 0;
 	for (int k = 0; k < i; k++) {
 		snprintf(name, sizeof(name), "/obj/%s-%d?", marker, k);
-		fetches += origin_count(&env, name, NULL);
+		fetches += origin_count(&CE, name, NULL);
 	}
 	if (!summaries)
 		cr_expect_eq(node_wait_metric(c, "sumcache_cache_objects", 4,
 		    2000), 4, "the new owner keeps what it fetched");
-	cluster_stop(&cl);
+	cluster_stop(&CL);
 	return fetches - 4;
 }
 

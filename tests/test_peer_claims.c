@@ -11,23 +11,8 @@
 
 #include "harness.h"
 
-static struct env env;
-static struct cluster cl;
-
-static void
-origin_up(void)
-{
-	origin_start(&env);
-}
-
-static void
-all_down(void)
-{
-	cluster_stop(&cl);
-	env_stop(&env);
-}
-
-TestSuite(peer_claims, .init = origin_up, .fini = all_down, .timeout = 90);
+TestSuite(peer_claims, .init = cluster_suite_up, .fini = cluster_suite_down,
+    .timeout = 90);
 
 /* GET url through nd with one Accept-Language. */
 static void
@@ -47,11 +32,11 @@ Test(peer_claims, false_hit_recovers_through_the_origin)
 	struct resp r;
 	char url[256];
 
-	cluster_start(&env, &cl, 2, NULL, NULL);
-	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	cluster_start(&CE, &CL, 2, NULL, NULL);
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
 	/* A holds the English variant, and its summary claims the URL; a
 	 * French request through B finds no variant to be served at A */
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/vary/fh", env.oport);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/vary/fh", CE.oport);
 	node_get_lang(a, url, "en", &r);
 	resp_free(&r);
 	node_wait_synced(a, b);
@@ -60,7 +45,7 @@ Test(peer_claims, false_hit_recovers_through_the_origin)
 	cr_assert_str_eq(r.body, "lang=fr\n");
 	resp_free(&r);
 	cr_expect_eq(node_metric(b, "sumcache_peer_false_hits_total"), 1);
-	cr_expect_eq(origin_count(&env, "/vary/fh", NULL), 2);
+	cr_expect_eq(origin_count(&CE, "/vary/fh", NULL), 2);
 	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\"miss\"}"),
 	    1);
 }
@@ -74,10 +59,10 @@ Test(peer_claims, expired_copies_leave_the_summary_before_a_peer_asks)
 	struct resp r;
 	char url[256];
 
-	cluster_start(&env, &cl, 3, opts, NULL);
-	struct node *a = &cl.nodes[0], *b = &cl.nodes[1], *c = &cl.nodes[2];
+	cluster_start(&CE, &CL, 3, opts, NULL);
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1], *c = &CL.nodes[2];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/brief?max_age=4",
-	    env.oport);
+	    CE.oport);
 	node_get(a, url, &r);
 	resp_free(&r);
 	node_wait_synced(a, b);
@@ -100,7 +85,7 @@ Test(peer_claims, expired_copies_leave_the_summary_before_a_peer_asks)
 	    node_sent(c, "peer_request", "b"), 0, "a peer was asked for an "
 	    "expired copy");
 	cr_expect_eq(node_metric(c, "sumcache_peer_false_hits_total"), 0);
-	cr_expect_eq(origin_count(&env, "/obj/brief", NULL), 2);
+	cr_expect_eq(origin_count(&CE, "/obj/brief", NULL), 2);
 }
 
 /* With one peer asked per miss and two claiming, a peer whose claim was
@@ -115,11 +100,11 @@ Test(peer_claims, claims_that_proved_false_are_asked_last)
 	struct resp r;
 	char url[256];
 
-	cluster_start(&env, &cl, 3, opts, NULL);
-	struct node *a = &cl.nodes[0], *b = &cl.nodes[1], *c = &cl.nodes[2];
+	cluster_start(&CE, &CL, 3, opts, NULL);
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1], *c = &CL.nodes[2];
 	for (int i = 0; i < 4; i++) {
 		snprintf(url, sizeof(url), "http://127.0.0.1:%d/vary/%s",
-		    env.oport, names[i]);
+		    CE.oport, names[i]);
 		node_get_lang(b, url, "en", &r);
 		resp_free(&r);
 	}
@@ -127,14 +112,14 @@ Test(peer_claims, claims_that_proved_false_are_asked_last)
 	node_wait_synced(b, c);
 	for (int i = 1; i < 4; i++) {
 		snprintf(url, sizeof(url), "http://127.0.0.1:%d/vary/%s",
-		    env.oport, names[i]);
+		    CE.oport, names[i]);
 		node_get_lang(c, url, "fr", &r);
 		resp_free(&r);
 	}
 	node_wait_synced(c, a);
 	for (int i = 0; i < 4; i++) {
 		snprintf(url, sizeof(url), "http://127.0.0.1:%d/vary/%s",
-		    env.oport, names[i]);
+		    CE.oport, names[i]);
 		node_get_lang(a, url, "fr", &r);
 		cr_assert_eq(r.status, 200);
 		cr_assert_str_eq(r.body, "lang=fr\n");
@@ -142,7 +127,7 @@ Test(peer_claims, claims_that_proved_false_are_asked_last)
 	}
 	cr_expect_eq(node_sent(a, "peer_request", "b") +
 	    node_sent(a, "peer_request", "c"), 4, "one peer asked a miss");
-	cr_expect_eq(origin_count(&env, "/vary/cl1", NULL), 2);
+	cr_expect_eq(origin_count(&CE, "/vary/cl1", NULL), 2);
 	cr_expect_eq(node_peer_metric(a, "sumcache_peer_claim_false_hits_total",
 	    "b"), 1, "B was asked again after its false claim");
 	cr_expect_eq(node_peer_metric(a, "sumcache_peer_remote_hits_total", "c"), 3);

@@ -20,28 +20,13 @@
 #include "psum.h"
 #include "wire.h"
 
-static struct env env;
-static struct cluster cl;
-
-static void
-origin_up(void)
-{
-	origin_start(&env);
-}
-
-static void
-all_down(void)
-{
-	cluster_stop(&cl);
-	env_stop(&env);
-}
-
-TestSuite(peers, .init = origin_up, .fini = all_down, .timeout = 90);
+TestSuite(peers, .init = cluster_suite_up, .fini = cluster_suite_down,
+    .timeout = 90);
 
 static void
 obj_url(char *buf, size_t len, const char *name, int max_age)
 {
-	snprintf(buf, len, "http://127.0.0.1:%d/obj/%s?max_age=%d", env.oport,
+	snprintf(buf, len, "http://127.0.0.1:%d/obj/%s?max_age=%d", CE.oport,
 	    name, max_age);
 }
 
@@ -50,8 +35,8 @@ Test(peers, remote_hit_through_the_summary_and_no_query_for_misses)
 	struct resp r;
 	char url[256];
 
-	cluster_start(&env, &cl, 3, NULL, NULL);
-	struct node *a = &cl.nodes[0], *b = &cl.nodes[1], *c = &cl.nodes[2];
+	cluster_start(&CE, &CL, 3, NULL, NULL);
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1], *c = &CL.nodes[2];
 	obj_url(url, sizeof(url), "shared", 600);
 	node_get(a, url, &r);
 	cr_assert_eq(r.status, 200);
@@ -62,7 +47,7 @@ Test(peers, remote_hit_through_the_summary_and_no_query_for_misses)
 	cr_assert_eq(r.status, 200);
 	cr_assert(strstr(r.body, "shared") != NULL);
 	resp_free(&r);
-	cr_expect_eq(origin_count(&env, "/obj/shared", NULL), 1,
+	cr_expect_eq(origin_count(&CE, "/obj/shared", NULL), 1,
 	    "the origin saw the object once");
 	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\""
 	    "remote_hit\"}"), 1);
@@ -92,7 +77,7 @@ Test(peers, remote_hit_through_the_summary_and_no_query_for_misses)
 	node_get(b, url, &r);
 	cr_assert_eq(r.status, 200);
 	resp_free(&r);
-	cr_expect_eq(origin_count(&env, "/obj/nobody", NULL), 1);
+	cr_expect_eq(origin_count(&CE, "/obj/nobody", NULL), 1);
 	cr_expect(harness_file_has(b->log, "/obj/nobody",
 	    "HIER_DIRECT/127.0.0.1 ", 3000));
 	cr_expect_eq(node_sent(b, "peer_request", "a") +
@@ -125,8 +110,8 @@ Test(peers, threshold_sets_publications_and_receivers_agree)
 	char url[256], series[128];
 	const int n = 60;
 
-	cluster_start(&env, &cl, 2, opts, NULL);
-	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	cluster_start(&CE, &CL, 2, opts, NULL);
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
 	double base = node_metric(a, "sumcache_summary_publications_total"
 	    "{kind=\"delta\"}") + node_metric(a,
 	    "sumcache_summary_publications_total{kind=\"full\"}");
@@ -162,8 +147,8 @@ Test(peers, dead_peer_is_skipped_then_pulled_when_back)
 	struct resp r;
 	char url[256], series[128];
 
-	cluster_start(&env, &cl, 2, opts, NULL);
-	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	cluster_start(&CE, &CL, 2, opts, NULL);
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
 	obj_url(url, sizeof(url), "onb", 600);
 	node_get(b, url, &r);
 	resp_free(&r);
@@ -185,7 +170,7 @@ Test(peers, dead_peer_is_skipped_then_pulled_when_back)
 	    "a down peer is not asked again");
 
 	/* back on the same port with an empty cache: A pulls it again */
-	node_start(&env, &cl, 1);
+	node_start(&CE, &CL, 1);
 	cr_assert_eq(node_wait_metric(a, series, 1, 10000), 1,
 	    "B never came back up at A");
 	/* the restarted B pulled A's summary: counted at both ends, the
@@ -290,7 +275,7 @@ make_full(const char *sender, uint64_t epoch, uint64_t seq, uint64_t bit,
 static void
 read_key(char *key, size_t len)
 {
-	FILE *f = fopen(cl.key_file, "r");
+	FILE *f = fopen(CL.key_file, "r");
 
 	cr_assert_not_null(f);
 	cr_assert(fgets(key, (int)len, f) != NULL);
@@ -334,8 +319,8 @@ Test(peers, hostile_messages_are_refused_and_change_nothing)
 	 * is one of ours, none from start-up traffic */
 	snprintf(zpeer, sizeof(zpeer), "peer=z 127.0.0.1:%d", zport);
 	const char *opts[] = {zpeer, NULL};
-	cluster_start(&env, &cl, 1, opts, NULL);
-	struct node *b = &cl.nodes[0];
+	cluster_start(&CE, &CL, 1, opts, NULL);
+	struct node *b = &CL.nodes[0];
 	read_key(key, sizeof(key));
 	const char *reasons[] = {"old", "duplicate", "bad_mac", "not_peer",
 	    "too_big", "malformed"};
@@ -438,8 +423,8 @@ Test(peers, outgrown_filter_is_rebuilt_larger_in_a_new_epoch, .timeout = 120)
 	char url[256], series[128];
 	const int n = 1300;
 
-	cluster_start(&env, &cl, 2, opts, NULL);
-	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	cluster_start(&CE, &CL, 2, opts, NULL);
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
 	double bits = node_metric(a, "sumcache_summary_bits");
 	double epoch = node_metric(a, "sumcache_summary_epoch");
 	for (int i = 0; i < n; i++) {
@@ -484,8 +469,8 @@ Test(peers, proxy_only_peer_hits_are_not_stored)
 	struct resp r;
 	char url[256];
 
-	cluster_start(&env, &cl, 2, NULL, "proxy_only");
-	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	cluster_start(&CE, &CL, 2, NULL, "proxy_only");
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
 	obj_url(url, sizeof(url), "po", 600);
 	node_get(a, url, &r);
 	resp_free(&r);
@@ -498,7 +483,7 @@ Test(peers, proxy_only_peer_hits_are_not_stored)
 	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\""
 	    "remote_hit\"}"), 2, "both answered by A");
 	cr_expect_eq(node_metric(b, "sumcache_cache_objects"), 0);
-	cr_expect_eq(origin_count(&env, "/obj/po", NULL), 1);
+	cr_expect_eq(origin_count(&CE, "/obj/po", NULL), 1);
 }
 
 Test(peers, squid_md5_summaries_between_peers)
@@ -507,8 +492,8 @@ Test(peers, squid_md5_summaries_between_peers)
 	struct resp r;
 	char url[256];
 
-	cluster_start(&env, &cl, 2, opts, NULL);
-	struct node *a = &cl.nodes[0], *b = &cl.nodes[1];
+	cluster_start(&CE, &CL, 2, opts, NULL);
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
 	obj_url(url, sizeof(url), "md5", 600);
 	node_get(a, url, &r);
 	resp_free(&r);
@@ -518,7 +503,7 @@ Test(peers, squid_md5_summaries_between_peers)
 	resp_free(&r);
 	cr_expect_eq(node_metric(b, "sumcache_requests_total{result=\""
 	    "remote_hit\"}"), 1);
-	cr_expect_eq(origin_count(&env, "/obj/md5", NULL), 1);
+	cr_expect_eq(origin_count(&CE, "/obj/md5", NULL), 1);
 }
 
 /* The body of a summary POST arriving in a read of its own (after the
@@ -531,8 +516,8 @@ Test(peers, summary_body_arriving_after_its_head)
 	snprintf(zpeer, sizeof(zpeer), "peer=z 127.0.0.1:%d", zport);
 	const char *opts[] = {zpeer, NULL};
 
-	cluster_start(&env, &cl, 1, opts, NULL);
-	struct node *a = &cl.nodes[0];
+	cluster_start(&CE, &CL, 1, opts, NULL);
+	struct node *a = &CL.nodes[0];
 	read_key(key, sizeof(key));
 	struct sum_buf all = {0};
 	make_full("z", 1, 1, 7, key, &all);
@@ -554,8 +539,8 @@ Test(peers, silent_peer_costs_one_timeout_and_is_marked_down)
 	struct resp r;
 
 	/* one node whose only peer is the black hole */
-	cluster_start(&env, &cl, 1, opts, NULL);
-	struct node *a = &cl.nodes[0];
+	cluster_start(&CE, &CL, 1, opts, NULL);
+	struct node *a = &CL.nodes[0];
 	read_key(key, sizeof(key));
 	/* z "claims" every URL: a summary in its name (the test knows the
 	 * key) brings it up at A */
@@ -641,11 +626,11 @@ Test(peers, every_exported_family_is_declared_with_help)
 	char url[256];
 	struct resp r;
 
-	cluster_start(&env, &cl, 2, NULL, NULL);
+	cluster_start(&CE, &CL, 2, NULL, NULL);
 	obj_url(url, sizeof(url), "declared", 600);
-	node_get(&cl.nodes[0], url, &r);
+	node_get(&CL.nodes[0], url, &r);
 	resp_free(&r);
-	node_wait_synced(&cl.nodes[0], &cl.nodes[1]);
-	check_metrics_declared(&cl.nodes[0]);
-	check_metrics_declared(&cl.nodes[1]);
+	node_wait_synced(&CL.nodes[0], &CL.nodes[1]);
+	check_metrics_declared(&CL.nodes[0]);
+	check_metrics_declared(&CL.nodes[1]);
 }
