@@ -80,6 +80,29 @@ exchange_full_msg(struct peers *ps)
 	return ps->pull_msg;
 }
 
+/* Without a write callback curl prints a body to stdout, where the
+ * access log may go: a peer could forge its lines. */
+static size_t
+on_answer_body(char *data, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+
+	(void)data;
+	x->ignored += size * n;
+	if (x->ignored > PEER_ANSWER_MAX) {
+		x->too_big = true;
+		return 0;
+	}
+	return size * n;
+}
+
+const char *
+xfer_why(const struct xfer *x, CURLcode rc)
+{
+	return x->too_big || rc == CURLE_FILESIZE_EXCEEDED ?
+	    "its answer's body is over 64 KB" : curl_easy_strerror(rc);
+}
+
 struct xfer *
 xfer_new(struct peer *p, const char *path)
 {
@@ -112,6 +135,11 @@ xfer_new(struct peer *p, const char *path)
 	 * this on any LAN; a peer slower than that is as good as down */
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
 	    (long)ps->conf.timeout_ms * 4);
+	/* a pull sets its own, with its own bound */
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_answer_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
+	    (curl_off_t)PEER_ANSWER_MAX);
 	return x;
 }
 
@@ -192,7 +220,7 @@ on_push_done(void *arg, CURLcode rc)
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME, &secs);
 	if (rc != CURLE_OK) {
-		peer_mark_down(p, curl_easy_strerror(rc));
+		peer_mark_down(p, xfer_why(x, rc));
 	} else {
 		note_rtt(p, secs * 1000);
 		peers_count(p, IPM_SENT, x->m->type, x->m->buf.len);
@@ -462,6 +490,7 @@ exchange_pull(struct peer *p)
 		return;
 	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_pull_body);
 	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(x->easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)0);
 	p->pulling = xfer_start(&x, squid ? sqpeer_digest_done : on_pull_done);
 }
 

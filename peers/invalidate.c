@@ -44,7 +44,7 @@ on_sent(void *arg, CURLcode rc)
 
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	if (rc != CURLE_OK)
-		peer_mark_down(p, curl_easy_strerror(rc));
+		peer_mark_down(p, xfer_why(x, rc));
 	else if (status != 204)
 		fprintf(stderr, "sumcache: peer %s refused our invalidation: "
 		    "HTTP %ld\n", p->spec.name, status);

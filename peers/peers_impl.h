@@ -88,8 +88,14 @@ struct xfer {
 	struct curlev_xfer cx;
 	struct msg *m;          /* push: what is sent */
 	struct sum_buf resp;    /* pull: what comes back */
+	uint64_t ignored;       /* push: bytes of the answer's body */
 	bool too_big;
 };
+
+/* A push's or an invalidation's answer is its status; a body, if the
+ * peer sends one, is read and thrown away up to this, and past it the
+ * transfer fails (xfer_why says "64 KB"). */
+#define PEER_ANSWER_MAX (64 * 1024)
 
 struct peers {
 	struct event_base *base;
@@ -150,6 +156,8 @@ void invalidate_stop(struct peers *ps);
  * done callback with xfer_free; xfer_start frees one it cannot start */
 struct xfer *xfer_new(struct peer *p, const char *path);
 bool xfer_start(struct xfer **xp, curlev_done_f *done);
+/* Why a push or an invalidation failed with rc, for the log. */
+const char *xfer_why(const struct xfer *x, CURLcode rc);
 
 /* exchange.c */
 int exchange_init(struct peers *ps);

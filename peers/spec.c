@@ -95,14 +95,10 @@ peer_spec_parse(const char *text, struct peer_spec *ps, const char **why)
 		*why = "peer name too long";
 		return -1;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (!((text[i] >= 'a' && text[i] <= 'z') ||
-		    (text[i] >= 'A' && text[i] <= 'Z') ||
-		    (text[i] >= '0' && text[i] <= '9') ||
-		    strchr("-._", text[i]))) {
-			*why = "peer name may hold only letters, digits, - . _";
-			return -1;
-		}
+	if (!wire_name_ok(text, n)) {
+		*why = "peer name may hold only letters, digits, - . _";
+		return -1;
+	}
 	memcpy(ps->name, text, n);
 	ps->name[n] = '\0';
 	return peer_target_parse(text + n, ps, expect, why);

@@ -26,6 +26,20 @@ mac(const uint8_t *key, size_t keylen, const uint8_t *data, size_t len,
 	    NULL && n == MAC_LEN;
 }
 
+bool
+wire_name_ok(const char *name, size_t len)
+{
+	if (len == 0 || len > WIRE_MAX_SENDER)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_'))
+			return false;
+	}
+	return true;
+}
+
 /* An Invalidation's MAC: over its context, then its bytes. */
 static const char inval_context[] = "sumcache invalidation";
 
@@ -142,7 +156,7 @@ fields(const Sumcache__V1__Summary *m, struct wire_summary *s)
 {
 	size_t nlen = m->sender ? strlen(m->sender) : 0;
 
-	if (nlen == 0 || nlen > WIRE_MAX_SENDER)
+	if (!wire_name_ok(m->sender, nlen))
 		return WIRE_MALFORMED;
 	memcpy(s->sender, m->sender, nlen + 1);
 	switch (m->scheme) {
@@ -254,7 +268,7 @@ inval_fields(const Sumcache__V1__Invalidation *m,
 {
 	size_t nlen = m->sender ? strlen(m->sender) : 0;
 
-	if (nlen == 0 || nlen > WIRE_MAX_SENDER || m->n_urls == 0 ||
+	if (!wire_name_ok(m->sender, nlen) || m->n_urls == 0 ||
 	    m->n_urls > WIRE_MAX_URLS)
 		return WIRE_MALFORMED;
 	memcpy(inv->sender, m->sender, nlen + 1);

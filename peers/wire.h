@@ -22,6 +22,14 @@
 #define WIRE_MAX_SENDER 63
 #define WIRE_KEY_MIN 16  /* bytes of cluster key, at least */
 
+/*
+ * A node's name, as it signs its messages and as peer lines and node_name
+ * give it: 1 to WIRE_MAX_SENDER letters, digits, '-', '.' or '_'. It goes
+ * into Via, into the logs and into metric labels, so a message naming
+ * its sender otherwise is malformed, whatever its MAC.
+ */
+bool wire_name_ok(const char *name, size_t len);
+
 struct wire_summary {
 	char sender[WIRE_MAX_SENDER + 1];
 	uint64_t epoch;

@@ -49,13 +49,10 @@ parse_node_name(struct conf *c, size_t off, const char *v, const char **why)
 		    "than the host name)";
 		return -1;
 	}
-	for (const char *p = v; *p; p++) {
-		/* node_name goes into Via, so it must be a token */
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || strchr("-._", *p))) {
-			*why = "node_name may hold only letters, digits, - . _";
-			return -1;
-		}
+	/* node_name goes into Via, so it must be a token */
+	if (!wire_name_ok(v, strlen(v))) {
+		*why = "node_name may hold only letters, digits, - . _";
+		return -1;
 	}
 	return parse_string(c, off, v, why);
 }

@@ -569,6 +569,25 @@ harness_echo_server(int port)
 
 /* ---- clusters ---- */
 
+pid_t
+fakepeer_start(const struct env *e, const struct cluster *cl,
+    const char *name, const char *objects, int delay_ms, long answer_bytes,
+    int *port)
+{
+	char portarg[16], delay[16], answer[24], out[320];
+
+	*port = harness_free_port();
+	snprintf(portarg, sizeof(portarg), "%d", *port);
+	snprintf(delay, sizeof(delay), "%d", delay_ms);
+	snprintf(answer, sizeof(answer), "%ld", answer_bytes);
+	snprintf(out, sizeof(out), "%s/%s.out", e->dir, name);
+	char *argv[] = {PEER_BIN, portarg, (char *)cl->key_file, (char *)name,
+	    (char *)objects, delay, answer, NULL};
+	pid_t pid = harness_spawn(argv, out);
+	cr_assert(harness_wait_port(*port, 5000), "test-peer did not start");
+	return pid;
+}
+
 void
 node_start(struct env *e, struct cluster *cl, int i)
 {

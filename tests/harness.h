@@ -161,6 +161,17 @@ double node_sent(const struct node *nd, const char *type, const char *peer);
 double node_peer_metric(const struct node *nd, const char *family,
     const char *peer);
 
+/*
+ * A misbehaving peer (tests/fakepeer.c) on a free port of 127.0.0.1, in
+ * cl's cluster key, signing as name: it claims every URL; object requests
+ * get a 504 after delay_ms ("false") or nothing ("hang"); pushes and
+ * invalidations get answer_bytes of forged log lines. Its output goes to
+ * name.out in e's directory. Stop it with harness_stop.
+ */
+pid_t fakepeer_start(const struct env *e, const struct cluster *cl,
+    const char *name, const char *objects, int delay_ms, long answer_bytes,
+    int *port);
+
 /* Whether the file at path gets a line holding n1 and n2 (n2 may be
  * NULL) within ms: logs are written through buffers. */
 bool harness_file_has(const char *path, const char *n1, const char *n2,

@@ -76,6 +76,10 @@ Test(wire, fields_are_checked_after_the_mac)
 		{1, WIRE_MAX_BITS + 1, "a", "m over the limit"},
 		{1, 0, "a", "m of 0"},
 		{1, 64, "", "no sender"},
+		/* it would go into the log, Via and metric labels */
+		{1, 64, "a\nb", "a newline in the sender"},
+		{1, 64, "a\"}", "a quote in the sender"},
+		{1, 64, "a b", "a space in the sender"},
 	};
 	uint8_t payload[1] = {0};
 
@@ -94,4 +98,29 @@ Test(wire, fields_are_checked_after_the_mac)
 		    &out), WIRE_MALFORMED, "%s accepted", v[i].what);
 		free(b.p);
 	}
+}
+
+Test(wire, an_invalidation_naming_its_sender_in_other_characters_is_refused)
+{
+	static const char *const names[] = {"", "x\ny", "\x1b[31m", "a/b"};
+	const char *url = "http://example.com/";
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		struct sum_buf b = {0};
+		struct wire_invalidation out;
+		cr_assert_eq(wire_encode_invalidation(names[i], 1, &url, 1, key,
+		    sizeof(key) - 1, &b), 0);
+		cr_expect_eq(wire_decode_invalidation(b.p, b.len, key,
+		    sizeof(key) - 1, &out), WIRE_MALFORMED, "sender %zu taken",
+		    i);
+		free(b.p);
+	}
+	struct sum_buf b = {0};
+	struct wire_invalidation out;
+	cr_assert_eq(wire_encode_invalidation("node-a.b_c", 1, &url, 1, key,
+	    sizeof(key) - 1, &b), 0);
+	cr_expect_eq(wire_decode_invalidation(b.p, b.len, key,
+	    sizeof(key) - 1, &out), WIRE_OK);
+	wire_invalidation_clear(&out);
+	free(b.p);
 }
