@@ -12,8 +12,13 @@
  *   - Signed with the cluster key like summaries, under a MAC context of
  *     its own (peers/wire.c). A receiver takes one only from a peer's
  *     address that signs with that peer's name, with a time newer than
- *     the last it took from that peer and within an hour of its own clock,
- *     so a recorded message cannot be replayed to purge again.
+ *     the last it took from that peer, than its own start, and within an
+ *     hour of its own clock, so a recorded message cannot be replayed to
+ *     purge again, not even once after a restart (which forgets the last
+ *     time taken). The cost: a peer whose clock is behind ours by d has
+ *     its invalidations refused for the first d after we start; with
+ *     NTP, milliseconds. Refusals are counted and logged, a line a
+ *     second.
  *   - Never forwarded: the receiver drops its copies and stops there.
  *   - A peer that is down misses it; its copies age out as they would
  *     have. Counted both ways in the inter-proxy traffic
@@ -25,8 +30,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <event2/event.h>
+#include <event2/util.h>
 
 #include "clock.h"
 #include "ratelog.h"
@@ -148,6 +155,45 @@ peers_invalidate(struct peers *ps, const char *url, size_t len)
 		event_active(ps->inval_ev, EV_TIMEOUT, 0);
 }
 
+/* Counts and logs (a line a second) an invalidation refused; returns
+ * status. */
+static int
+refuse(struct peers *ps, const struct sockaddr *from, int status,
+    const char *why)
+{
+	char who[INET6_ADDRSTRLEN] = "?";
+	uint64_t skipped;
+
+	ps->inval_refused++;
+	if (!ratelog_due(&ps->inval_refuse_log, &skipped))
+		return status;
+	evutil_inet_ntop(from->sa_family, from->sa_family == AF_INET6 ?
+	    (const void *)&((const struct sockaddr_in6 *)from)->sin6_addr :
+	    (const void *)&((const struct sockaddr_in *)from)->sin_addr,
+	    who, sizeof(who));
+	fprintf(stderr, "sumcache: invalidation from %s refused: %s (%llu "
+	    "more since the last line)\n", who, why,
+	    (unsigned long long)skipped);
+	return status;
+}
+
+/* Why an invalidation at time t from p is not to be taken, or NULL. */
+static const char *
+stale_time(const struct peers *ps, const struct peer *p, uint64_t t)
+{
+	uint64_t now = wall_us();
+
+	if (t <= p->inval_us)
+		return "not newer than the last one taken from this peer "
+		    "(a replay)";
+	if (t < ps->started_us)
+		return "older than this node's start (a replay, or the "
+		    "sender's clock is behind)";
+	if (t + INVAL_CLOCK_SLACK_US < now || t > now + INVAL_CLOCK_SLACK_US)
+		return "more than an hour from this node's clock";
+	return NULL;
+}
+
 int
 peers_receive_invalidation(struct peers *ps, const struct sockaddr *from,
     const uint8_t *in, size_t len, peers_drop_f *drop, void *arg,
@@ -155,12 +201,10 @@ peers_receive_invalidation(struct peers *ps, const struct sockaddr *from,
 {
 	struct wire_invalidation w;
 	struct peer *p = peers_by_addr(ps, from);
-	uint64_t now = wall_us();
 
 	if (p == NULL || ps->conf.keylen == 0) {
-		ps->inval_refused++;
 		*why = "not a sumcache peer";
-		return 403;
+		return refuse(ps, from, 403, *why);
 	}
 	switch (wire_decode_invalidation(in, len, ps->key, ps->conf.keylen,
 	    &w)) {
@@ -170,23 +214,17 @@ peers_receive_invalidation(struct peers *ps, const struct sockaddr *from,
 		*why = "out of memory";
 		return 503;
 	case WIRE_BAD_MAC:
-		ps->inval_refused++;
 		*why = "bad MAC";
-		return 403;
+		return refuse(ps, from, 403, *why);
 	default:
-		ps->inval_refused++;
 		*why = "malformed invalidation";
-		return 400;
+		return refuse(ps, from, 400, *why);
 	}
 	p = sender_peer(ps, from, w.sender);
-	if (p == NULL || w.time_us <= p->inval_us ||
-	    w.time_us + INVAL_CLOCK_SLACK_US < now ||
-	    w.time_us > now + INVAL_CLOCK_SLACK_US) {
-		ps->inval_refused++;
-		*why = p == NULL ? "unknown sender" : "an old invalidation "
-		    "(replayed, or the sender's clock is an hour off)";
+	*why = p == NULL ? "unknown sender" : stale_time(ps, p, w.time_us);
+	if (*why != NULL) {
 		wire_invalidation_clear(&w);
-		return 403;
+		return refuse(ps, from, 403, *why);
 	}
 	p->inval_us = w.time_us;
 	peers_count(p, IPM_RECEIVED, IPM_INVALIDATION, len);

@@ -127,7 +127,10 @@ struct peers {
 	size_t inval_n, inval_bytes;
 	struct event *inval_ev;
 	uint64_t inval_us;            /* time of our last invalidation */
+	uint64_t started_us;          /* wall clock at peers_new: older
+	                               * invalidations are refused */
 	uint64_t inval_applied, inval_refused;
+	struct ratelog inval_refuse_log;
 	uint64_t inval_bad_urls;      /* in applied ones, not URLs */
 	struct ratelog inval_log;     /* URLs too long to send */
 	uint64_t serials;             /* peers ever added */

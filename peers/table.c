@@ -587,6 +587,7 @@ peers_new(struct event_base *base, struct curlev *curl,
 	ps->base = base;
 	ps->curl = curl;
 	ps->conf = *conf;
+	ps->started_us = wall_us();
 	/* unset: the protocol's own ceiling */
 	if (ps->conf.max_message == 0 || ps->conf.max_message > WIRE_MAX_BYTES)
 		ps->conf.max_message = WIRE_MAX_BYTES;

@@ -184,7 +184,7 @@ Test(purge, forged_or_replayed_invalidations_change_nothing)
 
 	origin_start(&P);
 	cluster_start(&P, &C, 2, NULL, NULL);
-	const struct node *b = &C.nodes[1];
+	struct node *b = &C.nodes[1];
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/hostile?"
 	    "max_age=600", P.oport);
 	node_get(b, url, &r);
@@ -228,6 +228,21 @@ Test(purge, forged_or_replayed_invalidations_change_nothing)
 	cr_expect_eq(post_invalidation(b, &odd), 204);
 	cr_expect_eq(node_metric(b, "sumcache_peer_invalidations_received_"
 	    "total{result=\"bad_url\"}"), 1);
+	cr_expect(harness_file_has(b->out, "invalidation from 127.0.0.1 "
+	    "refused", "a replay", 0), "a refusal is not logged");
+
+	/* a restart forgets the last time taken from a: the recorded
+	 * message is still refused, being older than b's start */
+	node_get(b, url, &r);
+	resp_free(&r);
+	node_stop(b);
+	node_start(&P, &C, 1);
+	cr_expect_eq(post_invalidation(b, &good), 403, "replayed after a "
+	    "restart, and taken");
+	cr_expect(harness_file_has(b->out, "invalidation from 127.0.0.1 "
+	    "refused", "older than this node's start", 2000));
+	cr_expect_eq(node_metric(b, "sumcache_peer_invalidations_received_"
+	    "total{result=\"applied\"}"), 0);
 	free(odd.p);
 	free(good.p);
 	free(forged.p);
