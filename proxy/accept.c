@@ -4,11 +4,14 @@
  * Every connection costs descriptors (its socket, and an origin or peer
  * socket or a tunnel's target while it is served) and memory (client.c
  * bounds each one's buffers). max_connections bounds their number, so
- * that both totals hold. At the limit the longest-open connection that is
- * only waiting for a request is closed to make room (so idle or slowloris
- * connections cannot lock clients out); when every connection is busy,
- * the listener is disabled and connections wait in the kernel's backlog
- * until the first close re-enables it.
+ * that both totals hold. At the limit a connection that holds its slot for
+ * nothing is closed to make room (client_make_room: an idle keep-alive
+ * one, else one that has not sent its request within a grace period), so
+ * idle or slowloris connections cannot lock clients out, and new clients
+ * are not closed before their request is read; when none may go, the
+ * listener is disabled and connections wait in the kernel's backlog until
+ * a close, or until one may go (a grace period ends, or a keep-alive
+ * connection goes idle: looked at every CLIENT_HEAD_GRACE_MS).
  *
  * When accept() fails for want of descriptors or memory anyway (other
  * descriptors are open, or a smaller limit elsewhere), an idle connection
@@ -57,14 +60,21 @@ open_conns(const struct server *s)
 }
 
 static void
-pause_listener(struct server *s, const char *why)
+pause_listener(struct server *s, const char *why, uint64_t retry_ms)
 {
-	struct timeval tv = tv_ms(RETRY_MS);
+	struct timeval tv = tv_ms(retry_ms);
 
 	if (s->accept_paused_ms == 0) {
-		s->accept_paused_ms = mono_ms();
-		fprintf(stderr, "sumcache: %s: not accepting until a "
-		    "connection closes (%u open)\n", why, open_conns(s));
+		uint64_t now = mono_ms();
+		s->accept_paused_ms = now;
+		/* a burst at the limit pauses and resumes often: one line for
+		 * all of it */
+		if (now - s->accept_pause_logged_ms > EPISODE_MS) {
+			s->accept_pause_logged_ms = now;
+			fprintf(stderr, "sumcache: %s: new connections wait "
+			    "until one closes or idles (%u open)\n", why,
+			    open_conns(s));
+		}
 	}
 	evconnlistener_disable(s->listener);
 	evtimer_add(s->accept_retry, &tv);
@@ -77,8 +87,10 @@ resume_listener(struct server *s)
 		return;
 	if (open_conns(s) >= s->max_connections)
 		return;
-	fprintf(stderr, "sumcache: accepting again after %llu ms\n",
-	    (unsigned long long)(mono_ms() - s->accept_paused_ms));
+	uint64_t paused = mono_ms() - s->accept_paused_ms;
+	if (paused >= RETRY_MS)
+		fprintf(stderr, "sumcache: accepting again after %llu ms\n",
+		    (unsigned long long)paused);
 	s->accept_paused_ms = 0;
 	evtimer_del(s->accept_retry);
 	evconnlistener_enable(s->listener);
@@ -94,11 +106,13 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	(void)salen;
 	client_accept(s, fd, sa);
 	/* the next accept needs a free slot: an idle connection gives up
-	 * its own, else accepting waits for a close */
+	 * its own, else accepting waits for a close, or for one to idle */
+	uint64_t retry_ms;
 	if (open_conns(s) >= s->max_connections &&
-	    !client_close_oldest_idle(s)) {
+	    !client_make_room(s, &retry_ms)) {
 		s->m.connection_limit_reached++;
-		pause_listener(s, "max_connections reached, none idle");
+		pause_listener(s, "max_connections reached, none idle",
+		    retry_ms);
 	}
 }
 
@@ -114,7 +128,8 @@ on_accept_error(struct evconnlistener *l, void *arg)
 		return; /* it died in the backlog: the next one is fine */
 	/* an idle connection's descriptor lets the waiting one in (the
 	 * listening socket stays readable, so accept runs again) */
-	if (client_close_oldest_idle(s)) {
+	uint64_t retry_ms;
+	if (client_make_room(s, &retry_ms)) {
 		uint64_t now = mono_ms();
 		if (now - s->accept_short_ms > EPISODE_MS)
 			fprintf(stderr, "sumcache: accept: %s: closing idle "
@@ -123,7 +138,7 @@ on_accept_error(struct evconnlistener *l, void *arg)
 		s->accept_short_ms = now;
 		return;
 	}
-	pause_listener(s, evutil_socket_error_to_string(err));
+	pause_listener(s, evutil_socket_error_to_string(err), RETRY_MS);
 }
 
 static void
@@ -135,8 +150,10 @@ on_retry(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (s->accept_paused_ms == 0 || s->draining)
 		return;
-	if (open_conns(s) >= s->max_connections) {
-		struct timeval tv = tv_ms(RETRY_MS);
+	uint64_t retry_ms;
+	if (open_conns(s) >= s->max_connections &&
+	    !client_make_room(s, &retry_ms)) {
+		struct timeval tv = tv_ms(retry_ms);
 		evtimer_add(s->accept_retry, &tv);
 		return;
 	}

@@ -2,18 +2,20 @@
 #ifndef ACCESSLOG_H
 #define ACCESSLOG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/time.h>
 
 struct accesslog;
 
-/* Squid's result codes (the CODE of CODE/status), one name each. */
+/* Squid's result codes (the CODE of CODE/status), one name each. A
+ * response that did not reach its end (the client left, or its source
+ * failed mid-body) is logged with "_ABORTED" after its code, as Squid
+ * logs it: accesslog_entry.aborted. */
 /* X(code, its Cache-Status parameters, RFC 9211) */
 #define SQUID_CODES(X)                                                         \
 	/* from the origin or a peer */                                       \
 	X(TCP_MISS, "fwd=uri-miss")                                           \
-	/* the client left before the end */                                  \
-	X(TCP_MISS_ABORTED, "fwd=uri-miss")                                   \
 	/* fresh, from the memory cache */                                    \
 	X(TCP_MEM_HIT, "hit")                                                 \
 	/* fresh, read from the disk cache */                                 \
@@ -71,6 +73,7 @@ struct accesslog_entry {
 	struct timeval end;
 	const char *client;  /* address text */
 	enum squid_code code;
+	bool aborted;        /* cut short: CODE_ABORTED */
 	int status;
 	uint64_t bytes;      /* sent to the client, head included */
 	const char *method;

@@ -388,7 +388,6 @@ busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj)
 		next = t->busy_next;
 		busy_leave(t);
 		if (end != BUSY_DONE || obj == NULL) {
-			t->code = SQ_TCP_MISS_ABORTED;
 			client_fail(t->c);
 			continue;
 		}

@@ -178,6 +178,7 @@ client_txn_done(struct client *c)
 
 	txn_account(t);
 	txn_free(&c->txn);
+	c->served = true;
 	c->body_deadline = false;
 	if (!keep) {
 		client_close_after_output(c);
@@ -430,15 +431,30 @@ on_write(struct bufferevent *bev, void *arg)
 		client_next_request(c);
 }
 
+/* The client left (or its socket failed) in the middle of t: t is
+ * logged as Squid logs it, CODE_ABORTED, and counted as what it was
+ * becoming; one still waiting for its answer was a miss. */
+static void
+client_left(struct client *c, struct txn *t)
+{
+	c->srv->m.client_aborts++;
+	t->aborted = true;
+	if (t->result == RESULT_INTERNAL && t->url.norm != NULL) {
+		t->result = RESULT_MISS;
+		if (t->code == SQ_NONE_NONE)
+			t->code = SQ_TCP_MISS;
+	}
+}
+
 static void
 on_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct client *c = arg;
 
 	(void)bev;
-	if (c->txn != NULL && !c->closing)
-		c->srv->m.client_aborts++;
 	(void)what;
+	if (c->txn != NULL && !c->closing)
+		client_left(c, c->txn);
 	client_free(c);
 }
 
@@ -453,8 +469,11 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 	if (c->closing)
 		return;
 	if (c->txn != NULL) {
-		/* a request body stalled, or missed its deadline */
-		request_body_stalled(c->txn);
+		/* a request body stalled, or missed its deadline: a peer's
+		 * summary is counted as such, anything else is the client's
+		 * abort */
+		if (!request_body_stalled(c->txn))
+			client_left(c, c->txn);
 		client_free(c);
 		return;
 	}
@@ -480,6 +499,7 @@ client_accept(struct server *s, evutil_socket_t fd, const struct sockaddr *sa)
 		return;
 	}
 	c->srv = s;
+	c->accepted_ms = mono_ms();
 	/* responses go out as soon as they are queued: with Nagle on, the
 	 * tail of a response waits for the client's delayed ACK (40 ms) */
 	int one = 1;
@@ -544,22 +564,44 @@ client_detach(struct client *c)
 	return bev;
 }
 
-bool
-client_close_oldest_idle(struct server *s)
+/* A connection whose client has had every answer and sent nothing more. */
+static bool
+idle_keep_alive(struct client *c)
 {
-	struct client *c = s->oldest_client;
+	return c->served && c->txn == NULL && !c->head_started &&
+	    evbuffer_get_length(client_out(c)) == 0;
+}
 
+bool
+client_make_room(struct server *s, uint64_t *retry_ms)
+{
+	struct client *c = s->oldest_client, *slow = NULL;
+	uint64_t now = mono_ms();
+
+	*retry_ms = CLIENT_HEAD_GRACE_MS;
 	/* newest first in the list: from its tail, the longest-open ones;
 	 * the newest (just accepted) is never the one */
 	for (int i = 0; i < IDLE_SCAN_MAX && c != NULL && c != s->clients;
 	    i++, c = c->prev) {
-		if (c->txn != NULL || c->closing || c->in_loop)
+		if (c->closing || c->in_loop || c->txn != NULL)
 			continue;
-		s->m.idle_closed_at_limit++;
-		client_free(c);
-		return true;
+		if (idle_keep_alive(c))
+			break;
+		if (c->served || slow != NULL)
+			continue;
+		uint64_t age = now - c->accepted_ms;
+		if (age >= CLIENT_HEAD_GRACE_MS)
+			slow = c;
+		else if (CLIENT_HEAD_GRACE_MS - age < *retry_ms)
+			*retry_ms = CLIENT_HEAD_GRACE_MS - age;
 	}
-	return false;
+	if (c == NULL || c == s->clients || !idle_keep_alive(c))
+		c = slow;
+	if (c == NULL)
+		return false;
+	s->m.idle_closed_at_limit++;
+	client_free(c);
+	return true;
 }
 
 void

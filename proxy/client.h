@@ -60,12 +60,19 @@ enum body_feed client_feed_body(struct client *c);
 struct bufferevent *client_detach(struct client *c);
 
 /*
- * At max_connections: closes the longest-open connection that is waiting
- * for a request (idle keep-alive, or a head still arriving), so a new
- * client is served while slow or idle ones hold every slot. Looks at a
- * bounded number of the oldest; false when none of them is idle.
+ * At max_connections: closes a connection that holds its slot for nothing,
+ * so that a new client is served while idle or slow ones hold every slot:
+ * the longest-open keep-alive connection whose client has had all its
+ * answers, else the oldest that has not sent a whole request within
+ * CLIENT_HEAD_GRACE_MS of its accept (a head that trickles in, or none).
+ * A connection just accepted is given that long to send its request, so
+ * that a burst of new clients wait in the kernel's backlog rather than
+ * push each other out before a request is read. Looks at a bounded number
+ * of the oldest. false when none may go: *retry_ms is then when one may
+ * (the oldest new one's grace ends), at most CLIENT_HEAD_GRACE_MS.
  */
-bool client_close_oldest_idle(struct server *s);
+#define CLIENT_HEAD_GRACE_MS 250
+bool client_make_room(struct server *s, uint64_t *retry_ms);
 
 /* Shutdown: close idle connections, make busy ones close after their
  * response. */

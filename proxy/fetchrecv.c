@@ -565,7 +565,6 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 	if (f->head_done) {
 		/* mid-body: the client must see a truncated message */
 		s->m.origin_protocol++;
-		t->code = SQ_TCP_MISS_ABORTED;
 		client_fail(t->c);
 		return;
 	}

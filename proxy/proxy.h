@@ -72,6 +72,7 @@ struct server {
 	struct evconnlistener *listener;
 	struct event *accept_retry;  /* a paused listener tries again */
 	uint64_t accept_paused_ms;   /* when it paused; 0 = accepting */
+	uint64_t accept_pause_logged_ms; /* the last pause's log line */
 	uint64_t accept_short_ms;    /* last accept short of descriptors */
 	unsigned max_connections;    /* clients and tunnels (accept.c) */
 	int body_fd_ceiling;         /* memfd bodies below this (bodyfd.c) */
@@ -107,6 +108,8 @@ struct client {
 	bool dead;            /* freed while in_loop: free on loop exit */
 	bool body_deadline;   /* the body's timer is not re-armed per read */
 	bool bulk;            /* its socket runs at LOOP_PRIO_BULK */
+	bool served;          /* a transaction of it has finished */
+	uint64_t accepted_ms; /* monotonic */
 	struct sockaddr_storage sa;
 	char addr[64];
 };

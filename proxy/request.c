@@ -83,6 +83,7 @@ txn_account(struct txn *t)
 	struct server *s = t->srv;
 	struct accesslog_entry e = {
 		.start = t->start, .client = t->c != NULL ? t->c->addr : "-", .code = t->code,
+		.aborted = t->aborted,
 		.status = t->status, .bytes = t->bytes_out,
 		.method = t->req.method ? t->req.method : "NONE",
 		.method_len = t->req.method ? (int)t->req.method_len : 4,
@@ -356,13 +357,13 @@ request_serve_object(struct txn *t, struct store_obj *o,
 
 /* ---- bodies ---- */
 
-void
+bool
 request_body_stalled(struct txn *t)
 {
-	if (t->peer_post == PEER_POST_SUMMARY)
-		peers_receive_slow(t->srv->peers, t->c->addr);
-	else
-		t->srv->m.client_aborts++;
+	if (t->peer_post != PEER_POST_SUMMARY)
+		return false;
+	peers_receive_slow(t->srv->peers, t->c->addr);
+	return true;
 }
 
 
@@ -414,7 +415,6 @@ request_feed_body(struct txn *t, struct evbuffer *in)
 			if (t->status == 0) {
 				request_error(t, 400, SQ_NONE_NONE, why, true);
 			} else {
-				t->code = SQ_TCP_MISS_ABORTED;
 				client_fail(t->c);
 			}
 			return BODY_FEED_FAILED;

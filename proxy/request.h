@@ -18,8 +18,10 @@ enum body_feed request_feed_body(struct txn *t, struct evbuffer *in);
 void request_output_drained(struct txn *t);
 
 /* The client's request body stopped arriving (idle_timeout) or missed its
- * deadline: counted, before the connection is closed. */
-void request_body_stalled(struct txn *t);
+ * deadline, before the connection is closed: a peer's summary is counted
+ * as a slow one (true); false for any other request, the client's to
+ * count as an abort. */
+bool request_body_stalled(struct txn *t);
 
 /* Writes a short text error response; close forces Connection: close. */
 void request_error(struct txn *t, int status, enum squid_code code,

@@ -6,11 +6,15 @@
  * collapsed forwarding is test_collapse.c's; connections at the limit and
  * client aborts are test_ops.c's.
  */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,4 +83,133 @@ Test(faults, a_peer_flooding_its_answers_writes_nothing_of_ours)
 	cr_assert_geq(downs, 1, "the push with a 20 MB answer did not fail");
 	cr_assert(harness_file_has(a->out, "peer z", "over 64 KB", 2000),
 	    "the refusal is not logged");
+}
+
+/* ---- connections ---- */
+
+static int
+connect_port(int port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+	    .sin_port = htons((uint16_t)port)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+	cr_assert(connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	return fd;
+}
+
+/* Twice max_connections new clients at once, each connected before any
+ * sends its request: every one gets an answer (a 200, or a 503 saying the
+ * node is full), none is closed before its request is read. */
+Test(faults, a_burst_of_new_clients_at_the_limit_is_answered_not_dropped)
+{
+	enum { MAX = 8, N = 2 * MAX };
+	const char *opts[] = {"max_connections=8", NULL};
+	int fd[N], answered = 0, refused = 0, dropped = 0;
+	char req[256];
+
+	proxy_start(&CE, opts);
+	cr_assert_eq(proxy_metric(&CE, "sumcache_max_connections"), MAX);
+	for (int i = 0; i < N; i++)
+		fd[i] = connect_port(CE.pport);
+	/* the node has accepted what it will by now */
+	usleep(100 * 1000);
+	for (int i = 0; i < N; i++) {
+		int n = snprintf(req, sizeof(req), "GET http://127.0.0.1:%d/"
+		    "slow?ms=200&i=%d HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+		    "Connection: close\r\n\r\n", CE.oport, i, CE.oport);
+		send(fd[i], req, (size_t)n, MSG_NOSIGNAL);
+	}
+	for (int i = 0; i < N; i++) {
+		char buf[512];
+		struct pollfd p = {fd[i], POLLIN, 0};
+		ssize_t got = poll(&p, 1, 10000) > 0 ?
+		    recv(fd[i], buf, sizeof(buf) - 1, 0) : -1;
+		int status = 0;
+		if (got > 0) {
+			buf[got] = '\0';
+			sscanf(buf, "HTTP/1.1 %d", &status);
+		}
+		answered += status == 200;
+		refused += status == 503;
+		dropped += got <= 0;
+		close(fd[i]);
+	}
+	fprintf(stderr, "figure: %d new clients at max_connections %d: %d "
+	    "answered, %d refused with 503, %d closed unanswered\n", N, MAX,
+	    answered, refused, dropped);
+	cr_expect_eq(dropped, 0, "%d clients closed before their request was "
+	    "read", dropped);
+	cr_expect_eq(answered + refused, N);
+	cr_expect_geq(proxy_metric(&CE, "sumcache_connection_limit_reached_"
+	    "total"), 1);
+}
+
+/* An idle keep-alive connection gives its slot to a new client; one that
+ * is still being answered does not. */
+Test(faults, at_the_limit_an_idle_keep_alive_connection_makes_room)
+{
+	const char *opts[] = {"max_connections=8", NULL};
+	int fd[8];
+	char req[256], buf[4096];
+
+	proxy_start(&CE, opts);
+	int n = snprintf(req, sizeof(req), "GET http://127.0.0.1:%d/obj/ka?"
+	    "max_age=600 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", CE.oport,
+	    CE.oport);
+	/* eight connections, each answered once and kept open */
+	for (int i = 0; i < 8; i++) {
+		fd[i] = connect_port(CE.pport);
+		send(fd[i], req, (size_t)n, MSG_NOSIGNAL);
+		struct pollfd p = {fd[i], POLLIN, 0};
+		cr_assert(poll(&p, 1, 5000) > 0);
+		cr_assert_gt(recv(fd[i], buf, sizeof(buf), 0), 0);
+	}
+	double t0 = (double)harness_now_ms();
+	struct resp r;
+	proxy_get(&CE, env_url(&CE, "/obj/ka?max_age=600"), NULL, &r);
+	cr_expect_eq(r.status, 200);
+	resp_free(&r);
+	double waited = (double)harness_now_ms() - t0;
+	cr_expect_lt(waited, 1000, "the new client waited %.0f ms", waited);
+	cr_expect_geq(proxy_metric(&CE, "sumcache_idle_connections_closed_"
+	    "total"), 1);
+	/* the oldest idle one was closed: it reads the end */
+	struct pollfd p = {fd[0], POLLIN, 0};
+	cr_expect(poll(&p, 1, 1000) > 0 && recv(fd[0], buf, sizeof(buf), 0) ==
+	    0, "the oldest idle connection is still open");
+	for (int i = 0; i < 8; i++)
+		close(fd[i]);
+}
+
+/* A client that leaves while its miss is on the way: one access-log line,
+ * CODE_ABORTED as Squid writes it, and counted. */
+Test(faults, a_client_abort_is_logged_and_counted)
+{
+	char req[256];
+
+	proxy_start(&CE, NULL);
+	int fd = connect_port(CE.pport);
+	int n = snprintf(req, sizeof(req), "GET http://127.0.0.1:%d/slow?ms="
+	    "1500 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", CE.oport,
+	    CE.oport);
+	send(fd, req, (size_t)n, MSG_NOSIGNAL);
+	usleep(200 * 1000);
+	close(fd);
+	cr_expect_eq(proxy_wait_metric(&CE, "sumcache_client_aborts_total", 1,
+	    2000), 1);
+	cr_expect(harness_file_has(CE.log, "TCP_MISS_ABORTED/000", "/slow?ms="
+	    "1500", 3000), "the abort is not in the access log");
+	cr_expect_eq(proxy_metric(&CE, "sumcache_requests_total{result=\""
+	    "miss\"}"), 1);
+	/* nothing else was logged for it */
+	FILE *f = fopen(CE.log, "r");
+	char line[1024];
+	int lines = 0;
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		lines += strstr(line, "/slow?ms=1500") != NULL;
+	if (f != NULL)
+		fclose(f);
+	cr_expect_eq(lines, 1);
 }
