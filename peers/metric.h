@@ -59,7 +59,8 @@ struct evbuffer;
 	    "Requests sent to origins")                                       \
 	X(COLLAPSED, counter, "sumcache_collapsed_total", "outcome",          \
 	    "Requests that found a fetch of their URL running: served from "  \
-	    "it, let go to fetch alone, or let go at the wait's timeout")     \
+	    "it, let go to fetch alone, let go at the wait's timeout, or "    \
+	    "answered with its failure (or a stale copy) when it failed")     \
 	X(TUNNELS, counter, "sumcache_tunnels_total", "",                     \
 	    "CONNECT tunnels opened")                                         \
 	X(TUNNEL_DENIED, counter, "sumcache_tunnel_denied_total", "",         \

@@ -22,9 +22,13 @@
  * not read from the stored object, by reference, as a hit does.
  *
  * An answer that cannot be shared (not storable, of unknown length, too
- * large for memory, an error) lets its waiters go: each fetches by itself
- * and never waits again (no_collapse), so an uncacheable URL costs one
- * head's wait, never a chain of them. A waiter whose request selects
+ * large for memory) lets its waiters go: each fetches by itself and never
+ * waits again (no_collapse), so an uncacheable URL costs one head's wait,
+ * never a chain of them. A fetch that fails (no answer, or a server error)
+ * is the waiters' answer too (busy_fail): a crowd on a failing origin
+ * costs it one request, not one each, and each waiter is answered when
+ * the one fetch fails, with a stale copy where the rules allow one. No
+ * retry: a second try would cost the crowd the origin's timeout again. A waiter whose request selects
  * another variant (Vary) goes by itself too. The wait for the head is
  * bounded by collapsed_forwarding_timeout, counted from the fetch's start;
  * then the waiters go by themselves and the URL leaves the table.
@@ -369,6 +373,37 @@ busy_drained(struct txn *t)
 {
 	if (t->busy != NULL && t->busy_reading)
 		pump(t->busy, t);
+}
+
+void
+busy_fail(struct busy **bp, int status, bool disconnected, const char *cause)
+{
+	struct busy *b = *bp;
+
+	if (b == NULL)
+		return;
+	struct server *s = b->s;
+	size_t clen = strlen(cause);
+	/* the waiters are taken off b first: busy_close frees it */
+	struct txn *t = b->waiting, *next;
+	b->waiting = NULL;
+	for (struct txn *w = t; w != NULL; w = w->busy_next)
+		w->busy = NULL;
+	busy_close(bp, BUSY_FAILED, NULL);
+	for (; t != NULL; t = next) {
+		next = t->busy_next;
+		t->busy_prev = t->busy_next = NULL;
+		t->no_collapse = true;
+		t->failed = malloc(sizeof(*t->failed) + clen + 1);
+		if (t->failed != NULL) {
+			t->failed->status = status;
+			t->failed->disconnected = disconnected;
+			memcpy(t->failed->cause, cause, clen + 1);
+		}
+		s->m.collapsed_failed++;
+		/* without memory for the failure it fetches by itself */
+		request_lookup_again(t);
+	}
 }
 
 void

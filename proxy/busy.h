@@ -70,6 +70,25 @@ enum busy_end {
  */
 void busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj);
 
+/*
+ * The fetch failed before its head (the origin could not be reached, timed
+ * out, closed or reset, or answered a server error: status and cause as
+ * its leader is told; disconnected when no answer came at all). Its
+ * waiters do not fetch again, each for itself: each looks in the store
+ * once more and takes a fresh copy if one is there, its stale copy where
+ * stale-if-error allows (or, disconnected, RFC 9111 4.2.4), else the same
+ * error. *bp is freed and cleared. Accepts NULL.
+ */
+void busy_fail(struct busy **bp, int status, bool disconnected,
+    const char *cause);
+
+/* What a waiter of a failed fetch is told (t->failed, freed with t). */
+struct collapse_failure {
+	int status;
+	bool disconnected;
+	char cause[];
+};
+
 /* Whether a fetch of the URL key is running and may be joined. */
 bool busy_running(struct server *s, const char *key, size_t klen);
 

@@ -168,7 +168,7 @@ static int attempt(struct fetch *f);
 static void
 cannot_start(struct fetch *f)
 {
-	busy_close(&f->busy, BUSY_UNSHARED, NULL);
+	busy_fail(&f->busy, 503, true, "cannot start origin fetch");
 	if (f->t->c == NULL)
 		stale_background_end(f->t, 503, SQ_TCP_MISS);
 	else

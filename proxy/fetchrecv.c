@@ -272,7 +272,14 @@ final_head(struct fetch *f)
 	    RESULT_REMOTE_HIT : RESULT_MISS;
 	if (f->busy != NULL && f->body != NULL && clen >= 0 && share(f, clen))
 		return true;
-	/* not shared: whoever waits fetches alone */
+	/* not shared: whoever waits fetches alone, unless it is a server
+	 * error, which is their answer too */
+	if (f->busy != NULL && stale_error_status(resp->status)) {
+		char cause[512];
+		snprintf(cause, sizeof(cause), "origin answered %d (%s)",
+		    resp->status, t->url.norm);
+		busy_fail(&f->busy, resp->status, false, cause);
+	}
 	busy_close(&f->busy, BUSY_UNSHARED, NULL);
 	if (t->c == NULL) {
 		/* behind a stale answer, nobody reads it: what memory cannot
@@ -513,9 +520,10 @@ fail_before_head(struct fetch *f, int status, const char *cause)
 	struct txn *t = f->t;
 	struct server *s = t->srv;
 
-	/* those waiting go by themselves, before the leader's answer
-	 * finishes it (its leaving would have them look again) */
-	busy_close(&f->busy, BUSY_UNSHARED, NULL);
+	/* those waiting are answered the same, before the leader's answer
+	 * finishes it (its leaving would have them look again); an origin
+	 * that answered was not disconnected */
+	busy_fail(&f->busy, status, !f->stale_instead, cause);
 	if (f->kind == FETCH_REVALIDATE)
 		s->m.revalidate_failed++;
 	if (t->c == NULL) {
@@ -549,7 +557,9 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 		return;
 	}
 	if (f->stale_instead) {
-		fail_before_head(f, f->resp.status, "stale-if-error");
+		snprintf(cause, sizeof(cause), "origin answered %d (%s)",
+		    f->resp.status, t->url.norm);
+		fail_before_head(f, f->resp.status, cause);
 		return;
 	}
 	if (f->client_done && t->c != NULL) {

@@ -52,6 +52,7 @@ struct evbuffer;
 	X(collapsed_served, COLLAPSED, "served", NULL)                       \
 	X(collapsed_released, COLLAPSED, "released", NULL)                   \
 	X(collapsed_timeout, COLLAPSED, "timeout", NULL)                     \
+	X(collapsed_failed, COLLAPSED, "failed", NULL)                       \
 	X(tunnels, TUNNELS, NULL, NULL)                                      \
 	X(tunnel_denied, TUNNEL_DENIED, NULL, NULL)                          \
 	X(invalidations, INVALIDATIONS, NULL, NULL)                          \

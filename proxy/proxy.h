@@ -37,6 +37,7 @@ struct fetch;
 struct tunnel;
 struct status;
 struct busy;
+struct collapse_failure;
 struct range_plan;
 struct busy_table;
 struct budget;
@@ -182,6 +183,8 @@ struct txn {
 	uint64_t busy_sent;   /* body bytes of it given to the client */
 	bool busy_reading;    /* its head is out: it reads the body */
 	bool no_collapse;     /* a fetch let it go: it fetches alone */
+	struct collapse_failure *failed; /* the fetch it waited for failed:
+	                      * it answers with that, not a fetch (busy.c) */
 	/* byte ranges (range.c) */
 	bool range_whole;     /* its Range is answered from the whole
 	                       * object, fetched for the cache */

@@ -135,6 +135,7 @@ txn_free(struct txn **tp)
 	free(t->peer_msg);
 	tiers_wait_cancel(&t->disk_wait);
 	busy_leave(t);
+	free(t->failed);
 	range_plan_free(&t->range);
 	store_obj_unref(&t->stale);
 	http_head_clear(&t->req);
@@ -557,6 +558,11 @@ lookup(struct txn *t)
 			    "(only-if-cached)", false);
 			return;
 		}
+		if (t->failed != NULL) {
+			request_error(t, t->failed->status, SQ_TCP_MISS,
+			    t->failed->cause, false);
+			return;
+		}
 		t->code = SQ_TCP_MISS;
 		start_fetch(t, FETCH_MISS);
 		return;
@@ -588,6 +594,19 @@ lookup(struct txn *t)
 	}
 	if (busy_join(t)) {
 		store_obj_unref(&o);
+		return;
+	}
+	if (t->failed != NULL) {
+		/* the fetch this one waited for failed: its stale copy, as
+		 * the leader's would have been, or the failure */
+		t->stale = o;
+		if (stale_on_error(t, t->failed->disconnected)) {
+			s->m.stale_if_error++;
+			request_serve_object(t, o, SQ_TCP_REFRESH_FAIL_OLD);
+			return;
+		}
+		request_error(t, t->failed->status, SQ_TCP_MISS,
+		    t->failed->cause, false);
 		return;
 	}
 	if (t->is_get && has_validator(o)) {

@@ -14,6 +14,9 @@
  *                    with gen=1 the ETag changes with each /__bump
  *   any path?delay=MS
  *                    the response after MS ms (logged then)
+ *   any path?delay=MS&drop=close|reset
+ *                    no response: after MS ms the connection is closed,
+ *                    or reset (logged then)
  *   /vary/NAME       Vary: Accept-Language, body names the language
  *   /echo            the request body back, X-Method, X-Body-Length,
  *                    X-Request-Chunked
@@ -46,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -385,12 +389,31 @@ static void on_read(struct bufferevent *bev, void *arg);
 static void finish_request(struct conn *c);
 static void on_read(struct bufferevent *bev, void *arg);
 
+/* ?drop=: the request is logged, and never answered. */
+static void
+drop(struct conn *c, bool reset)
+{
+	evbuffer_add_printf(reqlog, "%.*s %.*s 0\n", (int)c->req.method_len,
+	    c->req.method, (int)c->req.target_len, c->req.target);
+	if (reset) {
+		struct linger l = {1, 0};
+		setsockopt(bufferevent_getfd(c->bev), SOL_SOCKET, SO_LINGER, &l,
+		    sizeof(l));
+	}
+	conn_free(c);
+}
+
 static void
 on_delay(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
+	char how[16];
 	(void)fd;
 	(void)what;
+	if (qstr(c, "drop", how, sizeof(how)) != NULL) {
+		drop(c, strcmp(how, "reset") == 0);
+		return;
+	}
 	if (strcmp(c->path, "/slow") != 0) {
 		c->delayed = true;
 		finish_request(c);

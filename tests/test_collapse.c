@@ -325,12 +325,146 @@ Test(collapse, an_answer_that_cannot_be_shared_lets_the_waiters_go)
 	cr_assert_eq(origin_count(&e, "/obj/priv", NULL), 8);
 	cr_assert_geq(proxy_metric(&e,
 	    "sumcache_collapsed_total{outcome=\"released\"}"), 1);
-	/* an error without freshness is not shared either */
+	/* a server error is not shared as an object, but it is every
+	 * waiter's answer: one origin request (crowd_fails has more) */
 	threads_get(&e, env_url(&e, "/obj/err?status=503&size=10&delay=500"), 4,
 	    NULL, 0, NULL);
-	cr_assert_eq(origin_count(&e, "/obj/err", NULL), 4);
+	cr_assert_eq(origin_count(&e, "/obj/err", NULL), 1);
 	cr_assert_eq(proxy_metric(&e,
 	    "sumcache_collapsed_total{outcome=\"served\"}"), 0);
+	cr_assert_eq(proxy_metric(&e,
+	    "sumcache_collapsed_total{outcome=\"failed\"}"), 3);
+	env_stop(&e);
+}
+
+/*
+ * n clients at once GET u; waits up to ms. Counts the answers by class
+ * (*fail: 5xx, *stale: 200 with name's size-byte body), and returns the
+ * time from the last request sent to the last answer, in ms.
+ */
+static long
+crowd_answers(int port, const char *u, int n, int ms, const char *name,
+    size_t size, int *fail, int *stale, int *none)
+{
+	int *fd = calloc((size_t)n, sizeof(int));
+	char **buf = calloc((size_t)n, sizeof(char *));
+	size_t *len = calloc((size_t)n, sizeof(size_t));
+	size_t cap = size + 4096;
+	int open = n;
+
+	for (int i = 0; i < n; i++)
+		fd[i] = connect_port(port);
+	for (int i = 0; i < n; i++) {
+		send_get(fd[i], u, NULL);
+		buf[i] = malloc(cap);
+	}
+	long t0 = harness_now_ms(), last = t0;
+	while (open > 0 && harness_now_ms() < t0 + ms) {
+		struct pollfd p[1024];
+		for (int i = 0; i < n; i++)
+			p[i] = (struct pollfd){fd[i], fd[i] >= 0 ? POLLIN : 0, 0};
+		if (poll(p, (nfds_t)n, 100) <= 0)
+			continue;
+		for (int i = 0; i < n; i++) {
+			if (fd[i] < 0 || !(p[i].revents & (POLLIN | POLLHUP |
+			    POLLERR)))
+				continue;
+			ssize_t r = recv(fd[i], buf[i] + len[i], cap - len[i],
+			    0);
+			if (r > 0 && (len[i] += (size_t)r) < cap)
+				continue;
+			close(fd[i]);
+			fd[i] = -1;
+			open--;
+			last = harness_now_ms();
+		}
+	}
+	*fail = *stale = *none = 0;
+	for (int i = 0; i < n; i++) {
+		if (fd[i] >= 0)
+			close(fd[i]);
+		int status = 0;
+		if (len[i] > 12)
+			sscanf(buf[i], "HTTP/1.1 %d", &status);
+		*fail += status >= 500;
+		*stale += name != NULL && response_is(buf[i], len[i], name,
+		    size);
+		*none += status == 0;
+		free(buf[i]);
+	}
+	free(fd);
+	free(buf);
+	free(len);
+	return last - t0;
+}
+
+/* 500 clients on one URL whose origin waits 3 s, then resets, closes or
+ * answers 503: one origin request for all of them, and every client
+ * answered with the failure when it comes, not after a fetch of its own. */
+Test(collapse, a_crowd_on_a_failing_origin_costs_it_one_request)
+{
+	static const char *const how[] = {"drop=reset", "drop=close",
+	    "status=503"};
+	struct env e;
+
+	raise_nofile();
+	env_start(&e, NULL);
+	for (size_t k = 0; k < 3; k++) {
+		char path[128], name[32];
+		int fail, stale, none;
+		snprintf(name, sizeof(name), "failing%zu", k);
+		/* no freshness: a 503 that is not an object to share */
+		snprintf(path, sizeof(path), "/obj/%s?size=100&delay=3000&%s",
+		    name, how[k]);
+		long took = crowd_answers(e.pport, env_url(&e, path), 500,
+		    20000, NULL, 0, &fail, &stale, &none);
+		int origin = origin_count(&e, name, NULL);
+		printf("figure: 500 clients, origin %s after 3 s: %d origin "
+		    "request(s), %d answered 5xx, %d unanswered, the last "
+		    "%ld ms after the requests\n", how[k], origin, fail, none,
+		    took);
+		cr_expect_leq(origin, 2, "%s: %d origin requests", how[k],
+		    origin);
+		cr_expect_eq(fail, 500, "%s: %d of 500 answered 5xx", how[k],
+		    fail);
+		cr_expect_leq(took, 3000 + 1000, "%s: the last answer %ld ms "
+		    "after the requests", how[k], took);
+	}
+	double failed = proxy_metric(&e,
+	    "sumcache_collapsed_total{outcome=\"failed\"}");
+	cr_expect_eq(failed, 3 * 499, "%.0f waiters answered with the "
+	    "failure", failed);
+	env_stop(&e);
+}
+
+/* The same crowd on a stale copy that allows stale-if-error: one
+ * revalidation, and every client has the stale copy at the failure. */
+Test(collapse, a_crowd_on_a_failing_origin_gets_its_stale_copy)
+{
+	struct env e;
+	const char *path = "/obj/sie?max_age=1&size=2000&cc=stale-if-error="
+	    "600&delay=1500";
+	struct resp r;
+	int fail, stale, none;
+
+	raise_nofile();
+	env_start(&e, NULL);
+	proxy_get(&e, env_url(&e, path), NULL, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	usleep(2100 * 1000);  /* stale now */
+	proxy_get(&e, env_url(&e, "/__status?code=503"), NULL, &r);
+	resp_free(&r);
+	long took = crowd_answers(e.pport, env_url(&e, path), 500, 20000,
+	    "sie", 2000, &fail, &stale, &none);
+	int origin = origin_count(&e, "/obj/sie", NULL);
+	printf("figure: 500 clients on a stale copy, origin 503 after 1.5 s: "
+	    "%d origin requests in all, %d stale answers, the last %ld ms "
+	    "after the requests\n", origin, stale, took);
+	cr_expect_leq(origin, 3, "%d origin requests (one was the fill)",
+	    origin);
+	cr_expect_eq(stale, 500, "%d of 500 had the stale copy", stale);
+	cr_expect_leq(took, 1500 + 1000);
 	env_stop(&e);
 }
 
