@@ -210,6 +210,12 @@ struct evbuffer;
 	X(PEER_CLAIM_FALSE_RATE, gauge, "sumcache_peer_claim_false_rate",     \
 	    "peer", "Recent share of the peer's claims that were false (its " \
 	    "candidates' order)")                                             \
+	X(PEER_CLAIMS_SKIPPED, gauge, "sumcache_peer_claims_skipped", "peer", \
+	    "1 while the peer's claims are not followed (false hits in a "    \
+	    "row, or a failed request)")                                      \
+	X(PEER_CLAIM_SKIPS, counter, "sumcache_peer_claim_skips_total",       \
+	    "peer", "Times the peer's claims stopped being followed for a "   \
+	    "while")                                                          \
 	X(PEER_INVALIDATIONS, counter,                                        \
 	    "sumcache_peer_invalidations_received_total", "result",           \
 	    "Invalidations from peers, by result (applied, refused; bad_url: " \

@@ -26,6 +26,7 @@ peers_policy_line(const struct pub_conf *c, unsigned peers_asked, char *buf,
 	    "threshold=%g max_interval_ms=%llu tick_ms=%llu "
 	    "expected_objects=%llu filter_bits=%llu max_bits=%llu "
 	    "object_bytes=%d min_objects=%d peers_asked=%d "
+	    "claim_skip_run=%d claim_skip_ms=%d..%d "
 	    "icp_hit_fresh_s=%d", c->scheme == SUM_SQUID_MD5 ? "squid-md5" : "xxh3",
 	    c->bits_per_entry, c->k, c->threshold,
 	    (unsigned long long)c->max_interval_ms,
@@ -33,7 +34,8 @@ peers_policy_line(const struct pub_conf *c, unsigned peers_asked, char *buf,
 	    (unsigned long long)c->expected_objects,
 	    (unsigned long long)cbf_size_for(c->expected_objects,
 	    c->bits_per_entry), (unsigned long long)c->max_bits,
-	    PUB_OBJECT_BYTES, PUB_MIN_OBJECTS, peers_asked, ICP_HIT_FRESH);
+	    PUB_OBJECT_BYTES, PUB_MIN_OBJECTS, peers_asked, CLAIM_SKIP_RUN,
+	    CLAIM_SKIP_MIN_MS, CLAIM_SKIP_MAX_MS, ICP_HIT_FRESH);
 }
 
 const char *
@@ -61,7 +63,9 @@ peer_view(const struct peer *p, uint64_t now_ms, struct peer_view *v)
 		.rtt_s = p->rtt_ms / 1000,
 		.remote_hits = p->remote_hits,
 		.false_hits = p->false_hits,
-		.false_rate = p->false_rate,
+		.false_rate = p->claims.false_rate,
+		.skipped = claim_skipped(&p->claims, now_ms),
+		.skips = p->claims.skips,
 		.downs = p->downs,
 	};
 	for (int d = 0; d < 2; d++)
@@ -112,7 +116,7 @@ render_traffic(const struct peers *ps, struct evbuffer *out, bool msgs)
 /* A per-peer gauge from each peer's view. */
 enum peer_gauge {
 	PG_UP, PG_EPOCH, PG_SEQUENCE, PG_FILL, PG_FPR, PG_AGE, PG_ENTRIES,
-	PG_CHECKSUM, PG_RTT, PG_CLAIM_FALSE_RATE, PG_COUNT
+	PG_CHECKSUM, PG_RTT, PG_CLAIM_FALSE_RATE, PG_CLAIMS_SKIPPED, PG_COUNT
 };
 
 static double
@@ -128,6 +132,7 @@ gauge_value(const struct peer_view *pv, enum peer_gauge g)
 	case PG_ENTRIES: return (double)pv->entries;
 	case PG_CHECKSUM: return (double)pv->checksum;
 	case PG_CLAIM_FALSE_RATE: return pv->false_rate;
+	case PG_CLAIMS_SKIPPED: return pv->skipped;
 	default: return pv->rtt_s;
 	}
 }
@@ -139,7 +144,7 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 		MF_PEER_UP, MF_PEER_SUM_EPOCH, MF_PEER_SUM_SEQUENCE,
 		MF_PEER_SUM_FILL, MF_PEER_SUM_FPR, MF_PEER_SUM_AGE,
 		MF_PEER_SUM_ENTRIES, MF_PEER_SUM_CHECKSUM, MF_PEER_RTT,
-		MF_PEER_CLAIM_FALSE_RATE,
+		MF_PEER_CLAIM_FALSE_RATE, MF_PEER_CLAIMS_SKIPPED,
 	};
 	const struct cbf *f = pub_filter(ps->pub);
 	struct pub_stats st;
@@ -197,6 +202,11 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 			metric_u64(out, MF_PEER_CLAIM_FALSE_HITS,
 			    (const char *[]){ps->v[i]->spec.name},
 			    ps->v[i]->false_hits);
+	metric_head(out, MF_PEER_CLAIM_SKIPS);
+	for (size_t i = 0; i < ps->n; i++)
+		if (!ps->v[i]->self)
+			metric_u64(out, MF_PEER_CLAIM_SKIPS, (const char *[]){
+			    ps->v[i]->spec.name}, ps->v[i]->claims.skips);
 	metric_head(out, MF_PEER_DOWNS);
 	for (size_t i = 0; i < ps->n; i++)
 		if (!ps->v[i]->self)

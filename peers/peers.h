@@ -77,9 +77,46 @@ int peer_target_parse(const char *text, struct peer_spec *ps,
  */
 #define CLAIM_WINDOW 20
 #define CLAIM_STEPS 20
-void claim_note(double *false_rate, bool false_hit);
 bool claim_before(double false_rate_a, double rtt_a, double false_rate_b,
     double rtt_b);
+
+/*
+ * A claimant whose claims keep proving false is not asked at all for a
+ * while, even when it is the only one (the order above cannot demote a
+ * lone claimant): after CLAIM_SKIP_RUN false hits in a row its claims are
+ * skipped for CLAIM_SKIP_MIN_MS, doubled each time it is skipped again
+ * before a hit, up to CLAIM_SKIP_MAX_MS; a hit clears it. A request to it
+ * that fails (a refused connect, a timeout) starts or doubles a skip the
+ * same way, whatever its liveness says since, so a peer that answers
+ * pulls but not requests costs one timeout per skip, not one per miss. A
+ * summary that claims everything thus costs CLAIM_SKIP_RUN false hits,
+ * then one per period. The daemon and the simulator keep a record per
+ * peer (the simulator's clock is the trace's).
+ */
+#define CLAIM_SKIP_RUN 4
+#define CLAIM_SKIP_MIN_MS 500
+#define CLAIM_SKIP_MAX_MS 30000
+struct claim_record {
+	double false_rate;       /* claim_before's moving average */
+	unsigned false_run;      /* false hits since its last hit */
+	unsigned skip_ms;        /* its last skip's length; 0 since a hit */
+	uint64_t skip_until_ms;  /* its claims are not followed before */
+	uint64_t skips;          /* skips begun, ever */
+};
+enum claim_outcome {
+	CLAIM_HIT = 0,     /* it had the object */
+	CLAIM_FALSE = 1,   /* it did not */
+	CLAIM_FAILED = 2,  /* no answer: connect refused, or timed out */
+};
+/* Notes how asking went at now_ms; true when this starts a skip. */
+bool claim_note(struct claim_record *r, enum claim_outcome o,
+    uint64_t now_ms);
+/* Whether its claims are skipped at now_ms. */
+bool claim_skipped(const struct claim_record *r, uint64_t now_ms);
+/* The peer started anew (a summary of a new epoch: a restart, or a
+ * rebuild): what its earlier summaries and requests earned it is
+ * forgotten, but for the count of skips. */
+void claim_renew(struct claim_record *r);
 
 /* Inter-proxy traffic, by DESIGN.md's type label. */
 enum ipm_type {
@@ -337,6 +374,8 @@ struct peer_view {
 	uint64_t remote_hits;
 	uint64_t false_hits;  /* asked for what its summary claimed, it lacked */
 	double false_rate;    /* claim_note's moving average of them */
+	bool skipped;         /* its claims are not followed now */
+	uint64_t skips;       /* times they stopped being followed */
 	uint64_t downs;
 	uint64_t messages, bytes;  /* both directions, every type */
 };

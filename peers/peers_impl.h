@@ -46,7 +46,7 @@ struct peer {
 	uint64_t bytes[2][IPM_NTYPES];
 	uint64_t remote_hits;
 	uint64_t false_hits;
-	double false_rate;             /* claim_note's */
+	struct claim_record claims;    /* how asking it has gone */
 	uint64_t inval_us;             /* time of its last invalidation taken */
 	uint64_t downs;
 	struct peers *owner;

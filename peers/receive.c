@@ -84,6 +84,8 @@ receive_apply(struct peers *ps, struct peer *p, const struct wire_summary *w,
 		return receive_refuse(ps, REJ_OLD, 409, p->spec.name,
 		    "not newer than what we hold", why);
 	if (w->full) {
+		if (s == NULL || !s->loaded || w->epoch != s->epoch)
+			claim_renew(&p->claims);
 		if (s == NULL && (s = psum_new(w->scheme, w->m, w->k)) == NULL)
 			return 503;
 		rc = psum_load_full(s, w->scheme, w->m, w->k, w->epoch, w->seq,

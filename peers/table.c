@@ -34,10 +34,38 @@
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 30000
 
-void
-claim_note(double *false_rate, bool false_hit)
+bool
+claim_note(struct claim_record *r, enum claim_outcome o, uint64_t now_ms)
 {
-	*false_rate += ((false_hit ? 1.0 : 0.0) - *false_rate) / CLAIM_WINDOW;
+	if (o == CLAIM_HIT) {
+		r->false_rate -= r->false_rate / CLAIM_WINDOW;
+		r->false_run = 0;
+		r->skip_ms = 0;
+		return false;
+	}
+	if (o == CLAIM_FALSE) {
+		r->false_rate += (1.0 - r->false_rate) / CLAIM_WINDOW;
+		if (++r->false_run < CLAIM_SKIP_RUN)
+			return false;
+	}
+	r->skip_ms = r->skip_ms == 0 ? CLAIM_SKIP_MIN_MS :
+	    r->skip_ms * 2 > CLAIM_SKIP_MAX_MS ? CLAIM_SKIP_MAX_MS :
+	    r->skip_ms * 2;
+	r->skip_until_ms = now_ms + r->skip_ms;
+	r->skips++;
+	return true;
+}
+
+bool
+claim_skipped(const struct claim_record *r, uint64_t now_ms)
+{
+	return now_ms < r->skip_until_ms;
+}
+
+void
+claim_renew(struct claim_record *r)
+{
+	*r = (struct claim_record){.skips = r->skips};
 }
 
 bool
@@ -448,6 +476,7 @@ peers_candidates(struct peers *ps, const char *key, size_t len,
 {
 	struct sumkey k, md5;
 	bool md5_made = false;
+	uint64_t now = mono_ms();
 	size_t n = 0;
 
 	if (max == 0 || sumkey_make(ps->hasher, SUM_METHOD_GET, key, len,
@@ -464,7 +493,8 @@ peers_candidates(struct peers *ps, const char *key, size_t len,
 			continue;
 		if (squid)
 			p->digest_wanted = true;  /* fetched lazily, as Squid */
-		if (!p->up || p->sum == NULL || !p->sum->loaded)
+		if (!p->up || p->sum == NULL || !p->sum->loaded ||
+		    claim_skipped(&p->claims, now))
 			continue;
 		if (squid && ps->md5 != NULL && !md5_made) {
 			if (sumkey_make(ps->md5, SUM_METHOD_GET, key, len,
@@ -477,20 +507,32 @@ peers_candidates(struct peers *ps, const char *key, size_t len,
 		/* insertion among the best max so far: all claimants are
 		 * seen, the max best kept */
 		size_t j = n < max ? n++ : max;
-		if (j == max && !claim_before(p->false_rate, p->rtt_ms,
-		    out[max - 1]->false_rate, out[max - 1]->rtt_ms))
+		if (j == max && !claim_before(p->claims.false_rate, p->rtt_ms,
+		    out[max - 1]->claims.false_rate, out[max - 1]->rtt_ms))
 			continue;
 		if (j == max)
 			peers_put(&out[--j]);
 		peers_hold(p);
-		while (j > 0 && claim_before(p->false_rate, p->rtt_ms,
-		    out[j - 1]->false_rate, out[j - 1]->rtt_ms)) {
+		while (j > 0 && claim_before(p->claims.false_rate, p->rtt_ms,
+		    out[j - 1]->claims.false_rate, out[j - 1]->rtt_ms)) {
 			out[j] = out[j - 1];
 			j--;
 		}
 		out[j] = p;
 	}
 	return n;
+}
+
+/* How asking p went; a skip it starts is logged. */
+static void
+note_claim(struct peer *p, enum claim_outcome o)
+{
+	if (!claim_note(&p->claims, o, mono_ms()))
+		return;
+	fprintf(stderr, "sumcache: peer %s: %s; its claims are not followed "
+	    "for %.1f s\n", p->spec.name, o == CLAIM_FAILED ? "a request "
+	    "failed" : "its claims keep proving false",
+	    p->claims.skip_ms / 1000.0);
 }
 
 void
@@ -501,14 +543,15 @@ peers_fetch_done(struct peers *ps, struct peer *p, enum peer_outcome outcome,
 	switch (outcome) {
 	case PEER_HIT:
 		p->remote_hits++;
-		claim_note(&p->false_rate, false);
+		note_claim(p, CLAIM_HIT);
 		break;
 	case PEER_FALSE_HIT:
 		ps->false_hits++;
 		p->false_hits++;
-		claim_note(&p->false_rate, true);
+		note_claim(p, CLAIM_FALSE);
 		break;
 	case PEER_FAILED:
+		note_claim(p, CLAIM_FAILED);
 		peer_mark_down(p, "request failed or timed out");
 		return;
 	case PEER_OWNER:

@@ -213,3 +213,79 @@ Test(faults, a_client_abort_is_logged_and_counted)
 		fclose(f);
 	cr_expect_eq(lines, 1);
 }
+
+/* ---- a peer that lies or stalls ---- */
+
+/* count misses through nd, each a URL nobody holds, for ms; returns how
+ * many were made. */
+static int
+misses_for(const struct node *nd, const char *tag, long ms)
+{
+	long end = harness_now_ms() + ms;
+	int n = 0;
+
+	while (harness_now_ms() < end) {
+		char path[96];
+		struct resp r;
+		snprintf(path, sizeof(path), "/obj/%s%d?max_age=60", tag, n++);
+		node_get(nd, env_url(&CE, path), &r);
+		cr_assert_eq(r.status, 200, "a miss failed: %ld", r.status);
+		resp_free(&r);
+	}
+	return n;
+}
+
+static void
+wait_peer_up(const struct node *nd, const char *peer)
+{
+	char series[96];
+
+	snprintf(series, sizeof(series), "sumcache_peer_up{peer=\"%s\"}", peer);
+	cr_assert_eq(node_wait_metric(nd, series, 1, 5000), 1, "%s never up",
+	    peer);
+}
+
+/* z's validly signed summary claims every URL, and z answers each
+ * request for one with a 504 after 300 ms: after a few false hits the
+ * node stops asking z, though z is the only claimant. */
+Test(faults, a_peer_whose_summary_claims_everything_stops_being_asked)
+{
+	struct node *a = node_with_liar("false", 300, 0, NULL);
+
+	wait_peer_up(a, "z");
+	long t0 = harness_now_ms();
+	int n = misses_for(a, "claimed", 3000);
+	long took = harness_now_ms() - t0;
+	double asked = node_sent(a, "peer_request", "z");
+	fprintf(stderr, "figure: a peer claiming every URL, 504 after 300 ms: "
+	    "asked %.0f times in %d misses over %ld ms\n", asked, n, took);
+	/* 4 false hits, then once at the end of each skip (0.5 s, 1 s) */
+	cr_expect_leq(asked, 7, "asked %.0f times in %d misses", asked, n);
+	cr_expect_geq(asked, 4);
+	cr_expect_gt(n, 100, "only %d misses in 3 s", n);
+	cr_expect_geq(node_metric(a, "sumcache_peer_claim_skips_total{peer="
+	    "\"z\"}"), 1);
+	cr_expect(harness_file_has(a->out, "peer z: its claims keep proving "
+	    "false", NULL, 0));
+}
+
+/* z answers pulls (so it comes up again at each one) but never answers a
+ * request: each timeout skips its claims for longer, so z costs one
+ * timeout per period, not one every other miss. */
+Test(faults, a_peer_that_answers_pulls_but_not_requests_costs_a_timeout_per_period)
+{
+	const char *opts[] = {"peer_timeout=500ms", NULL};
+	struct node *a = node_with_liar("hang", 0, 0, opts);
+
+	wait_peer_up(a, "z");
+	long t0 = harness_now_ms();
+	int n = misses_for(a, "stalled", 8000);
+	long took = harness_now_ms() - t0;
+	double asked = node_sent(a, "peer_request", "z");
+	fprintf(stderr, "figure: a peer that answers pulls, never requests "
+	    "(timeout 0.5 s): asked %.0f times in %d misses over %ld ms\n",
+	    asked, n, took);
+	/* timeouts at 0, 1.0, 2.5 and 5.0 s (skips of 0.5, 1, 2, 4 s) */
+	cr_expect_leq(asked, 5, "asked %.0f times in 8 s", asked);
+	cr_expect_geq(asked, 2);
+}

@@ -431,22 +431,71 @@ Test(publisher, growth_while_claims_lapse)
  * false-hit rate in steps, then RTT. */
 Test(claims, right_claims_first_then_the_fastest)
 {
-	double b = 0, c = 0;
+	struct claim_record b = {0}, c = {0};
 
 	cr_assert(claim_before(0, 5.0, 0, 9.0), "equal records: the faster");
-	claim_note(&b, true);
-	cr_assert_float_eq(b, 1.0 / CLAIM_WINDOW, 1e-12);
-	cr_assert(claim_before(c, 9.0, b, 1.0), "one false hit outweighs RTT");
+	claim_note(&b, CLAIM_FALSE, 0);
+	cr_assert_float_eq(b.false_rate, 1.0 / CLAIM_WINDOW, 1e-12);
+	cr_assert(claim_before(c.false_rate, 9.0, b.false_rate, 1.0),
+	    "one false hit outweighs RTT");
 	/* hits bring a peer back: the rate falls under one step again */
 	int hits = 0;
-	while (!claim_before(b, 1.0, c, 9.0) && hits < 100) {
-		claim_note(&b, false);
+	while (!claim_before(b.false_rate, 1.0, c.false_rate, 9.0) &&
+	    hits < 100) {
+		claim_note(&b, CLAIM_HIT, 0);
 		hits++;
 	}
 	cr_assert_gt(hits, 0);
 	cr_assert_lt(hits, CLAIM_WINDOW, "recovered after %d hits", hits);
 	/* a peer that is always wrong tends to 1 */
 	for (int i = 0; i < 10 * CLAIM_WINDOW; i++)
-		claim_note(&c, true);
-	cr_assert_gt(c, 0.99);
+		claim_note(&c, CLAIM_FALSE, 0);
+	cr_assert_gt(c.false_rate, 0.99);
+}
+
+/* A claimant that keeps being wrong is skipped even alone, for a time
+ * that doubles while it stays wrong; a hit clears it; a failed request
+ * skips it at once. */
+Test(claims, a_claimant_always_wrong_is_skipped_for_longer_each_time)
+{
+	struct claim_record r = {0};
+	uint64_t now = 1000;
+
+	for (int i = 1; i < CLAIM_SKIP_RUN; i++) {
+		cr_assert(!claim_note(&r, CLAIM_FALSE, now), "skipped after %d",
+		    i);
+		cr_assert(!claim_skipped(&r, now));
+	}
+	cr_assert(claim_note(&r, CLAIM_FALSE, now));
+	cr_assert(claim_skipped(&r, now));
+	cr_assert(claim_skipped(&r, now + CLAIM_SKIP_MIN_MS - 1));
+	cr_assert(!claim_skipped(&r, now + CLAIM_SKIP_MIN_MS));
+	/* asked again when the skip ends, wrong again: twice as long */
+	unsigned expect = CLAIM_SKIP_MIN_MS;
+	for (int i = 0; i < 12; i++) {
+		now = r.skip_until_ms;
+		cr_assert(claim_note(&r, CLAIM_FALSE, now), "wrong once more");
+		expect = expect * 2 > CLAIM_SKIP_MAX_MS ? CLAIM_SKIP_MAX_MS :
+		    expect * 2;
+		cr_assert_eq(r.skip_ms, expect);
+		cr_assert_eq(r.skip_until_ms, now + expect);
+	}
+	cr_assert_eq(r.skip_ms, CLAIM_SKIP_MAX_MS, "bounded");
+	/* a hit clears the run and the doubling */
+	claim_note(&r, CLAIM_HIT, now);
+	cr_assert_eq(r.false_run, 0);
+	cr_assert(!claim_note(&r, CLAIM_FALSE, r.skip_until_ms));
+	/* a failed request: skipped at once, from the shortest period */
+	struct claim_record f = {0};
+	cr_assert(claim_note(&f, CLAIM_FAILED, 0));
+	cr_assert_eq(f.skip_ms, CLAIM_SKIP_MIN_MS);
+	cr_assert(claim_note(&f, CLAIM_FAILED, f.skip_until_ms));
+	cr_assert_eq(f.skip_ms, 2 * CLAIM_SKIP_MIN_MS);
+	cr_assert_eq(f.skips, 2);
+	/* a restarted peer starts with a clean record, its count kept */
+	claim_renew(&f);
+	cr_assert(!claim_skipped(&f, 0));
+	cr_assert(claim_note(&f, CLAIM_FAILED, 0));
+	cr_assert_eq(f.skip_ms, CLAIM_SKIP_MIN_MS);
+	cr_assert_eq(f.skips, 3);
 }

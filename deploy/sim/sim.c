@@ -15,8 +15,9 @@
  * psum_load_full / psum_apply_delta. Only the sockets are missing: a
  * message arrives --delay seconds of trace time after it is sent (0: the
  * moment it is sent), in the order sent. The order claimants are asked in
- * (claim_before, each proxy keeping its own false-hit rate of each peer;
- * no RTT here, so ties keep ring order), their number (--peers-asked, the
+ * (claim_before and claim_skipped, each proxy keeping its own
+ * claim_record of each peer; no RTT here, so ties keep ring order), their
+ * number (--peers-asked, the
  * daemon's peers_asked) and ICP's freshness rule (ICP_HIT_FRESH) are the
  * daemon's too.
  *
@@ -110,7 +111,8 @@ ask_summaries(struct sim *s, unsigned i, uint32_t obj, double now,
 	const struct object *o = &s->t->obj[obj];
 	unsigned n = s->nodes, cand[PEERS_ASKED_MAX], nc = 0;
 	unsigned max = s->p.peers_asked;
-	double *rate = &s->claim_rate[(size_t)i * n];
+	struct claim_record *rec = &s->claims[(size_t)i * n];
+	uint64_t now_ms = (uint64_t)(now * 1000);
 
 	if (owner != NIL && owner != i && psum_contains(s->px[owner].view,
 	    &o->key))
@@ -119,7 +121,7 @@ ask_summaries(struct sim *s, unsigned i, uint32_t obj, double now,
 	for (unsigned d = 1; d < n; d++) {
 		unsigned j = (i + d) % n;
 		struct proxy *y = &s->px[j];
-		if (!y->live || j == owner)
+		if (!y->live || j == owner || claim_skipped(&rec[j], now_ms))
 			continue;
 		s->st.probes++;
 		s->st.fp_theory += y->pub_fpr;
@@ -133,13 +135,13 @@ ask_summaries(struct sim *s, unsigned i, uint32_t obj, double now,
 		}
 		/* the best max claimants, as peers_candidates keeps them */
 		unsigned at = nc < max ? nc++ : max;
-		if (at == max && !claim_before(rate[j], 0, rate[cand[max - 1]],
-		    0))
+		if (at == max && !claim_before(rec[j].false_rate, 0,
+		    rec[cand[max - 1]].false_rate, 0))
 			continue;
 		if (at == max)
 			at--;
-		while (at > 0 && claim_before(rate[j], 0, rate[cand[at - 1]],
-		    0)) {
+		while (at > 0 && claim_before(rec[j].false_rate, 0,
+		    rec[cand[at - 1]].false_rate, 0)) {
 			cand[at] = cand[at - 1];
 			at--;
 		}
@@ -148,7 +150,8 @@ ask_summaries(struct sim *s, unsigned i, uint32_t obj, double now,
 	for (unsigned c = 0; c < nc; c++) {
 		s->st.peer_fetches++;
 		bool hit = fresh_copy(s, cand[c], obj, now, 0) != NULL;
-		claim_note(&rate[cand[c]], !hit);
+		claim_note(&rec[cand[c]], hit ? CLAIM_HIT : CLAIM_FALSE,
+		    now_ms);
 		if (hit)
 			return cand[c];
 		s->st.false_hits++;
@@ -388,8 +391,7 @@ run(const struct trace *t, const struct params *p, struct stats *out)
 	s.nodes = p->proxies + p->membership;
 	s.px = xcalloc(s.nodes, sizeof(*s.px));
 	s.flights.size = sizeof(struct flight);
-	s.claim_rate = xcalloc((size_t)s.nodes * s.nodes,
-	    sizeof(*s.claim_rate));
+	s.claims = xcalloc((size_t)s.nodes * s.nodes, sizeof(*s.claims));
 	s.copies = xcalloc(t->nobj, sizeof(*s.copies));
 	s.fetched = xcalloc(t->nobj, sizeof(*s.fetched));
 	size_caches(&s);
@@ -449,7 +451,7 @@ run(const struct trace *t, const struct params *p, struct stats *out)
 		sum_buf_free(&f->pub.payload);
 	free(s.flights.v);
 	free(s.px);
-	free(s.claim_rate);
+	free(s.claims);
 	free(s.e);
 	map_free(&s.cache);
 	map_free(&s.ghost);

@@ -76,7 +76,7 @@ struct sim {
 	struct stats st;
 	struct sum_buf payload, msg;
 	uint8_t wire_key[32];
-	double *claim_rate;     /* [asker * nodes + peer]: claim_note's */
+	struct claim_record *claims; /* [asker * nodes + peer] */
 	uint32_t *copies;       /* [object]: proxies holding it */
 	uint8_t *fetched;       /* [object]: fetched from the origin before */
 	uint64_t entries, distinct;  /* copies, and objects with one */
