@@ -127,7 +127,11 @@ struct evbuffer;
 	    "Time the I/O threads spent in reads and writes")                 \
 	X(DISK_DROPPED, counter, "sumcache_disk_dropped_total", "reason",     \
 	    "Records dropped: torn, failing a checksum, I/O errors, replaced, " \
-	    "written as they arrived and cut short (aborted)")                \
+	    "written as they arrived and cut short (aborted), their file "    \
+	    "ending before them (short)")                                     \
+	X(DISK_CHANGED, counter, "sumcache_disk_segments_changed_total", "",  \
+	    "Segment files found changed by another hand while the node ran " \
+	    "(their records are then checked again)")                         \
 	X(DISK_READS_CACHED, counter, "sumcache_disk_reads_cached_total", "", \
 	    "Disk tier reads made on the event loop from the page cache "     \
 	    "(RWF_NOWAIT), without a thread's round trip")                    \

@@ -40,6 +40,7 @@
 #include "peers.h"
 #include "request.h"
 #include "sc_assert.h"
+#include "tiers.h"
 #include "tunnel.h"
 
 static void client_next_request(struct client *c);
@@ -452,7 +453,11 @@ on_event(struct bufferevent *bev, short what, void *arg)
 	struct client *c = arg;
 
 	(void)bev;
-	(void)what;
+	/* a write that ended (0) or failed with EIO was a file's read: the
+	 * disk body being sent is cut, and its record is checked again */
+	if ((what & BEV_EVENT_WRITING) && ((what & BEV_EVENT_EOF) ||
+	    EVUTIL_SOCKET_ERROR() == EIO) && c->sent.e != 0)
+		tiers_send_failed(c->srv, &c->sent);
 	if (c->txn != NULL && !c->closing)
 		client_left(c, c->txn);
 	client_free(c);

@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -207,6 +208,28 @@ disk_seg_file(struct seg *g)
 	return g->file;
 }
 
+static void
+stamp_of(int fd, struct seg_stamp *st)
+{
+	struct stat sb;
+
+	if (fstat(fd, &sb) != 0) {
+		*st = (struct seg_stamp){0};
+		return;
+	}
+	*st = (struct seg_stamp){.size = (uint64_t)sb.st_size,
+	    .mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 +
+	    sb.st_mtim.tv_nsec,
+	    .ctime_ns = (int64_t)sb.st_ctim.tv_sec * 1000000000 +
+	    sb.st_ctim.tv_nsec};
+}
+
+void
+disk_seg_stamp(struct seg *g)
+{
+	stamp_of(g->fd, &g->stamp);
+}
+
 struct seg *
 disk_seg_new(uint32_t id, int fd)
 {
@@ -216,6 +239,7 @@ disk_seg_new(uint32_t id, int fd)
 		return NULL;
 	g->id = id;
 	g->fd = fd;
+	disk_seg_stamp(g);
 	return g;
 }
 
@@ -527,6 +551,58 @@ disk_lookup(struct disk *d, uint64_t hash, disk_ent *out, unsigned max)
 			out[n++] = e;
 	}
 	return n;
+}
+
+/* g's file changed under us: none of its bodies is known good now. */
+static void
+seg_changed(struct disk *d, struct seg *g, const struct seg_stamp *now)
+{
+	uint64_t skipped;
+
+	d->stats.segments_changed++;
+	if (ratelog_due(&d->read_log, &skipped))
+		fprintf(stderr, "sumcache: cache_dir %s: seg-%010u changed "
+		    "outside sumcache (%llu bytes, now %llu); its records are "
+		    "checked again (%llu more since the last line)\n", d->path,
+		    g->id, (unsigned long long)g->stamp.size,
+		    (unsigned long long)now->size, (unsigned long long)skipped);
+	g->stamp = *now;
+	for (uint32_t e = g->ents; e != 0; e = d->ents[e].seg_next)
+		d->ents[e].flags &= (uint8_t)~E_VERIFIED;
+}
+
+bool
+disk_trusted(struct disk *d, disk_ent e)
+{
+	struct ent *x = &d->ents[e];
+	struct seg *g = (x->flags & (E_LIVE | E_VERIFIED)) == (E_LIVE |
+	    E_VERIFIED) ? disk_seg_find(d, x->seg) : NULL;
+	struct seg_stamp now;
+
+	if (g == NULL)
+		return false;
+	stamp_of(g->fd, &now);
+	if (memcmp(&now, &g->stamp, sizeof(now)) != 0 && g->writes == 0)
+		seg_changed(d, g, &now);
+	return x->flags & E_VERIFIED;
+}
+
+uint64_t
+disk_ent_where(const struct disk *d, disk_ent e)
+{
+	const struct ent *x = &d->ents[e];
+
+	return (uint64_t)x->seg << 32 | x->off;
+}
+
+bool
+disk_distrust(struct disk *d, disk_ent e, uint64_t where)
+{
+	if (e == 0 || !disk_ent_is(d, e, (uint32_t)(where >> 32),
+	    (uint32_t)where))
+		return false;
+	d->ents[e].flags &= (uint8_t)~E_VERIFIED;
+	return true;
 }
 
 void

@@ -56,7 +56,8 @@ struct disk_conf {
 	X(IO, "io_error")         /* the read or write failed */ \
 	X(REPLACED, "replaced")   /* a newer copy, or an invalidation */ \
 	X(ABORTED, "aborted")     /* written as it arrived, and it never \
-	                           * all did */
+	                           * all did */ \
+	X(SHORT, "short")         /* its file ends before it: cut */
 
 #define DISK_DROP_ENUM(name, label) DISK_DROP_##name,
 enum disk_drop { DISK_DROP_REASONS(DISK_DROP_ENUM) DISK_DROP_N };
@@ -86,6 +87,8 @@ struct disk_stats {
 	/* key files (diskkeys.c): written; failed to write, or found
 	 * not to be trusted at start-up */
 	uint64_t keys_written, keys_errors;
+	/* segment files found changed by another hand (disk_trusted) */
+	uint64_t segments_changed;
 	uint64_t scan_ms;        /* how long the scan took, once done */
 	bool scanning;
 	uint64_t index_bytes;    /* the index's memory */
@@ -175,13 +178,38 @@ int disk_peek(struct disk *d, const char *key, size_t klen,
 
 /*
  * Reads len bytes at off of fd off the loop, so that they are in the
- * page cache when the loop sends them (disksend.c); done(arg, off) runs
- * on the loop after, whatever came of it. fd must stay open until then.
+ * page cache when the loop sends them (disksend.c); done(arg, off, err)
+ * runs on the loop after: err is 0, or the read's errno (EIO, or ENODATA
+ * when the file ended first). fd must stay open until then.
  * false, with nothing started, when it cannot now (closing, out of
  * memory): the loop's send then reads the disk itself.
  */
 bool disk_warm(struct disk *d, int fd, uint64_t off, size_t len,
-    void (*done)(void *arg, uint64_t off), void *arg);
+    void (*done)(void *arg, uint64_t off, int err), void *arg);
+
+/*
+ * Whether the bytes of e's record may be sent as they are, unread: its
+ * body was checked since start-up (or written by this process) and its
+ * segment file is as this process left it. One fstat. A segment file
+ * changed by another hand (a write, a truncation, a write through a
+ * mapping: its size, mtime or ctime moved) has every record of it checked
+ * again at its next read, so false here means: read e again (disk_read
+ * checks its body, and drops it when it fails). A change made while a
+ * write of ours to the same file is in flight is taken for ours: the
+ * segment that takes the writes is covered between writes only.
+ */
+bool disk_trusted(struct disk *d, disk_ent e);
+
+/* Where e's record is, to tell it from a later record of the same entry
+ * (disk_distrust). */
+uint64_t disk_ent_where(const struct disk *d, disk_ent e);
+/*
+ * Sending e's body from its file failed (an I/O error, or the file ended
+ * first): if e is still the record at where, it is read and checked
+ * again at its next read (as after a change, disk_trusted). false when
+ * it has gone meanwhile.
+ */
+bool disk_distrust(struct disk *d, disk_ent e, uint64_t where);
 
 /* The object under e is replaced or invalidated: e is dropped. */
 void disk_drop(struct disk *d, disk_ent e);

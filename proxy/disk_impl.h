@@ -63,9 +63,16 @@ struct found {
 	char *key;
 };
 
+/* What fstat says of a segment file, to see it change (disk_trusted). */
+struct seg_stamp {
+	uint64_t size;
+	int64_t mtime_ns, ctime_ns;
+};
+
 struct seg {
 	uint32_t id;
 	int fd;
+	struct seg_stamp stamp; /* as this process last left the file */
 	uint32_t bytes;      /* given out so far: the file's length */
 	uint32_t ents;       /* first of its entries */
 	unsigned refs;       /* jobs using fd */
@@ -147,6 +154,9 @@ struct seg *disk_seg_find(const struct disk *d, uint32_t id);
 /* The file the segment's bodies are sent from (a descriptor of its own,
  * which outlives g while a body or a send holds it); NULL on failure. */
 struct bodyfd_file *disk_seg_file(struct seg *g);
+/* g's file as it is now is as this process left it (after a write of
+ * ours, and at its opening). */
+void disk_seg_stamp(struct seg *g);
 /* Closes g's descriptors (what a body holds stays open) and frees g. */
 void disk_seg_free(struct seg *g);
 /* The segment that takes the writes. */

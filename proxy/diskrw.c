@@ -117,6 +117,9 @@ void
 disk_write_over(struct disk *d, struct seg *g)
 {
 	g->writes--;
+	/* what changed the file since its last stamp was ours */
+	if (g->writes == 0)
+		disk_seg_stamp(g);
 	if (g->sealed && g->writes == 0)
 		disk_keys_seal(d, g);
 }
@@ -262,20 +265,29 @@ struct read_job {
 	struct store_body *body; /* in memory, or NULL: left in the file */
 };
 
-/* Reads and checks the head at off into a new buffer. */
+/* Why a read of a record's bytes failed: the file ended first (errno 0
+ * from disk_pread), or an I/O error. */
+static enum disk_drop
+read_error(void)
+{
+	return errno == 0 ? DISK_DROP_SHORT : DISK_DROP_IO;
+}
+
+/* Reads and checks the head at off into a new buffer; NULL with *why: IO
+ * (errno), SHORT, or TORN when the bytes are not the record's. */
 static uint8_t *
 read_head(int fd, uint64_t off, uint32_t len, struct record_info *r,
-    bool *bad, int rwf)
+    enum disk_drop *why, int rwf)
 {
 	uint8_t fixed[RECORD_HEAD];
 
-	*bad = false;
+	*why = DISK_DROP_IO;
 	if (disk_pread_flags(fd, fixed, sizeof(fixed), off, rwf) < 0) {
-		*bad = errno == 0;
+		*why = read_error();
 		return NULL;
 	}
 	if (!record_read_fixed(fixed, r) || record_len(r) != len) {
-		*bad = true;
+		*why = DISK_DROP_TORN;
 		return NULL;
 	}
 	uint64_t hlen = record_head_len(r);
@@ -287,12 +299,12 @@ read_head(int fd, uint64_t off, uint32_t len, struct record_info *r,
 	if (disk_pread_flags(fd, head + RECORD_HEAD, hlen - RECORD_HEAD,
 	    off + RECORD_HEAD, rwf) < 0 || disk_pread_flags(fd, trailer,
 	    sizeof(trailer), off + record_trailer_off(r), rwf) < 0) {
-		*bad = errno == 0;
+		*why = read_error();
 		free(head);
 		return NULL;
 	}
 	if (!record_head_ok(head, r) || !record_read_trailer(trailer, r)) {
-		*bad = true;
+		*why = DISK_DROP_TORN;
 		free(head);
 		return NULL;
 	}
@@ -309,12 +321,14 @@ read_results_free(struct read_job *rj)
 	store_body_unref(&rj->body);
 }
 
+/* bad: the bytes read are not the record (why), or the file ended
+ * before it did (errno 0: it was cut); else an I/O error (errno). */
 static void
-read_failed(struct read_job *rj, bool bad, enum disk_drop why)
+read_failed(struct read_job *rj, enum disk_drop why)
 {
 	rj->failed = true;
-	rj->fail = bad ? why : DISK_DROP_IO;
-	rj->j.err = bad ? 0 : errno ? errno : EIO;
+	rj->fail = why;
+	rj->j.err = why != DISK_DROP_IO ? 0 : errno ? errno : EIO;
 }
 
 /* A record this small is read in one call, head, body and mark: most
@@ -322,24 +336,25 @@ read_failed(struct read_job *rj, bool bad, enum disk_drop why)
 #define WHOLE_READ_MAX (1u << 20)
 
 /* The record read in one call into a body's memory, where it stays: a
- * body wanted in memory is then its bytes past the head, not a copy. */
+ * body wanted in memory is then its bytes past the head, not a copy.
+ * NULL with *why as read_head's. */
 static struct store_body *
 read_whole(int fd, uint64_t off, uint32_t len, struct record_info *r,
-    bool *bad, int rwf)
+    enum disk_drop *why, int rwf)
 {
 	struct store_body *b = store_body_new(len);
 	uint8_t *p = b != NULL ? (uint8_t *)b->mem : NULL;
 
-	*bad = false;
+	*why = DISK_DROP_IO;
 	if (p == NULL)
 		return NULL;
 	if (disk_pread_flags(fd, p, len, off, rwf) < 0) {
-		*bad = errno == 0;
+		*why = read_error();
 		store_body_unref(&b);
 		return NULL;
 	}
 	if (!record_whole(p, len, r)) {
-		*bad = true;
+		*why = DISK_DROP_TORN;
 		store_body_unref(&b);
 		return NULL;
 	}
@@ -375,19 +390,20 @@ run_read(struct iopool_job *pj)
 	uint64_t t0 = mono_us();
 	/* in one call when the body is wanted in memory anyway, or is to
 	 * be checked */
-	bool bad, whole = rj->len <= WHOLE_READ_MAX && (!rj->verified ||
+	bool whole = rj->len <= WHOLE_READ_MAX && (!rj->verified ||
 	    rj->len <= rj->mem_max + RECORD_HEAD + RECORD_TRAILER + 8192);
+	enum disk_drop why;
 
 	errno = 0;
 	if (whole) {
-		rj->rec = read_whole(fd, j->off, rj->len, &rj->r, &bad,
+		rj->rec = read_whole(fd, j->off, rj->len, &rj->r, &why,
 		    rj->rwf);
 		rj->head = rj->rec != NULL ? (uint8_t *)rj->rec->mem : NULL;
 	} else
-		rj->head = read_head(fd, j->off, rj->len, &rj->r, &bad,
+		rj->head = read_head(fd, j->off, rj->len, &rj->r, &why,
 		    rj->rwf);
 	if (rj->head == NULL) {
-		read_failed(rj, bad, DISK_DROP_TORN);
+		read_failed(rj, why);
 		goto out;
 	}
 	if (rj->r.flags & RECORD_TOMBSTONE || rj->r.key_len != rj->want_len ||
@@ -405,36 +421,39 @@ run_read(struct iopool_job *pj)
 		rj->body = store_body_new(blen);
 		errno = ENOMEM;
 		if (rj->body == NULL) {
-			read_failed(rj, false, DISK_DROP_IO);
+			read_failed(rj, DISK_DROP_IO);
 			goto out;
 		}
 		errno = 0;
 		if (disk_pread_flags(fd, rj->body->data, blen, j->off + hlen,
 		    rj->rwf) < 0) {
-			read_failed(rj, errno == 0, DISK_DROP_TORN);
+			read_failed(rj, read_error());
 			goto out;
 		}
 		rj->body->len = blen;
 	}
-	/* a body's checksum is checked once, at its first read since
-	 * start-up (or never, when this process wrote it): the bytes of a
-	 * record never change once it is whole */
-	if (rj->verified)
+	/* a body read into memory is checked at every read: its bytes are
+	 * at hand, and the page cache may have been filled from the device
+	 * again since. One left in the file is checked at its first read
+	 * since start-up (or never, when this process wrote it), and again
+	 * once its file has changed (disk_trusted) or a send from it failed
+	 * (disk_distrust) */
+	if (rj->verified && blen > rj->mem_max)
 		goto out;
 	if (blen <= rj->mem_max) {
 		if (record_body_sum(rj->body->data, blen) != rj->r.body_sum)
-			read_failed(rj, true, DISK_DROP_CHECKSUM);
+			read_failed(rj, DISK_DROP_CHECKSUM);
 		goto out;
 	}
 	uint64_t sum;
 	if (whole)
 		sum = record_body_sum(rj->head + hlen, blen);
 	else if (file_body_sum(fd, j->off + hlen, blen, &sum, rj->rwf) < 0) {
-		read_failed(rj, errno == 0, DISK_DROP_TORN);
+		read_failed(rj, read_error());
 		goto out;
 	}
 	if (sum != rj->r.body_sum)
-		read_failed(rj, true, DISK_DROP_CHECKSUM);
+		read_failed(rj, DISK_DROP_CHECKSUM);
 out:
 	j->us = mono_us() - t0;
 }
@@ -589,7 +608,7 @@ disk_peek(struct disk *d, const char *key, size_t klen, struct store_meta *m)
 {
 	disk_ent e[1];
 	struct record_info r;
-	bool bad;
+	enum disk_drop why;
 
 	if (disk_lookup(d, XXH3_64bits(key, klen), e, 1) == 0)
 		return -1;
@@ -598,9 +617,9 @@ disk_peek(struct disk *d, const char *key, size_t klen, struct store_meta *m)
 		return 0;
 	errno = 0;
 	uint8_t *head = read_head(g->fd, d->ents[e[0]].off, d->ents[e[0]].len,
-	    &r, &bad, RWF_NOWAIT);
+	    &r, &why, RWF_NOWAIT);
 	if (head == NULL)
-		return bad ? -1 : 0;
+		return why != DISK_DROP_IO ? -1 : 0;
 	bool same = !(r.flags & RECORD_TOMBSTONE) && r.key_len == klen &&
 	    memcmp(record_key(head), key, klen) == 0;
 	free(head);
@@ -617,7 +636,7 @@ struct warm_job {
 	int fd;
 	uint64_t at;
 	size_t len;
-	void (*cb)(void *arg, uint64_t off);
+	void (*cb)(void *arg, uint64_t off, int err);
 	void *arg;
 };
 
@@ -682,7 +701,7 @@ run_warm(struct iopool_job *pj)
 
 	errno = 0;
 	if (warm_range(wj->fd, wj->at, wj->len) < 0)
-		wj->j.err = errno ? errno : EIO;
+		wj->j.err = errno ? errno : ENODATA; /* 0: short */
 	wj->j.us = mono_us() - t0;
 }
 
@@ -704,13 +723,13 @@ done_warm(struct iopool_job *pj)
 			    d->path, strerror(wj->j.err),
 			    (unsigned long long)skipped);
 	}
-	wj->cb(wj->arg, wj->at);
+	wj->cb(wj->arg, wj->at, wj->j.err);
 	disk_job_end(&wj->j);
 }
 
 bool
 disk_warm(struct disk *d, int fd, uint64_t off, size_t len,
-    void (*done)(void *arg, uint64_t off), void *arg)
+    void (*done)(void *arg, uint64_t off, int err), void *arg)
 {
 	struct warm_job *wj = d->closing ? NULL : calloc(1, sizeof(*wj));
 

@@ -44,6 +44,7 @@
 struct disksend {
 	struct txn *t;            /* NULL once the transaction is gone */
 	struct store_body *body;  /* a reference: its file stays open */
+	bool failed;              /* a read failed: the send is cut */
 	uint64_t from, len;       /* the part of it sent (a range, or all);
 	                           * the offsets below count from from */
 	uint64_t queued;          /* bytes in the client's output so far */
@@ -72,7 +73,7 @@ window_read(struct disksend *ds, uint64_t rel)
 }
 
 static void
-on_warm(void *arg, uint64_t off)
+on_warm(void *arg, uint64_t off, int err)
 {
 	struct disksend *ds = arg;
 
@@ -83,6 +84,16 @@ on_warm(void *arg, uint64_t off)
 			store_body_unref(&ds->body);
 			free(ds);
 		}
+		return;
+	}
+	if (err != 0 && !ds->failed) {
+		/* the window cannot be read (a device error, or the file
+		 * was cut): the client sees the message end short, and the
+		 * record is checked again, to leave the cache if it fails */
+		struct txn *t = ds->t;
+		ds->failed = true;
+		tiers_send_failed(t->srv, &t->c->sent);
+		client_fail(t->c);
 		return;
 	}
 	pump(ds);

@@ -18,10 +18,12 @@ struct disksend;
 bool disksend_wanted(const struct store_body *b);
 /*
  * Sends len bytes of b from offset from (a range, or the whole) as t's
- * response body, after its head: t->send is the sender
- * (t holds it; b gets a reference), and the transaction is done, through
+ * response body, after its head: t->send is the sender (t holds it; b
+ * gets a reference), and the transaction is done, through
  * client_txn_done, once the whole body is queued, which may be before
- * this returns. -1, nothing sent, when out of memory.
+ * this returns. A window that cannot be read cuts the response short and
+ * has the record the client was told it sends (t->c->sent) checked
+ * again (tiers_send_failed). -1, nothing sent, when out of memory.
  */
 int disksend_start(struct txn *t, struct store_body *b, uint64_t from,
     uint64_t len);

@@ -73,6 +73,8 @@ metrics_refresh(struct server *s)
 	s->m.disk_dropped_io = ds->dropped[DISK_DROP_IO];
 	s->m.disk_dropped_replaced = ds->dropped[DISK_DROP_REPLACED];
 	s->m.disk_dropped_aborted = ds->dropped[DISK_DROP_ABORTED];
+	s->m.disk_dropped_short = ds->dropped[DISK_DROP_SHORT];
+	s->m.disk_segments_changed = ds->segments_changed;
 	s->m.disk_reads_cached = ds->reads_cached;
 	s->m.disk_streamed = ds->streams;
 	s->m.disk_segments_evicted = ds->segments_evicted;

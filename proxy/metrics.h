@@ -99,6 +99,8 @@ struct evbuffer;
 	X(disk_dropped_io, DISK_DROPPED, "io_error", NULL)                   \
 	X(disk_dropped_replaced, DISK_DROPPED, "replaced", NULL)             \
 	X(disk_dropped_aborted, DISK_DROPPED, "aborted", NULL)               \
+	X(disk_dropped_short, DISK_DROPPED, "short", NULL)                   \
+	X(disk_segments_changed, DISK_CHANGED, NULL, NULL)                   \
 	X(disk_reads_cached, DISK_READS_CACHED, NULL, NULL)                  \
 	X(disk_streamed, DISK_STREAMED, NULL, NULL)                          \
 	X(disk_segments_evicted, DISK_EVICTED, NULL, NULL)                   \

@@ -95,6 +95,15 @@ struct server {
 	char peer_source[80]; /* CURLOPT_INTERFACE for peers, or "" */
 };
 
+/* Where a body sent from a disk segment came from, so that a send that
+ * fails has the record checked again (tiers_send_failed); e 0: the body
+ * was not the disk's. */
+struct disk_sent {
+	uint64_t hash;    /* the key's (store.c's) */
+	uint64_t where;   /* disk_ent_where */
+	uint32_t e;       /* its disk_ent */
+};
+
 struct client {
 	struct server *srv;
 	struct bufferevent *bev;
@@ -110,6 +119,7 @@ struct client {
 	bool body_deadline;   /* the body's timer is not re-armed per read */
 	bool bulk;            /* its socket runs at LOOP_PRIO_BULK */
 	bool served;          /* a transaction of it has finished */
+	struct disk_sent sent; /* the last body from the disk it was sent */
 	uint64_t accepted_ms; /* monotonic */
 	struct sockaddr_storage sa;
 	char addr[64];

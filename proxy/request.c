@@ -343,6 +343,10 @@ request_serve_object(struct txn *t, struct store_obj *o,
 	struct range_span whole = {0, o->body->len};
 	const struct range_span *part = t->range != NULL ? &t->range->span[0] :
 	    &whole;
+	/* a send from the disk's file that fails has its record checked
+	 * (client.c, disksend.c) */
+	if (body)
+		tiers_sending(t->srv, o, &t->c->sent);
 	if (body && disksend_wanted(o->body) && (t->range == NULL ||
 	    t->range->n == 1) && disksend_start(t, o->body, part->from,
 	    part->len) == 0)
@@ -534,6 +538,10 @@ lookup(struct txn *t)
 	struct store_obj *o = store_lookup(s->store, t->url.norm, t->url.len,
 	    vary_matches, t);
 
+	/* a body left in the disk's file that changed: read and checked
+	 * again below */
+	if (o != NULL && !tiers_sendable(s, o))
+		store_obj_unref(&o);
 	if (o == NULL && !t->disk_read) {
 		switch (tiers_read(s, t->url.norm, t->url.len, disk_read_done,
 		    t, &t->disk_wait)) {

@@ -573,10 +573,10 @@ store_insert(struct store *s, struct store_obj *o)
 }
 
 void
-store_remove_replaced(struct store *s, struct store_obj *o)
+store_remove(struct store *s, struct store_obj *o, enum store_exit why)
 {
 	SC_ASSERT(o->in_store);
-	unlink_obj(s, o, STORE_REPLACED);
+	unlink_obj(s, o, why);
 }
 
 unsigned

@@ -218,10 +218,12 @@ bool store_insert(struct store *s, struct store_obj *o);
 struct store_obj *store_find_hash(struct store *s, uint64_t hash,
     store_match_f *match, void *arg);
 
-/* Removes o, which must be in the store: a newer copy of its variant
- * was kept where the store does not see it (the disk tier). Observers
- * hear STORE_REPLACED; the caller's reference, if any, stays valid. */
-void store_remove_replaced(struct store *s, struct store_obj *o);
+/* Removes o, which must be in the store, for a reason the store does
+ * not see: a newer copy of its variant was kept elsewhere (the disk tier:
+ * STORE_REPLACED), or its copy elsewhere is to be read again
+ * (STORE_EVICTED, not counted as an eviction). Observers hear why; the
+ * caller's reference, if any, stays valid. */
+void store_remove(struct store *s, struct store_obj *o, enum store_exit why);
 
 /* Removes every variant of key; returns how many. */
 unsigned store_invalidate(struct store *s, const char *key, size_t klen);

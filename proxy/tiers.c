@@ -165,7 +165,7 @@ disk_stale(void *arg, uint64_t hash, disk_ent e)
 	    &e);
 
 	if (o != NULL)
-		store_remove_replaced(tr->srv->store, o);
+		store_remove(tr->srv->store, o, STORE_REPLACED);
 }
 
 static void
@@ -358,6 +358,62 @@ tiers_wait_cancel(struct tiers_wait **wp)
 	*wp = NULL;
 }
 
+/* ---- bodies sent from the disk ---- */
+
+/* A disk body in memory (read back, left in its segment file). */
+static bool
+from_disk(const struct store_obj *o)
+{
+	return o->disk != 0 && o->body->ext != NULL && o->body->ext->on_disk;
+}
+
+bool
+tiers_sendable(struct server *s, struct store_obj *o)
+{
+	if (!from_disk(o) || disk_trusted(s->tiers->disk, o->disk))
+		return true;
+	/* a demotion: the disk keeps the record, and its next read checks
+	 * it */
+	store_remove(s->store, o, STORE_EVICTED);
+	return false;
+}
+
+void
+tiers_sending(struct server *s, const struct store_obj *o,
+    struct disk_sent *out)
+{
+	out->e = 0;
+	if (from_disk(o))
+		*out = (struct disk_sent){.hash = o->hash, .e = o->disk,
+		    .where = disk_ent_where(s->tiers->disk, o->disk)};
+}
+
+static void
+checked_again(void *arg)
+{
+	(void)arg;
+}
+
+void
+tiers_send_failed(struct server *s, const struct disk_sent *from)
+{
+	struct tiers *tr = s->tiers;
+	disk_ent e = from->e;
+	struct tiers_wait *w = NULL;
+
+	if (tr->disk == NULL || !disk_distrust(tr->disk, e, from->where))
+		return;
+	struct store_obj *o = store_find_hash(s->store, from->hash,
+	    linked_to, &e);
+	if (o == NULL)
+		return; /* read, and checked, when next asked for */
+	o = store_obj_ref(o);
+	store_remove(s->store, o, STORE_EVICTED);
+	/* nobody waits for it: done is never called (arg NULL) */
+	tiers_read(s, o->key, o->key_len, checked_again, NULL, &w);
+	store_obj_unref(&o);
+}
+
 const struct disk_stats *
 tiers_disk_stats(struct server *s)
 {
@@ -367,7 +423,7 @@ tiers_disk_stats(struct server *s)
 
 bool
 tiers_warm(struct server *s, int fd, uint64_t off, size_t len,
-    void (*done)(void *arg, uint64_t off), void *arg)
+    void (*done)(void *arg, uint64_t off, int err), void *arg)
 {
 	struct tiers *tr = s->tiers;
 

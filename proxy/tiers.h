@@ -69,11 +69,32 @@ int tiers_peek(struct server *s, const char *key, size_t klen,
 /* The caller is gone: done will not be called. Accepts NULL. */
 void tiers_wait_cancel(struct tiers_wait **wait);
 
+/*
+ * o was just found in memory: whether its body may be sent as it is.
+ * True unless it is left in a disk segment whose bytes are not known
+ * good any more (disk_trusted: the file changed, or a send from it
+ * failed). Then memory lets go of o (the disk keeps the record) and the
+ * caller reads the disk's copy again (tiers_read), which checks it and
+ * drops it when it fails.
+ */
+bool tiers_sendable(struct server *s, struct store_obj *o);
+
+/* o's body goes out: *out says where from, when it is the disk's. */
+void tiers_sending(struct server *s, const struct store_obj *o,
+    struct disk_sent *out);
+/*
+ * A send of a body from the disk failed (an I/O error, or its file ended
+ * first). The record is checked again now, off the request's path: when
+ * it fails it leaves the cache and the summary at once (counted by why),
+ * and when it holds it is promoted again. Nothing when it has gone.
+ */
+void tiers_send_failed(struct server *s, const struct disk_sent *from);
+
 /* The disk tier's counters, or NULL without one. */
 const struct disk_stats *tiers_disk_stats(struct server *s);
 
 /* disk_warm, when there is a disk (false when there is none). */
 bool tiers_warm(struct server *s, int fd, uint64_t off, size_t len,
-    void (*done)(void *arg, uint64_t off), void *arg);
+    void (*done)(void *arg, uint64_t off, int err), void *arg);
 
 #endif
