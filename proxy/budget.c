@@ -22,7 +22,13 @@
  *     connections fall to half their peak (budget_conns), or after
  *     TRIM_AFTER of single large frees (budget_freed); never more than
  *     once per TRIM_EVERY_MS, with one more look a second later for what
- *     the burst's tail freed meanwhile. Steady traffic never trims.
+ *     the burst's tail freed meanwhile. And every TRIM_EVERY_MS the heap's
+ *     free bytes are looked at (mallinfo2, a walk of its free chunks, no
+ *     system call): grown by TRIM_AFTER since the last trim, they are
+ *     returned. That is memory the cache let go of without a burst: small
+ *     bodies on the heap evicted for large ones in memfds, or a cache
+ *     emptied by invalidations. Steady traffic, whose frees the next
+ *     allocations reuse, never trims.
  *
  * Per-connection buffers are bounded where they live (client.c, fetch.c,
  * tunnel.c) and by max_connections; the README's reliability section adds
@@ -49,6 +55,8 @@
 struct budget {
 	struct budget_stats stats;
 	struct event *trim_ev;
+	struct event *look_ev;  /* the heap's free bytes, looked at */
+	size_t free_after_trim; /* mallinfo2's fordblks then, or lower since */
 	size_t freed;          /* large frees since the last trim */
 	uint64_t last_trim_ms;
 	uint64_t conns_peak;   /* open connections, highest since a trim */
@@ -67,6 +75,7 @@ on_trim(evutil_socket_t fd, short what, void *arg)
 	b->stats.trims++;
 	b->freed = 0;
 	b->last_trim_ms = mono_ms();
+	b->free_after_trim = mallinfo2().fordblks;
 	/* a burst's tail is freed after its first trim: look once more */
 	b->follow_up = !b->follow_up;
 	if (b->follow_up)
@@ -88,19 +97,38 @@ schedule_trim(struct budget *b)
 	evtimer_add(b->trim_ev, &tv);
 }
 
+/* Free heap bytes grown by TRIM_AFTER since the last trim: returned. */
+static void
+on_look(evutil_socket_t fd, short what, void *arg)
+{
+	struct budget *b = arg;
+	size_t free_now = mallinfo2().fordblks;
+
+	(void)fd;
+	(void)what;
+	if (free_now < b->free_after_trim)
+		b->free_after_trim = free_now; /* reused since */
+	else if (free_now - b->free_after_trim >= TRIM_AFTER)
+		schedule_trim(b);
+}
+
 struct budget *
 budget_new(struct event_base *base, size_t inflight_max)
 {
 	struct budget *b = calloc(1, sizeof(*b));
+	struct timeval every = tv_ms(TRIM_EVERY_MS);
 
 	if (b == NULL)
 		return NULL;
 	b->stats.inflight_max = inflight_max;
 	b->trim_ev = evtimer_new(base, on_trim, b);
-	if (b->trim_ev == NULL) {
-		free(b);
+	b->look_ev = event_new(base, -1, EV_PERSIST, on_look, b);
+	if (b->trim_ev == NULL || b->look_ev == NULL) {
+		budget_free(&b);
 		return NULL;
 	}
+	evtimer_add(b->look_ev, &every);
+	b->free_after_trim = mallinfo2().fordblks;
 	return b;
 }
 
@@ -112,7 +140,10 @@ budget_free(struct budget **bp)
 	if (b == NULL)
 		return;
 	*bp = NULL;
-	event_free(b->trim_ev);
+	if (b->trim_ev != NULL)
+		event_free(b->trim_ev);
+	if (b->look_ev != NULL)
+		event_free(b->look_ev);
 	free(b);
 }
 

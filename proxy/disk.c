@@ -560,7 +560,7 @@ seg_changed(struct disk *d, struct seg *g, const struct seg_stamp *now)
 	uint64_t skipped;
 
 	d->stats.segments_changed++;
-	if (ratelog_due(&d->read_log, &skipped))
+	if (ratelog_due(&d->change_log, &skipped))
 		fprintf(stderr, "sumcache: cache_dir %s: seg-%010u changed "
 		    "outside sumcache (%llu bytes, now %llu); its records are "
 		    "checked again (%llu more since the last line)\n", d->path,

@@ -111,7 +111,7 @@ struct disk {
 	uint64_t scan_start_ms;
 	bool closing;        /* no new jobs: the pool is draining */
 	bool no_nowait;      /* the file system refuses RWF_NOWAIT */
-	struct ratelog write_log, read_log;
+	struct ratelog write_log, read_log, change_log, keys_log;
 	struct disk_stats stats;
 };
 

@@ -203,11 +203,16 @@ done_keys(struct iopool_job *pj)
 {
 	struct keys_job *kj = (struct keys_job *)pj;
 	struct disk *d = kj->j.d;
+	uint64_t skipped;
 
 	if (kj->j.err != 0) {
 		d->stats.keys_errors++;
-		fprintf(stderr, "sumcache: %s: %s; a start-up will scan its "
-		    "segment\n", kj->path, strerror(kj->j.err));
+		/* a full disk fails every one: a line a second */
+		if (ratelog_due(&d->keys_log, &skipped))
+			fprintf(stderr, "sumcache: %s: %s; a start-up will scan "
+			    "its segment (%llu more since the last line)\n",
+			    kj->path, strerror(kj->j.err),
+			    (unsigned long long)skipped);
 	} else {
 		d->stats.keys_written++;
 	}

@@ -388,12 +388,6 @@ tiers_sending(struct server *s, const struct store_obj *o,
 		    .where = disk_ent_where(s->tiers->disk, o->disk)};
 }
 
-static void
-checked_again(void *arg)
-{
-	(void)arg;
-}
-
 void
 tiers_send_failed(struct server *s, const struct disk_sent *from)
 {
@@ -409,8 +403,8 @@ tiers_send_failed(struct server *s, const struct disk_sent *from)
 		return; /* read, and checked, when next asked for */
 	o = store_obj_ref(o);
 	store_remove(s->store, o, STORE_EVICTED);
-	/* nobody waits for it: done is never called (arg NULL) */
-	tiers_read(s, o->key, o->key_len, checked_again, NULL, &w);
+	/* nobody waits for it: with no arg, done is never called */
+	tiers_read(s, o->key, o->key_len, NULL, NULL, &w);
 	store_obj_unref(&o);
 }
 

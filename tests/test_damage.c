@@ -321,3 +321,45 @@ Test(damage, a_segment_cut_under_a_queued_window_ends_the_answer_there)
 	start_sized(4, 256);
 	cut_during_send("queued", 48 << 20, 5 << 20);
 }
+
+/* Key files that cannot be written (here: a directory stands where each
+ * is written aside) fail at every sealed segment: each is counted, and
+ * logged a line a second, not one each. */
+Test(damage, key_files_that_cannot_be_written_are_logged_a_line_a_second)
+{
+	char path[600], out[320], line[1024];
+
+	origin_start(&D);
+	snprintf(mem_opt, sizeof(mem_opt), "cache_mem=64MB");
+	snprintf(dir_opt, sizeof(dir_opt), "cache_dir=%s/cache 8MB", D.dir);
+	snprintf(path, sizeof(path), "%s/cache", D.dir);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	for (int i = 0; i < 128; i++) {
+		snprintf(path, sizeof(path), "%s/cache/seg-%010d.keys.tmp",
+		    D.dir, i);
+		cr_assert_eq(mkdir(path, 0755), 0);
+	}
+	proxy_start(&D, opts);
+	long t0 = harness_now_ms();
+	/* 25 MB through an 8 MB cache_dir of 1 MB segments */
+	for (int i = 0; i < 100; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "seal%d", i);
+		cr_assert(get_whole(name, 256 * 1024, NULL));
+	}
+	double errors = proxy_wait_metric(&D, "sumcache_disk_errors_total{op="
+	    "\"key_file\"}", 10, 5000);
+	long secs = (harness_now_ms() - t0) / 1000 + 1;
+	int lines = 0;
+	snprintf(out, sizeof(out), "%s/sumcache.out", D.dir);
+	FILE *f = fopen(out, "r");
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		lines += strstr(line, ".keys") != NULL;
+	if (f != NULL)
+		fclose(f);
+	fprintf(stderr, "figure: %g key files failed in %ld s, %d log lines\n",
+	    errors, secs, lines);
+	cr_assert_geq(errors, 10, "%g key files failed", errors);
+	cr_expect_geq(lines, 1, "not logged");
+	cr_expect_leq(lines, secs, "%d lines in %ld s", lines, secs);
+}

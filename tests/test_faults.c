@@ -289,3 +289,55 @@ Test(faults, a_peer_that_answers_pulls_but_not_requests_costs_a_timeout_per_peri
 	cr_expect_leq(asked, 5, "asked %.0f times in 8 s", asked);
 	cr_expect_geq(asked, 2);
 }
+
+/* ---- memory ---- */
+
+/* GETs n objects through the proxy at port, 16 at a time (curl -Z):
+ * /obj/PREFIXi of size bytes, fresh for 10 minutes. */
+static void
+fetch_many(const struct env *e, const char *prefix, int n, int size)
+{
+	char conf[320], cmd[512];
+
+	snprintf(conf, sizeof(conf), "%s/%s.curl", e->dir, prefix);
+	FILE *f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "url = \"http://127.0.0.1:%d/obj/%s%d?size=%d&"
+		    "max_age=600\"\noutput = \"/dev/null\"\n", e->oport, prefix,
+		    i, size);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "curl -s -Z --parallel-max 16 -x "
+	    "127.0.0.1:%d -K %s", e->pport, conf);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* A cache full of small bodies (on the heap) turns over to large ones
+ * (in memfds): the heap it no longer uses goes back to the kernel, though
+ * no burst of connections ended. */
+Test(faults, heap_the_cache_let_go_of_goes_back_to_the_kernel,
+    .timeout = 120)
+{
+	const char *opts[] = {"cache_mem=64MB", NULL};
+
+#ifdef __SANITIZE_ADDRESS__
+	/* ASan's allocator replaces glibc's heap: nothing to look at */
+	cr_skip_test("glibc's heap only");
+#endif
+	proxy_start(&CE, opts);
+	long rss0 = proc_rss_kb(CE.proxy);
+	fetch_many(&CE, "small", 3600, 16 * 1024);
+	long full = proc_rss_kb(CE.proxy);
+	fetch_many(&CE, "large", 400, 200 * 1024);
+	cr_assert_lt(proxy_metric(&CE, "sumcache_cache_objects"), 400,
+	    "the small objects were not evicted");
+	/* the heap is looked at every 5 s */
+	usleep(7 * 1000 * 1000);
+	long after = proc_rss_kb(CE.proxy);
+	fprintf(stderr, "figure: RSS %ld MB at start, %ld MB full of 16 KB "
+	    "objects, %ld MB once they were evicted for 200 KB ones\n",
+	    rss0 >> 10, full >> 10, after >> 10);
+	cr_expect_lt(after, full - 32 * 1024, "RSS %ld KB, %ld KB full",
+	    after, full);
+	cr_expect_geq(proxy_metric(&CE, "sumcache_heap_trims_total"), 1);
+}

@@ -19,6 +19,8 @@
 # are interleaved; medians are printed.
 #
 #   OBJECTS=100000 ROUNDS=3 DURATION=5 deploy/bench/disk-bench.sh
+#   HITS_ONLY=1   the warm hits only: no restarts, no Squid, no cold runs
+#                 (an A/B of the hit path between two builds)
 # The 1 GB object, and cold page caches for it: large-bench.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,6 +28,7 @@ cd "$(dirname "$0")/../.."
 . deploy/bench/bench-lib.sh
 OBJECTS=${OBJECTS:-100000}
 ROUNDS=${ROUNDS:-3}
+HITS_ONLY=${HITS_ONLY:-0}
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-50}
 ORIGIN_PORT=${ORIGIN_PORT:-18091}
@@ -108,10 +111,13 @@ restart() { # TERM|KILL|SCAN -> "how serve_s whole_s restored keyed/segments"
     'BEGIN { printf "%s %.2f %.2f %d %d/%d\n", s, ts - t0, tw - t0, n, k, f }'
 }
 # (not in a subshell: start_node keeps the new node's pid)
-restart TERM >"$work/restarts.txt"
-restart KILL >>"$work/restarts.txt"
-restart SCAN >>"$work/restarts.txt"
-restarts=$(cat "$work/restarts.txt")
+restarts=""
+if [ "$HITS_ONLY" = 0 ]; then
+  restart TERM >"$work/restarts.txt"
+  restart KILL >>"$work/restarts.txt"
+  restart SCAN >>"$work/restarts.txt"
+  restarts=$(cat "$work/restarts.txt")
+fi
 
 # ---- Squid 5.7 with a rock cache_dir, the same objects ----
 # Squid (as user proxy) writes its database and its log in squid/
@@ -145,6 +151,8 @@ squid_entries() {
   curl -s "http://127.0.0.1:$SQUID_PORT/squid-internal-mgr/storedir" |
     awk '/Current entries:/ { print $3; exit }'
 }
+squid_restarts="" squid_stored="" squid_fill_s=""
+if [ "$HITS_ONLY" = 0 ]; then
 echo "disk-bench: filling Squid's rock store with the same objects" >&2
 start_squid
 wait_port "$SQUID_PORT"
@@ -152,6 +160,7 @@ t0=$(now)
 taskset -c 0 curl -s -Z --parallel-max 16 -x "127.0.0.1:$SQUID_PORT" -K "$work/fill.curl" 2>/dev/null
 squid_fill_s=$(awk -v t0="$t0" -v t="$(now)" 'BEGIN { printf "%.1f", t - t0 }')
 squid_stored=$(squid_entries)
+fi
 squid_restart() { # TERM|KILL -> "how serve_s whole_s restored"
   local t0 ts tw
   kill "-$1" "$sq_pid"
@@ -176,9 +185,11 @@ squid_restart() { # TERM|KILL -> "how serve_s whole_s restored"
     -v n="$(awk '/Objects loaded/ { print $(NF - 2); exit }' "$work/squid/cache.log")" \
     'BEGIN { printf "%s %.2f %.2f %d\n", s, ts - t0, tw - t0, n }'
 }
-squid_restart TERM >"$work/squid-restarts.txt"
-squid_restart KILL >>"$work/squid-restarts.txt"
-squid_restarts=$(cat "$work/squid-restarts.txt")
+if [ "$HITS_ONLY" = 0 ]; then
+  squid_restart TERM >"$work/squid-restarts.txt"
+  squid_restart KILL >>"$work/squid-restarts.txt"
+  squid_restarts=$(cat "$work/squid-restarts.txt")
+fi
 
 # ---- hits: memory tier against disk tier ----
 lua() { # $1 = size KB, $2 = how many distinct objects (named m0.. for
@@ -254,7 +265,7 @@ squid_counter() {
 cold="$work/cold.txt"
 : >"$cold"
 cold_hits=""
-if bench_can_drop; then
+if [ "$HITS_ONLY" = 0 ] && bench_can_drop; then
   sc_h0=$(metric 'sumcache_hits_total{tier="disk"}')
   sc_r0=$(metric 'sumcache_requests_total{result="local_hit"}')
   sc_m0=$(metric 'sumcache_requests_total{result="miss"}')
@@ -280,12 +291,14 @@ echo
 echo "disk-bench: $OBJECTS objects ($disk_mb MB of records) written in $fill_s s;"
 echo "  index $index_b bytes an object on disk"
 echo
-printf "%-22s %10s %14s %10s %18s\n" restart "serving s" "index whole s" restored \
-  "key files/segments"
-echo "$restarts" | awk '{ how = $1 == "SCAN" ? "SIGKILL, no key files" : "SIG" $1
-  printf "%-22s %10s %14s %10s %18s\n", how, $2, $3, $4, $5 }'
-echo "$squid_restarts" | awk '{ printf "%-22s %10s %14s %10s %18s\n", "Squid rock, SIG" $1, $2, $3, $4, "(scans its db)" }'
-echo "  Squid: $squid_stored of $OBJECTS objects stored in $squid_fill_s s (sumcache: $fill_s s)"
+if [ "$HITS_ONLY" = 0 ]; then
+  printf "%-22s %10s %14s %10s %18s\n" restart "serving s" "index whole s" restored \
+    "key files/segments"
+  echo "$restarts" | awk '{ how = $1 == "SCAN" ? "SIGKILL, no key files" : "SIG" $1
+    printf "%-22s %10s %14s %10s %18s\n", how, $2, $3, $4, $5 }'
+  echo "$squid_restarts" | awk '{ printf "%-22s %10s %14s %10s %18s\n", "Squid rock, SIG" $1, $2, $3, $4, "(scans its db)" }'
+  echo "  Squid: $squid_stored of $OBJECTS objects stored in $squid_fill_s s (sumcache: $fill_s s)"
+fi
 echo
 awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" "$BENCH_MEDIAN_AWK"'
   { rps[$1] = rps[$1] " " $2; p99[$1] = p99[$1] " " $3 }
