@@ -28,10 +28,11 @@
  * is the waiters' answer too (busy_fail): a crowd on a failing origin
  * costs it one request, not one each, and each waiter is answered when
  * the one fetch fails, with a stale copy where the rules allow one. No
- * retry: a second try would cost the crowd the origin's timeout again. A waiter whose request selects
- * another variant (Vary) goes by itself too. The wait for the head is
- * bounded by collapsed_forwarding_timeout, counted from the fetch's start;
- * then the waiters go by themselves and the URL leaves the table.
+ * retry: a second try would cost the crowd the origin's timeout again.
+ * A waiter whose request selects another variant (Vary) goes by itself
+ * too. The wait for the head is bounded by collapsed_forwarding_timeout,
+ * counted from the fetch's start; then the waiters go by themselves and
+ * the URL leaves the table.
  *
  * Ownership: a busy object belongs to its fetch, which closes it
  * (busy_close); the table and the txns waiting or reading point to it.

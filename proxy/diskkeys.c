@@ -209,9 +209,9 @@ done_keys(struct iopool_job *pj)
 		d->stats.keys_errors++;
 		/* a full disk fails every one: a line a second */
 		if (ratelog_due(&d->keys_log, &skipped))
-			fprintf(stderr, "sumcache: %s: %s; a start-up will scan "
-			    "its segment (%llu more since the last line)\n",
-			    kj->path, strerror(kj->j.err),
+			fprintf(stderr, "sumcache: %s: %s; a start-up will "
+			    "scan its segment (%llu more since the last "
+			    "line)\n", kj->path, strerror(kj->j.err),
 			    (unsigned long long)skipped);
 	} else {
 		d->stats.keys_written++;

@@ -352,6 +352,7 @@ crowd_answers(int port, const char *u, int n, int ms, const char *name,
 	size_t cap = size + 4096;
 	int open = n;
 
+	cr_assert(n <= 1024);
 	for (int i = 0; i < n; i++)
 		fd[i] = connect_port(port);
 	for (int i = 0; i < n; i++) {
@@ -362,7 +363,8 @@ crowd_answers(int port, const char *u, int n, int ms, const char *name,
 	while (open > 0 && harness_now_ms() < t0 + ms) {
 		struct pollfd p[1024];
 		for (int i = 0; i < n; i++)
-			p[i] = (struct pollfd){fd[i], fd[i] >= 0 ? POLLIN : 0, 0};
+			p[i] = (struct pollfd){fd[i], fd[i] >= 0 ? POLLIN : 0,
+			    0};
 		if (poll(p, (nfds_t)n, 100) <= 0)
 			continue;
 		for (int i = 0; i < n; i++) {

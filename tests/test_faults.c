@@ -1,10 +1,11 @@
 /*
  * Faults a node must absorb without a wrong answer or a lost client, end
  * to end on the real binary: a peer that floods its answers, lies in its
- * summary or stalls; an invalidation replayed after a restart. The disk
- * damaged while the node runs is test_damage.c's; an origin failing under
- * collapsed forwarding is test_collapse.c's; connections at the limit and
- * client aborts are test_ops.c's.
+ * summary or stalls; a burst of new clients at max_connections; a client
+ * that leaves; a cache whose heap it no longer needs. The disk damaged
+ * while the node runs is test_damage.c's; an origin failing under
+ * collapsed forwarding is test_collapse.c's; an invalidation replayed
+ * after a restart is test_purge.c's.
  */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -272,7 +273,7 @@ Test(faults, a_peer_whose_summary_claims_everything_stops_being_asked)
 /* z answers pulls (so it comes up again at each one) but never answers a
  * request: each timeout skips its claims for longer, so z costs one
  * timeout per period, not one every other miss. */
-Test(faults, a_peer_that_answers_pulls_but_not_requests_costs_a_timeout_per_period)
+Test(faults, a_peer_answering_pulls_but_not_requests_costs_a_timeout_a_period)
 {
 	const char *opts[] = {"peer_timeout=500ms", NULL};
 	struct node *a = node_with_liar("hang", 0, 0, opts);
