@@ -398,6 +398,18 @@ origin_count(const struct env *e, const char *needle, int *conditional)
 	return n;
 }
 
+int
+harness_connect(int port)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET,
+	    .sin_port = htons((uint16_t)port)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
+	cr_assert(connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
+	return fd;
+}
+
 char *
 raw_exchange(int port, const char *req, size_t len, int ms, bool *closed)
 {

@@ -84,6 +84,9 @@ const char *resp_header(const struct resp *r, const char *name);
  * *conditional (if not NULL) counts those that were conditional. */
 int origin_count(const struct env *e, const char *needle, int *conditional);
 
+/* A TCP connection to 127.0.0.1:port (the test fails if it cannot). */
+int harness_connect(int port);
+
 /* Writes raw bytes to the proxy and reads until the proxy closes or ms
  * pass; returns what was read (malloc'd) and whether it closed. */
 char *raw_exchange(int port, const char *req, size_t len, int ms,

@@ -19,17 +19,6 @@
 
 #include "harness.h"
 
-static int
-connect_port(int port)
-{
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-	    .sin_port = htons((uint16_t)port)};
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
-	cr_assert(connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
-	return fd;
-}
 
 static void
 send_get(int fd, const char *u, const char *extra)
@@ -82,7 +71,7 @@ crowd(int port, const char *u, int n, const char *name, size_t size, int ms)
 	int open = n, good = 0;
 
 	for (int i = 0; i < n; i++) {
-		fd[i] = connect_port(port);
+		fd[i] = harness_connect(port);
 		send_get(fd[i], u, NULL);
 		buf[i] = malloc(cap);
 	}
@@ -199,10 +188,10 @@ Test(collapse, readers_get_the_body_as_it_arrives)
 
 	env_start(&e, NULL);
 	/* the leader; then a reader joins while the origin is paused */
-	int lead = connect_port(e.pport);
+	int lead = harness_connect(e.pport);
 	send_get(lead, env_url(&e, path), NULL);
 	usleep(300 * 1000);
-	int fd = connect_port(e.pport);
+	int fd = harness_connect(e.pport);
 	send_get(fd, env_url(&e, path), NULL);
 	long t0 = harness_now_ms();
 	/* the first half is there before the origin sends the second */
@@ -231,7 +220,7 @@ Test(collapse, a_reader_that_stops_reading_slows_nobody)
 
 	env_start(&e, NULL);
 	/* the leader never reads its 8 MB */
-	int lead = connect_port(e.pport);
+	int lead = harness_connect(e.pport);
 	send_get(lead, env_url(&e, path), NULL);
 	usleep(100 * 1000);
 	struct get_arg a = {.e = &e, .url = env_url(&e, path)};
@@ -254,7 +243,7 @@ Test(collapse, the_leader_leaving_does_not_stop_the_fetch)
 	char buf[4096];
 
 	env_start(&e, NULL);
-	int lead = connect_port(e.pport);
+	int lead = harness_connect(e.pport);
 	send_get(lead, env_url(&e, path), NULL);
 	cr_assert_gt(recv(lead, buf, sizeof(buf), 0), 0);
 	close(lead);  /* gone after the first bytes */
@@ -274,7 +263,7 @@ Test(collapse, the_leader_leaving_before_the_head_hands_over)
 	const char *path = "/obj/handover?max_age=60&size=5000&delay=600";
 
 	env_start(&e, NULL);
-	int lead = connect_port(e.pport);
+	int lead = harness_connect(e.pport);
 	send_get(lead, env_url(&e, path), NULL);
 	usleep(100 * 1000);
 	struct get_arg a = {.e = &e, .url = env_url(&e, path)};
@@ -354,7 +343,7 @@ crowd_answers(int port, const char *u, int n, int ms, const char *name,
 
 	cr_assert(n <= 1024);
 	for (int i = 0; i < n; i++)
-		fd[i] = connect_port(port);
+		fd[i] = harness_connect(port);
 	for (int i = 0; i < n; i++) {
 		send_get(fd[i], u, NULL);
 		buf[i] = malloc(cap);

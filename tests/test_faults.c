@@ -88,18 +88,6 @@ Test(faults, a_peer_flooding_its_answers_writes_nothing_of_ours)
 
 /* ---- connections ---- */
 
-static int
-connect_port(int port)
-{
-	struct sockaddr_in sin = {.sin_family = AF_INET,
-	    .sin_port = htons((uint16_t)port)};
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr);
-	cr_assert(connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0);
-	return fd;
-}
-
 /* Twice max_connections new clients at once, each connected before any
  * sends its request: every one gets an answer (a 200, or a 503 saying the
  * node is full), none is closed before its request is read. */
@@ -113,7 +101,7 @@ Test(faults, a_burst_of_new_clients_at_the_limit_is_answered_not_dropped)
 	proxy_start(&CE, opts);
 	cr_assert_eq(proxy_metric(&CE, "sumcache_max_connections"), MAX);
 	for (int i = 0; i < N; i++)
-		fd[i] = connect_port(CE.pport);
+		fd[i] = harness_connect(CE.pport);
 	/* the node has accepted what it will by now */
 	usleep(100 * 1000);
 	for (int i = 0; i < N; i++) {
@@ -161,7 +149,7 @@ Test(faults, at_the_limit_an_idle_keep_alive_connection_makes_room)
 	    CE.oport);
 	/* eight connections, each answered once and kept open */
 	for (int i = 0; i < 8; i++) {
-		fd[i] = connect_port(CE.pport);
+		fd[i] = harness_connect(CE.pport);
 		send(fd[i], req, (size_t)n, MSG_NOSIGNAL);
 		struct pollfd p = {fd[i], POLLIN, 0};
 		cr_assert(poll(&p, 1, 5000) > 0);
@@ -191,7 +179,7 @@ Test(faults, a_client_abort_is_logged_and_counted)
 	char req[256];
 
 	proxy_start(&CE, NULL);
-	int fd = connect_port(CE.pport);
+	int fd = harness_connect(CE.pport);
 	int n = snprintf(req, sizeof(req), "GET http://127.0.0.1:%d/slow?ms="
 	    "1500 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n", CE.oport,
 	    CE.oport);
