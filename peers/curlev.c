@@ -167,7 +167,7 @@ multi_new(struct curlev *o)
 	curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, timer_cb);
 	curl_multi_setopt(m, CURLMOPT_TIMERDATA, o);
 	/* connections kept for reuse, across all origins; part of the
-	 * caller's descriptor plan (proxy/accept.c) */
+	 * caller's descriptor plan (proxy/conn/accept.c) */
 	curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, o->pool);
 	return m;
 }

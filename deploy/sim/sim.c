@@ -6,7 +6,7 @@
  *
  * The trace is a Squid native access.log (workload-gen's, or a real one),
  * read as the replayer reads it: client c goes through proxy c mod N. Each
- * proxy is a byte-bounded SIEVE cache, as proxy/store.c is. What a peer
+ * proxy is a byte-bounded SIEVE cache, as proxy/cache/store.c is. What a peer
  * knows of another is what sumcache's own code makes of it: every proxy
  * runs the daemon's publisher (summary/publisher.c: its filter sizing,
  * growth, threshold, max interval, and choice of delta or full), fed on

@@ -1,6 +1,6 @@
 /*
  * Each simulated proxy's cache: a byte-bounded SIEVE queue, as
- * proxy/store.c keeps, whose inserts and evictions feed the proxy's
+ * proxy/cache/store.c keeps, whose inserts and evictions feed the proxy's
  * publisher; and the array queue the simulator's FIFOs use.
  */
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * The status page (/sumcache/status): a ring of samples of the counters
  * /metrics shows, taken every status_interval, and the JSON the page
  * draws its charts and tables from (/sumcache/v1/status). The page itself
- * is proxy/status.html, compiled in as status_html.
+ * is proxy/stats/status.html, compiled in as status_html.
  */
 #ifndef STATUS_H
 #define STATUS_H

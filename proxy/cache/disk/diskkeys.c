@@ -45,7 +45,7 @@
 
 #include <xxhash.h>
 
-#include "../summary/bytes.h"
+#include "bytes.h"
 
 #define KEYS_MAGIC "SCK3"
 #define KEYS_HEAD 16

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "../peers/clock.h"
+#include "clock.h"
 #include "cbf.h"
 #include "claims.h"
 #include "digest.h"
