@@ -22,9 +22,13 @@
 #include <string.h>
 
 #include "discover.h"
+#include "disk.h"
 #include "icpsock.h"
 #include "peers.h"
 #include "server.h"
+
+/* What the directives' values are checked against beyond their form. */
+static const struct conf_hooks hooks = {.dir_check = disk_check};
 
 int
 server_read_conf(struct conf *c, const struct server_conf_src *src,
@@ -32,7 +36,8 @@ server_read_conf(struct conf *c, const struct server_conf_src *src,
 {
 	int kept = 0;
 
-	if (conf_read(c, src->file, src->ovr, src->novr, err, elen) < 0)
+	if (conf_read(c, src->file, src->ovr, src->novr, &hooks, err,
+	    elen) < 0)
 		return -1;
 	if (running != NULL &&
 	    (kept = conf_keep_restart_only(running, c, err, elen)) < 0)

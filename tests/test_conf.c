@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "conf.h"
+#include "disk.h"
 #include "testrun.h"
 
 static const char *
@@ -324,6 +325,9 @@ Test(conf, limits_take_auto_or_a_value)
 	conf_clear(&c);
 }
 
+/* The disk tier's check of a cache_dir, as the server installs it. */
+static const struct conf_hooks disk_hooks = {.dir_check = disk_check};
+
 /* cache_dir is checked where it is read, so -t names the file and line:
  * its form, a directory that cannot be made, a size its file system
  * cannot hold; and max_object_size's auto follows it. */
@@ -344,6 +348,7 @@ Test(conf, cache_dir_is_checked_with_file_and_line)
 		    "cache_dir = \"%s\";\n", v[i].value);
 		const char *p = write_file(text);
 		conf_defaults(&c);
+		c.hooks = &disk_hooks;
 		cr_expect_eq(conf_load_file(&c, p, err, sizeof(err)), -1,
 		    "%s accepted", v[i].value);
 		snprintf(want, sizeof(want), "%s:2: ", p);
@@ -356,6 +361,7 @@ Test(conf, cache_dir_is_checked_with_file_and_line)
 	cr_assert_eq(c.max_object_size, 16u << 20, "memory only: 16MB");
 	conf_clear(&c);
 	conf_defaults(&c);
+	c.hooks = &disk_hooks;
 	cr_assert_eq(conf_override(&c, "cache_dir=/tmp/sumcache-conf-dir 64MB",
 	    err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(conf_finish(&c, err, sizeof(err)), 0, "%s", err);

@@ -442,12 +442,13 @@ conf_print_help(FILE *f)
 
 int
 conf_read(struct conf *c, const char *file, char *const *ovr, int novr,
-    char *err, size_t elen)
+    const struct conf_hooks *hooks, char *err, size_t elen)
 {
 	if (conf_defaults(c) < 0) {
 		snprintf(err, elen, "out of memory");
 		return -1;
 	}
+	c->hooks = hooks;
 	if (file != NULL && conf_load_file(c, file, err, elen) < 0)
 		return -1;
 	for (int i = 0; i < novr; i++)

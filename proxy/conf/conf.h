@@ -28,6 +28,16 @@ enum forwarded_for {
 	FORWARDED_FOR_STRIP = 3,     /* neither */
 };
 
+/* Checks a configuration cannot make by itself, by the rooms that own
+ * what they check (a cache_dir is the disk tier's), run where the value
+ * is read so that an error names its file and line. Any may be NULL. */
+struct conf_hooks {
+	/* A cache_dir of size bytes at path can be used: 0, or -1 with a
+	 * sentence in err. */
+	int (*dir_check)(const char *path, uint64_t size, char *err,
+	    size_t elen);
+};
+
 #define CONF_MAX_PORTS 32
 #define CONF_MAX_PEERS 64
 #define CONF_MAX_DIRECTIVES 64
@@ -92,6 +102,7 @@ struct conf {
 	/* the text each scalar directive was set from, defaults included,
 	 * by table order: what a reload compares */
 	char *given[CONF_MAX_DIRECTIVES];
+	const struct conf_hooks *hooks;  /* conf_read's; borrowed */
 };
 
 /* Fills *c with every directive's default. 0, or -1 on ENOMEM. */
@@ -119,10 +130,12 @@ int conf_warn(const struct conf *c, FILE *out);
 /* Reads cluster_key_file when sharing needs it. -1 with the reason. */
 int conf_load_key(struct conf *c, char *err, size_t elen);
 
-/* Defaults, then file (NULL: none), then the -o overrides ovr[0..novr):
- * what conf_finish takes. -1 with the reason (file:line) in err. */
+/* Defaults, then file (NULL: none), then the -o overrides ovr[0..novr),
+ * each value checked as it is read, with hooks (borrowed while c lives;
+ * NULL: none): what conf_finish takes. -1 with the reason (file:line) in
+ * err. */
 int conf_read(struct conf *c, const char *file, char *const *ovr, int novr,
-    char *err, size_t elen);
+    const struct conf_hooks *hooks, char *err, size_t elen);
 
 /*
  * A reload: every directive that cannot change on a running node (the

@@ -14,7 +14,6 @@
 #include <event2/util.h>
 
 #include "admit.h"
-#include "disk.h"
 #include "placement.h"
 
 int
@@ -118,7 +117,8 @@ parse_cache_dir(struct conf *c, size_t off, const char *v, const char **why)
 		*why = "out of memory";
 		return -1;
 	}
-	if (disk_check(path, c->cache_dir_size, err, sizeof(err)) < 0) {
+	if (c->hooks != NULL && c->hooks->dir_check != NULL &&
+	    c->hooks->dir_check(path, c->cache_dir_size, err, sizeof(err)) < 0) {
 		free(path);
 		*why = err;
 		return -1;

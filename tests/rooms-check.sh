@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# rooms-check: every #include between the rooms of proxy/ points down.
+#
+# The rooms, lowest first (proxy/README.md):
+#   http conf cache stats types conn serve top
+# where cache/disk is part of cache, "types" is proxy/proxy.h (the types
+# the connection and request rooms share), and "top" is the rest of
+# proxy/'s own level (main, server, reload). A file may include headers
+# of its own room and of rooms below it; an include of a room above is a
+# climbing edge, and the check fails naming each one. Headers outside
+# proxy/ (peers/, summary/, libraries) are below every room.
+#
+#   tests/rooms-check.sh            (from the repository's root)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+order="http conf cache stats types conn serve top"
+
+room_of() { # path under proxy/ -> room
+  case "$1" in
+    proxy/proxy.h) echo types ;;
+    proxy/*/*) local r=${1#proxy/}; echo "${r%%/*}" ;;
+    *) echo top ;;
+  esac
+}
+
+rank_of() {
+  local i=0
+  for r in $order; do
+    [ "$r" = "$1" ] && { echo $i; return; }
+    i=$((i + 1))
+  done
+  echo "rooms-check: $1 is no room of proxy/ (add it to the order)" >&2
+  exit 2
+}
+
+declare -A header_room
+while IFS= read -r h; do
+  header_room[$(basename "$h")]=$(room_of "$h")
+done < <(find proxy -name '*.h' | sort)
+
+bad=0 edges=0
+while IFS= read -r f; do
+  from=$(room_of "$f")
+  from_rank=$(rank_of "$from")
+  while IFS=: read -r line inc; do
+    name=$(basename "$inc")
+    to=${header_room[$name]:-}
+    [ -n "$to" ] && [ "$to" != "$from" ] || continue
+    edges=$((edges + 1))
+    if [ "$(rank_of "$to")" -ge "$from_rank" ]; then
+      echo "  climbs: $f:$line ($from) includes $name ($to)"
+      bad=$((bad + 1))
+    fi
+  done < <(grep -n '^#include "' "$f" | sed 's/^\([0-9]*\):#include "\([^"]*\)".*/\1:\2/')
+done < <(find proxy -name '*.[ch]' | sort)
+
+if [ "$bad" -gt 0 ]; then
+  echo "rooms-check: 0 passed, 1 failed ($bad of $edges includes between rooms climb; order: $order)"
+  exit 1
+fi
+echo "rooms-check: 1 passed, 0 failed ($edges includes between rooms, all down; order: $order)"
