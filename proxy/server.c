@@ -37,6 +37,7 @@
 #include "fetch.h"
 #include "icpsock.h"
 #include "loop.h"
+#include "pages.h"
 #include "peers.h"
 #include "request.h"
 #include "sqdigest.h"
@@ -268,6 +269,13 @@ peers_init(struct server *s)
 
 /* A loop with loop.h's classes of work: bulk transfers run in slices, so
  * the loop looks for more urgent work between them. */
+/* The status page's sampler brings the gauges up to date first. */
+static void
+refresh_gauges(void *arg)
+{
+	pages_gauges(arg);
+}
+
 static struct event_base *
 new_base(void)
 {
@@ -364,7 +372,9 @@ server_init(struct server *s)
 		return -1;
 	/* what the disk kept, once everyone who counts objects listens */
 	tiers_start(s);
-	s->status = status_new(s);
+	s->status = status_new(&(struct status_src){.base = s->base,
+	    .conf = &s->conf, .m = &s->m, .peers = s->peers,
+	    .refresh = refresh_gauges, .arg = s});
 	return s->status == NULL ? -1 : 0;
 }
 

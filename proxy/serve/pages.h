@@ -18,4 +18,9 @@ bool pages_answer_absolute(struct txn *t);
 /* A peer's POSTed message is all here (t->peer_msg): applied, answered. */
 void pages_peer_post_arrived(struct txn *t);
 
+/* Reads the gauges kept by other modules (store, budget, tiers, the
+ * disk, the digest, the connection bound) into s->m, before /metrics
+ * renders it or the status page samples it. */
+void pages_gauges(struct server *s);
+
 #endif

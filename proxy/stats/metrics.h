@@ -116,12 +116,6 @@ struct metrics {
 #undef METRICS_FIELD
 };
 
-struct server;
-
-/* Reads the gauges kept by other modules (store, budget, client) into
- * s->m, before it is rendered or sampled. */
-void metrics_refresh(struct server *s);
-
 /* Appends the Prometheus text exposition of m to out. */
 void metrics_render(const struct metrics *m, struct evbuffer *out);
 

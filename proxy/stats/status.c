@@ -12,8 +12,9 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "conf.h"
+#include "metrics.h"
 #include "peers.h"
-#include "proxy.h"
 #include "ratelog.h"
 
 #define STATUS_SAMPLES 720
@@ -34,7 +35,7 @@ struct sample {
 };
 
 struct status {
-	struct server *srv;
+	struct status_src src;
 	struct event *timer;
 	uint64_t started_ms;
 	size_t nfields;               /* of METRICS_TABLE, at most F_TABLE_MAX */
@@ -57,17 +58,17 @@ wall_ms(void)
 static void
 take(struct status *st, struct sample *out)
 {
-	struct server *s = st->srv;
+	const struct status_src *src = &st->src;
 
 	memset(out, 0, sizeof(*out));
 	out->ms = wall_ms();
-	metrics_refresh(s);
-	st->nfields = metrics_status_fields(&s->m, st->names, out->v,
+	src->refresh(src->arg);
+	st->nfields = metrics_status_fields(src->m, st->names, out->v,
 	    F_TABLE_MAX);
-	if (s->peers != NULL) {
+	if (src->peers != NULL) {
 		uint64_t msgs[2][IPM_NTYPES], bytes[2][IPM_NTYPES];
 
-		peers_traffic(s->peers, msgs, bytes);
+		peers_traffic(src->peers, msgs, bytes);
 		for (int t = 0; t < IPM_NTYPES; t++) {
 			out->v[F_MESSAGES + t] = msgs[0][t] + msgs[1][t];
 			out->v[F_BYTES + t] = bytes[0][t] + bytes[1][t];
@@ -89,17 +90,16 @@ on_sample(evutil_socket_t fd, short what, void *arg)
 }
 
 struct status *
-status_new(struct server *s)
+status_new(const struct status_src *src)
 {
 	struct status *st = calloc(1, sizeof(*st));
-	uint32_t ms = s->conf.status_interval_ms;
-	struct timeval tv = tv_ms(ms);
+	struct timeval tv = tv_ms(src->conf->status_interval_ms);
 
 	if (st == NULL)
 		return NULL;
-	st->srv = s;
+	st->src = *src;
 	st->started_ms = wall_ms();
-	st->timer = event_new(s->base, -1, EV_PERSIST, on_sample, st);
+	st->timer = event_new(src->base, -1, EV_PERSIST, on_sample, st);
 	if (st->timer == NULL || evtimer_add(st->timer, &tv) < 0) {
 		status_free(&st);
 		return NULL;
@@ -195,19 +195,19 @@ void
 status_render_json(struct status *st, struct evbuffer *out)
 {
 	static const char *const sharing[] = {"none", "summary", "icp"};
-	const struct server *s = st->srv;
+	const struct conf *c = st->src.conf;
 	struct sample now;
 
 	take(st, &now);
 	evbuffer_add_printf(out, "{\"node\":");
-	json_str(out, s->conf.node_name);
+	json_str(out, c->node_name);
 	evbuffer_add_printf(out, ",\"version\":\"%s\",\"listen\":",
 	    SUMCACHE_VERSION);
-	json_str(out, s->conf.http_listen);
+	json_str(out, c->http_listen);
 	evbuffer_add_printf(out, ",\"sharing\":\"%s\",\"started_ms\":%llu,"
 	    "\"interval_ms\":%u,\"cache_mem\":%zu,\"fields\":[",
-	    sharing[s->conf.sharing], (unsigned long long)st->started_ms,
-	    s->conf.status_interval_ms, s->conf.cache_mem);
+	    sharing[c->sharing], (unsigned long long)st->started_ms,
+	    c->status_interval_ms, c->cache_mem);
 	evbuffer_add_printf(out, "\"time_ms\"");
 	for (size_t f = 0; f < st->nfields; f++)
 		evbuffer_add_printf(out, ",\"%s\"", st->names[f]);
@@ -223,6 +223,6 @@ status_render_json(struct status *st, struct evbuffer *out)
 	}
 	json_sample(st, out, &now);
 	evbuffer_add(out, "],", 2);
-	json_peers(out, s->peers);
+	json_peers(out, st->src.peers);
 	evbuffer_add(out, "}\n", 2);
 }

@@ -9,12 +9,27 @@
 
 #include <stddef.h>
 
-struct server;
+struct conf;
 struct evbuffer;
+struct event_base;
+struct metrics;
+struct peers;
 struct status;
 
-/* Starts sampling s's counters; NULL on ENOMEM. */
-struct status *status_new(struct server *s);
+/* What the status page samples and shows; every pointer is borrowed for
+ * the status's life. */
+struct status_src {
+	struct event_base *base;
+	const struct conf *conf;    /* the node's name, address, interval */
+	const struct metrics *m;    /* the counters sampled */
+	struct peers *peers;        /* their traffic and summaries, or NULL */
+	/* brings m's gauges up to date, before each sample */
+	void (*refresh)(void *arg);
+	void *arg;
+};
+
+/* Starts sampling; NULL on ENOMEM. */
+struct status *status_new(const struct status_src *src);
 void status_free(struct status **st);
 
 /* The JSON document: this node, its samples (the last one taken now),
