@@ -18,6 +18,7 @@
 #include "metrics.h"
 #include "ratelog.h"
 #include "store.h"
+#include "tiers.h"
 #include "url.h"
 
 struct event;
@@ -93,15 +94,6 @@ struct server {
 	bool draining;
 	char via[160];   /* "1.1 node_name" */
 	char peer_source[80]; /* CURLOPT_INTERFACE for peers, or "" */
-};
-
-/* Where a body sent from a disk segment came from, so that a send that
- * fails has the record checked again (tiers_send_failed); e 0: the body
- * was not the disk's. */
-struct disk_sent {
-	uint64_t hash;    /* the key's (store.c's) */
-	uint64_t where;   /* disk_ent_where */
-	uint32_t e;       /* its disk_ent */
 };
 
 struct client {

@@ -253,7 +253,7 @@ peers_init(struct server *s)
 		fprintf(stderr, "sumcache: %s\n", err);
 		return -1;
 	}
-	if (c->sharing == SHARING_SUMMARY && feed_start(s) < 0)
+	if (c->sharing == SHARING_SUMMARY && feed_start(s->tiers, s->peers) < 0)
 		return -1;
 	peers_start(s->peers);
 	if (icp_init(s) < 0)
@@ -333,7 +333,8 @@ server_init(struct server *s)
 		return -1;
 	}
 	if (s->dns == NULL || s->store == NULL || s->curl == NULL ||
-	    s->budget == NULL || s->busy == NULL || tiers_open(s) < 0)
+	    s->budget == NULL || s->busy == NULL ||
+	    (s->tiers = tiers_open(s->base, s->store, &s->conf)) == NULL)
 		return -1;
 	/* before the port opens: whoever sees it open may stop us, and a
 	 * SIGTERM must then be a clean exit, not the default's kill */
@@ -356,7 +357,7 @@ server_init(struct server *s)
 		 * capacity fills up and Squid refuses one 65 % full */
 		uint64_t cap = s->conf.cache_mem / 1024 +
 		    s->conf.cache_dir_size / PUB_DISK_OBJECT_BYTES;
-		s->digest = sqdigest_new(s, cap < 1024 ? 1024 : cap > UINT32_MAX ?
+		s->digest = sqdigest_new(s->tiers, cap < 1024 ? 1024 : cap > UINT32_MAX ?
 		    UINT32_MAX : (uint32_t)cap, s->conf.digest_rebuild_period_ms);
 		if (s->digest == NULL)
 			return -1;
@@ -371,7 +372,7 @@ server_init(struct server *s)
 	    NULL)
 		return -1;
 	/* what the disk kept, once everyone who counts objects listens */
-	tiers_start(s);
+	tiers_start(s->tiers);
 	s->status = status_new(&(struct status_src){.base = s->base,
 	    .conf = &s->conf, .m = &s->m, .peers = s->peers,
 	    .refresh = refresh_gauges, .arg = s});
@@ -403,7 +404,7 @@ server_fini(struct server *s)
 	/* the store's removals feed the summary, so the summary goes after
 	 * the store; transfers of both go before curl's multi; the disk's
 	 * last jobs report to the store */
-	tiers_close(s);
+	tiers_close(&s->tiers);
 	store_free(&s->store);
 	sqdigest_free(&s->digest);
 	peers_free(&s->peers);

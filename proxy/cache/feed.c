@@ -13,23 +13,28 @@
 static void
 on_added(void *arg, const char *key, size_t klen, uint64_t expires_ms)
 {
-	struct server *s = arg;
-
-	peers_object_added(s->peers, key, klen, expires_ms);
+	peers_object_added(arg, key, klen, expires_ms);
 }
 
 static void
 on_removed(void *arg, const char *key, size_t klen)
 {
-	struct server *s = arg;
+	peers_object_removed(arg, key, klen);
+}
 
-	peers_object_removed(s->peers, key, klen);
+/* the cache was restored from disk: peers drop what they held of us and
+ * take the whole of it */
+static void
+on_restored(void *arg)
+{
+	peers_announce(arg);
 }
 
 int
-feed_start(struct server *s)
+feed_start(struct tiers *tr, struct peers *ps)
 {
-	struct tiers_observer ob = {on_added, on_removed, s};
+	struct tiers_observer ob = {.added = on_added, .removed = on_removed,
+	    .restored = on_restored, .arg = ps};
 
-	return tiers_observe(s, &ob);
+	return tiers_observe(tr, &ob);
 }

@@ -6,9 +6,12 @@
 #ifndef FEED_H
 #define FEED_H
 
-#include "proxy.h"
+struct peers;
+struct tiers;
 
-/* Observes s's tiers for s->peers. Returns 0 or -1. */
-int feed_start(struct server *s);
+/* Observes tr for ps: what joins and leaves, and a restored disk, which
+ * ps announces anew to its peers. Both are borrowed for tr's life.
+ * Returns 0 or -1. */
+int feed_start(struct tiers *tr, struct peers *ps);
 
 #endif

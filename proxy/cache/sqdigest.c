@@ -53,7 +53,7 @@ on_removed(void *arg, const char *key, size_t klen)
 }
 
 struct sqdigest *
-sqdigest_new(struct server *s, uint32_t capacity, uint32_t period_ms)
+sqdigest_new(struct tiers *tr, uint32_t capacity, uint32_t period_ms)
 {
 	struct sqdigest *d = calloc(1, sizeof(*d));
 
@@ -65,9 +65,10 @@ sqdigest_new(struct server *s, uint32_t capacity, uint32_t period_ms)
 	d->f = cbf_new(SUM_SQUID_MD5, m, SUM_SQUID_K, 0);
 	d->md5 = sumkey_hasher_new(SUM_SQUID_MD5);
 	d->claims = claims_new();
-	struct tiers_observer ob = {on_added, on_removed, d};
+	struct tiers_observer ob = {.added = on_added, .removed = on_removed,
+	    .arg = d};
 	if (d->f == NULL || d->md5 == NULL || d->claims == NULL ||
-	    tiers_observe(s, &ob) < 0) {
+	    tiers_observe(tr, &ob) < 0) {
 		sqdigest_free(&d);
 		return NULL;
 	}

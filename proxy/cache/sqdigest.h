@@ -19,17 +19,18 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "proxy.h"
 #include "psum.h"
+
+struct tiers;
 
 #define SQDIGEST_PATH "/squid-internal-periodic/store_digest"
 #define SQDIGEST_BITS_PER_ENTRY 5  /* Squid's default */
 
 struct sqdigest;
 
-/* A digest for up to capacity objects of s->store, re-copied every
- * period_ms. NULL on ENOMEM. */
-struct sqdigest *sqdigest_new(struct server *s, uint32_t capacity,
+/* A digest for up to capacity objects of tr's (which it observes; tr
+ * outlives it), re-copied every period_ms. NULL on ENOMEM. */
+struct sqdigest *sqdigest_new(struct tiers *tr, uint32_t capacity,
     uint32_t period_ms);
 void sqdigest_free(struct sqdigest **d);
 

@@ -48,6 +48,7 @@
 #include <xxhash.h>
 
 #include "bodyfd.h"
+#include "conf.h"
 #include "disk.h"
 #include "sc_assert.h"
 
@@ -56,7 +57,8 @@
 #define DISK_THREADS 4
 
 struct tiers {
-	struct server *srv;
+	struct store *store;
+	const struct conf *conf;
 	struct disk *disk;       /* NULL: memory only */
 	struct tiers_observer obs[TIERS_MAX_OBSERVERS];
 	unsigned nobs;
@@ -150,7 +152,7 @@ static void
 disk_relinked(void *arg, uint64_t hash, disk_ent e, disk_ent to)
 {
 	struct tiers *tr = arg;
-	struct store_obj *o = store_find_hash(tr->srv->store, hash, linked_to,
+	struct store_obj *o = store_find_hash(tr->store, hash, linked_to,
 	    &e);
 
 	if (o != NULL)
@@ -161,64 +163,66 @@ static void
 disk_stale(void *arg, uint64_t hash, disk_ent e)
 {
 	struct tiers *tr = arg;
-	struct store_obj *o = store_find_hash(tr->srv->store, hash, linked_to,
+	struct store_obj *o = store_find_hash(tr->store, hash, linked_to,
 	    &e);
 
 	if (o != NULL)
-		store_remove(tr->srv->store, o, STORE_REPLACED);
+		store_remove(tr->store, o, STORE_REPLACED);
 }
 
 static void
 disk_scanned(void *arg)
 {
 	struct tiers *tr = arg;
-	struct server *s = tr->srv;
 	const struct disk_stats *st = disk_stats(tr->disk);
 
 	fprintf(stderr, "sumcache: cache_dir %s: %llu objects (%llu MB) "
-	    "restored in %llu ms\n", s->conf.cache_dir,
+	    "restored in %llu ms\n", tr->conf->cache_dir,
 	    (unsigned long long)st->objects,
 	    (unsigned long long)(st->bytes >> 20),
 	    (unsigned long long)st->scan_ms);
 	/* peers drop what they held of us and take the whole of it */
-	if (st->scan_segments > 0 && s->peers != NULL)
-		peers_announce(s->peers);
+	if (st->scan_segments == 0)
+		return;
+	for (unsigned i = 0; i < tr->nobs; i++)
+		if (tr->obs[i].restored != NULL)
+			tr->obs[i].restored(tr->obs[i].arg);
 }
 
 /* ---- the interface ---- */
 
-int
-tiers_open(struct server *s)
+struct tiers *
+tiers_open(struct event_base *base, struct store *store,
+    const struct conf *conf)
 {
 	struct tiers *tr = calloc(1, sizeof(*tr));
 	struct store_observer ob = {mem_inserted, mem_removed, tr};
 	char err[512];
 
-	if (tr == NULL || store_observe(s->store, &ob) < 0) {
+	if (tr == NULL || store_observe(store, &ob) < 0) {
 		free(tr);
-		return -1;
+		return NULL;
 	}
-	tr->srv = s;
-	s->tiers = tr;
-	if (s->conf.cache_dir == NULL)
-		return 0;
-	struct disk_conf dc = {.path = s->conf.cache_dir,
-	    .size = s->conf.cache_dir_size, .threads = DISK_THREADS};
+	tr->store = store;
+	tr->conf = conf;
+	if (conf->cache_dir == NULL)
+		return tr;
+	struct disk_conf dc = {.path = conf->cache_dir,
+	    .size = conf->cache_dir_size, .threads = DISK_THREADS};
 	struct disk_events ev = {disk_found, disk_lost, disk_relinked,
 	    disk_stale, disk_scanned, tr};
-	tr->disk = disk_open(s->base, &dc, &ev, err, sizeof(err));
+	tr->disk = disk_open(base, &dc, &ev, err, sizeof(err));
 	if (tr->disk == NULL) {
 		fprintf(stderr, "sumcache: %s\n", err);
-		return -1;
+		free(tr);
+		return NULL;
 	}
-	return 0;
+	return tr;
 }
 
 int
-tiers_observe(struct server *s, const struct tiers_observer *ob)
+tiers_observe(struct tiers *tr, const struct tiers_observer *ob)
 {
-	struct tiers *tr = s->tiers;
-
 	if (tr->nobs == TIERS_MAX_OBSERVERS)
 		return -1;
 	tr->obs[tr->nobs++] = *ob;
@@ -226,33 +230,32 @@ tiers_observe(struct server *s, const struct tiers_observer *ob)
 }
 
 void
-tiers_start(struct server *s)
+tiers_start(struct tiers *tr)
 {
-	if (s->tiers->disk != NULL)
-		disk_scan(s->tiers->disk);
+	if (tr->disk != NULL)
+		disk_scan(tr->disk);
 }
 
 void
-tiers_close(struct server *s)
+tiers_close(struct tiers **trp)
 {
-	struct tiers *tr = s->tiers;
+	struct tiers *tr = *trp;
 
 	if (tr == NULL)
 		return;
+	*trp = NULL;
 	/* the last reads and writes report to observers that still exist */
 	disk_close(&tr->disk);
 	free(tr);
-	s->tiers = NULL;
 }
 
 void
-tiers_store(struct server *s, struct store_obj *o)
+tiers_store(struct tiers *tr, struct store_obj *o)
 {
-	struct tiers *tr = s->tiers;
-	bool in_mem = o->body->len <= s->conf.max_memory_object_size &&
-	    store_insert(s->store, o);
+	bool in_mem = o->body->len <= tr->conf->max_memory_object_size &&
+	    store_insert(tr->store, o);
 
-	if (tr->disk == NULL || o->body->len > s->conf.max_object_size)
+	if (tr->disk == NULL || o->body->len > tr->conf->max_object_size)
 		return;
 	disk_ent e = disk_store(tr->disk, o, in_mem);
 	if (in_mem)
@@ -260,26 +263,23 @@ tiers_store(struct server *s, struct store_obj *o)
 }
 
 struct disk_stream *
-tiers_stream(struct server *s, const struct store_obj *o, uint64_t body_len)
+tiers_stream(struct tiers *tr, const struct store_obj *o, uint64_t body_len)
 {
-	struct tiers *tr = s->tiers;
-
-	if (tr->disk == NULL || body_len > s->conf.max_object_size)
+	if (tr->disk == NULL || body_len > tr->conf->max_object_size)
 		return NULL;
 	return disk_stream_begin(tr->disk, o, body_len);
 }
 
 unsigned
-tiers_invalidate(struct server *s, const char *key, size_t klen)
+tiers_invalidate(struct tiers *tr, const char *key, size_t klen)
 {
-	struct tiers *tr = s->tiers;
 	unsigned disk_only = 0;
 
 	/* the disk first: it writes the tombstone, and memory's copies
 	 * are then plain memory objects leaving */
 	if (tr->disk != NULL)
 		disk_only = disk_forget(tr->disk, key, klen);
-	return disk_only + store_invalidate(s->store, key, klen);
+	return disk_only + store_invalidate(tr->store, key, klen);
 }
 
 /* ---- reading from disk ---- */
@@ -298,22 +298,21 @@ static void
 on_read(void *arg, struct store_obj *o)
 {
 	struct tiers_wait *w = arg;
-	struct server *s = w->tr->srv;
+	struct store *store = w->tr->store;
 
 	/* another request may have promoted it meanwhile; an object memory
 	 * has no room for is simply not promoted (the lookup then misses) */
-	if (o != NULL && store_find_hash(s->store, o->hash, linked_to,
+	if (o != NULL && store_find_hash(store, o->hash, linked_to,
 	    &o->disk) == NULL)
-		store_insert(s->store, o);
+		store_insert(store, o);
 	store_obj_unref(&o);
 	wait_release(w);
 }
 
 enum tiers_read
-tiers_read(struct server *s, const char *key, size_t klen,
+tiers_read(struct tiers *tr, const char *key, size_t klen,
     void (*done)(void *arg), void *arg, struct tiers_wait **wait)
 {
-	struct tiers *tr = s->tiers;
 	disk_ent e[READ_MAX];
 
 	if (tr->disk == NULL)
@@ -329,8 +328,8 @@ tiers_read(struct server *s, const char *key, size_t klen,
 	*w = (struct tiers_wait){tr, done, arg, n + 1};
 	/* bodies memory would keep in a memfd are sent from the disk's
 	 * file instead (the page cache holds them either way) */
-	size_t mem_max = s->conf.max_memory_object_size < BODYFD_MIN ?
-	    s->conf.max_memory_object_size : BODYFD_MIN - 1;
+	size_t mem_max = tr->conf->max_memory_object_size < BODYFD_MIN ?
+	    tr->conf->max_memory_object_size : BODYFD_MIN - 1;
 	for (unsigned i = 0; i < n; i++)
 		disk_read(tr->disk, e[i], mem_max, key, klen, on_read, w);
 	if (--w->pending == 0) {
@@ -342,10 +341,10 @@ tiers_read(struct server *s, const char *key, size_t klen,
 }
 
 int
-tiers_peek(struct server *s, const char *key, size_t klen,
+tiers_peek(struct tiers *tr, const char *key, size_t klen,
     struct store_meta *m)
 {
-	struct disk *d = s->tiers->disk;
+	struct disk *d = tr->disk;
 
 	return d != NULL ? disk_peek(d, key, klen, m) : -1;
 }
@@ -368,58 +367,55 @@ from_disk(const struct store_obj *o)
 }
 
 bool
-tiers_sendable(struct server *s, struct store_obj *o)
+tiers_sendable(struct tiers *tr, struct store_obj *o)
 {
-	if (!from_disk(o) || disk_trusted(s->tiers->disk, o->disk))
+	if (!from_disk(o) || disk_trusted(tr->disk, o->disk))
 		return true;
 	/* a demotion: the disk keeps the record, and its next read checks
 	 * it */
-	store_remove(s->store, o, STORE_EVICTED);
+	store_remove(tr->store, o, STORE_EVICTED);
 	return false;
 }
 
 void
-tiers_sending(struct server *s, const struct store_obj *o,
+tiers_sending(struct tiers *tr, const struct store_obj *o,
     struct disk_sent *out)
 {
 	out->e = 0;
 	if (from_disk(o))
 		*out = (struct disk_sent){.hash = o->hash, .e = o->disk,
-		    .where = disk_ent_where(s->tiers->disk, o->disk)};
+		    .where = disk_ent_where(tr->disk, o->disk)};
 }
 
 void
-tiers_send_failed(struct server *s, const struct disk_sent *from)
+tiers_send_failed(struct tiers *tr, const struct disk_sent *from)
 {
-	struct tiers *tr = s->tiers;
 	disk_ent e = from->e;
 	struct tiers_wait *w = NULL;
 
 	if (tr->disk == NULL || !disk_distrust(tr->disk, e, from->where))
 		return;
-	struct store_obj *o = store_find_hash(s->store, from->hash,
+	struct store_obj *o = store_find_hash(tr->store, from->hash,
 	    linked_to, &e);
 	if (o == NULL)
 		return; /* read, and checked, when next asked for */
 	o = store_obj_ref(o);
-	store_remove(s->store, o, STORE_EVICTED);
+	store_remove(tr->store, o, STORE_EVICTED);
 	/* nobody waits for it: with no arg, done is never called */
-	tiers_read(s, o->key, o->key_len, NULL, NULL, &w);
+	tiers_read(tr, o->key, o->key_len, NULL, NULL, &w);
 	store_obj_unref(&o);
 }
 
 const struct disk_stats *
-tiers_disk_stats(struct server *s)
+tiers_disk_stats(struct tiers *tr)
 {
-	return s->tiers != NULL && s->tiers->disk != NULL ?
-	    disk_stats(s->tiers->disk) : NULL;
+	return tr != NULL && tr->disk != NULL ? disk_stats(tr->disk) : NULL;
 }
 
 bool
-tiers_warm(struct server *s, int fd, uint64_t off, size_t len,
+tiers_warm(struct tiers *tr, int fd, uint64_t off, size_t len,
     void (*done)(void *arg, uint64_t off, int err), void *arg)
 {
-	struct tiers *tr = s->tiers;
 
 	return tr != NULL && tr->disk != NULL &&
 	    disk_warm(tr->disk, fd, off, len, done, arg);

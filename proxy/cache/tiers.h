@@ -10,33 +10,46 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proxy.h"
 #include "store.h"
 
+struct conf;
+struct event_base;
+struct tiers;
+
 /* Sees each object join and leave the cache, whichever tier holds it.
- * expires_ms is when the copy stops being fresh (wall clock). */
+ * expires_ms is when the copy stops being fresh (wall clock). restored,
+ * which may be NULL, runs when the start-up scan of the disk is done
+ * (what it found was told through added): a summary is then announced
+ * anew to the peers. */
 struct tiers_observer {
 	void (*added)(void *arg, const char *key, size_t klen,
 	    uint64_t expires_ms);
 	void (*removed)(void *arg, const char *key, size_t klen);
+	void (*restored)(void *arg);
 	void *arg;
 };
 
 #define TIERS_MAX_OBSERVERS 4
 
-/* Opens the tiers over s->store, with the disk when cache_dir is set.
- * Returns 0, or -1 with the reason printed. */
-int tiers_open(struct server *s);
+/*
+ * The tiers over store (borrowed), with the disk when conf's cache_dir
+ * is set; conf is borrowed for the tiers' life (a reload changes its
+ * values in place: the object size bounds follow). NULL, with the reason
+ * printed, on failure.
+ */
+struct tiers *tiers_open(struct event_base *base, struct store *store,
+    const struct conf *conf);
 /* Observers first, then the scan of what the disk kept: what it finds
- * is reported to them, and at its end the summary is announced anew. */
-int tiers_observe(struct server *s, const struct tiers_observer *ob);
-void tiers_start(struct server *s);
-/* Waits for the disk's I/O in flight; accepts a node without tiers. */
-void tiers_close(struct server *s);
+ * is reported to them, and at its end restored runs. */
+int tiers_observe(struct tiers *tr, const struct tiers_observer *ob);
+void tiers_start(struct tiers *tr);
+/* Waits for the disk's I/O in flight, frees the tiers. Accepts NULL;
+ * clears *tr. */
+void tiers_close(struct tiers **tr);
 
 /* A new response to keep (one reference, the caller's): in memory when
  * it is small enough, on disk when there is one. */
-void tiers_store(struct server *s, struct store_obj *o);
+void tiers_store(struct tiers *tr, struct store_obj *o);
 
 /*
  * A response too large for memory whose body, body_len bytes, is still
@@ -44,30 +57,39 @@ void tiers_store(struct server *s, struct store_obj *o);
  * giving its key, head and meta. NULL without a disk, or when the disk
  * cannot take it now.
  */
-struct disk_stream *tiers_stream(struct server *s, const struct store_obj *o,
+struct disk_stream *tiers_stream(struct tiers *tr, const struct store_obj *o,
     uint64_t body_len);
 
 /* Every variant of key leaves both tiers; returns how many. */
-unsigned tiers_invalidate(struct server *s, const char *key, size_t klen);
+unsigned tiers_invalidate(struct tiers *tr, const char *key, size_t klen);
 
 /*
  * Memory has no copy of key: whether the disk may. When it may, its
  * copies are read and put in memory, and the caller looks in memory
  * again: at once on TIERS_READ (the page cache held them all), or when
  * done(arg) runs on TIERS_WAIT (some were read off the loop); *wait is
- * then the caller's handle for tiers_wait_cancel. TIERS_NONE, with
- * nothing started, when the disk has none.
+ * then the caller's handle for tiers_wait_cancel. With arg NULL, done is
+ * never called. TIERS_NONE, with nothing started, when the disk has none.
  */
 struct tiers_wait;
 enum tiers_read { TIERS_NONE, TIERS_READ, TIERS_WAIT };
-enum tiers_read tiers_read(struct server *s, const char *key, size_t klen,
+enum tiers_read tiers_read(struct tiers *tr, const char *key, size_t klen,
     void (*done)(void *arg), void *arg, struct tiers_wait **wait);
 /* Memory has no copy of key: whether the disk has one, without waiting
  * for it (disk_peek's answer). */
-int tiers_peek(struct server *s, const char *key, size_t klen,
+int tiers_peek(struct tiers *tr, const char *key, size_t klen,
     struct store_meta *m);
 /* The caller is gone: done will not be called. Accepts NULL. */
 void tiers_wait_cancel(struct tiers_wait **wait);
+
+/* Where a body sent from a disk segment came from, so that a send that
+ * fails has the record checked again (tiers_send_failed); e 0: the body
+ * was not the disk's. */
+struct disk_sent {
+	uint64_t hash;    /* the key's (store.c's) */
+	uint64_t where;   /* disk_ent_where */
+	uint32_t e;       /* its disk_ent */
+};
 
 /*
  * o was just found in memory: whether its body may be sent as it is.
@@ -77,10 +99,10 @@ void tiers_wait_cancel(struct tiers_wait **wait);
  * caller reads the disk's copy again (tiers_read), which checks it and
  * drops it when it fails.
  */
-bool tiers_sendable(struct server *s, struct store_obj *o);
+bool tiers_sendable(struct tiers *tr, struct store_obj *o);
 
 /* o's body goes out: *out says where from, when it is the disk's. */
-void tiers_sending(struct server *s, const struct store_obj *o,
+void tiers_sending(struct tiers *tr, const struct store_obj *o,
     struct disk_sent *out);
 /*
  * A send of a body from the disk failed (an I/O error, or its file ended
@@ -88,13 +110,13 @@ void tiers_sending(struct server *s, const struct store_obj *o,
  * it fails it leaves the cache and the summary at once (counted by why),
  * and when it holds it is promoted again. Nothing when it has gone.
  */
-void tiers_send_failed(struct server *s, const struct disk_sent *from);
+void tiers_send_failed(struct tiers *tr, const struct disk_sent *from);
 
 /* The disk tier's counters, or NULL without one. */
-const struct disk_stats *tiers_disk_stats(struct server *s);
+const struct disk_stats *tiers_disk_stats(struct tiers *tr);
 
 /* disk_warm, when there is a disk (false when there is none). */
-bool tiers_warm(struct server *s, int fd, uint64_t off, size_t len,
+bool tiers_warm(struct tiers *tr, int fd, uint64_t off, size_t len,
     void (*done)(void *arg, uint64_t off, int err), void *arg);
 
 #endif

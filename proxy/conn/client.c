@@ -457,7 +457,7 @@ on_event(struct bufferevent *bev, short what, void *arg)
 	 * disk body being sent is cut, and its record is checked again */
 	if ((what & BEV_EVENT_WRITING) && ((what & BEV_EVENT_EOF) ||
 	    EVUTIL_SOCKET_ERROR() == EIO) && c->sent.e != 0)
-		tiers_send_failed(c->srv, &c->sent);
+		tiers_send_failed(c->srv->tiers, &c->sent);
 	if (c->txn != NULL && !c->closing)
 		client_left(c, c->txn);
 	client_free(c);

@@ -92,7 +92,7 @@ on_warm(void *arg, uint64_t off, int err)
 		 * record is checked again, to leave the cache if it fails */
 		struct txn *t = ds->t;
 		ds->failed = true;
-		tiers_send_failed(t->srv, &t->c->sent);
+		tiers_send_failed(t->srv->tiers, &t->c->sent);
 		client_fail(t->c);
 		return;
 	}
@@ -131,7 +131,7 @@ pump(struct disksend *ds)
 		uint64_t at = ds->asked;
 		uint64_t n = len - at < WINDOW ? len - at : WINDOW;
 		ds->asked += n;
-		if (tiers_warm(t->srv, ds->body->ext->fd,
+		if (tiers_warm(t->srv->tiers, ds->body->ext->fd,
 		    (uint64_t)ds->body->ext->off + ds->from + at, (size_t)n,
 		    on_warm, ds))
 			ds->reading++;

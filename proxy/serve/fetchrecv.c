@@ -130,7 +130,7 @@ start_stream(struct fetch *f, uint64_t clen)
 	store_body_unref(&none);
 	if (o != NULL && budget_take(s->budget, DISK_STREAM_MEM)) {
 		f->reserved = DISK_STREAM_MEM;
-		f->stream = tiers_stream(s, o, clen);
+		f->stream = tiers_stream(s->tiers, o, clen);
 		if (f->stream != NULL)
 			disk_stream_on_drained(f->stream, stream_drained, f);
 		else
@@ -286,7 +286,7 @@ final_head(struct fetch *f)
 		 * hold is dropped; one that may not be stored makes the
 		 * stale copy wrong, unless it is a server's error */
 		if (!storable && !stale_error_status(resp->status))
-			tiers_invalidate(s, t->url.norm, t->url.len);
+			tiers_invalidate(s->tiers, t->url.norm, t->url.len);
 		f->proto_error = "not kept (a revalidation behind a stale "
 		    "answer)";
 		return false;
@@ -627,12 +627,12 @@ head_updates_stored(struct fetch *f)
 	struct server *s = f->srv;
 
 	if (!stored_head_agrees(t->stale, &f->resp)) {
-		tiers_invalidate(s, t->url.norm, t->url.len);
+		tiers_invalidate(s->tiers, t->url.norm, t->url.len);
 		return;
 	}
 	struct store_obj *o = stored_refresh(t, &f->resp, f->request_time);
 	if (o != NULL)
-		tiers_store(s, o);
+		tiers_store(s->tiers, o);
 	store_obj_unref(&o);
 }
 
@@ -651,7 +651,7 @@ finish_shared(struct fetch *f)
 		o = store_obj_with_body(f->shape, f->body);
 	}
 	if (o != NULL)
-		tiers_store(s, o);
+		tiers_store(s->tiers, o);
 	busy_close(&f->busy, o != NULL ? BUSY_DONE : BUSY_FAILED, o);
 	store_obj_unref(&o);
 	fetch_free(&f);
@@ -672,7 +672,7 @@ fetch_finish_ok(struct fetch *f)
 		    f->request_time);
 		s->m.revalidated_unmodified++;
 		if (o != NULL)
-			tiers_store(s, o);
+			tiers_store(s->tiers, o);
 		/* who waited finds the refreshed copy */
 		busy_close(&f->busy, BUSY_DONE, NULL);
 		if (t->c == NULL) {
@@ -708,13 +708,13 @@ fetch_finish_ok(struct fetch *f)
 		    f->stored_head, f->stored_head_len, f->body,
 		    f->request_time);
 		if (o != NULL)
-			tiers_store(s, o);
+			tiers_store(s->tiers, o);
 		store_obj_unref(&o);
 	} else if (f->kind == FETCH_REVALIDATE && f->stream == NULL &&
 	    !stale_error_status(f->resp.status)) {
 		/* the new response is not storable: the old one is wrong (a
 		 * server's error says nothing of it: RFC 9111 4.3.3) */
-		tiers_invalidate(s, t->url.norm, t->url.len);
+		tiers_invalidate(s->tiers, t->url.norm, t->url.len);
 	} else if (t->is_head && t->stale != NULL && f->resp.status == 200) {
 		head_updates_stored(f);
 	}

@@ -91,7 +91,7 @@ pages_gauges(struct server *s)
 	if (s->digest != NULL)
 		sqdigest_stats(s->digest, &s->m.digest_entries,
 		    &s->m.digest_table_bytes);
-	const struct disk_stats *ds = tiers_disk_stats(s);
+	const struct disk_stats *ds = tiers_disk_stats(s->tiers);
 	if (ds == NULL)
 		return;
 	s->m.disk_objects = ds->objects;
@@ -274,7 +274,7 @@ drop_for_peer(void *arg, const char *url, size_t len)
 
 	if (url_parse_absolute(url, len, &u, &why) < 0)
 		return false;
-	s->m.invalidations += tiers_invalidate(s, u.norm, u.len);
+	s->m.invalidations += tiers_invalidate(s->tiers, u.norm, u.len);
 	url_clear(&u);
 	return true;
 }

@@ -189,7 +189,7 @@ request_icp_lookup(void *arg, const char *url, size_t len)
 	struct store_obj *o = store_lookup(s->store, u.norm, u.len, NULL,
 	    NULL);
 	struct store_meta m;
-	int on_disk = o != NULL ? 1 : tiers_peek(s, u.norm, u.len, &m);
+	int on_disk = o != NULL ? 1 : tiers_peek(s->tiers, u.norm, u.len, &m);
 	url_clear(&u);
 	if (o != NULL) {
 		m = o->meta;
@@ -346,7 +346,7 @@ request_serve_object(struct txn *t, struct store_obj *o,
 	/* a send from the disk's file that fails has its record checked
 	 * (client.c, disksend.c) */
 	if (body)
-		tiers_sending(t->srv, o, &t->c->sent);
+		tiers_sending(t->srv->tiers, o, &t->c->sent);
 	if (body && disksend_wanted(o->body) && (t->range == NULL ||
 	    t->range->n == 1) && disksend_start(t, o->body, part->from,
 	    part->len) == 0)
@@ -540,10 +540,10 @@ lookup(struct txn *t)
 
 	/* a body left in the disk's file that changed: read and checked
 	 * again below */
-	if (o != NULL && !tiers_sendable(s, o))
+	if (o != NULL && !tiers_sendable(s->tiers, o))
 		store_obj_unref(&o);
 	if (o == NULL && !t->disk_read) {
-		switch (tiers_read(s, t->url.norm, t->url.len, disk_read_done,
+		switch (tiers_read(s->tiers, t->url.norm, t->url.len, disk_read_done,
 		    t, &t->disk_wait)) {
 		case TIERS_NONE:
 			break;

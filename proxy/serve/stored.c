@@ -69,7 +69,7 @@ stored_drop_everywhere(struct server *s, const char *url, size_t len)
 {
 	if (s->peers != NULL)
 		peers_invalidate(s->peers, url, len);
-	return tiers_invalidate(s, url, len);
+	return tiers_invalidate(s->tiers, url, len);
 }
 
 static void
