@@ -43,6 +43,7 @@ struct range_plan;
 struct busy_table;
 struct budget;
 struct admit;
+struct client_ops;
 
 /* Where the configuration comes from: read at start and on SIGHUP. */
 struct server_conf_src {
@@ -87,6 +88,7 @@ struct server {
 	struct event *flush_timer;
 	struct event *shutdown_timer;
 	struct ratelog origin_errlog; /* bad origin answers: a line a second */
+	const struct client_ops *client_ops; /* what answers requests */
 	struct client *clients;       /* newest first */
 	struct client *oldest_client; /* the list's tail */
 	struct tunnel *tunnels;

@@ -139,11 +139,7 @@ server_reload(struct server *s)
 	}
 	if (s->icp != NULL)
 		icpsock_set_timeout(s->icp, next.icp_timeout_ms);
-	s->limits = (struct http_limits){
-		.max_line = next.max_request_line,
-		.max_head = next.max_header_size,
-		.max_fields = next.max_headers,
-	};
+	server_apply_limits(s, &next);
 	conf_adopt_restart_only(&s->conf, &next);
 	struct conf old = s->conf;
 	s->conf = next;

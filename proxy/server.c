@@ -46,13 +46,6 @@
 #include "tiers.h"
 #include "tunnel.h"
 
-void
-server_conn_closed(struct server *s)
-{
-	accept_conn_closed(s);
-	if (s->draining && s->clients == NULL && s->ntunnels == 0)
-		event_base_loopbreak(s->base);
-}
 
 static void
 on_shutdown_timeout(evutil_socket_t fd, short what, void *arg)
@@ -86,7 +79,8 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	struct timeval tv = tv_ms(s->conf.shutdown_timeout_ms);
 	evtimer_add(s->shutdown_timer, &tv);
 	client_drain_all(s);
-	server_conn_closed(s);
+	/* nothing open: the drain is over now */
+	accept_conn_closed(s);
 }
 
 static void
@@ -294,17 +288,28 @@ new_base(void)
 	return base;
 }
 
+/* The request limits and the memory bound they give one connection, taken
+ * from c at start and at every reload (the bound is a gauge, so it is
+ * stored, not worked out at each scrape). */
+void
+server_apply_limits(struct server *s, const struct conf *c)
+{
+	s->limits = (struct http_limits){
+		.max_line = c->max_request_line,
+		.max_head = c->max_header_size,
+		.max_fields = c->max_headers,
+	};
+	s->m.conn_mem_bound = client_buffers_bound(&s->limits) +
+	    fetch_mem_bound();
+}
+
 int
 server_init(struct server *s)
 {
 	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
 
 	snprintf(s->via, sizeof(s->via), "1.1 %s", s->conf.node_name);
-	s->limits = (struct http_limits){
-		.max_line = s->conf.max_request_line,
-		.max_head = s->conf.max_header_size,
-		.max_fields = s->conf.max_headers,
-	};
+	server_apply_limits(s, &s->conf);
 	s->listen_len = sizeof(s->listen_addr);
 	if (evutil_parse_sockaddr_port(s->conf.http_listen,
 	    (struct sockaddr *)&s->listen_addr, &s->listen_len) < 0) {
@@ -344,6 +349,7 @@ server_init(struct server *s)
 		    NULL) < 0)
 			return -1;
 	}
+	s->client_ops = &request_client_ops;
 	if (accept_start(s) < 0)
 		return -1;
 	s->shutdown_timer = evtimer_new(s->base, on_shutdown_timeout, s);

@@ -13,10 +13,8 @@
  * logged; server_fini frees what was started either way. */
 int server_init(struct server *s);
 void server_fini(struct server *s);
-
-/* A client connection or tunnel closed: the listener may take more, and
- * a drain ends with the last of them. */
-void server_conn_closed(struct server *s);
+/* Sets s->limits and the connection memory bound from c. */
+void server_apply_limits(struct server *s, const struct conf *c);
 
 /* The publisher's part of a configuration (summary/publisher.h). */
 struct pub_conf server_publish_conf(const struct conf *c);

@@ -10,7 +10,8 @@
 # node's status page (tests/browser-check.sh; screenshots are left in
 # BUILD/browser-check/). The
 # deployment files are checked with the tools Debian has
-# (tests/deploy-check.sh).
+# (tests/deploy-check.sh), and every #include between proxy/'s rooms
+# must point down (tests/rooms-check.sh).
 # Each fuzz target (HTTP, ICP, Squid digest, summary message) runs briefly
 # on its seed corpus at the end.
 #   FUZZ_SECONDS=N   how long each fuzzer runs (default 20; 0 skips them)
@@ -42,6 +43,9 @@ suite() {
 }
 
 status=0
+echo "== rooms check (includes between proxy/'s rooms point down)"
+./tests/rooms-check.sh 2>&1 | tee -a "$log" || status=1
+
 suite build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo || status=1
 
 # The replay report end to end (deploy/compare.sh on a 3-node cluster).
@@ -70,6 +74,6 @@ awk '
       if ($i == "Passing:") p += $(i + 1)
       if ($i == "Failing:" || $i == "Crashing:") f += $(i + 1) } }
   /^fuzz-[a-z]*: / { p += $2; f += $4 }
-  /^(cluster|sim|deploy|browser)-check: [0-9]+ passed/ { p += $2; f += $4 }
+  /^(cluster|sim|deploy|browser|rooms)-check: [0-9]+ passed/ { p += $2; f += $4 }
   END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' "$log" || status=1
 exit $status

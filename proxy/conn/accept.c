@@ -229,6 +229,9 @@ void
 accept_conn_closed(struct server *s)
 {
 	resume_listener(s);
+	/* a drain ends with the last connection */
+	if (s->draining && s->clients == NULL && s->ntunnels == 0)
+		event_base_loopbreak(s->base);
 }
 
 void

@@ -21,7 +21,8 @@ int accept_plan(struct server *s);
 /* Listens on http_listen. 0, or -1 with the reason on stderr. */
 int accept_start(struct server *s);
 
-/* A client connection or tunnel closed: a paused listener resumes. */
+/* A client connection or tunnel closed: a paused listener resumes, and
+ * a drain ends with the last of them. */
 void accept_conn_closed(struct server *s);
 
 /* Stops accepting for good (drain). */

@@ -22,7 +22,6 @@
  * cut by the bufferevent write timeout.
  */
 #include "client.h"
-#include "server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -34,14 +33,12 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "accept.h"
 #include "budget.h"
-#include "fetch.h"
 #include "loop.h"
 #include "peers.h"
-#include "request.h"
 #include "sc_assert.h"
 #include "tiers.h"
-#include "tunnel.h"
 
 static void client_next_request(struct client *c);
 
@@ -59,15 +56,14 @@ input_cap(const struct client *c)
 }
 
 size_t
-client_mem_bound(const struct server *s)
+client_buffers_bound(const struct http_limits *l)
 {
-	const struct http_limits *l = &s->limits;
 	size_t input = l->max_head + 4 + CLIENT_READ_CHUNK;
 	size_t head = l->max_head + l->max_fields * sizeof(struct http_field);
 	size_t body = CLIENT_BODY_HIGH + CLIENT_READ_CHUNK;
 	size_t conn = sizeof(struct client) + sizeof(struct txn) + 4096;
 
-	return conn + input + head + body + fetch_mem_bound();
+	return conn + input + head + body;
 }
 
 static void
@@ -94,9 +90,9 @@ client_free(struct client *c)
 		struct txn *t = c->txn;
 		size_t unsent = c->bev ? evbuffer_get_length(client_out(c)) : 0;
 		t->bytes_out -= unsent < t->bytes_out ? unsent : t->bytes_out;
-		txn_account(t);
+		s->client_ops->account(t);
 	}
-	txn_free(&c->txn);
+	s->client_ops->free(&c->txn);
 	if (c->bev)
 		bufferevent_free(c->bev);
 	event_free(c->timer);
@@ -111,7 +107,7 @@ client_free(struct client *c)
 	s->m.active_clients--;
 	budget_conns(s->budget, s->m.active_clients);
 	free(c);
-	server_conn_closed(s);
+	accept_conn_closed(s);
 }
 
 struct evbuffer *
@@ -163,7 +159,7 @@ client_fail(struct client *c)
 	struct txn *t = c->txn;
 
 	SC_ASSERT(t != NULL);
-	fetch_free(&t->fetch);
+	c->srv->client_ops->stop(t);
 	t->aborted = true;
 	client_close_after_output(c);
 }
@@ -177,8 +173,8 @@ client_txn_done(struct client *c)
 	SC_ASSERT(t != NULL && t->c == c);
 	bool keep = t->keep_alive && !c->srv->draining;
 
-	txn_account(t);
-	txn_free(&c->txn);
+	c->srv->client_ops->account(t);
+	c->srv->client_ops->free(&c->txn);
 	c->served = true;
 	c->body_deadline = false;
 	if (!keep) {
@@ -203,7 +199,8 @@ client_feed_body(struct client *c)
 	struct txn *t = c->txn;
 
 	SC_ASSERT(t != NULL);
-	enum body_feed rc = request_feed_body(t, bufferevent_get_input(c->bev));
+	enum body_feed rc = c->srv->client_ops->feed_body(t,
+	    bufferevent_get_input(c->bev));
 	/* the transaction may have finished meanwhile: then there is
 	 * nothing to hold */
 	if (rc == BODY_FEED_FULL && c->txn == t)
@@ -224,7 +221,7 @@ client_reject(struct client *c, struct txn *t, int status, const char *why)
 {
 	c->txn = t;
 	t->keep_alive = false;
-	request_error(t, status, SQ_NONE_NONE, why, true);
+	c->srv->client_ops->refuse(t, status, SQ_NONE_NONE, why, true);
 }
 
 static struct txn *
@@ -256,8 +253,8 @@ skip_empty_lines(struct evbuffer *in)
 	}
 }
 
-/* 0: need more; 1: a transaction was started; -1: connection closing;
- * -2: the connection became a tunnel and c is gone */
+/* 0: need more; 1: a transaction was started (c may be dead: a tunnel
+ * took its socket); -1: connection closing */
 static int
 parse_one(struct client *c)
 {
@@ -321,23 +318,14 @@ parse_one(struct client *c)
 	if (!c->allowed) {
 		s->m.client_denied++;
 		t->keep_alive = false;
-		request_error(t, 403, SQ_TCP_DENIED,
+		s->client_ops->refuse(t, 403, SQ_TCP_DENIED,
 		    "access denied: your address is not in the allow list",
 		    true);
 		return -1;
 	}
-	if (http_token_eq(t->req.method, t->req.method_len, "CONNECT")) {
-		enum squid_code code;
-		const char *refusal;
-		int status = tunnel_start(t, &code, &refusal);
-		if (status == 0)
-			return -2;
-		/* a port refused is a policy answer: the connection stays */
-		request_error(t, status, code, refusal, status != 403);
-		return 1;
-	}
-	/* everything below may finish (and even close) synchronously */
-	request_start(t);
+	/* everything below may finish (and even close) synchronously; a
+	 * CONNECT may hand the socket to a tunnel (c is then dead) */
+	s->client_ops->start(t);
 	return 1;
 }
 
@@ -427,7 +415,7 @@ on_write(struct bufferevent *bev, void *arg)
 		return;
 	}
 	if (c->txn != NULL)
-		request_output_drained(c->txn);
+		c->srv->client_ops->drained(c->txn);
 	else
 		client_next_request(c);
 }
@@ -477,7 +465,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 		/* a request body stalled, or missed its deadline: a peer's
 		 * summary is counted as such, anything else is the client's
 		 * abort */
-		if (!request_body_stalled(c->txn))
+		if (!c->srv->client_ops->stalled(c->txn))
 			client_left(c, c->txn);
 		client_free(c);
 		return;

@@ -15,12 +15,41 @@
 #define CLIENT_READ_CHUNK (16 * 1024)
 
 /*
- * The most memory one client connection holds, whatever it sends or
- * fails to read: its unparsed input, its parsed head, a request body on
- * its way, and its fetch's buffers (fetch_mem_bound). Bodies of hits are
- * the store's, and copies for the store are inflight_mem's.
+ * What a connection asks of the request room above it, which installs
+ * one table for every connection (s->client_ops): the connection parses
+ * requests and moves bytes, and never names what answers them (as
+ * Varnish's struct transport, upside down).
  */
-size_t client_mem_bound(const struct server *s);
+struct client_ops {
+	/* a request head is parsed, in t (CONNECT too): answer it; may
+	 * finish t, and even the connection, before it returns */
+	void (*start)(struct txn *t);
+	/* request body bytes arrived in in: take them (request_feed_body) */
+	enum body_feed (*feed_body)(struct txn *t, struct evbuffer *in);
+	/* the output is down to its low-water mark: send on */
+	void (*drained)(struct txn *t);
+	/* the request body stalled: true when that was a peer's summary
+	 * (counted there), false for a client's, counted as an abort */
+	bool (*stalled)(struct txn *t);
+	/* answer t with an error of the connection's own (a bad head, a
+	 * timeout, the allow list) */
+	void (*refuse)(struct txn *t, int status, enum squid_code code,
+	    const char *why, bool close);
+	/* t failed mid-response: stop what feeds it */
+	void (*stop)(struct txn *t);
+	/* t is over: its access-log line and counters */
+	void (*account)(struct txn *t);
+	/* t is freed, with what it holds; clears *tp */
+	void (*free)(struct txn **tp);
+};
+
+/*
+ * The most memory one client connection's own buffers hold, whatever it
+ * sends or fails to read: its unparsed input, its parsed head, a request
+ * body on its way. (The server adds its fetch's buffers: the connection
+ * bound it reports.)
+ */
+size_t client_buffers_bound(const struct http_limits *l);
 
 void client_accept(struct server *s, evutil_socket_t fd,
     const struct sockaddr *sa);

@@ -24,13 +24,13 @@
 #include <event2/dns.h>
 #include <event2/event.h>
 
+#include "accept.h"
 #include "client.h"
 #include "loop.h"
-#include "server.h"
 #include "response.h"
 
 /* per direction; with a read's worth past it, less than a client's bound
- * (client_mem_bound) for both */
+ * (client_buffers_bound) for both */
 #define TUNNEL_HIGH (64 * 1024)
 
 struct tunnel {
@@ -67,7 +67,7 @@ tunnel_free(struct tunnel *tn)
 		tn->next->prev = tn->prev;
 	free(tn);
 	s->ntunnels--;
-	server_conn_closed(s);
+	accept_conn_closed(s);
 }
 
 static bool

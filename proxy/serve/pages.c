@@ -87,7 +87,6 @@ pages_gauges(struct server *s)
 	s->m.inflight_bytes = bs->inflight;
 	s->m.inflight_refused = bs->inflight_refused;
 	s->m.heap_trims = bs->trims;
-	s->m.conn_mem_bound = client_mem_bound(s);
 	if (s->digest != NULL)
 		sqdigest_stats(s->digest, &s->m.digest_entries,
 		    &s->m.digest_table_bytes);

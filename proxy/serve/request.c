@@ -36,6 +36,7 @@
 #include "purge.h"
 #include "range.h"
 #include "tiers.h"
+#include "tunnel.h"
 #include "upstream.h"
 
 void
@@ -648,6 +649,16 @@ request_start(struct txn *t)
 		return;
 	}
 	t->body_done = t->body_kind == BODY_NONE;
+	if (http_token_eq(t->req.method, t->req.method_len, "CONNECT")) {
+		enum squid_code code;
+		const char *refusal;
+		int status = tunnel_start(t, &code, &refusal);
+		/* 0: the tunnel has the socket, t is gone; a port refused is
+		 * a policy answer: the connection stays */
+		if (status != 0)
+			request_error(t, status, code, refusal, status != 403);
+		return;
+	}
 	if (t->req.target_len > 0 && t->req.target[0] == '/') {
 		pages_answer(t, t->req.target, t->req.target_len);
 		return;
@@ -692,3 +703,21 @@ request_start(struct txn *t)
 	t->code = SQ_TCP_MISS;
 	start_fetch(t, FETCH_FORWARD);
 }
+
+/* A response failed midway: nothing feeds it any more. */
+static void
+request_stop(struct txn *t)
+{
+	fetch_free(&t->fetch);
+}
+
+const struct client_ops request_client_ops = {
+	.start = request_start,
+	.feed_body = request_feed_body,
+	.drained = request_output_drained,
+	.stalled = request_body_stalled,
+	.refuse = request_error,
+	.stop = request_stop,
+	.account = txn_account,
+	.free = txn_free,
+};

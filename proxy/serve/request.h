@@ -4,6 +4,7 @@
 #define REQUEST_H
 
 #include "icp.h"
+#include "client.h"
 #include "proxy.h"
 
 /* A complete, valid head has been parsed into t->req: act on it. */
@@ -72,5 +73,8 @@ void txn_account(struct txn *t);
  */
 enum icp_op request_icp_lookup(void *arg, const char *url, size_t len);
 
+
+/* What every client connection asks of this room (client.h). */
+extern const struct client_ops request_client_ops;
 
 #endif
