@@ -25,6 +25,7 @@
 #include "disk.h"
 #include "icpsock.h"
 #include "peers.h"
+#include "reload.h"
 #include "server.h"
 
 /* What the directives' values are checked against beyond their form. */
@@ -89,7 +90,7 @@ refuse(struct server *s, const char *why)
 }
 
 void
-server_reload(struct server *s)
+reload_conf(struct server *s)
 {
 	struct conf next;
 	char err[1024];

@@ -39,6 +39,7 @@
 #include "loop.h"
 #include "pages.h"
 #include "peers.h"
+#include "reload.h"
 #include "request.h"
 #include "sqdigest.h"
 #include "stale.h"
@@ -68,7 +69,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	if (sig == SIGHUP) {
 		/* the access log is reopened too: logrotate's postrotate */
 		if (!s->draining)
-			server_reload(s);
+			reload_conf(s);
 		return;
 	}
 	if (s->draining)

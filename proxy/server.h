@@ -31,8 +31,4 @@ struct peers_conf server_peers_conf(const struct server *s,
 int server_read_conf(struct conf *c, const struct server_conf_src *src,
     const struct conf *running, char *err, size_t elen);
 
-/* SIGHUP: reads the configuration again and applies what can change on
- * a running node, or refuses the whole of it (reload.c). */
-void server_reload(struct server *s);
-
 #endif

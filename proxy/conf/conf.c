@@ -1,10 +1,11 @@
 /*
  * Directive table and the config file reader.
  *
- * The values' parsers are conf_value.c's. The file is libconfig syntax ("name = value;"), read with libconfig so
- * that quoting, comments, includes and line numbers are somebody's
- * well-tested code. Each scalar setting is turned into text and handed to
- * the same per-type parser as a -o override, so the two can never disagree.
+ * The values' parsers are value.c's. The file is libconfig syntax
+ * ("name = value;"), read with libconfig so that quoting, comments,
+ * includes and line numbers are somebody's well-tested code. Each scalar
+ * setting is turned into text and handed to the same per-type parser as a
+ * -o override, so the two can never disagree.
  * A repeatable directive takes a list ("allow = [\"10.0.0.0/8\", ...];") or
  * may appear once per -o; the first value a user gives replaces the default.
  * The rules between directives, checked once all are read, are
@@ -27,7 +28,7 @@
 #include <event2/util.h>
 
 #include "admit.h"  /* ADMIT_HITS_DEFAULT */
-#include "conf_value.h"
+#include "value.h"
 
 struct directive {
 	const char *name;
@@ -50,147 +51,147 @@ struct directive {
 #define PEERS_ASKED_TEXT TEXT(PEERS_ASKED_DEFAULT)
 
 static const struct directive directives[] = {
-	{"node_name", parse_node_name, OFF(node_name), "", false,
+	{"node_name", value_node_name, OFF(node_name), "", false,
 	    "name in Via and peer messages (at most 63 characters); default: "
 	    "the host name", RESTART},
-	{"http_listen", parse_hostport, OFF(http_listen), "127.0.0.1:3128",
+	{"http_listen", value_hostport, OFF(http_listen), "127.0.0.1:3128",
 	    false, "address and port for client connections", RESTART},
-	{"cache_mem", parse_size, OFF(cache_mem), "256MB", false,
+	{"cache_mem", value_size, OFF(cache_mem), "256MB", false,
 	    "memory budget for cached objects, headers and keys included", RESTART},
-	{"max_object_size", parse_size_auto, OFF(max_object_size), "auto",
+	{"max_object_size", value_size_auto, OFF(max_object_size), "auto",
 	    false, "largest response body that is cached (larger ones stream "
 	    "through); auto: max_memory_object_size, or with a cache_dir 1GB "
 	    "(at most a quarter of it)", RESTART},
-	{"max_memory_object_size", parse_size, OFF(max_memory_object_size),
+	{"max_memory_object_size", value_size, OFF(max_memory_object_size),
 	    "16MB", false, "largest body the memory tier holds (with a "
 	    "cache_dir, larger ones are kept on disk only)", RESTART},
-	{"cache_dir", parse_cache_dir, OFF(cache_dir), "", false,
+	{"cache_dir", value_cache_dir, OFF(cache_dir), "", false,
 	    "\"PATH SIZE\": a disk tier of SIZE bytes of segment files under "
 	    "PATH, kept across restarts (created if need be; one node each); "
 	    "empty: memory only", RESTART},
-	{"inflight_mem", parse_size_auto, OFF(inflight_mem), "auto", false,
+	{"inflight_mem", value_size_auto, OFF(inflight_mem), "auto", false,
 	    "memory for copies of responses being fetched to be cached; when "
 	    "it is taken, further misses stream through uncached; auto: 64MB, "
 	    "or max_memory_object_size if larger", RESTART},
-	{"max_connections", parse_count_auto, OFF(max_connections), "auto",
+	{"max_connections", value_count_auto, OFF(max_connections), "auto",
 	    false, "client connections and tunnels open at once (then new ones "
 	    "wait in the backlog); auto: 3/4 of what ulimit -n leaves, two "
 	    "descriptors each", RESTART},
-	{"allow", parse_allow, OFF(allow), "127.0.0.0/8 ::1/128", true,
+	{"allow", value_allow, OFF(allow), "127.0.0.0/8 ::1/128", true,
 	    "client networks allowed to use the proxy (CIDR)", LIVE},
-	{"purge_allow", parse_allow, OFF(purge_allow), "127.0.0.0/8 ::1/128",
+	{"purge_allow", value_allow, OFF(purge_allow), "127.0.0.0/8 ::1/128",
 	    true, "client networks whose PURGE requests drop a URL from the "
 	    "cache (CIDR); others get 403", LIVE},
-	{"connect_ports", parse_port, 0, "443", true,
+	{"connect_ports", value_port, 0, "443", true,
 	    "ports CONNECT may reach", LIVE},
-	{"access_log", parse_string, OFF(access_log), "stdout", false,
+	{"access_log", value_string, OFF(access_log), "stdout", false,
 	    "access log in Squid's native format: a path, stdout or none", LIVE},
-	{"sharing", parse_sharing, OFF(sharing), "none", false,
+	{"sharing", value_sharing, OFF(sharing), "none", false,
 	    "cache sharing with peers: none, summary or icp", RESTART},
-	{"placement", parse_placement, 0, "none", false,
+	{"placement", value_placement, 0, "none", false,
 	    "which node fetches a miss that no summary claims: none (this "
 	    "one), or hash (the key's owner among the live nodes, by "
 	    "rendezvous hashing of node names: the cluster caches each "
 	    "object once); with sharing none, hash is CARP", RESTART},
-	{"placement_weight", parse_weight, OFF(placement_weight), "1", false,
+	{"placement_weight", value_weight, OFF(placement_weight), "1", false,
 	    "this node's share of keys under placement hash, as its peers' "
 	    "lines say weight= (a node with twice the cache: 2)", RESTART},
-	{"placement_admit_hits", parse_admit_hits, OFF(placement_admit_hits),
+	{"placement_admit_hits", value_admit_hits, OFF(placement_admit_hits),
 	    TEXT(ADMIT_HITS_DEFAULT), false, "under placement hash, keep "
 	    "a copy of another node's object at this node's Nth recent "
 	    "request for it (1: every copy; 0: none)", RESTART},
-	{"forwarded_for", parse_forwarded_for, OFF(forwarded_for), "add",
+	{"forwarded_for", value_forwarded_for, OFF(forwarded_for), "add",
 	    false, "what requests sent on say of the client: add (appended "
 	    "to X-Forwarded-For), forwarded (a for= element appended to "
 	    "Forwarded, RFC 7239), keep (both as the client sent them), strip "
 	    "(neither)", LIVE},
-	{"peer", parse_peer, 0, NULL, true,
+	{"peer", value_peer, 0, NULL, true,
 	    "a peer: \"NAME HOST:PORT [type=sumcache|squid-digest] "
 	    "[proxy_only] [icp=PORT] [weight=W]\" (ICP port 3130 unless "
 	    "given; weight: its share of keys under placement hash)", LIVE},
-	{"peer_dns", parse_peer_dns, 0, NULL, false,
+	{"peer_dns", value_peer_dns, 0, NULL, false,
 	    "peers by DNS: \"HOST:PORT [proxy_only]\"; every address HOST "
 	    "resolves to (a headless Service) is a peer", LIVE},
-	{"peer_dns_interval", parse_duration, OFF(peer_dns_interval_ms), "30s",
+	{"peer_dns_interval", value_duration, OFF(peer_dns_interval_ms), "30s",
 	    false, "how often peer_dns is resolved again", LIVE},
-	{"dns_nameservers", parse_nameservers, OFF(dns_nameservers), NULL,
+	{"dns_nameservers", value_nameservers, OFF(dns_nameservers), NULL,
 	    false, "DNS servers \"IP[:PORT] ...\"; default: /etc/resolv.conf",
 	    RESTART},
-	{"icp_listen", parse_icp_listen, OFF(icp_listen), "auto", false,
+	{"icp_listen", value_icp_listen, OFF(icp_listen), "auto", false,
 	    "ICP (UDP): address:port, none, or auto (with sharing icp or a "
 	    "squid-digest peer, http_listen's address, port 3130)", RESTART},
-	{"icp_timeout", parse_duration, OFF(icp_timeout_ms), "0", false,
+	{"icp_timeout", value_duration, OFF(icp_timeout_ms), "0", false,
 	    "wait for ICP replies; 0: 2 x the peers' mean round trip, "
 	    "5 ms to 2 s", LIVE},
-	{"digest_generation", parse_onoff, OFF(digest_generation), "on", false,
+	{"digest_generation", value_onoff, OFF(digest_generation), "on", false,
 	    "serve a Squid Cache Digest of the cache to Squid siblings", RESTART},
-	{"digest_rebuild_period", parse_duration,
+	{"digest_rebuild_period", value_duration,
 	    OFF(digest_rebuild_period_ms), "5m", false,
 	    "how often the digest served is renewed (its Expires)", RESTART},
-	{"cluster_key_file", parse_string, OFF(cluster_key_file), NULL, false,
+	{"cluster_key_file", value_string, OFF(cluster_key_file), NULL, false,
 	    "file holding the cluster's shared key (16 bytes or more)", RESTART},
-	{"summary_hash", parse_hash, OFF(summary_hash), "xxh3", false,
+	{"summary_hash", value_hash, OFF(summary_hash), "xxh3", false,
 	    "hash of summary keys: xxh3, or squid-md5 (Squid's, k = 4)", RESTART},
-	{"summary_bits_per_entry", parse_count, OFF(summary_bits_per_entry),
+	{"summary_bits_per_entry", value_count, OFF(summary_bits_per_entry),
 	    "16", false, "bits of summary per cached object (4 to 64)", RESTART},
-	{"summary_hash_functions", parse_count, OFF(summary_hash_functions),
+	{"summary_hash_functions", value_count, OFF(summary_hash_functions),
 	    "4", false, "hash functions of the summary (1 to 16)", RESTART},
-	{"summary_threshold", parse_share, OFF(summary_threshold), "1%",
+	{"summary_threshold", value_share, OFF(summary_threshold), "1%",
 	    false, "publish when this share of cached objects has changed", LIVE},
-	{"summary_max_size", parse_size_auto, OFF(summary_max_size), "auto",
+	{"summary_max_size", value_size_auto, OFF(summary_max_size), "auto",
 	    false, "largest summary taken from a peer (4 of them may arrive "
 	    "at once); auto: the largest a node with this cache_mem, cache_dir "
 	    "and summary_bits_per_entry sends", RESTART},
-	{"summary_max_interval", parse_duration,
+	{"summary_max_interval", value_duration,
 	    OFF(summary_max_interval_ms), "60s", false,
 	    "publish pending changes at least this often (0: only at the "
 	    "threshold)", LIVE},
-	{"peers_asked", parse_count, OFF(peers_asked),
+	{"peers_asked", value_count, OFF(peers_asked),
 	    PEERS_ASKED_TEXT, false, "on a miss, at most this many of the "
 	    "peers whose summaries claim the object are asked, one after the "
 	    "other: first those whose claims have been right, then the "
 	    "fastest (1 to 16)", LIVE},
-	{"peer_connect_timeout", parse_duration, OFF(peer_connect_timeout_ms),
+	{"peer_connect_timeout", value_duration, OFF(peer_connect_timeout_ms),
 	    "500ms", false, "time to connect to a peer (then it is down)", LIVE},
-	{"peer_timeout", parse_duration, OFF(peer_timeout_ms), "2s", false,
+	{"peer_timeout", value_duration, OFF(peer_timeout_ms), "2s", false,
 	    "time a peer may stay silent on a request (then it is down)", LIVE},
-	{"header_timeout", parse_duration, OFF(header_timeout_ms), "30s",
+	{"header_timeout", value_duration, OFF(header_timeout_ms), "30s",
 	    false, "time a client has to send a complete request head", LIVE},
-	{"idle_timeout", parse_duration, OFF(idle_timeout_ms), "60s", false,
+	{"idle_timeout", value_duration, OFF(idle_timeout_ms), "60s", false,
 	    "how long an idle persistent client connection is kept", LIVE},
-	{"connect_timeout", parse_duration, OFF(connect_timeout_ms), "10s",
+	{"connect_timeout", value_duration, OFF(connect_timeout_ms), "10s",
 	    false, "time to connect to an origin (then 504)", LIVE},
-	{"origin_timeout", parse_duration, OFF(origin_timeout_ms), "60s",
+	{"origin_timeout", value_duration, OFF(origin_timeout_ms), "60s",
 	    false, "time an origin may stay silent (then 504)", LIVE},
-	{"collapsed_forwarding_timeout", parse_duration,
+	{"collapsed_forwarding_timeout", value_duration,
 	    OFF(collapsed_forwarding_timeout_ms), "10s", false, "a request "
 	    "for a URL being fetched waits this long at most for the fetch's "
 	    "answer, then fetches alone; 0: every request fetches alone",
 	    LIVE},
-	{"range_fetch_limit", parse_size, OFF(range_fetch_limit), "16MB",
+	{"range_fetch_limit", value_size, OFF(range_fetch_limit), "16MB",
 	    false, "a range request on a miss fetches the whole object for "
 	    "the cache, and is answered from it, when the object is no "
 	    "larger than this (one of unknown length is not); larger, the "
 	    "range goes to the origin and is not kept; 0: every range goes "
 	    "to the origin", LIVE},
-	{"refresh_pattern", parse_refresh_pattern, 0, NULL, true,
+	{"refresh_pattern", value_refresh_pattern, 0, NULL, true,
 	    "\"[-i] REGEX MIN PERCENT MAX\", Squid's rule: a response whose "
 	    "URL matches REGEX (the first rule that does) and whose origin "
 	    "gave no freshness (no max-age, s-maxage or Expires) is fresh for "
 	    "PERCENT of its Last-Modified age, at least MIN and at most MAX "
 	    "minutes, and without validators for MIN; no rule: 10% of the "
 	    "Last-Modified age, at most a day", LIVE},
-	{"tunnel_idle_timeout", parse_duration, OFF(tunnel_idle_timeout_ms),
+	{"tunnel_idle_timeout", value_duration, OFF(tunnel_idle_timeout_ms),
 	    "5m", false, "a CONNECT tunnel with no traffic this long closes", LIVE},
-	{"shutdown_timeout", parse_duration, OFF(shutdown_timeout_ms), "10s",
+	{"shutdown_timeout", value_duration, OFF(shutdown_timeout_ms), "10s",
 	    false, "on SIGTERM, how long in-flight requests may take", LIVE},
-	{"status_interval", parse_duration, OFF(status_interval_ms), "5s",
+	{"status_interval", value_duration, OFF(status_interval_ms), "5s",
 	    false, "the status page samples counters this often (keeps 720)", LIVE},
-	{"max_header_size", parse_size, OFF(max_header_size), "64KB", false,
+	{"max_header_size", value_size, OFF(max_header_size), "64KB", false,
 	    "largest request header section (then 431)", LIVE},
-	{"max_request_line", parse_size, OFF(max_request_line), "8KB", false,
+	{"max_request_line", value_size, OFF(max_request_line), "8KB", false,
 	    "longest request line (then 414)", LIVE},
-	{"max_headers", parse_count, OFF(max_headers), "100", false,
+	{"max_headers", value_count, OFF(max_headers), "100", false,
 	    "most header fields in a request (then 431)", LIVE},
 };
 
@@ -225,13 +226,13 @@ find_directive(const char *name, size_t len)
 static void
 reset_repeatable(struct conf *c, const struct directive *d)
 {
-	if (d->parse == parse_allow)
+	if (d->parse == value_allow)
 		acl_clear((struct acl *)((char *)c + d->off));
-	else if (d->parse == parse_peer)
+	else if (d->parse == value_peer)
 		c->n_peers = 0;
-	else if (d->parse == parse_port)
+	else if (d->parse == value_port)
 		c->n_connect_ports = 0;
-	else if (d->parse == parse_refresh_pattern)
+	else if (d->parse == value_refresh_pattern)
 		refresh_clear(&c->refresh);
 }
 
@@ -498,9 +499,9 @@ conf_keep_restart_only(const struct conf *cur, struct conf *next, char *err,
 static bool
 is_text(const struct directive *d)
 {
-	return d->parse == parse_string || d->parse == parse_node_name ||
-	    d->parse == parse_hostport || d->parse == parse_icp_listen ||
-	    d->parse == parse_nameservers || d->parse == parse_cache_dir;
+	return d->parse == value_string || d->parse == value_node_name ||
+	    d->parse == value_hostport || d->parse == value_icp_listen ||
+	    d->parse == value_nameservers || d->parse == value_cache_dir;
 }
 
 void

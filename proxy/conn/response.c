@@ -13,7 +13,7 @@
 #include "wire.h"
 
 const char *
-http_reason(int status)
+response_reason(int status)
 {
 	switch (status) {
 	case 100: return "Continue";
@@ -55,7 +55,7 @@ response_status(struct evbuffer *out, int status, const char *reason,
 {
 	if (reason == NULL) {
 		evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
-		    http_reason(status));
+		    response_reason(status));
 		return;
 	}
 	evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n", status,

@@ -18,7 +18,7 @@
 struct evbuffer;
 
 /* Reason phrase for a status code. */
-const char *http_reason(int status);
+const char *response_reason(int status);
 
 /* "HTTP/1.1 STATUS REASON"; reason NULL: the standard phrase. */
 void response_status(struct evbuffer *out, int status, const char *reason,

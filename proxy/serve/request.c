@@ -47,7 +47,7 @@ request_error(struct txn *t, int status, enum squid_code code,
 	char body[512];
 
 	snprintf(body, sizeof(body), "sumcache: %d %s: %s\n", status,
-	    http_reason(status), cause);
+	    response_reason(status), cause);
 	request_text(t, status, code, RESULT_ERROR, body, close);
 }
 

@@ -3,7 +3,7 @@
  * config file and -o (conf.c's table names which parses what). Each reads
  * the text v into the field at off of c, or returns -1 with *why.
  */
-#include "conf_value.h"
+#include "value.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -17,7 +17,7 @@
 #include "placement.h"
 
 int
-parse_string(struct conf *c, size_t off, const char *v, const char **why)
+value_string(struct conf *c, size_t off, const char *v, const char **why)
 {
 	char **p = (char **)((char *)c + off);
 	char *n = strdup(v);
@@ -32,7 +32,7 @@ parse_string(struct conf *c, size_t off, const char *v, const char **why)
 }
 
 int
-parse_node_name(struct conf *c, size_t off, const char *v, const char **why)
+value_node_name(struct conf *c, size_t off, const char *v, const char **why)
 {
 	char host[256];
 
@@ -53,12 +53,12 @@ parse_node_name(struct conf *c, size_t off, const char *v, const char **why)
 		*why = "node_name may hold only letters, digits, - . _";
 		return -1;
 	}
-	return parse_string(c, off, v, why);
+	return value_string(c, off, v, why);
 }
 
 /* "64", "64k", "16 MB", "1G" (binary multiples) */
 int
-parse_size(struct conf *c, size_t off, const char *v, const char **why)
+value_size(struct conf *c, size_t off, const char *v, const char **why)
 {
 	char *end;
 	errno = 0;
@@ -92,7 +92,7 @@ parse_size(struct conf *c, size_t off, const char *v, const char **why)
 /* "PATH SIZE", checked as -t promises: the directory exists or can be
  * made, is writable, and SIZE fits its file system (disk.c) */
 int
-parse_cache_dir(struct conf *c, size_t off, const char *v, const char **why)
+value_cache_dir(struct conf *c, size_t off, const char *v, const char **why)
 {
 	static char err[PATH_MAX + 128];
 	const char *sp = strrchr(v, ' ');
@@ -109,7 +109,7 @@ parse_cache_dir(struct conf *c, size_t off, const char *v, const char **why)
 		    "\"/var/cache/sumcache 50GB\"";
 		return -1;
 	}
-	if (parse_size(c, offsetof(struct conf, cache_dir_size), sp + 1,
+	if (value_size(c, offsetof(struct conf, cache_dir_size), sp + 1,
 	    why) < 0)
 		return -1;
 	char *path = strndup(v, (size_t)(sp - v));
@@ -130,7 +130,7 @@ parse_cache_dir(struct conf *c, size_t off, const char *v, const char **why)
 
 /* "250ms", "30s", "5m", plain number = seconds */
 int
-parse_duration(struct conf *c, size_t off, const char *v, const char **why)
+value_duration(struct conf *c, size_t off, const char *v, const char **why)
 {
 	char *end;
 	errno = 0;
@@ -173,7 +173,7 @@ count_upto(struct conf *c, size_t off, const char *v, unsigned long max)
 }
 
 int
-parse_count(struct conf *c, size_t off, const char *v, const char **why)
+value_count(struct conf *c, size_t off, const char *v, const char **why)
 {
 	if (count_upto(c, off, v, 100000) < 0) {
 		*why = "expected a count from 1 to 100000";
@@ -184,13 +184,13 @@ parse_count(struct conf *c, size_t off, const char *v, const char **why)
 
 /* "auto" (stored as 0: the daemon derives the value), or a size */
 int
-parse_size_auto(struct conf *c, size_t off, const char *v, const char **why)
+value_size_auto(struct conf *c, size_t off, const char *v, const char **why)
 {
 	if (strcmp(v, "auto") == 0) {
 		*(size_t *)((char *)c + off) = 0;
 		return 0;
 	}
-	if (parse_size(c, off, v, why) < 0)
+	if (value_size(c, off, v, why) < 0)
 		return -1;
 	if (*(size_t *)((char *)c + off) == 0) {
 		*why = "expected auto or a size above 0";
@@ -201,7 +201,7 @@ parse_size_auto(struct conf *c, size_t off, const char *v, const char **why)
 
 /* "auto" (0, derived), or a count of 1 or more */
 int
-parse_count_auto(struct conf *c, size_t off, const char *v, const char **why)
+value_count_auto(struct conf *c, size_t off, const char *v, const char **why)
 {
 	if (strcmp(v, "auto") == 0) {
 		*(uint32_t *)((char *)c + off) = 0;
@@ -217,7 +217,7 @@ parse_count_auto(struct conf *c, size_t off, const char *v, const char **why)
 /* Checked with the parser main() binds with, so -t catches what start-up
  * would refuse: a numeric address and a port ("[::1]:3128" for IPv6). */
 int
-parse_hostport(struct conf *c, size_t off, const char *v, const char **why)
+value_hostport(struct conf *c, size_t off, const char *v, const char **why)
 {
 	struct sockaddr_storage ss;
 	int len = sizeof(ss);
@@ -230,22 +230,22 @@ parse_hostport(struct conf *c, size_t off, const char *v, const char **why)
 		*why = "expected address:port, such as 127.0.0.1:3128";
 		return -1;
 	}
-	return parse_string(c, off, v, why);
+	return value_string(c, off, v, why);
 }
 
 /* "auto" (with sharing icp, http_listen's address and port 3130; else
  * off), "none", or an address:port */
 int
-parse_icp_listen(struct conf *c, size_t off, const char *v,
+value_icp_listen(struct conf *c, size_t off, const char *v,
     const char **why)
 {
 	if (strcmp(v, "auto") == 0 || strcmp(v, "none") == 0)
-		return parse_string(c, off, v, why);
-	return parse_hostport(c, off, v, why);
+		return value_string(c, off, v, why);
+	return value_hostport(c, off, v, why);
 }
 
 int
-parse_onoff(struct conf *c, size_t off, const char *v, const char **why)
+value_onoff(struct conf *c, size_t off, const char *v, const char **why)
 {
 	bool *b = (bool *)((char *)c + off);
 
@@ -261,13 +261,13 @@ parse_onoff(struct conf *c, size_t off, const char *v, const char **why)
 }
 
 int
-parse_allow(struct conf *c, size_t off, const char *v, const char **why)
+value_allow(struct conf *c, size_t off, const char *v, const char **why)
 {
 	return acl_add((struct acl *)((char *)c + off), v, why);
 }
 
 int
-parse_refresh_pattern(struct conf *c, size_t off, const char *v,
+value_refresh_pattern(struct conf *c, size_t off, const char *v,
     const char **why)
 {
 	(void)off;
@@ -275,7 +275,7 @@ parse_refresh_pattern(struct conf *c, size_t off, const char *v,
 }
 
 int
-parse_port(struct conf *c, size_t off, const char *v, const char **why)
+value_port(struct conf *c, size_t off, const char *v, const char **why)
 {
 	char *end;
 	unsigned long p = strtoul(v, &end, 10);
@@ -294,7 +294,7 @@ parse_port(struct conf *c, size_t off, const char *v, const char **why)
 }
 
 int
-parse_sharing(struct conf *c, size_t off, const char *v, const char **why)
+value_sharing(struct conf *c, size_t off, const char *v, const char **why)
 {
 	(void)off;
 	if (strcmp(v, "none") == 0) {
@@ -314,7 +314,7 @@ parse_sharing(struct conf *c, size_t off, const char *v, const char **why)
 }
 
 int
-parse_placement(struct conf *c, size_t off, const char *v, const char **why)
+value_placement(struct conf *c, size_t off, const char *v, const char **why)
 {
 	(void)off;
 	if (strcmp(v, "none") != 0 && strcmp(v, "hash") != 0) {
@@ -327,7 +327,7 @@ parse_placement(struct conf *c, size_t off, const char *v, const char **why)
 
 /* 0 (no copies), or a count of requests to ADMIT_HITS_MAX. */
 int
-parse_admit_hits(struct conf *c, size_t off, const char *v, const char **why)
+value_admit_hits(struct conf *c, size_t off, const char *v, const char **why)
 {
 	if (strcmp(v, "0") == 0) {
 		*(uint32_t *)((char *)c + off) = 0;
@@ -342,7 +342,7 @@ parse_admit_hits(struct conf *c, size_t off, const char *v, const char **why)
 
 /* A weight, as a peer line's weight= takes it. */
 int
-parse_weight(struct conf *c, size_t off, const char *v, const char **why)
+value_weight(struct conf *c, size_t off, const char *v, const char **why)
 {
 	char *end;
 	errno = 0;
@@ -357,7 +357,7 @@ parse_weight(struct conf *c, size_t off, const char *v, const char **why)
 }
 
 int
-parse_forwarded_for(struct conf *c, size_t off, const char *v,
+value_forwarded_for(struct conf *c, size_t off, const char *v,
     const char **why)
 {
 	/* in enum forwarded_for's order */
@@ -375,7 +375,7 @@ parse_forwarded_for(struct conf *c, size_t off, const char *v,
 }
 
 int
-parse_peer(struct conf *c, size_t off, const char *v, const char **why)
+value_peer(struct conf *c, size_t off, const char *v, const char **why)
 {
 	(void)off;
 	if (c->n_peers == CONF_MAX_PEERS) {
@@ -391,7 +391,7 @@ parse_peer(struct conf *c, size_t off, const char *v, const char **why)
 /* "HOST:PORT [proxy_only]": every address HOST resolves to is a peer;
  * each names itself in its own messages */
 int
-parse_peer_dns(struct conf *c, size_t off, const char *v, const char **why)
+value_peer_dns(struct conf *c, size_t off, const char *v, const char **why)
 {
 	(void)off;
 	memset(&c->peer_dns, 0, sizeof(c->peer_dns));
@@ -411,7 +411,7 @@ parse_peer_dns(struct conf *c, size_t off, const char *v, const char **why)
 
 /* "IP[:PORT] ...": numeric, so that the resolver needs no resolver */
 int
-parse_nameservers(struct conf *c, size_t off, const char *v,
+value_nameservers(struct conf *c, size_t off, const char *v,
     const char **why)
 {
 	char buf[512], *save;
@@ -437,11 +437,11 @@ parse_nameservers(struct conf *c, size_t off, const char *v,
 		*why = "expected at least one IP address";
 		return -1;
 	}
-	return parse_string(c, off, v, why);
+	return value_string(c, off, v, why);
 }
 
 int
-parse_hash(struct conf *c, size_t off, const char *v, const char **why)
+value_hash(struct conf *c, size_t off, const char *v, const char **why)
 {
 	(void)off;
 	if (strcmp(v, "xxh3") == 0)
@@ -457,7 +457,7 @@ parse_hash(struct conf *c, size_t off, const char *v, const char **why)
 
 /* "1%", "0.5 %" or a fraction such as 0.01; (0, 100 %] */
 int
-parse_share(struct conf *c, size_t off, const char *v, const char **why)
+value_share(struct conf *c, size_t off, const char *v, const char **why)
 {
 	char *end;
 	errno = 0;
