@@ -44,6 +44,7 @@ struct busy_table;
 struct budget;
 struct admit;
 struct client_ops;
+struct busy_seat;
 
 /* Where the configuration comes from: read at start and on SIGHUP. */
 struct server_conf_src {
@@ -182,10 +183,7 @@ struct txn {
 	struct tiers_wait *disk_wait; /* reading the disk's copies */
 	bool disk_read;       /* they were read: memory has what it has */
 	/* collapsed forwarding (busy.c) */
-	struct busy *busy;    /* the fetch it waits for or reads from */
-	struct txn *busy_prev, *busy_next;
-	uint64_t busy_sent;   /* body bytes of it given to the client */
-	bool busy_reading;    /* its head is out: it reads the body */
+	struct busy_seat *seat; /* at the fetch it waits for or reads */
 	bool no_collapse;     /* a fetch let it go: it fetches alone */
 	struct collapse_failure *failed; /* the fetch it waited for failed:
 	                      * it answers with that, not a fetch (busy.c) */

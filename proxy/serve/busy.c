@@ -35,8 +35,11 @@
  * the URL leaves the table.
  *
  * Ownership: a busy object belongs to its fetch, which closes it
- * (busy_close); the table and the txns waiting or reading point to it.
- * A txn belongs to its client; leaving, it unlinks itself (busy_leave).
+ * (busy_close); the table and the seats of the txns waiting or reading
+ * point to it. A seat (struct busy_seat, t->seat) is busy.c's, made when
+ * its txn joins and freed when it leaves (busy_leave, also from the txn's
+ * free). A waiter let go goes on through the continuation it joined with
+ * (busy_join's again): this room never names who asked.
  * The table holds every fetch that could be shared, whether or not
  * collapsed forwarding lets requests join it: it is also how a
  * revalidation behind a stale answer knows one is running (stale.c).
@@ -54,7 +57,8 @@
 #include "client.h"
 #include "clock.h"
 #include "range.h"
-#include "request.h"
+#include "deliver.h"
+#include "stored.h"
 #include "sc_assert.h"
 
 #define BUSY_BUCKETS 4096  /* fetches at once: a few thousand at most */
@@ -71,8 +75,8 @@ struct busy {
 	bool asking_peer;
 	uint64_t started_ms;        /* the waiters' bound counts from here */
 	struct event *deadline;     /* armed by the first waiter */
-	struct txn *waiting;        /* for the head */
-	struct txn *readers;        /* being sent the body */
+	struct busy_seat *waiting;  /* for the head */
+	struct busy_seat *readers;  /* being sent the body */
 	struct store_obj *shape;    /* once shared: head and metadata */
 	const struct store_body *body; /* the fetch's copy so far */
 	uint64_t length;
@@ -82,6 +86,20 @@ struct busy {
 
 struct busy_table {
 	struct busy *buckets[BUSY_BUCKETS];
+};
+
+/*
+ * A txn's place at a busy object (t->seat): waiting for the head, or
+ * reading the body. Made when the txn joins, freed when it leaves; the
+ * txn knows nothing of what is in it.
+ */
+struct busy_seat {
+	struct busy *b;
+	struct txn *t;
+	struct busy_seat *prev, *next;
+	busy_again_f *again;  /* a waiter let go goes on here */
+	uint64_t sent;        /* body bytes given to the client */
+	bool reading;         /* its head is out: it reads the body */
 };
 
 struct busy_table *
@@ -119,48 +137,78 @@ leave_table(struct busy *b)
 	b->in_table = false;
 }
 
-/* ---- lists ---- */
+/* ---- seats ---- */
+
+static struct busy_seat *
+seat_new(struct txn *t, busy_again_f *again)
+{
+	struct busy_seat *st = calloc(1, sizeof(*st));
+
+	if (st != NULL) {
+		st->t = t;
+		st->again = again;
+		t->seat = st;
+	}
+	return st;
+}
 
 static void
-link_txn(struct txn **list, struct txn *t)
+seat_link(struct busy_seat **list, struct busy_seat *st)
 {
-	t->busy_prev = NULL;
-	t->busy_next = *list;
+	st->prev = NULL;
+	st->next = *list;
 	if (*list != NULL)
-		(*list)->busy_prev = t;
-	*list = t;
+		(*list)->prev = st;
+	*list = st;
+}
+
+/* st off its busy object's list (it may be on none: taken whole) */
+static void
+seat_unlink(struct busy_seat *st)
+{
+	struct busy *b = st->b;
+
+	if (b != NULL) {
+		struct busy_seat **list = st->reading ? &b->readers :
+		    &b->waiting;
+		if (st->prev != NULL)
+			st->prev->next = st->next;
+		else
+			*list = st->next;
+		if (st->next != NULL)
+			st->next->prev = st->prev;
+	}
+	st->b = NULL;
+	st->prev = st->next = NULL;
 }
 
 void
 busy_leave(struct txn *t)
 {
-	struct busy *b = t->busy;
+	struct busy_seat *st = t->seat;
 
-	if (b == NULL)
+	if (st == NULL)
 		return;
-	struct txn **list = t->busy_reading ? &b->readers : &b->waiting;
-	if (t->busy_prev != NULL)
-		t->busy_prev->busy_next = t->busy_next;
-	else
-		*list = t->busy_next;
-	if (t->busy_next != NULL)
-		t->busy_next->busy_prev = t->busy_prev;
-	t->busy = NULL;
-	t->busy_prev = t->busy_next = NULL;
+	seat_unlink(st);
+	t->seat = NULL;
+	free(st);
 }
 
 /* ---- waiters ---- */
 
-/* Lets a waiter go: it looks in the store again and, finding nothing,
- * fetches (alone when it may not wait again). */
+/* Lets a waiter go (off any list already): it looks in the store again
+ * and, finding nothing, fetches (alone when it may not wait again). */
 static void
-release(struct txn *t, bool alone)
+release(struct busy_seat *st, bool alone)
 {
+	struct txn *t = st->t;
+	busy_again_f *again = st->again;
+
 	busy_leave(t);
 	t->no_collapse = alone;
 	if (alone)
 		t->srv->m.collapsed_released++;
-	request_lookup_again(t);
+	again(t);
 }
 
 /* Every waiter of b goes; the list is taken first, since looking again
@@ -168,11 +216,13 @@ release(struct txn *t, bool alone)
 static void
 release_all(struct busy *b, bool alone)
 {
-	struct txn *t = b->waiting, *next;
+	struct busy_seat *st = b->waiting, *next;
 
-	for (; t != NULL; t = next) {
-		next = t->busy_next;
-		release(t, alone);
+	b->waiting = NULL;
+	for (; st != NULL; st = next) {
+		next = st->next;
+		st->b = NULL;
+		release(st, alone);
 	}
 }
 
@@ -185,7 +235,7 @@ on_deadline(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	/* a slow head: nobody else waits for it */
 	leave_table(b);
-	for (struct txn *t = b->waiting; t != NULL; t = t->busy_next)
+	for (struct busy_seat *st = b->waiting; st != NULL; st = st->next)
 		b->s->m.collapsed_timeout++;
 	release_all(b, true);
 }
@@ -215,41 +265,48 @@ reader_done(struct txn *t)
 	client_txn_done(t->c);
 }
 
-/* Gives t what its output has room for of its answer's body so far:
- * the object's, or the ranges it asked for (range.c). */
+/* Gives st's client what its output has room for of its answer's body
+ * so far: the object's, or the ranges it asked for (range.c). */
 static void
-pump(struct busy *b, struct txn *t)
+pump(struct busy *b, struct busy_seat *st)
 {
+	struct txn *t = st->t;
 	struct evbuffer *out = client_out(t->c);
 	size_t queued = evbuffer_get_length(out);
 	uint64_t have = b->body != NULL ? b->body->len : 0;
 	uint64_t end = t->range != NULL ? t->range->total : b->length;
 
 	if (queued < 2 * BUSY_OUT_LOW && t->range != NULL) {
-		client_sent(t, (size_t)range_copy(t->range, &t->busy_sent,
+		client_sent(t, (size_t)range_copy(t->range, &st->sent,
 		    b->body != NULL ? b->body->data : NULL, 0, have,
 		    2 * BUSY_OUT_LOW - queued, out));
-	} else if (t->busy_sent < have && queued < 2 * BUSY_OUT_LOW) {
-		uint64_t n = have - t->busy_sent;
+	} else if (st->sent < have && queued < 2 * BUSY_OUT_LOW) {
+		uint64_t n = have - st->sent;
 		if (n > 2 * BUSY_OUT_LOW - queued)
 			n = 2 * BUSY_OUT_LOW - queued;
-		evbuffer_add(out, b->body->data + t->busy_sent, (size_t)n);
+		evbuffer_add(out, b->body->data + st->sent, (size_t)n);
 		client_sent(t, (size_t)n);
-		t->busy_sent += n;
+		st->sent += n;
 	}
-	if (t->busy_sent == end)
+	if (st->sent == end)
 		reader_done(t);
 }
 
-/* Writes t's head from the shared object: a reader of the body, or done
- * (HEAD, 304, an empty body). */
+/* Writes t's head from the shared object, st its seat (NULL for one
+ * still to be made, or none: ENOMEM, the client fails): a reader of the
+ * body, or done (HEAD, 304, an empty body). */
 static void
-start_reading(struct busy *b, struct txn *t, bool leader)
+start_reading(struct busy *b, struct txn *t, struct busy_seat *st,
+    bool leader)
 {
 	enum txn_result result = t->result;
-	bool body = request_object_head(t, b->shape, leader ? t->code :
-	    SQ_TCP_CF_HIT, leader ? "MISS" : "HIT", (int64_t)b->length);
 
+	if (st == NULL && (st = seat_new(t, NULL)) == NULL) {
+		client_fail(t->c);
+		return;
+	}
+	bool body = deliver_head(t, b->shape, leader ? t->code :
+	    SQ_TCP_CF_HIT, leader ? "MISS" : "HIT", (int64_t)b->length);
 	if (leader) {
 		t->result = result;
 	} else {
@@ -257,14 +314,15 @@ start_reading(struct busy *b, struct txn *t, bool leader)
 		t->srv->m.collapsed_served++;
 	}
 	if (!body) {
+		busy_leave(t);
 		client_txn_done(t->c);
 		return;
 	}
-	t->busy = b;
-	t->busy_reading = true;
-	t->busy_sent = 0;
-	link_txn(&b->readers, t);
-	pump(b, t);
+	st->b = b;
+	st->reading = true;
+	st->sent = 0;
+	seat_link(&b->readers, st);
+	pump(b, st);
 }
 
 /* ---- the fetch's side ---- */
@@ -300,7 +358,7 @@ busy_running(struct server *s, const char *key, size_t klen)
 }
 
 bool
-busy_join(struct txn *t)
+busy_join(struct txn *t, busy_again_f *again)
 {
 	struct server *s = t->srv;
 
@@ -317,15 +375,17 @@ busy_join(struct txn *t)
 		/* the bound's timer costs nothing to a fetch nobody joins */
 		if (b->deadline == NULL && !arm_deadline(b))
 			return false;
-		t->busy = b;
-		t->busy_reading = false;
-		link_txn(&b->waiting, t);
+		struct busy_seat *st = seat_new(t, again);
+		if (st == NULL)
+			return false;
+		st->b = b;
+		seat_link(&b->waiting, st);
 		return true;
 	}
 	/* the head is in: read from the first byte, if it is our variant */
-	if (!request_vary_matches(b->shape, t))
+	if (!stored_vary_matches(b->shape, &t->req))
 		return false;
-	start_reading(b, t, false);
+	start_reading(b, t, NULL, false);
 	return true;
 }
 
@@ -338,16 +398,17 @@ busy_share(struct busy *b, struct store_obj *shape, uint64_t length,
 	if (b->deadline != NULL)
 		evtimer_del(b->deadline);
 	if (leader != NULL)
-		start_reading(b, leader, true);
-	struct txn *t = b->waiting, *next;
+		start_reading(b, leader, NULL, true);
+	struct busy_seat *st = b->waiting, *next;
 	b->waiting = NULL;
-	for (; t != NULL; t = next) {
-		next = t->busy_next;
-		t->busy = NULL;
-		if (request_vary_matches(shape, t))
-			start_reading(b, t, false);
+	for (; st != NULL; st = next) {
+		next = st->next;
+		st->b = NULL;
+		st->prev = st->next = NULL;
+		if (stored_vary_matches(shape, &st->t->req))
+			start_reading(b, st->t, st, false);
 		else
-			release(t, true);
+			release(st, true);
 	}
 }
 
@@ -360,20 +421,22 @@ busy_asking_peer(struct busy *b, bool asking)
 void
 busy_body(struct busy *b, const struct store_body *body)
 {
-	struct txn *t = b->readers, *next;
+	struct busy_seat *st = b->readers, *next;
 
 	b->body = body;
-	for (; t != NULL; t = next) {
-		next = t->busy_next;
-		pump(b, t);
+	for (; st != NULL; st = next) {
+		next = st->next;
+		pump(b, st);
 	}
 }
 
 void
 busy_drained(struct txn *t)
 {
-	if (t->busy != NULL && t->busy_reading)
-		pump(t->busy, t);
+	struct busy_seat *st = t->seat;
+
+	if (st != NULL && st->b != NULL && st->reading)
+		pump(st->b, st);
 }
 
 void
@@ -386,14 +449,16 @@ busy_fail(struct busy **bp, int status, bool disconnected, const char *cause)
 	struct server *s = b->s;
 	size_t clen = strlen(cause);
 	/* the waiters are taken off b first: busy_close frees it */
-	struct txn *t = b->waiting, *next;
+	struct busy_seat *st = b->waiting, *next;
 	b->waiting = NULL;
-	for (struct txn *w = t; w != NULL; w = w->busy_next)
-		w->busy = NULL;
+	for (struct busy_seat *w = st; w != NULL; w = w->next)
+		w->b = NULL;
 	busy_close(bp, BUSY_FAILED, NULL);
-	for (; t != NULL; t = next) {
-		next = t->busy_next;
-		t->busy_prev = t->busy_next = NULL;
+	for (; st != NULL; st = next) {
+		next = st->next;
+		struct txn *t = st->t;
+		busy_again_f *again = st->again;
+		busy_leave(t);
 		t->no_collapse = true;
 		t->failed = malloc(sizeof(*t->failed) + clen + 1);
 		if (t->failed != NULL) {
@@ -403,7 +468,7 @@ busy_fail(struct busy **bp, int status, bool disconnected, const char *cause)
 		}
 		s->m.collapsed_failed++;
 		/* without memory for the failure it fetches by itself */
-		request_lookup_again(t);
+		again(t);
 	}
 }
 
@@ -419,21 +484,22 @@ busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj)
 	if (b->deadline != NULL)
 		event_free(b->deadline);
 	b->body = NULL;
-	struct txn *t, *next;
-	for (t = b->readers; t != NULL; t = next) {
-		next = t->busy_next;
+	struct busy_seat *st, *next;
+	for (st = b->readers; st != NULL; st = next) {
+		next = st->next;
+		struct txn *t = st->t;
+		uint64_t sent = st->sent;
 		busy_leave(t);
 		if (end != BUSY_DONE || obj == NULL) {
 			client_fail(t->c);
 			continue;
 		}
 		struct evbuffer *out = client_out(t->c);
-		uint64_t rest = b->length - t->busy_sent;
+		uint64_t rest = b->length - sent;
 		if (t->range != NULL)
-			rest = range_send(t->range, t->busy_sent, obj->body,
-			    out);
+			rest = range_send(t->range, sent, obj->body, out);
 		else
-			bodyfd_send_part(obj->body, out, t->busy_sent, rest);
+			bodyfd_send_part(obj->body, out, sent, rest);
 		client_sent(t, (size_t)rest);
 		client_txn_done(t->c);
 	}

@@ -26,12 +26,18 @@ void busy_table_free(struct busy_table **tp);
  */
 struct busy *busy_open(struct server *s, const struct txn *t);
 
+/* What a waiter let go does next: looks in the store again, then goes
+ * on (request.c's lookup). t may be finished before it returns. */
+typedef void busy_again_f(struct txn *t);
+
 /*
  * t (GET or HEAD, nothing usable of its URL stored) waits for the fetch
  * of its URL, or reads it when its head is in. true: t is taken care of
- * (it may even be finished); false: t goes on by itself.
+ * (it may even be finished); false: t goes on by itself. A waiter let go
+ * (the fetch's answer is not for it, failed, or is too slow) is handed
+ * to again, with t->no_collapse and, on failure, t->failed set.
  */
-bool busy_join(struct txn *t);
+bool busy_join(struct txn *t, busy_again_f *again);
 
 /*
  * The fetch's head arrived and its body will be kept in memory whole:
@@ -95,7 +101,7 @@ bool busy_running(struct server *s, const char *key, size_t klen);
 /* t's output drained: it reads on. */
 void busy_drained(struct txn *t);
 
-/* t is being freed: it leaves its busy object's lists. */
+/* t leaves its busy object (it is being freed): its seat is freed. */
 void busy_leave(struct txn *t);
 
 #endif

@@ -38,6 +38,7 @@
 #include "icpsock.h"
 #include "placement.h"
 #include "range.h"
+#include "deliver.h"
 #include "request.h"
 #include "sc_assert.h"
 #include "stale.h"
@@ -172,7 +173,7 @@ cannot_start(struct fetch *f)
 	if (f->t->c == NULL)
 		stale_background_end(f->t, 503, SQ_TCP_MISS);
 	else
-		request_error(f->t, 503, SQ_TCP_MISS, "cannot start origin "
+		deliver_error(f->t, 503, SQ_TCP_MISS, "cannot start origin "
 		    "fetch", false);
 }
 

@@ -41,6 +41,7 @@
 #include "fetch_impl.h"
 #include "range.h"
 #include "ratelog.h"
+#include "deliver.h"
 #include "request.h"
 #include "response.h"
 #include "stale.h"
@@ -299,7 +300,7 @@ final_head(struct fetch *f)
 	if (fetched_range(f, clen) == RANGE_UNSATISFIABLE) {
 		/* the rest of the body is the store's alone */
 		f->client_done = true;
-		request_unsatisfiable(t, (uint64_t)clen, "MISS");
+		deliver_unsatisfiable(t, (uint64_t)clen, "MISS");
 		return true;
 	}
 	t->status = t->range != NULL ? 206 : resp->status;
@@ -535,10 +536,10 @@ fail_before_head(struct fetch *f, int status, const char *cause)
 	 * not forbid it */
 	if (f->stale_instead || stale_on_error(t, true)) {
 		s->m.stale_if_error++;
-		request_serve_object(t, t->stale, SQ_TCP_REFRESH_FAIL_OLD);
+		deliver_object(t, t->stale, SQ_TCP_REFRESH_FAIL_OLD);
 		return;
 	}
-	request_error(t, status, SQ_TCP_MISS, cause, false);
+	deliver_error(t, status, SQ_TCP_MISS, cause, false);
 }
 
 void
@@ -682,10 +683,10 @@ fetch_finish_ok(struct fetch *f)
 			return;
 		}
 		if (o != NULL) {
-			request_serve_object(t, o, SQ_TCP_REFRESH_UNMODIFIED);
+			deliver_object(t, o, SQ_TCP_REFRESH_UNMODIFIED);
 			store_obj_unref(&o);
 		} else {
-			request_serve_object(t, t->stale,
+			deliver_object(t, t->stale,
 			    SQ_TCP_REFRESH_UNMODIFIED);
 		}
 		return;

@@ -22,6 +22,7 @@
 #include "disk.h"
 #include "icpsock.h"
 #include "peers.h"
+#include "deliver.h"
 #include "request.h"
 #include "response.h"
 #include "sqdigest.h"
@@ -64,7 +65,7 @@ static void
 internal_buffer(struct txn *t, const char *ctype, struct evbuffer *buf)
 {
 	if (buf == NULL) {
-		request_error(t, 503, SQ_NONE_NONE, "out of memory", true);
+		deliver_error(t, 503, SQ_NONE_NONE, "out of memory", true);
 		return;
 	}
 	internal_head(t, 200, ctype, "", evbuffer_get_length(buf));
@@ -204,7 +205,7 @@ read_peer_post(struct txn *t, enum peer_post kind, uint64_t len)
 	t->peer_post = kind;
 	t->peer_msg = malloc(len > 0 ? len : 1);
 	if (t->peer_msg == NULL) {
-		request_error(t, 503, SQ_NONE_NONE, "out of memory", true);
+		deliver_error(t, 503, SQ_NONE_NONE, "out of memory", true);
 		return;
 	}
 	client_body_deadline(t->c, t->srv->conf.peer_timeout_ms);
@@ -311,7 +312,7 @@ serve_digest(struct txn *t)
 	    sqdigest_get(s->digest, time(NULL), &made, &expires);
 
 	if (b == NULL) {
-		request_error(t, 404, SQ_NONE_NONE, "no cache digest here "
+		deliver_error(t, 404, SQ_NONE_NONE, "no cache digest here "
 		    "(digest_generation off)", false);
 		return;
 	}
@@ -412,7 +413,7 @@ pages_answer(struct txn *t, const char *p, size_t n)
 	}
 	if (http_token_eq(p, n, "/sumcache/v1/summary")) {
 		if (t->srv->conf.sharing != SHARING_SUMMARY)
-			request_error(t, 404, SQ_NONE_NONE, "this node shares "
+			deliver_error(t, 404, SQ_NONE_NONE, "this node shares "
 			    "no summary (sharing none)", false);
 		else if (t->is_get)
 			serve_summary_pull(t);
@@ -425,7 +426,7 @@ pages_answer(struct txn *t, const char *p, size_t n)
 	}
 	if (http_token_eq(p, n, "/sumcache/v1/invalidate")) {
 		if (t->srv->peers == NULL)
-			request_error(t, 404, SQ_NONE_NONE, "this node has no "
+			deliver_error(t, 404, SQ_NONE_NONE, "this node has no "
 			    "peers", false);
 		else if (http_token_eq(t->req.method, t->req.method_len,
 		    "POST"))
@@ -434,7 +435,7 @@ pages_answer(struct txn *t, const char *p, size_t n)
 			internal_text(t, 405, "POST");
 		return;
 	}
-	request_error(t, 400, SQ_NONE_NONE, "this is a forward proxy: the "
+	deliver_error(t, 400, SQ_NONE_NONE, "this is a forward proxy: the "
 	    "request target must be an absolute URL", false);
 }
 

@@ -14,6 +14,7 @@
 
 #include "accesslog.h"
 #include "acl.h"
+#include "deliver.h"
 #include "request.h"
 #include "stored.h"
 
@@ -32,7 +33,7 @@ purge_request(struct txn *t)
 	if (!acl_allows(&s->conf.purge_allow,
 	    (const struct sockaddr *)&t->c->sa)) {
 		s->m.purge_denied++;
-		request_error(t, 403, SQ_TCP_DENIED, "PURGE is not allowed "
+		deliver_error(t, 403, SQ_TCP_DENIED, "PURGE is not allowed "
 		    "from this address (purge_allow)", false);
 		return;
 	}
@@ -40,11 +41,11 @@ purge_request(struct txn *t)
 	unsigned n = stored_drop_everywhere(s, t->url.norm, t->url.len);
 	if (n == 0) {
 		s->m.purge_absent++;
-		request_text(t, 404, SQ_NONE_NONE, RESULT_ADMIN,
+		deliver_text(t, 404, SQ_NONE_NONE, RESULT_ADMIN,
 		    "not in cache\n", false);
 		return;
 	}
 	s->m.purged++;
 	snprintf(body, sizeof(body), "purged %u\n", n);
-	request_text(t, 200, SQ_NONE_NONE, RESULT_ADMIN, body, false);
+	deliver_text(t, 200, SQ_NONE_NONE, RESULT_ADMIN, body, false);
 }

@@ -3,7 +3,7 @@
  *
  * Order of decisions, following RFC 9111 for a shared cache:
  *   origin-form target      -> an internal page (pages.c) or 400
- *   CONNECT                 -> tunnel.c (dispatched by client.c)
+ *   CONNECT                 -> tunnel.c
  *   GET/HEAD                -> cache lookup (key: normalized URL, Vary)
  *       fresh, or stale within the client's max-stale -> served from memory
  *       stale with a validator -> conditional GET to the origin
@@ -11,8 +11,7 @@
  *   any other method        -> forwarded (fetch.c); a successful unsafe
  *                              method invalidates the URL
  *
- * Hits are written with the body as a zero-copy reference: the client's
- * output buffer points into the stored body and holds a reference on it.
+ * How an answer is written on the wire is deliver.c's.
  */
 #include "request.h"
 
@@ -24,59 +23,20 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 
-#include "bodyfd.h"
 #include "busy.h"
+#include "deliver.h"
 #include "disksend.h"
 #include "client.h"
 #include "fetch.h"
 #include "pages.h"
-#include "response.h"
 #include "stale.h"
 #include "peers.h"
 #include "purge.h"
 #include "range.h"
 #include "tiers.h"
+#include "stored.h"
 #include "tunnel.h"
 #include "upstream.h"
-
-void
-request_error(struct txn *t, int status, enum squid_code code,
-    const char *cause,
-    bool close)
-{
-	char body[512];
-
-	snprintf(body, sizeof(body), "sumcache: %d %s: %s\n", status,
-	    response_reason(status), cause);
-	request_text(t, status, code, RESULT_ERROR, body, close);
-}
-
-void
-request_text(struct txn *t, int status, enum squid_code code,
-    enum txn_result result, const char *text, bool close)
-{
-	struct evbuffer *out = client_out(t->c);
-	size_t before = evbuffer_get_length(out);
-	size_t n = strlen(text);
-
-	if (close)
-		t->keep_alive = false;
-	t->status = status;
-	t->code = code;
-	t->result = result;
-	snprintf(t->ctype, sizeof(t->ctype), "text/plain");
-	response_status(out, status, NULL, 0);
-	evbuffer_add_printf(out, "Content-Type: text/plain\r\n"
-	    "Cache-Control: no-store\r\n");
-	/* a PURGE's answer is the node's own, no cache's doing */
-	response_end(t->srv, t, out, &(struct head_tail){.age = -1,
-	    .via = true, .length = (int64_t)n,
-	    .internal = result == RESULT_ADMIN});
-	if (!t->is_head)
-		evbuffer_add(out, text, n);
-	client_sent(t, evbuffer_get_length(out) - before);
-	client_txn_done(t->c);
-}
 
 void
 txn_account(struct txn *t)
@@ -148,33 +108,6 @@ txn_free(struct txn **tp)
 
 /* ---- hits ---- */
 
-static bool
-vary_matches(const struct store_obj *o, void *arg)
-{
-	const struct txn *t = arg;
-	char stack[2048];
-	size_t len = 0, pos = 0, nl, vl;
-	const char *n, *v;
-	bool same = true;
-
-	if (o->vary_len == 0)
-		return true;
-	/* a key that outgrows the stored one cannot match it: room for
-	 * that much is enough, whatever the request's size */
-	size_t cap = o->vary_len + 3;
-	char *key = cap <= sizeof(stack) ? stack : malloc(cap);
-	if (key == NULL)
-		return false;
-	while (same && store_head_next(o, &pos, &n, &nl, &v, &vl))
-		if (http_token_eq(n, nl, "vary"))
-			same = cachectl_varykey(&t->req, v, vl, key, cap, &len);
-	same = same && len == o->vary_len &&
-	    memcmp(key, store_obj_varykey(o), len) == 0;
-	if (key != stack)
-		free(key);
-	return same;
-}
-
 enum icp_op
 request_icp_lookup(void *arg, const char *url, size_t len)
 {
@@ -203,162 +136,6 @@ request_icp_lookup(void *arg, const char *url, size_t len)
 	bool fresh = !m.no_cache && m.lifetime - store_meta_age(&m, time(NULL)) >=
 	    ICP_HIT_FRESH;
 	return fresh ? ICP_OP_HIT : ICP_OP_MISS;
-}
-
-static bool
-client_not_modified(const struct txn *t, const struct store_obj *o)
-{
-	const char *etag = NULL, *lmv;
-	size_t elen = 0, lml;
-	time_t lm = -1;
-
-	if (http_field_find(&t->req, "if-none-match") == NULL &&
-	    http_field_find(&t->req, "if-modified-since") == NULL)
-		return false;
-	store_head_find(o, "etag", &etag, &elen);
-	if (store_head_find(o, "last-modified", &lmv, &lml))
-		lm = http_date_parse(lmv, lml);
-	return cachectl_not_modified(&t->req, etag, elen, lm);
-}
-
-/* o's stored fields but those called name. */
-static void
-object_fields_except(const struct store_obj *o, const char *name,
-    struct evbuffer *out)
-{
-	const char *n, *v;
-	size_t pos = 0, nl, vl;
-
-	while (store_head_next(o, &pos, &n, &nl, &v, &vl))
-		if (!http_token_eq(n, nl, name))
-			evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)nl, n,
-			    (int)vl, v);
-}
-
-bool
-request_vary_matches(const struct store_obj *o, struct txn *t)
-{
-	return vary_matches(o, t);
-}
-
-/*
- * What t's Range asks of o, a 200 of length bytes: t->range is set for a
- * 206. Several ranges of a large body on disk would each need the
- * disk's sender (disksend.c), which sends one: above DISKSEND_MIN they
- * get the whole.
- */
-static enum range_verdict
-object_range(struct txn *t, const struct store_obj *o, uint64_t length)
-{
-	const char *etag = NULL, *lmv, *ct = NULL;
-	size_t elen = 0, lml, ctl = 0;
-	time_t lm = -1;
-
-	if (!t->is_get || http_field_find(&t->req, "range") == NULL)
-		return RANGE_WHOLE;
-	store_head_find(o, "etag", &etag, &elen);
-	if (store_head_find(o, "last-modified", &lmv, &lml))
-		lm = http_date_parse(lmv, lml);
-	store_head_find(o, "content-type", &ct, &ctl);
-	enum range_verdict v = range_plan(&t->req, length, etag, elen, lm, ct,
-	    ctl, &t->range);
-	if (v == RANGE_PARTIAL && t->range->n > 1 &&
-	    disksend_wanted(o->body) && t->range->total > DISKSEND_MIN) {
-		range_plan_free(&t->range);
-		v = RANGE_WHOLE;
-	}
-	return range_count(&t->srv->m, v);
-}
-
-void
-request_unsatisfiable(struct txn *t, uint64_t length, const char *x_cache)
-{
-	struct evbuffer *out = client_out(t->c);
-	size_t before = evbuffer_get_length(out);
-
-	t->status = 416;
-	response_status(out, 416, NULL, 0);
-	range_unsatisfiable_field(length, out);
-	response_end(t->srv, t, out, &(struct head_tail){.age = -1,
-	    .via = true, .x_cache = x_cache, .length = 0});
-	client_sent(t, evbuffer_get_length(out) - before);
-}
-
-bool
-request_object_head(struct txn *t, const struct store_obj *o,
-    enum squid_code code, const char *x_cache, int64_t length)
-{
-	struct evbuffer *out = client_out(t->c);
-	size_t before = evbuffer_get_length(out);
-	bool not_modified = o->meta.status == 200 && client_not_modified(t, o);
-	int status = not_modified ? 304 : o->meta.status;
-	int64_t age = store_meta_age(&o->meta, time(NULL));
-	const char *ct;
-	size_t ctl;
-	enum range_verdict rv = status == 200 && length >= 0 ?
-	    object_range(t, o, (uint64_t)length) : RANGE_WHOLE;
-
-	t->code = not_modified && (code == SQ_TCP_MEM_HIT ||
-	    code == SQ_TCP_HIT || code == SQ_TCP_CF_HIT) ? SQ_TCP_IMS_HIT :
-	    code;
-	if (store_head_find(o, "content-type", &ct, &ctl))
-		snprintf(t->ctype, sizeof(t->ctype), "%.*s", (int)ctl, ct);
-	if (rv == RANGE_UNSATISFIABLE) {
-		request_unsatisfiable(t, (uint64_t)length, x_cache);
-		return false;
-	}
-	if (t->range != NULL)
-		status = 206;
-	t->status = status;
-	response_status(out, status, NULL, 0);
-	if (t->range != NULL && t->range->n > 1)
-		object_fields_except(o, "content-type", out);
-	else
-		evbuffer_add(out, store_obj_head(o), o->head_len);
-	if (t->range != NULL) {
-		range_fields(t->range, out);
-		length = (int64_t)t->range->total;
-	}
-	response_end(t->srv, t, out, &(struct head_tail){.age = age,
-	    .via = true, .x_cache = x_cache, .length = status != 304 &&
-	    status != 204 ? length : -1});
-	client_sent(t, evbuffer_get_length(out) - before);
-	return !t->is_head && status != 304 && status != 204;
-}
-
-void
-request_serve_object(struct txn *t, struct store_obj *o,
-    enum squid_code code)
-{
-	struct evbuffer *out = client_out(t->c);
-	bool body = request_object_head(t, o, code, "HIT",
-	    (int64_t)o->body->len);
-
-	t->result = RESULT_LOCAL_HIT;
-	if (t->disk_read)
-		t->srv->m.hit_disk++;
-	else
-		t->srv->m.hit_memory++;
-	/* a large body on disk goes by windows, read off the loop first;
-	 * the sender ends the transaction */
-	struct range_span whole = {0, o->body->len};
-	const struct range_span *part = t->range != NULL ? &t->range->span[0] :
-	    &whole;
-	/* a send from the disk's file that fails has its record checked
-	 * (client.c, disksend.c) */
-	if (body)
-		tiers_sending(t->srv->tiers, o, &t->c->sent);
-	if (body && disksend_wanted(o->body) && (t->range == NULL ||
-	    t->range->n == 1) && disksend_start(t, o->body, part->from,
-	    part->len) == 0)
-		return;
-	size_t before = evbuffer_get_length(out);
-	if (body && t->range != NULL)
-		range_send(t->range, 0, o->body, out);
-	else if (body)
-		bodyfd_send(o->body, out);
-	client_sent(t, evbuffer_get_length(out) - before);
-	client_txn_done(t->c);
 }
 
 /* ---- bodies ---- */
@@ -419,7 +196,7 @@ request_feed_body(struct txn *t, struct evbuffer *in)
 			/* once a response is under way, only a close can
 			 * tell the client */
 			if (t->status == 0) {
-				request_error(t, 400, SQ_NONE_NONE, why, true);
+				deliver_error(t, 400, SQ_NONE_NONE, why, true);
 			} else {
 				client_fail(t->c);
 			}
@@ -505,7 +282,7 @@ start_fetch(struct txn *t, enum fetch_kind kind)
 	    client_feed_body(t->c) == BODY_FEED_FAILED)
 		return;
 	if (fetch_start(t, kind) < 0)
-		request_error(t, 503, SQ_NONE_NONE, "cannot start origin fetch",
+		deliver_error(t, 503, SQ_NONE_NONE, "cannot start origin fetch",
 		    true);
 }
 
@@ -537,7 +314,7 @@ lookup(struct txn *t)
 {
 	struct server *s = t->srv;
 	struct store_obj *o = store_lookup(s->store, t->url.norm, t->url.len,
-	    vary_matches, t);
+	    stored_vary_matches, &t->req);
 
 	/* a body left in the disk's file that changed: read and checked
 	 * again below */
@@ -551,7 +328,7 @@ lookup(struct txn *t)
 		case TIERS_READ:
 			t->disk_read = true;
 			o = store_lookup(s->store, t->url.norm, t->url.len,
-			    vary_matches, t);
+			    stored_vary_matches, &t->req);
 			break;
 		case TIERS_WAIT:
 			return;
@@ -560,15 +337,15 @@ lookup(struct txn *t)
 	if (o == NULL) {
 		/* a fetch of it is running: wait for it, a peer's
 		 * only-if-cached question too */
-		if (busy_join(t))
+		if (busy_join(t, lookup))
 			return;
 		if (t->reqcc.only_if_cached) {
-			request_error(t, 504, SQ_TCP_MISS, "not in cache "
+			deliver_error(t, 504, SQ_TCP_MISS, "not in cache "
 			    "(only-if-cached)", false);
 			return;
 		}
 		if (t->failed != NULL) {
-			request_error(t, t->failed->status, SQ_TCP_MISS,
+			deliver_error(t, t->failed->status, SQ_TCP_MISS,
 			    t->failed->cause, false);
 			return;
 		}
@@ -583,13 +360,13 @@ lookup(struct txn *t)
 		/* the revalidation starts first: serving finishes t */
 		s->m.stale_while_revalidate++;
 		stale_refresh_behind(t, o);
-		request_serve_object(t, o, SQ_TCP_STALE_HIT);
+		deliver_object(t, o, SQ_TCP_STALE_HIT);
 		store_obj_unref(&o);
 		return;
 	}
 	if (v == CACHECTL_FRESH || v == CACHECTL_STALE_OK) {
 		/* a copy just read from disk is Squid's TCP_HIT */
-		request_serve_object(t, o, v != CACHECTL_FRESH ?
+		deliver_object(t, o, v != CACHECTL_FRESH ?
 		    SQ_TCP_STALE_HIT : t->disk_read ? SQ_TCP_HIT :
 		    SQ_TCP_MEM_HIT);
 		store_obj_unref(&o);
@@ -597,11 +374,11 @@ lookup(struct txn *t)
 	}
 	if (t->reqcc.only_if_cached) {
 		store_obj_unref(&o);
-		request_error(t, 504, SQ_TCP_MISS, "no fresh copy in cache "
+		deliver_error(t, 504, SQ_TCP_MISS, "no fresh copy in cache "
 		    "(only-if-cached)", false);
 		return;
 	}
-	if (busy_join(t)) {
+	if (busy_join(t, lookup)) {
 		store_obj_unref(&o);
 		return;
 	}
@@ -611,10 +388,10 @@ lookup(struct txn *t)
 		t->stale = o;
 		if (stale_on_error(t, t->failed->disconnected)) {
 			s->m.stale_if_error++;
-			request_serve_object(t, o, SQ_TCP_REFRESH_FAIL_OLD);
+			deliver_object(t, o, SQ_TCP_REFRESH_FAIL_OLD);
 			return;
 		}
-		request_error(t, t->failed->status, SQ_TCP_MISS,
+		deliver_error(t, t->failed->status, SQ_TCP_MISS,
 		    t->failed->cause, false);
 		return;
 	}
@@ -632,12 +409,6 @@ lookup(struct txn *t)
 }
 
 void
-request_lookup_again(struct txn *t)
-{
-	lookup(t);
-}
-
-void
 request_start(struct txn *t)
 {
 	const char *why;
@@ -645,7 +416,7 @@ request_start(struct txn *t)
 	t->is_get = http_token_eq(t->req.method, t->req.method_len, "GET");
 	t->is_head = http_token_eq(t->req.method, t->req.method_len, "HEAD");
 	if (!setup_body(t)) {
-		request_error(t, 503, SQ_NONE_NONE, "out of memory", true);
+		deliver_error(t, 503, SQ_NONE_NONE, "out of memory", true);
 		return;
 	}
 	t->body_done = t->body_kind == BODY_NONE;
@@ -656,7 +427,7 @@ request_start(struct txn *t)
 		/* 0: the tunnel has the socket, t is gone; a port refused is
 		 * a policy answer: the connection stays */
 		if (status != 0)
-			request_error(t, status, code, refusal, status != 403);
+			deliver_error(t, status, code, refusal, status != 403);
 		return;
 	}
 	if (t->req.target_len > 0 && t->req.target[0] == '/') {
@@ -666,7 +437,7 @@ request_start(struct txn *t)
 	if (url_parse_absolute(t->req.target, t->req.target_len, &t->url,
 	    &why) < 0) {
 		t->srv->m.parse_errors++;
-		request_error(t, 400, SQ_NONE_NONE, why, false);
+		deliver_error(t, 400, SQ_NONE_NONE, why, false);
 		return;
 	}
 	/* our own pages, named in absolute form: answered here, not fetched
@@ -716,7 +487,7 @@ const struct client_ops request_client_ops = {
 	.feed_body = request_feed_body,
 	.drained = request_output_drained,
 	.stalled = request_body_stalled,
-	.refuse = request_error,
+	.refuse = deliver_error,
 	.stop = request_stop,
 	.account = txn_account,
 	.free = txn_free,

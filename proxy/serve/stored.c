@@ -219,3 +219,30 @@ stored_refresh(const struct txn *t, const struct http_head *resp,
 	evbuffer_free(h);
 	return o;
 }
+
+bool
+stored_vary_matches(const struct store_obj *o, void *request)
+{
+	const struct http_head *req = request;
+	char stack[2048];
+	size_t len = 0, pos = 0, nl, vl;
+	const char *n, *v;
+	bool same = true;
+
+	if (o->vary_len == 0)
+		return true;
+	/* a key that outgrows the stored one cannot match it: room for
+	 * that much is enough, whatever the request's size */
+	size_t cap = o->vary_len + 3;
+	char *key = cap <= sizeof(stack) ? stack : malloc(cap);
+	if (key == NULL)
+		return false;
+	while (same && store_head_next(o, &pos, &n, &nl, &v, &vl))
+		if (http_token_eq(n, nl, "vary"))
+			same = cachectl_varykey(req, v, vl, key, cap, &len);
+	same = same && len == o->vary_len &&
+	    memcmp(key, store_obj_varykey(o), len) == 0;
+	if (key != stack)
+		free(key);
+	return same;
+}

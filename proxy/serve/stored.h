@@ -57,4 +57,8 @@ unsigned stored_drop_everywhere(struct server *s, const char *url,
  * Location and Content-Location leave the store, counted. */
 void stored_invalidate(const struct txn *t, const struct http_head *resp);
 
+/* Whether o is the variant request (a const struct http_head *) selects
+ * by o's Vary: a store_lookup match function. */
+bool stored_vary_matches(const struct store_obj *o, void *request);
+
 #endif

@@ -1,0 +1,214 @@
+/*
+ * Writing answers to the client: a short text or error, a stored object's
+ * head (304, 206 or 416 as the request's conditionals and Range decide)
+ * and its body from memory, a memfd or the disk. What to answer is
+ * request.c's; how it goes on the wire is here, and every path that
+ * answers from the cache (hit, collapsed, stale, disk) writes through it.
+ *
+ * Hits are written with the body as a zero-copy reference: the client's
+ * output buffer points into the stored body and holds a reference on it.
+ */
+#include "deliver.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+
+#include "bodyfd.h"
+#include "cachectl.h"
+#include "client.h"
+#include "disksend.h"
+#include "range.h"
+#include "response.h"
+#include "tiers.h"
+
+void
+deliver_error(struct txn *t, int status, enum squid_code code,
+    const char *cause,
+    bool close)
+{
+	char body[512];
+
+	snprintf(body, sizeof(body), "sumcache: %d %s: %s\n", status,
+	    response_reason(status), cause);
+	deliver_text(t, status, code, RESULT_ERROR, body, close);
+}
+
+void
+deliver_text(struct txn *t, int status, enum squid_code code,
+    enum txn_result result, const char *text, bool close)
+{
+	struct evbuffer *out = client_out(t->c);
+	size_t before = evbuffer_get_length(out);
+	size_t n = strlen(text);
+
+	if (close)
+		t->keep_alive = false;
+	t->status = status;
+	t->code = code;
+	t->result = result;
+	snprintf(t->ctype, sizeof(t->ctype), "text/plain");
+	response_status(out, status, NULL, 0);
+	evbuffer_add_printf(out, "Content-Type: text/plain\r\n"
+	    "Cache-Control: no-store\r\n");
+	/* a PURGE's answer is the node's own, no cache's doing */
+	response_end(t->srv, t, out, &(struct head_tail){.age = -1,
+	    .via = true, .length = (int64_t)n,
+	    .internal = result == RESULT_ADMIN});
+	if (!t->is_head)
+		evbuffer_add(out, text, n);
+	client_sent(t, evbuffer_get_length(out) - before);
+	client_txn_done(t->c);
+}
+
+static bool
+client_not_modified(const struct txn *t, const struct store_obj *o)
+{
+	const char *etag = NULL, *lmv;
+	size_t elen = 0, lml;
+	time_t lm = -1;
+
+	if (http_field_find(&t->req, "if-none-match") == NULL &&
+	    http_field_find(&t->req, "if-modified-since") == NULL)
+		return false;
+	store_head_find(o, "etag", &etag, &elen);
+	if (store_head_find(o, "last-modified", &lmv, &lml))
+		lm = http_date_parse(lmv, lml);
+	return cachectl_not_modified(&t->req, etag, elen, lm);
+}
+
+/* o's stored fields but those called name. */
+static void
+object_fields_except(const struct store_obj *o, const char *name,
+    struct evbuffer *out)
+{
+	const char *n, *v;
+	size_t pos = 0, nl, vl;
+
+	while (store_head_next(o, &pos, &n, &nl, &v, &vl))
+		if (!http_token_eq(n, nl, name))
+			evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)nl, n,
+			    (int)vl, v);
+}
+
+/*
+ * What t's Range asks of o, a 200 of length bytes: t->range is set for a
+ * 206. Several ranges of a large body on disk would each need the
+ * disk's sender (disksend.c), which sends one: above DISKSEND_MIN they
+ * get the whole.
+ */
+static enum range_verdict
+object_range(struct txn *t, const struct store_obj *o, uint64_t length)
+{
+	const char *etag = NULL, *lmv, *ct = NULL;
+	size_t elen = 0, lml, ctl = 0;
+	time_t lm = -1;
+
+	if (!t->is_get || http_field_find(&t->req, "range") == NULL)
+		return RANGE_WHOLE;
+	store_head_find(o, "etag", &etag, &elen);
+	if (store_head_find(o, "last-modified", &lmv, &lml))
+		lm = http_date_parse(lmv, lml);
+	store_head_find(o, "content-type", &ct, &ctl);
+	enum range_verdict v = range_plan(&t->req, length, etag, elen, lm, ct,
+	    ctl, &t->range);
+	if (v == RANGE_PARTIAL && t->range->n > 1 &&
+	    disksend_wanted(o->body) && t->range->total > DISKSEND_MIN) {
+		range_plan_free(&t->range);
+		v = RANGE_WHOLE;
+	}
+	return range_count(&t->srv->m, v);
+}
+
+void
+deliver_unsatisfiable(struct txn *t, uint64_t length, const char *x_cache)
+{
+	struct evbuffer *out = client_out(t->c);
+	size_t before = evbuffer_get_length(out);
+
+	t->status = 416;
+	response_status(out, 416, NULL, 0);
+	range_unsatisfiable_field(length, out);
+	response_end(t->srv, t, out, &(struct head_tail){.age = -1,
+	    .via = true, .x_cache = x_cache, .length = 0});
+	client_sent(t, evbuffer_get_length(out) - before);
+}
+
+bool
+deliver_head(struct txn *t, const struct store_obj *o,
+    enum squid_code code, const char *x_cache, int64_t length)
+{
+	struct evbuffer *out = client_out(t->c);
+	size_t before = evbuffer_get_length(out);
+	bool not_modified = o->meta.status == 200 && client_not_modified(t, o);
+	int status = not_modified ? 304 : o->meta.status;
+	int64_t age = store_meta_age(&o->meta, time(NULL));
+	const char *ct;
+	size_t ctl;
+	enum range_verdict rv = status == 200 && length >= 0 ?
+	    object_range(t, o, (uint64_t)length) : RANGE_WHOLE;
+
+	t->code = not_modified && (code == SQ_TCP_MEM_HIT ||
+	    code == SQ_TCP_HIT || code == SQ_TCP_CF_HIT) ? SQ_TCP_IMS_HIT :
+	    code;
+	if (store_head_find(o, "content-type", &ct, &ctl))
+		snprintf(t->ctype, sizeof(t->ctype), "%.*s", (int)ctl, ct);
+	if (rv == RANGE_UNSATISFIABLE) {
+		deliver_unsatisfiable(t, (uint64_t)length, x_cache);
+		return false;
+	}
+	if (t->range != NULL)
+		status = 206;
+	t->status = status;
+	response_status(out, status, NULL, 0);
+	if (t->range != NULL && t->range->n > 1)
+		object_fields_except(o, "content-type", out);
+	else
+		evbuffer_add(out, store_obj_head(o), o->head_len);
+	if (t->range != NULL) {
+		range_fields(t->range, out);
+		length = (int64_t)t->range->total;
+	}
+	response_end(t->srv, t, out, &(struct head_tail){.age = age,
+	    .via = true, .x_cache = x_cache, .length = status != 304 &&
+	    status != 204 ? length : -1});
+	client_sent(t, evbuffer_get_length(out) - before);
+	return !t->is_head && status != 304 && status != 204;
+}
+
+void
+deliver_object(struct txn *t, struct store_obj *o,
+    enum squid_code code)
+{
+	struct evbuffer *out = client_out(t->c);
+	bool body = deliver_head(t, o, code, "HIT",
+	    (int64_t)o->body->len);
+
+	t->result = RESULT_LOCAL_HIT;
+	if (t->disk_read)
+		t->srv->m.hit_disk++;
+	else
+		t->srv->m.hit_memory++;
+	/* a large body on disk goes by windows, read off the loop first;
+	 * the sender ends the transaction */
+	struct range_span whole = {0, o->body->len};
+	const struct range_span *part = t->range != NULL ? &t->range->span[0] :
+	    &whole;
+	/* a send from the disk's file that fails has its record checked
+	 * (client.c, disksend.c) */
+	if (body)
+		tiers_sending(t->srv->tiers, o, &t->c->sent);
+	if (body && disksend_wanted(o->body) && (t->range == NULL ||
+	    t->range->n == 1) && disksend_start(t, o->body, part->from,
+	    part->len) == 0)
+		return;
+	size_t before = evbuffer_get_length(out);
+	if (body && t->range != NULL)
+		range_send(t->range, 0, o->body, out);
+	else if (body)
+		bodyfd_send(o->body, out);
+	client_sent(t, evbuffer_get_length(out) - before);
+	client_txn_done(t->c);
+}
