@@ -485,30 +485,34 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 void
 client_accept(struct server *s, evutil_socket_t fd, const struct sockaddr *sa)
 {
-	struct client *c = calloc(1, sizeof(*c));
-
-	if (c == NULL) {
-		evutil_closesocket(fd);
-		return;
-	}
-	c->srv = s;
-	c->accepted_ms = mono_ms();
 	/* responses go out as soon as they are queued: with Nagle on, the
 	 * tail of a response waits for the client's delayed ACK (40 ms) */
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	c->timer = evtimer_new(s->base, on_timer, c);
-	if (c->bev == NULL || c->timer == NULL) {
-		if (c->bev)
-			bufferevent_free(c->bev);
-		else
-			evutil_closesocket(fd);
-		if (c->timer)
-			event_free(c->timer);
+	struct bufferevent *bev = bufferevent_socket_new(s->base, fd,
+	    BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL) {
+		evutil_closesocket(fd);
+		return;
+	}
+	client_attach(s, bev, sa);
+}
+
+void
+client_attach(struct server *s, struct bufferevent *bev,
+    const struct sockaddr *sa)
+{
+	struct client *c = calloc(1, sizeof(*c));
+
+	if (c == NULL || (c->timer = evtimer_new(s->base, on_timer, c)) ==
+	    NULL) {
+		bufferevent_free(bev);
 		free(c);
 		return;
 	}
+	c->srv = s;
+	c->bev = bev;
+	c->accepted_ms = mono_ms();
 	/* configured peers may always talk to us: summaries and sibling
 	 * requests come from them */
 	c->allowed = acl_allows(&s->conf.allow, sa) ||

@@ -51,7 +51,14 @@ struct client_ops {
  */
 size_t client_buffers_bound(const struct http_limits *l);
 
+/* A connection accepted on fd, from sa: it is served from now on (on
+ * ENOMEM fd is closed). */
 void client_accept(struct server *s, evutil_socket_t fd,
+    const struct sockaddr *sa);
+/* The same over bev, which the connection takes (freed on ENOMEM):
+ * client_accept's second half, and how the unit tests serve a request
+ * over a bufferevent pair, without a socket. */
+void client_attach(struct server *s, struct bufferevent *bev,
     const struct sockaddr *sa);
 
 /* The client's output buffer; what is added is counted in t->bytes_out by

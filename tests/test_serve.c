@@ -1,0 +1,251 @@
+/*
+ * The serve/ room driven without a socket (tests/serverig.c): deliver's
+ * answers from the store (hit, 304, 206 one and several ranges, 416),
+ * collapsed forwarding (busy.c: a waiter served from the shared fetch, a
+ * failure handed to its waiters) and the stale answer of a failed fetch
+ * (stale.c). The real server and request room answer; the test plays the
+ * store's contents and the fetch.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "busy.h"
+#include "serverig.h"
+#include "store.h"
+
+#define URL "http://example.test/a"
+#define GET "GET " URL " HTTP/1.1\r\nHost: example.test\r\n"
+#define HEAD_FIELDS "Content-Type: text/plain\r\nETag: \"v1\"\r\n"
+
+static struct srig r;
+
+static void
+stop(void)
+{
+	srig_stop(&r);
+}
+
+static void
+start(void)
+{
+	srig_start(&r, NULL);
+}
+
+/* Stores url's object: fresh for a minute, or stale by a minute with
+ * the Cache-Control given. */
+static void
+put(const char *head, const char *body, bool fresh)
+{
+	struct store_obj *o = srig_object(URL, head, body, fresh ? 0 : 120,
+	    60);
+
+	cr_assert(store_insert(r.s.store, o));
+	store_obj_unref(&o);
+}
+
+TestSuite(deliver, .init = start, .fini = stop, .timeout = 20);
+
+Test(deliver, a_stored_object_is_a_memory_hit)
+{
+	struct srig_answer a;
+	char v[64];
+
+	put(HEAD_FIELDS, "hello", true);
+	srig_send(&r, GET "\r\n");
+	cr_assert(srig_answer(&r, &a, false));
+	cr_assert_eq(a.status, 200);
+	cr_assert_str_eq(a.body, "hello");
+	cr_assert(srig_field(&a, "x-cache", v, sizeof(v)));
+	cr_assert(strncmp(v, "HIT", 3) == 0, "X-Cache: %s", v);
+	cr_assert(srig_field(&a, "etag", v, sizeof(v)));
+	cr_assert_str_eq(v, "\"v1\"");
+	cr_assert_eq(r.s.m.hit_memory, 1);
+	cr_assert_eq(r.s.m.req_local_hit, 1);
+}
+
+Test(deliver, a_matching_validator_is_a_304_without_body)
+{
+	struct srig_answer a;
+
+	put(HEAD_FIELDS, "hello", true);
+	srig_send(&r, GET "If-None-Match: \"v1\"\r\n\r\n");
+	cr_assert(srig_answer(&r, &a, true));
+	cr_assert_eq(a.status, 304);
+	/* the next answer on the connection follows at once: nothing of a
+	 * body was sent */
+	srig_send(&r, GET "If-None-Match: \"v0\"\r\n\r\n");
+	cr_assert(srig_answer(&r, &a, false));
+	cr_assert_eq(a.status, 200);
+	cr_assert_str_eq(a.body, "hello");
+}
+
+Test(deliver, one_range_is_a_206_of_those_bytes)
+{
+	struct srig_answer a;
+	char v[64];
+
+	put(HEAD_FIELDS, "hello world", true);
+	srig_send(&r, GET "Range: bytes=1-3\r\n\r\n");
+	cr_assert(srig_answer(&r, &a, false));
+	cr_assert_eq(a.status, 206);
+	cr_assert_str_eq(a.body, "ell");
+	cr_assert(srig_field(&a, "content-range", v, sizeof(v)));
+	cr_assert_str_eq(v, "bytes 1-3/11");
+	cr_assert_eq(r.s.m.range_partial, 1);
+}
+
+Test(deliver, several_ranges_are_one_multipart_answer)
+{
+	struct srig_answer a;
+	char v[128];
+
+	put(HEAD_FIELDS, "hello world", true);
+	srig_send(&r, GET "Range: bytes=0-0,-5\r\n\r\n");
+	cr_assert(srig_answer(&r, &a, false));
+	cr_assert_eq(a.status, 206);
+	cr_assert(srig_field(&a, "content-type", v, sizeof(v)));
+	cr_assert(strncmp(v, "multipart/byteranges; boundary=", 31) == 0,
+	    "%s", v);
+	/* each part with its own type and range, the body's bytes after */
+	cr_assert(strstr(a.body, "Content-Type: text/plain\r\n"
+	    "Content-Range: bytes 0-0/11\r\n\r\nh\r\n") != NULL, "%s", a.body);
+	cr_assert(strstr(a.body, "Content-Range: bytes 6-10/11\r\n\r\n"
+	    "world\r\n") != NULL, "%s", a.body);
+	cr_assert(strstr(a.body, v + 31) != NULL);
+}
+
+Test(deliver, a_range_past_the_end_is_a_416_with_the_length)
+{
+	struct srig_answer a;
+	char v[64];
+
+	put(HEAD_FIELDS, "hello", true);
+	srig_send(&r, GET "Range: bytes=10-20\r\n\r\n");
+	cr_assert(srig_answer(&r, &a, false));
+	cr_assert_eq(a.status, 416);
+	cr_assert(srig_field(&a, "content-range", v, sizeof(v)));
+	cr_assert_str_eq(v, "bytes */5");
+	/* none of the object's fields: it is not the object */
+	cr_assert(!srig_field(&a, "etag", v, sizeof(v)));
+	cr_assert_eq(r.s.m.range_unsatisfiable, 1);
+}
+
+TestSuite(busy, .init = start, .fini = stop, .timeout = 20);
+
+/* The shared fetch's shape, its body arriving in two pieces (the first
+ * third, then two), and the stored object it ends with. */
+static void
+answer_waiters(struct busy **b, const char *body)
+{
+	struct store_obj *shape = srig_object(URL, HEAD_FIELDS, "", 0, 60);
+	struct store_obj *whole = srig_object(URL, HEAD_FIELDS, body, 0, 60);
+	size_t len = strlen(body);
+	struct store_body *sofar = store_body_new(len);
+
+	busy_share(*b, shape, len, NULL);
+	cr_assert(store_body_append(&sofar, body, len / 3) == 0);
+	busy_body(*b, sofar);
+	cr_assert(store_body_append(&sofar, body + len / 3,
+	    2 * len / 3 - len / 3) == 0);
+	busy_body(*b, sofar);
+	busy_close(b, BUSY_DONE, whole);
+	store_body_unref(&sofar);
+	store_obj_unref(&shape);
+	store_obj_unref(&whole);
+}
+
+Test(busy, a_waiter_is_answered_from_the_fetch_it_waits_for)
+{
+	struct srig_answer a;
+	struct busy *b = srig_busy(&r, URL);
+
+	srig_send(&r, GET "\r\n");
+	srig_run(&r, 20);
+	/* it waits: nothing is answered, no fetch of its own started */
+	cr_assert_eq(evbuffer_get_length(bufferevent_get_input(r.user)), 0);
+	cr_assert_eq(r.s.m.collapsed_served, 0);
+	answer_waiters(&b, "shared body");
+	cr_assert(srig_answer(&r, &a, false));
+	cr_assert_eq(a.status, 200);
+	cr_assert_str_eq(a.body, "shared body");
+	cr_assert_eq(r.s.m.collapsed_served, 1);
+	cr_assert_eq(r.s.m.req_local_hit, 1);
+}
+
+Test(busy, a_waiter_of_a_failed_fetch_is_told_the_failure)
+{
+	struct srig_answer a;
+	struct busy *b = srig_busy(&r, URL);
+
+	srig_send(&r, GET "\r\n");
+	srig_run(&r, 20);
+	busy_fail(&b, 502, false, "origin said 503");
+	cr_assert_null(b);
+	cr_assert(srig_answer(&r, &a, false));
+	cr_assert_eq(a.status, 502);
+	cr_assert(strstr(a.body, "origin said 503") != NULL, "%s", a.body);
+	cr_assert_eq(r.s.m.collapsed_failed, 1);
+}
+
+Test(busy, a_waiter_with_a_range_reads_its_bytes_of_the_shared_body)
+{
+	struct srig_answer a;
+	struct busy *b = srig_busy(&r, URL);
+
+	srig_send(&r, GET "Range: bytes=7-\r\n\r\n");
+	srig_run(&r, 20);
+	answer_waiters(&b, "shared body");
+	cr_assert(srig_answer(&r, &a, false));
+	cr_assert_eq(a.status, 206);
+	cr_assert_str_eq(a.body, "body");
+}
+
+TestSuite(stale, .init = start, .fini = stop, .timeout = 20);
+
+Test(stale, stale_if_error_answers_a_waiter_of_a_failed_fetch)
+{
+	struct srig_answer a;
+
+	put(HEAD_FIELDS "Cache-Control: max-age=60, stale-if-error=600\r\n",
+	    "old", false);
+	struct busy *b = srig_busy(&r, URL);
+	srig_send(&r, GET "\r\n");
+	srig_run(&r, 20);
+	busy_fail(&b, 502, false, "origin said 500");
+	cr_assert(srig_answer(&r, &a, false));
+	cr_assert_eq(a.status, 200);
+	cr_assert_str_eq(a.body, "old");
+	cr_assert_eq(r.s.m.stale_if_error, 1);
+}
+
+Test(stale, without_stale_if_error_the_failure_is_the_answer)
+{
+	struct srig_answer a;
+
+	put(HEAD_FIELDS "Cache-Control: max-age=60\r\n", "old", false);
+	struct busy *b = srig_busy(&r, URL);
+	srig_send(&r, GET "\r\n");
+	srig_run(&r, 20);
+	busy_fail(&b, 502, false, "origin said 500");
+	cr_assert(srig_answer(&r, &a, false));
+	cr_assert_eq(a.status, 502);
+	cr_assert_eq(r.s.m.stale_if_error, 0);
+}
+
+Test(stale, a_lost_origin_may_be_answered_stale_without_the_directive)
+{
+	struct srig_answer a;
+
+	/* RFC 9111 4.2.4: disconnected, a stale copy may be served */
+	put(HEAD_FIELDS "Cache-Control: max-age=60\r\n", "old", false);
+	struct busy *b = srig_busy(&r, URL);
+	srig_send(&r, GET "\r\n");
+	srig_run(&r, 20);
+	busy_fail(&b, 504, true, "origin unreachable");
+	cr_assert(srig_answer(&r, &a, false));
+	cr_assert_eq(a.status, 200);
+	cr_assert_str_eq(a.body, "old");
+}
