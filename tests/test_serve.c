@@ -7,6 +7,7 @@
  * store's contents and the fetch.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <event2/buffer.h>
@@ -205,17 +206,29 @@ Test(busy, a_waiter_with_a_range_reads_its_bytes_of_the_shared_body)
 
 TestSuite(stale, .init = start, .fini = stop, .timeout = 20);
 
+/* A stale copy stored with cc, a request waiting for the fetch of its
+ * URL, and that fetch failing with status (disconnected: no answer at
+ * all): what the waiter gets, in *a. */
+static void
+stale_after_failure(const char *cc, int status, bool disconnected,
+    struct srig_answer *a)
+{
+	char head[256];
+
+	snprintf(head, sizeof(head), HEAD_FIELDS "Cache-Control: %s\r\n", cc);
+	put(head, "old", false);
+	struct busy *b = srig_busy(&r, URL);
+	srig_send(&r, GET "\r\n");
+	srig_run(&r, 20);
+	busy_fail(&b, status, disconnected, "the origin failed");
+	cr_assert(srig_answer(&r, a, false));
+}
+
 Test(stale, stale_if_error_answers_a_waiter_of_a_failed_fetch)
 {
 	struct srig_answer a;
 
-	put(HEAD_FIELDS "Cache-Control: max-age=60, stale-if-error=600\r\n",
-	    "old", false);
-	struct busy *b = srig_busy(&r, URL);
-	srig_send(&r, GET "\r\n");
-	srig_run(&r, 20);
-	busy_fail(&b, 502, false, "origin said 500");
-	cr_assert(srig_answer(&r, &a, false));
+	stale_after_failure("max-age=60, stale-if-error=600", 502, false, &a);
 	cr_assert_eq(a.status, 200);
 	cr_assert_str_eq(a.body, "old");
 	cr_assert_eq(r.s.m.stale_if_error, 1);
@@ -225,13 +238,9 @@ Test(stale, without_stale_if_error_the_failure_is_the_answer)
 {
 	struct srig_answer a;
 
-	put(HEAD_FIELDS "Cache-Control: max-age=60\r\n", "old", false);
-	struct busy *b = srig_busy(&r, URL);
-	srig_send(&r, GET "\r\n");
-	srig_run(&r, 20);
-	busy_fail(&b, 502, false, "origin said 500");
-	cr_assert(srig_answer(&r, &a, false));
+	stale_after_failure("max-age=60", 502, false, &a);
 	cr_assert_eq(a.status, 502);
+	cr_assert(strstr(a.body, "the origin failed") != NULL);
 	cr_assert_eq(r.s.m.stale_if_error, 0);
 }
 
@@ -240,12 +249,7 @@ Test(stale, a_lost_origin_may_be_answered_stale_without_the_directive)
 	struct srig_answer a;
 
 	/* RFC 9111 4.2.4: disconnected, a stale copy may be served */
-	put(HEAD_FIELDS "Cache-Control: max-age=60\r\n", "old", false);
-	struct busy *b = srig_busy(&r, URL);
-	srig_send(&r, GET "\r\n");
-	srig_run(&r, 20);
-	busy_fail(&b, 504, true, "origin unreachable");
-	cr_assert(srig_answer(&r, &a, false));
+	stale_after_failure("max-age=60", 504, true, &a);
 	cr_assert_eq(a.status, 200);
 	cr_assert_str_eq(a.body, "old");
 }
