@@ -1,6 +1,7 @@
 /*
- * Test harness; see harness.h. Paths of the binaries come from CMake
- * (SUMCACHE_BIN, ORIGIN_BIN).
+ * Test harness, one node: processes, the origin, requests and metrics
+ * (see harness.h; clusters of nodes are harness_cluster.c's). Paths of
+ * the binaries come from CMake (SUMCACHE_BIN, ORIGIN_BIN).
  */
 #include "harness.h"
 #include "testrun.h"
@@ -587,161 +588,8 @@ harness_echo_server(int port)
 	return pid;
 }
 
-/* ---- clusters ---- */
-
-pid_t
-fakepeer_start(const struct env *e, const struct cluster *cl,
-    const char *name, const char *objects, int delay_ms, long answer_bytes,
-    int *port)
-{
-	char portarg[16], delay[16], answer[24], out[320];
-
-	*port = harness_free_port();
-	snprintf(portarg, sizeof(portarg), "%d", *port);
-	snprintf(delay, sizeof(delay), "%d", delay_ms);
-	snprintf(answer, sizeof(answer), "%ld", answer_bytes);
-	snprintf(out, sizeof(out), "%s/%s.out", e->dir, name);
-	char *argv[] = {PEER_BIN, portarg, (char *)cl->key_file, (char *)name,
-	    (char *)objects, delay, answer, NULL};
-	pid_t pid = harness_spawn(argv, out);
-	cr_assert(harness_wait_port(*port, 5000), "test-peer did not start");
-	return pid;
-}
-
-void
-node_start(struct env *e, struct cluster *cl, int i)
-{
-	struct node *nd = &cl->nodes[i];
-	static char opt[64][400];
-	char *argv[160];
-	int n = 0, k = 0;
-
-	argv[n++] = SUMCACHE_BIN;
-#define OPT(...) do {                                                         \
-		snprintf(opt[k], sizeof(opt[k]), __VA_ARGS__);                 \
-		argv[n++] = "-o";                                              \
-		argv[n++] = opt[k++];                                          \
-	} while (0)
-	OPT("node_name=%s", nd->name);
-	OPT("http_listen=%s:%d", nd->host, nd->port);
-	OPT("access_log=%s", nd->log);
-	OPT("sharing=%s", cl->icp ? "icp" : "summary");
-	OPT("cluster_key_file=%s", cl->key_file);
-	if (cl->icp)
-		OPT("icp_listen=%s:%d", nd->host, nd->icp_port);
-	if (nd->conf_file != NULL) {
-		argv[n++] = "-c";
-		argv[n++] = (char *)nd->conf_file;
-	}
-	for (int j = 0; j < cl->n && cl->peer_dns == NULL &&
-	    nd->conf_file == NULL; j++)
-		if (j != i)
-			OPT("peer=%s %s:%d icp=%d %s", cl->nodes[j].name,
-			    cl->nodes[j].host, cl->nodes[j].port,
-			    cl->nodes[j].icp_port, cl->peer_flags ?
-			    cl->peer_flags : "");
-	if (cl->peer_dns != NULL)
-		OPT("peer_dns=%s %s", cl->peer_dns, cl->peer_flags ?
-		    cl->peer_flags : "");
-	if (cl->cache_dir_size != NULL)
-		OPT("cache_dir=%s/cache-%s %s", e->dir, nd->name,
-		    cl->cache_dir_size);
-#undef OPT
-	for (const char *const *o = cl->opts; o && *o && n < 150; o++) {
-		argv[n++] = "-o";
-		argv[n++] = (char *)*o;
-	}
-	argv[n] = NULL;
-	nd->pid = harness_spawn(argv, nd->out);
-	cr_assert(harness_wait_addr(nd->host, nd->port, 10000), "node %s did "
-	    "not start; see %s", nd->name, nd->out);
-}
-
-void
-cluster_start(struct env *e, struct cluster *cl, int n,
-    const char *const *opts, const char *peer_flags)
-{
-	cluster_init(e, cl, n, opts, peer_flags);
-	for (int i = 0; i < n; i++)
-		node_start(e, cl, i);
-}
-
-void
-cluster_init(struct env *e, struct cluster *cl, int n,
-    const char *const *opts, const char *peer_flags)
-{
-	cr_assert(n <= CLUSTER_MAX);
-	memset(cl, 0, sizeof(*cl));
-	cl->n = n;
-	cl->opts = opts;
-	cl->peer_flags = peer_flags;
-	snprintf(cl->key_file, sizeof(cl->key_file), "%s/cluster.key",
-	    e->dir);
-	FILE *f = fopen(cl->key_file, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "test-cluster-key-%d-0123456789abcdef\n", getpid());
-	fclose(f);
-	for (int i = 0; i < n; i++) {
-		struct node *nd = &cl->nodes[i];
-		char name = (char)('a' + i);
-		nd->port = harness_free_port();
-		nd->icp_port = harness_free_port();
-		snprintf(nd->host, sizeof(nd->host), "127.0.0.1");
-		snprintf(nd->name, sizeof(nd->name), "%c", name);
-		snprintf(nd->log, sizeof(nd->log), "%s/%c.log", e->dir, name);
-		snprintf(nd->out, sizeof(nd->out), "%s/%c.out", e->dir, name);
-	}
-}
-
-void
-node_stop(struct node *nd)
-{
-	if (nd->pid <= 0)
-		return;
-	int st = harness_stop(nd->pid, SIGTERM, 15000);
-	cr_expect(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0,
-	    "node %s exited badly (status %d); see %s", nd->name, st, nd->out);
-	nd->pid = 0;
-}
-
-void
-cluster_stop(struct cluster *cl)
-{
-	for (int i = 0; i < cl->n; i++)
-		node_stop(&cl->nodes[i]);
-}
-
-struct env CE;
-struct cluster CL;
-
-void
-cluster_suite_up(void)
-{
-	origin_start(&CE);
-}
-
-void
-cluster_suite_down(void)
-{
-	cluster_stop(&CL);
-	env_stop(&CE);
-}
-
-void
-node_get(const struct node *nd, const char *url, struct resp *r)
-{
-	http_request_at(nd->host, nd->port, "GET", url, NULL, NULL, 0, false,
-	    r);
-}
-
 double
-node_metric(const struct node *nd, const char *series)
-{
-	return metric_at(nd->host, nd->port, series);
-}
-
-static double
-wait_metric_at(const char *host, int port, const char *series, double want,
+metric_wait_at(const char *host, int port, const char *series, double want,
     int ms)
 {
 	double v = -1;
@@ -756,51 +604,8 @@ wait_metric_at(const char *host, int port, const char *series, double want,
 }
 
 double
-node_wait_metric(const struct node *nd, const char *series, double want,
-    int ms)
-{
-	return wait_metric_at(nd->host, nd->port, series, want, ms);
-}
-
-void
-node_wait_synced(const struct node *from, const struct node *to)
-{
-	double epoch = node_metric(from, "sumcache_summary_epoch");
-	double seq = node_metric(from, "sumcache_summary_sequence");
-
-	for (int waited = 0; waited < 5000; waited += 20) {
-		if (node_peer_metric(to, "sumcache_peer_summary_epoch",
-		    from->name) == epoch && node_peer_metric(to,
-		    "sumcache_peer_summary_sequence", from->name) >= seq)
-			return;
-		usleep(20000);
-	}
-	cr_assert_fail("%s never received %s's summary %g/%g", to->name,
-	    from->name, epoch, seq);
-}
-
-double
-node_sent(const struct node *nd, const char *type, const char *peer)
-{
-	char series[200];
-
-	snprintf(series, sizeof(series), "sumcache_interproxy_messages_total"
-	    "{direction=\"sent\",type=\"%s\",peer=\"%s\"}", type, peer);
-	return node_metric(nd, series);
-}
-
-double
-node_peer_metric(const struct node *nd, const char *family, const char *peer)
-{
-	char series[200];
-
-	snprintf(series, sizeof(series), "%s{peer=\"%s\"}", family, peer);
-	return node_metric(nd, series);
-}
-
-double
 proxy_wait_metric(const struct env *e, const char *series, double want,
     int ms)
 {
-	return wait_metric_at("127.0.0.1", e->pport, series, want, ms);
+	return metric_wait_at("127.0.0.1", e->pport, series, want, ms);
 }

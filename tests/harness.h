@@ -102,6 +102,10 @@ double proxy_wait_metric(const struct env *e, const char *series,
     double want, int ms);
 double port_metric(int port, const char *series);
 double metric_at(const char *host, int port, const char *series);
+/* Polls series at host:port until it reaches want or ms pass; its last
+ * value. */
+double metric_wait_at(const char *host, int port, const char *series,
+    double want, int ms);
 
 /* A TCP echo server on 127.0.0.1:port (one connection at a time), ready
  * when this returns. */
