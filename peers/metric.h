@@ -105,7 +105,7 @@ struct evbuffer;
 	    "Times freed heap memory was given back to the kernel")           \
 	X(RELOADS, counter, "sumcache_reloads_total", "result",               \
 	    "SIGHUP reloads of the configuration: applied, or refused whole") \
-	/* the disk tier (proxy/cache/disk/disk.c) */                                    \
+	/* the disk tier (proxy/cache/disk/disk.c) */                         \
 	X(HITS_BY_TIER, counter, "sumcache_hits_total", "tier",               \
 	    "Local hits by the tier that held the object")                    \
 	X(DISK_OBJECTS, gauge, "sumcache_disk_objects", "",                   \

@@ -364,8 +364,10 @@ server_init(struct server *s)
 		 * capacity fills up and Squid refuses one 65 % full */
 		uint64_t cap = s->conf.cache_mem / 1024 +
 		    s->conf.cache_dir_size / PUB_DISK_OBJECT_BYTES;
-		s->digest = sqdigest_new(s->tiers, cap < 1024 ? 1024 : cap > UINT32_MAX ?
-		    UINT32_MAX : (uint32_t)cap, s->conf.digest_rebuild_period_ms);
+		uint32_t entries = cap < 1024 ? 1024 : cap > UINT32_MAX ?
+		    UINT32_MAX : (uint32_t)cap;
+		s->digest = sqdigest_new(s->tiers, entries,
+		    s->conf.digest_rebuild_period_ms);
 		if (s->digest == NULL)
 			return -1;
 	}

@@ -118,7 +118,8 @@ value_cache_dir(struct conf *c, size_t off, const char *v, const char **why)
 		return -1;
 	}
 	if (c->hooks != NULL && c->hooks->dir_check != NULL &&
-	    c->hooks->dir_check(path, c->cache_dir_size, err, sizeof(err)) < 0) {
+	    c->hooks->dir_check(path, c->cache_dir_size, err,
+	    sizeof(err)) < 0) {
 		free(path);
 		*why = err;
 		return -1;

@@ -42,7 +42,7 @@
 
 static void client_next_request(struct client *c);
 
-/* How far client_close_oldest_idle looks: a bounded cost per accept. */
+/* How far client_make_room looks: a bounded cost per accept. */
 #define IDLE_SCAN_MAX 64
 
 /* Unparsed input held while the previous answer is pending: one head's

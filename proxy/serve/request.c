@@ -21,7 +21,6 @@
 #include <strings.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 
 #include "busy.h"
 #include "deliver.h"
@@ -43,15 +42,16 @@ txn_account(struct txn *t)
 {
 	struct server *s = t->srv;
 	struct accesslog_entry e = {
-		.start = t->start, .client = t->c != NULL ? t->c->addr : "-", .code = t->code,
-		.aborted = t->aborted,
+		.start = t->start, .client = t->c != NULL ? t->c->addr : "-",
+		.code = t->code, .aborted = t->aborted,
 		.status = t->status, .bytes = t->bytes_out,
 		.method = t->req.method ? t->req.method : "NONE",
 		.method_len = t->req.method ? (int)t->req.method_len : 4,
 		.url = t->url.norm ? t->url.norm : "error:invalid-request",
 		.hier = t->hier,
 		.hier_host = t->hier_host[0] ? t->hier_host : "-",
-		.content_type = t->ctype, .content_type_len = (int)strlen(t->ctype),
+		.content_type = t->ctype,
+		.content_type_len = (int)strlen(t->ctype),
 	};
 
 	if (t->result == RESULT_INTERNAL)
@@ -106,7 +106,7 @@ txn_free(struct txn **tp)
 	free(t);
 }
 
-/* ---- hits ---- */
+/* ---- ICP ---- */
 
 enum icp_op
 request_icp_lookup(void *arg, const char *url, size_t len)
@@ -133,8 +133,8 @@ request_icp_lookup(void *arg, const char *url, size_t len)
 	 * says (an answer cannot wait for the device) */
 	if (on_disk <= 0)
 		return on_disk == 0 ? ICP_OP_HIT : ICP_OP_MISS;
-	bool fresh = !m.no_cache && m.lifetime - store_meta_age(&m, time(NULL)) >=
-	    ICP_HIT_FRESH;
+	bool fresh = !m.no_cache &&
+	    m.lifetime - store_meta_age(&m, time(NULL)) >= ICP_HIT_FRESH;
 	return fresh ? ICP_OP_HIT : ICP_OP_MISS;
 }
 
@@ -321,8 +321,8 @@ lookup(struct txn *t)
 	if (o != NULL && !tiers_sendable(s->tiers, o))
 		store_obj_unref(&o);
 	if (o == NULL && !t->disk_read) {
-		switch (tiers_read(s->tiers, t->url.norm, t->url.len, disk_read_done,
-		    t, &t->disk_wait)) {
+		switch (tiers_read(s->tiers, t->url.norm, t->url.len,
+		    disk_read_done, t, &t->disk_wait)) {
 		case TIERS_NONE:
 			break;
 		case TIERS_READ:
