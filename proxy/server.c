@@ -262,15 +262,15 @@ peers_init(struct server *s)
 	return 0;
 }
 
-/* A loop with loop.h's classes of work: bulk transfers run in slices, so
- * the loop looks for more urgent work between them. */
-/* The status page's sampler brings the gauges up to date first. */
+/* The status page's sampler reads the counters where /metrics does. */
 static void
-refresh_gauges(void *arg)
+status_view(void *arg, struct metrics_view *v)
 {
-	pages_gauges(arg);
+	pages_metrics_view(arg, v);
 }
 
+/* A loop with loop.h's classes of work: bulk transfers run in slices, so
+ * the loop looks for more urgent work between them. */
 static struct event_base *
 new_base(void)
 {
@@ -383,8 +383,8 @@ server_init(struct server *s)
 	/* what the disk kept, once everyone who counts objects listens */
 	tiers_start(s->tiers);
 	s->status = status_new(&(struct status_src){.base = s->base,
-	    .conf = &s->conf, .m = &s->m, .peers = s->peers,
-	    .refresh = refresh_gauges, .arg = s});
+	    .conf = &s->conf, .peers = s->peers, .view = status_view,
+	    .arg = s});
 	return s->status == NULL ? -1 : 0;
 }
 

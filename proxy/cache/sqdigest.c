@@ -23,6 +23,7 @@ struct sqdigest {
 	struct sum_buf body;     /* the copy served */
 	time_t made;             /* when body was copied; 0 = never */
 	bool warned_full;
+	struct sqdigest_stats stats;
 };
 
 /* A copy is claimed while it will still be fresh when the digest that
@@ -90,12 +91,12 @@ sqdigest_free(struct sqdigest **dp)
 	free(d);
 }
 
-void
-sqdigest_stats(const struct sqdigest *d, uint64_t *entries,
-    uint64_t *table_bytes)
+const struct sqdigest_stats *
+sqdigest_stats(struct sqdigest *d)
 {
-	*entries = d->f->entries;
-	*table_bytes = claims_bytes(d->claims);
+	d->stats.entries = d->f->entries;
+	d->stats.table_bytes = claims_bytes(d->claims);
+	return &d->stats;
 }
 
 const struct sum_buf *

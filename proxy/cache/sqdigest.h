@@ -34,9 +34,13 @@ struct sqdigest *sqdigest_new(struct tiers *tr, uint32_t capacity,
     uint32_t period_ms);
 void sqdigest_free(struct sqdigest **d);
 
-/* The URLs the filter claims now, and the memory of its claims table. */
-void sqdigest_stats(const struct sqdigest *d, uint64_t *entries,
-    uint64_t *table_bytes);
+struct sqdigest_stats {
+	uint64_t entries;        /* the URLs the filter claims now */
+	uint64_t table_bytes;    /* the memory of its claims table */
+};
+
+/* d's figures, brought up to date; the struct is d's. */
+const struct sqdigest_stats *sqdigest_stats(struct sqdigest *d);
 
 /* The current digest body and its Last-Modified and Expires times. */
 const struct sum_buf *sqdigest_get(struct sqdigest *d, time_t now,

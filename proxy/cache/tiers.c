@@ -180,7 +180,7 @@ disk_scanned(void *arg)
 	    "restored in %llu ms\n", tr->conf->cache_dir,
 	    (unsigned long long)st->objects,
 	    (unsigned long long)(st->bytes >> 20),
-	    (unsigned long long)st->scan_ms);
+	    (unsigned long long)(st->scan_us / 1000));
 	/* peers drop what they held of us and take the whole of it */
 	if (st->scan_segments == 0)
 		return;

@@ -76,52 +76,12 @@ internal_buffer(struct txn *t, const char *ctype, struct evbuffer *buf)
 }
 
 void
-pages_gauges(struct server *s)
+pages_metrics_view(struct server *s, struct metrics_view *v)
 {
-	const struct store_stats *st = store_stats(s->store);
-	const struct budget_stats *bs = budget_stats(s->budget);
-
-	s->m.cache_objects = st->objects;
-	s->m.cache_bytes = st->bytes;
-	s->m.cache_pinned = st->pinned;
-	s->m.evictions = st->evictions;
-	s->m.inflight_bytes = bs->inflight;
-	s->m.inflight_refused = bs->inflight_refused;
-	s->m.heap_trims = bs->trims;
-	if (s->digest != NULL)
-		sqdigest_stats(s->digest, &s->m.digest_entries,
-		    &s->m.digest_table_bytes);
-	const struct disk_stats *ds = tiers_disk_stats(s->tiers);
-	if (ds == NULL)
-		return;
-	s->m.disk_objects = ds->objects;
-	s->m.disk_bytes = ds->bytes;
-	s->m.disk_file_bytes = ds->file_bytes;
-	s->m.disk_index_bytes = ds->index_bytes;
-	s->m.disk_reads = ds->reads;
-	s->m.disk_writes = ds->writes;
-	s->m.disk_read_errors = ds->read_errors;
-	s->m.disk_write_errors = ds->write_errors;
-	s->m.disk_write_refused = ds->write_refused;
-	s->m.disk_read_us = ds->read_us;
-	s->m.disk_write_us = ds->write_us;
-	s->m.disk_dropped_torn = ds->dropped[DISK_DROP_TORN];
-	s->m.disk_dropped_checksum = ds->dropped[DISK_DROP_CHECKSUM];
-	s->m.disk_dropped_io = ds->dropped[DISK_DROP_IO];
-	s->m.disk_dropped_replaced = ds->dropped[DISK_DROP_REPLACED];
-	s->m.disk_dropped_aborted = ds->dropped[DISK_DROP_ABORTED];
-	s->m.disk_dropped_short = ds->dropped[DISK_DROP_SHORT];
-	s->m.disk_segments_changed = ds->segments_changed;
-	s->m.disk_reads_cached = ds->reads_cached;
-	s->m.disk_streamed = ds->streams;
-	s->m.disk_segments_evicted = ds->segments_evicted;
-	s->m.disk_readmitted = ds->readmitted;
-	s->m.disk_scan_found = ds->scan_segments;
-	s->m.disk_scan_done = ds->scan_segments_done;
-	s->m.disk_scan_from_keys = ds->scan_from_keys;
-	s->m.disk_keys_written = ds->keys_written;
-	s->m.disk_keys_errors = ds->keys_errors;
-	s->m.disk_scan_us = ds->scan_ms * 1000;
+	*v = (struct metrics_view){.own = &s->m,
+	    .store = store_stats(s->store), .budget = budget_stats(s->budget),
+	    .digest = s->digest != NULL ? sqdigest_stats(s->digest) : NULL,
+	    .disk = tiers_disk_stats(s->tiers)};
 }
 
 static void
@@ -129,10 +89,11 @@ serve_metrics(struct txn *t)
 {
 	struct server *s = t->srv;
 	struct evbuffer *body = evbuffer_new();
+	struct metrics_view v;
 
-	pages_gauges(s);
+	pages_metrics_view(s, &v);
 	if (body != NULL) {
-		metrics_render(&s->m, body);
+		metrics_render(&v, body);
 		if (s->peers != NULL)
 			peers_render_metrics(s->peers, body);
 		if (s->discover != NULL)

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "metrics.h"
 #include "proxy.h"
 
 /* An origin-form request (path p, n bytes): an internal page, the summary
@@ -18,9 +19,9 @@ bool pages_answer_absolute(struct txn *t);
 /* A peer's POSTed message is all here (t->peer_msg): applied, answered. */
 void pages_peer_post_arrived(struct txn *t);
 
-/* Reads the gauges kept by other modules (store, budget, tiers, the
- * disk, the digest, the connection bound) into s->m, before /metrics
- * renders it or the status page samples it. */
-void pages_gauges(struct server *s);
+/* Where /metrics and the status page read s's counters: its own, and the
+ * stats the store, budget, digest and disk tier keep (borrowed, until
+ * the loop runs again). */
+void pages_metrics_view(struct server *s, struct metrics_view *v);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * The proxy's counters rendered through the family table (metric.h):
- * HELP and TYPE at the first row of each family.
+ * HELP and TYPE at the first row of each family, each value read in
+ * place from the struct its row names.
  */
 #include "metrics.h"
 
@@ -8,26 +9,69 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "budget.h"
+#include "disk.h"
 #include "sc_assert.h"
+#include "sqdigest.h"
+#include "store.h"
+
+enum metrics_src { SRC_OWN, SRC_STORE, SRC_BUDGET, SRC_DIGEST, SRC_DISK };
+
+#define METRICS_TYPE_OWN struct metrics
+#define METRICS_TYPE_STORE struct store_stats
+#define METRICS_TYPE_BUDGET struct budget_stats
+#define METRICS_TYPE_DIGEST struct sqdigest_stats
+#define METRICS_TYPE_DISK struct disk_stats
+
+/* value() reads every row as a uint64_t: a row naming a field of
+ * another type fails the build here, not the scrape. */
+#define METRICS_IS_U64(src, field, family, label, status)                    \
+	_Static_assert(_Generic(((METRICS_TYPE_##src *)0)->field,            \
+	    uint64_t: 1, default: 0), #src " " #field " is not a uint64_t");
+METRICS_TABLE(METRICS_IS_U64)
+#undef METRICS_IS_U64
 
 struct metric_row {
 	enum metric_family family;
 	const char *label;    /* the family's one label value, or NULL */
 	const char *status;   /* the status page's name, or NULL */
-	size_t off;
+	enum metrics_src src;
+	size_t off;           /* in the source's struct */
 };
 
 static const struct metric_row rows[] = {
-#define METRICS_ROW(field, family, label, status)                            \
-	{MF_##family, label, status, offsetof(struct metrics, field)},
+#define METRICS_ROW(src, field, family, label, status)                       \
+	{MF_##family, label, status, SRC_##src,                              \
+	    offsetof(METRICS_TYPE_##src, field)},
 	METRICS_TABLE(METRICS_ROW)
 #undef METRICS_ROW
 };
 
-static uint64_t
-value(const struct metrics *m, const struct metric_row *r)
+static const void *
+source(const struct metrics_view *v, enum metrics_src src)
 {
-	return *(const uint64_t *)((const char *)m + r->off);
+	switch (src) {
+	case SRC_OWN:
+		return v->own;
+	case SRC_STORE:
+		return v->store;
+	case SRC_BUDGET:
+		return v->budget;
+	case SRC_DIGEST:
+		return v->digest;
+	case SRC_DISK:
+		return v->disk;
+	}
+	return NULL;
+}
+
+/* A source the node does not have (no disk tier, no digest) reads 0. */
+static uint64_t
+value(const struct metrics_view *v, const struct metric_row *r)
+{
+	const char *base = source(v, r->src);
+
+	return base == NULL ? 0 : *(const uint64_t *)(base + r->off);
 }
 
 /* A family named in seconds has rows kept in microseconds. */
@@ -42,7 +86,7 @@ in_seconds(enum metric_family f)
 }
 
 void
-metrics_render(const struct metrics *m, struct evbuffer *out)
+metrics_render(const struct metrics_view *v, struct evbuffer *out)
 {
 	int prev = -1;
 
@@ -54,16 +98,16 @@ metrics_render(const struct metrics *m, struct evbuffer *out)
 		}
 		const char *const *label = r->label ? &r->label : NULL;
 		if (in_seconds(r->family))
-			metric_f64(out, r->family, label, (double)value(m, r) /
+			metric_f64(out, r->family, label, (double)value(v, r) /
 			    1e6);
 		else
-			metric_u64(out, r->family, label, value(m, r));
+			metric_u64(out, r->family, label, value(v, r));
 	}
 }
 
 size_t
-metrics_status_fields(const struct metrics *m, const char **names,
-    uint64_t *values, size_t max)
+metrics_status_fields(const struct metrics_view *v,
+    const char **names, uint64_t *values, size_t max)
 {
 	size_t n = 0;
 
@@ -73,7 +117,7 @@ metrics_status_fields(const struct metrics *m, const char **names,
 			 * from the page unseen: the room is ours to grow */
 			SC_ASSERT(n < max);
 			names[n] = rows[i].status;
-			values[n++] = value(m, &rows[i]);
+			values[n++] = value(v, &rows[i]);
 		}
 	return n;
 }

@@ -1,8 +1,11 @@
 /*
- * The proxy's own counters and gauges, declared once: METRICS_TABLE drives
- * the struct, their /metrics rendering and the status page's samples; the
- * families they belong to (name, type, HELP) are peers/metric.h's table.
- * Adding a counter is one line here (and one there for a new family).
+ * The proxy's counters and gauges, declared once: METRICS_TABLE drives
+ * struct metrics, the /metrics rendering and the status page's samples;
+ * the families they belong to (name, type, HELP) are peers/metric.h's
+ * table. Adding a counter is its row here and its increment: the row
+ * makes the field of struct metrics, or names the field of the lower
+ * room's stats struct that room already keeps (and one row there for a
+ * new family). Nothing copies a value from one struct to another.
  */
 #ifndef METRICS_H
 #define METRICS_H
@@ -12,116 +15,146 @@
 
 #include "metric.h"
 
+struct budget_stats;
+struct disk_stats;
 struct evbuffer;
+struct sqdigest_stats;
+struct store_stats;
 
 /*
- * X(field, family, label value or NULL, status page field or NULL). The
- * family (peers/metric.h) gives the name, type, label key and HELP; rows
- * of one family are adjacent. Rows with a status name are sampled for the
+ * X(source, field, family, label value or NULL, status page field or NULL).
+ * The source is the struct the value is read from, in place, when
+ * /metrics is written or the status page samples: OWN rows are this
+ * struct metrics' own fields, which the proxy's rooms increment; the
+ * others are a lower room's stats, which that room keeps and nobody
+ * copies (STORE: struct store_stats, BUDGET: budget_stats, DIGEST:
+ * sqdigest_stats, DISK: disk_stats, read as zero without a disk tier).
+ * Every field read is a uint64_t (metrics.c checks). The family
+ * (peers/metric.h) gives the name, type, label key and HELP; rows of one
+ * family are adjacent. Rows with a status name are sampled for the
  * status page's charts under that name.
  */
 #define METRICS_TABLE(X)                                                      \
-	X(req_local_hit, REQUESTS, "local_hit", "local_hit")                 \
-	X(req_remote_hit, REQUESTS, "remote_hit", "remote_hit")              \
-	X(req_miss, REQUESTS, "miss", "miss")                                \
-	X(req_error, REQUESTS, "error", "error")                             \
-	X(peer_served_hit, PEER_SERVED, "hit", "peer_hit")                   \
-	X(peer_served_miss, PEER_SERVED, "miss", "peer_miss")                \
-	X(revalidated_unmodified, REVALIDATIONS, "unmodified", NULL)         \
-	X(revalidated_modified, REVALIDATIONS, "modified", NULL)             \
-	X(revalidate_failed, REVALIDATIONS, "failed", NULL)                  \
-	X(stale_while_revalidate, STALE_SERVED, "while_revalidate", NULL)    \
-	X(stale_if_error, STALE_SERVED, "if_error", NULL)                    \
-	X(range_partial, RANGES, "partial", NULL)                            \
-	X(range_unsatisfiable, RANGES, "unsatisfiable", NULL)                \
-	X(range_passed, RANGES, "passed", NULL)                              \
-	X(client_connections, CLIENT_CONNECTIONS, NULL, NULL)                \
-	X(accept_errors, ACCEPT_ERRORS, NULL, NULL)                          \
-	X(connection_limit_reached, CONN_LIMIT_REACHED, NULL, NULL)          \
-	X(max_connections, MAX_CONNECTIONS, NULL, NULL)                      \
-	X(conn_mem_bound, CONN_MEM_BOUND, NULL, NULL)                        \
-	X(idle_closed_at_limit, IDLE_CLOSED, NULL, NULL)                     \
-	X(client_denied, CLIENT_DENIED, NULL, NULL)                          \
-	X(parse_errors, PARSE_ERRORS, NULL, NULL)                            \
-	X(header_timeouts, HEADER_TIMEOUTS, NULL, NULL)                      \
-	X(client_aborts, CLIENT_ABORTS, NULL, NULL)                          \
-	X(origin_unreachable, ORIGIN_ERRORS, "unreachable", NULL)            \
-	X(origin_timeout, ORIGIN_ERRORS, "timeout", NULL)                    \
-	X(origin_protocol, ORIGIN_ERRORS, "protocol", NULL)                  \
-	X(origin_requests, ORIGIN_REQUESTS, NULL, NULL)                      \
-	X(collapsed_served, COLLAPSED, "served", NULL)                       \
-	X(collapsed_released, COLLAPSED, "released", NULL)                   \
-	X(collapsed_timeout, COLLAPSED, "timeout", NULL)                     \
-	X(collapsed_failed, COLLAPSED, "failed", NULL)                       \
-	X(tunnels, TUNNELS, NULL, NULL)                                      \
-	X(tunnel_denied, TUNNEL_DENIED, NULL, NULL)                          \
-	X(invalidations, INVALIDATIONS, NULL, NULL)                          \
-	X(purged, PURGES, "purged", NULL)                                    \
-	X(purge_absent, PURGES, "absent", NULL)                              \
-	X(purge_denied, PURGES, "denied", NULL)                              \
-	X(digests_served, DIGESTS_SERVED, NULL, NULL)                        \
-	X(digest_entries, DIGEST_ENTRIES, NULL, NULL)                        \
-	X(digest_table_bytes, DIGEST_TABLE_BYTES, NULL, NULL)                \
-	X(forwarding_loops, FORWARDING_LOOPS, NULL, NULL)                    \
-	X(owner_hit, OWNER_REQUESTS, "hit", NULL)                            \
-	X(owner_miss, OWNER_REQUESTS, "miss", NULL)                          \
-	X(owner_failed, OWNER_REQUESTS, "failed", NULL)                      \
-	X(owner_copy_kept, OWNER_COPIES, "kept", NULL)                       \
-	X(owner_copy_passed, OWNER_COPIES, "passed", NULL)                   \
-	X(client_bytes_out, CLIENT_BYTES_OUT, NULL, NULL)                    \
-	X(cache_objects, CACHE_OBJECTS, NULL, "cache_objects")               \
-	X(cache_bytes, CACHE_BYTES, NULL, "cache_bytes")                     \
-	X(cache_pinned, CACHE_PINNED, NULL, NULL)                            \
-	X(evictions, EVICTIONS, NULL, "evictions")                           \
-	X(active_clients, ACTIVE_CLIENTS, NULL, NULL)                        \
-	X(inflight_bytes, INFLIGHT_BYTES, NULL, NULL)                        \
-	X(inflight_refused, INFLIGHT_REFUSED, NULL, NULL)                    \
-	X(heap_trims, HEAP_TRIMS, NULL, NULL)                                \
-	X(reloads_applied, RELOADS, "applied", NULL)                         \
-	X(reloads_refused, RELOADS, "refused", NULL)                         \
-	X(hit_memory, HITS_BY_TIER, "memory", "hit_memory")                  \
-	X(hit_disk, HITS_BY_TIER, "disk", "hit_disk")                        \
-	X(disk_objects, DISK_OBJECTS, NULL, "disk_objects")                  \
-	X(disk_bytes, DISK_BYTES, NULL, "disk_bytes")                        \
-	X(disk_file_bytes, DISK_FILE_BYTES, NULL, NULL)                      \
-	X(disk_index_bytes, DISK_INDEX_BYTES, NULL, NULL)                    \
-	X(disk_reads, DISK_OPS, "read", NULL)                                \
-	X(disk_writes, DISK_OPS, "write", NULL)                              \
-	X(disk_keys_written, DISK_OPS, "key_file", NULL)                     \
-	X(disk_read_errors, DISK_OP_ERRORS, "read", NULL)                    \
-	X(disk_write_errors, DISK_OP_ERRORS, "write", NULL)                  \
-	X(disk_keys_errors, DISK_OP_ERRORS, "key_file", NULL)                \
-	X(disk_write_refused, DISK_REFUSED, NULL, NULL)                      \
-	X(disk_read_us, DISK_OP_SECONDS, "read", NULL)                       \
-	X(disk_write_us, DISK_OP_SECONDS, "write", NULL)                     \
-	X(disk_dropped_torn, DISK_DROPPED, "torn", NULL)                     \
-	X(disk_dropped_checksum, DISK_DROPPED, "checksum", NULL)             \
-	X(disk_dropped_io, DISK_DROPPED, "io_error", NULL)                   \
-	X(disk_dropped_replaced, DISK_DROPPED, "replaced", NULL)             \
-	X(disk_dropped_aborted, DISK_DROPPED, "aborted", NULL)               \
-	X(disk_dropped_short, DISK_DROPPED, "short", NULL)                   \
-	X(disk_segments_changed, DISK_CHANGED, NULL, NULL)                   \
-	X(disk_reads_cached, DISK_READS_CACHED, NULL, NULL)                  \
-	X(disk_streamed, DISK_STREAMED, NULL, NULL)                          \
-	X(disk_segments_evicted, DISK_EVICTED, NULL, NULL)                   \
-	X(disk_readmitted, DISK_READMITTED, NULL, NULL)                      \
-	X(disk_scan_found, DISK_SCAN_SEGMENTS, "found", NULL)                \
-	X(disk_scan_done, DISK_SCAN_SEGMENTS, "scanned", NULL)               \
-	X(disk_scan_from_keys, DISK_SCAN_SEGMENTS, "from_key_file", NULL)    \
-	X(disk_scan_us, DISK_SCAN_SECONDS, NULL, NULL)
+	X(OWN, req_local_hit, REQUESTS, "local_hit", "local_hit")            \
+	X(OWN, req_remote_hit, REQUESTS, "remote_hit", "remote_hit")         \
+	X(OWN, req_miss, REQUESTS, "miss", "miss")                           \
+	X(OWN, req_error, REQUESTS, "error", "error")                        \
+	X(OWN, peer_served_hit, PEER_SERVED, "hit", "peer_hit")              \
+	X(OWN, peer_served_miss, PEER_SERVED, "miss", "peer_miss")           \
+	X(OWN, revalidated_unmodified, REVALIDATIONS, "unmodified", NULL)    \
+	X(OWN, revalidated_modified, REVALIDATIONS, "modified", NULL)        \
+	X(OWN, revalidate_failed, REVALIDATIONS, "failed", NULL)             \
+	X(OWN, stale_while_revalidate, STALE_SERVED, "while_revalidate", \
+	    NULL)                                                            \
+	X(OWN, stale_if_error, STALE_SERVED, "if_error", NULL)               \
+	X(OWN, range_partial, RANGES, "partial", NULL)                       \
+	X(OWN, range_unsatisfiable, RANGES, "unsatisfiable", NULL)           \
+	X(OWN, range_passed, RANGES, "passed", NULL)                         \
+	X(OWN, client_connections, CLIENT_CONNECTIONS, NULL, NULL)           \
+	X(OWN, accept_errors, ACCEPT_ERRORS, NULL, NULL)                     \
+	X(OWN, connection_limit_reached, CONN_LIMIT_REACHED, NULL, NULL)     \
+	X(OWN, max_connections, MAX_CONNECTIONS, NULL, NULL)                 \
+	X(OWN, conn_mem_bound, CONN_MEM_BOUND, NULL, NULL)                   \
+	X(OWN, idle_closed_at_limit, IDLE_CLOSED, NULL, NULL)                \
+	X(OWN, client_denied, CLIENT_DENIED, NULL, NULL)                     \
+	X(OWN, parse_errors, PARSE_ERRORS, NULL, NULL)                       \
+	X(OWN, header_timeouts, HEADER_TIMEOUTS, NULL, NULL)                 \
+	X(OWN, client_aborts, CLIENT_ABORTS, NULL, NULL)                     \
+	X(OWN, origin_unreachable, ORIGIN_ERRORS, "unreachable", NULL)       \
+	X(OWN, origin_timeout, ORIGIN_ERRORS, "timeout", NULL)               \
+	X(OWN, origin_protocol, ORIGIN_ERRORS, "protocol", NULL)             \
+	X(OWN, origin_requests, ORIGIN_REQUESTS, NULL, NULL)                 \
+	X(OWN, collapsed_served, COLLAPSED, "served", NULL)                  \
+	X(OWN, collapsed_released, COLLAPSED, "released", NULL)              \
+	X(OWN, collapsed_timeout, COLLAPSED, "timeout", NULL)                \
+	X(OWN, collapsed_failed, COLLAPSED, "failed", NULL)                  \
+	X(OWN, tunnels, TUNNELS, NULL, NULL)                                 \
+	X(OWN, tunnel_denied, TUNNEL_DENIED, NULL, NULL)                     \
+	X(OWN, invalidations, INVALIDATIONS, NULL, NULL)                     \
+	X(OWN, purged, PURGES, "purged", NULL)                               \
+	X(OWN, purge_absent, PURGES, "absent", NULL)                         \
+	X(OWN, purge_denied, PURGES, "denied", NULL)                         \
+	X(OWN, digests_served, DIGESTS_SERVED, NULL, NULL)                   \
+	X(DIGEST, entries, DIGEST_ENTRIES, NULL, NULL)                       \
+	X(DIGEST, table_bytes, DIGEST_TABLE_BYTES, NULL, NULL)               \
+	X(OWN, forwarding_loops, FORWARDING_LOOPS, NULL, NULL)               \
+	X(OWN, owner_hit, OWNER_REQUESTS, "hit", NULL)                       \
+	X(OWN, owner_miss, OWNER_REQUESTS, "miss", NULL)                     \
+	X(OWN, owner_failed, OWNER_REQUESTS, "failed", NULL)                 \
+	X(OWN, owner_copy_kept, OWNER_COPIES, "kept", NULL)                  \
+	X(OWN, owner_copy_passed, OWNER_COPIES, "passed", NULL)              \
+	X(OWN, client_bytes_out, CLIENT_BYTES_OUT, NULL, NULL)               \
+	X(STORE, objects, CACHE_OBJECTS, NULL, "cache_objects")              \
+	X(STORE, bytes, CACHE_BYTES, NULL, "cache_bytes")                    \
+	X(STORE, pinned, CACHE_PINNED, NULL, NULL)                           \
+	X(STORE, evictions, EVICTIONS, NULL, "evictions")                    \
+	X(OWN, active_clients, ACTIVE_CLIENTS, NULL, NULL)                   \
+	X(BUDGET, inflight, INFLIGHT_BYTES, NULL, NULL)                      \
+	X(BUDGET, inflight_refused, INFLIGHT_REFUSED, NULL, NULL)            \
+	X(BUDGET, trims, HEAP_TRIMS, NULL, NULL)                             \
+	X(OWN, reloads_applied, RELOADS, "applied", NULL)                    \
+	X(OWN, reloads_refused, RELOADS, "refused", NULL)                    \
+	X(OWN, hit_memory, HITS_BY_TIER, "memory", "hit_memory")             \
+	X(OWN, hit_disk, HITS_BY_TIER, "disk", "hit_disk")                   \
+	X(DISK, objects, DISK_OBJECTS, NULL, "disk_objects")                 \
+	X(DISK, bytes, DISK_BYTES, NULL, "disk_bytes")                       \
+	X(DISK, file_bytes, DISK_FILE_BYTES, NULL, NULL)                     \
+	X(DISK, index_bytes, DISK_INDEX_BYTES, NULL, NULL)                   \
+	X(DISK, reads, DISK_OPS, "read", NULL)                               \
+	X(DISK, writes, DISK_OPS, "write", NULL)                             \
+	X(DISK, keys_written, DISK_OPS, "key_file", NULL)                    \
+	X(DISK, read_errors, DISK_OP_ERRORS, "read", NULL)                   \
+	X(DISK, write_errors, DISK_OP_ERRORS, "write", NULL)                 \
+	X(DISK, keys_errors, DISK_OP_ERRORS, "key_file", NULL)               \
+	X(DISK, write_refused, DISK_REFUSED, NULL, NULL)                     \
+	X(DISK, read_us, DISK_OP_SECONDS, "read", NULL)                      \
+	X(DISK, write_us, DISK_OP_SECONDS, "write", NULL)                    \
+	X(DISK, dropped[DISK_DROP_TORN], DISK_DROPPED, "torn", NULL)         \
+	X(DISK, dropped[DISK_DROP_CHECKSUM], DISK_DROPPED, "checksum", NULL) \
+	X(DISK, dropped[DISK_DROP_IO], DISK_DROPPED, "io_error", NULL)       \
+	X(DISK, dropped[DISK_DROP_REPLACED], DISK_DROPPED, "replaced", NULL) \
+	X(DISK, dropped[DISK_DROP_ABORTED], DISK_DROPPED, "aborted", NULL)   \
+	X(DISK, dropped[DISK_DROP_SHORT], DISK_DROPPED, "short", NULL)       \
+	X(DISK, segments_changed, DISK_CHANGED, NULL, NULL)                  \
+	X(DISK, reads_cached, DISK_READS_CACHED, NULL, NULL)                 \
+	X(DISK, streams, DISK_STREAMED, NULL, NULL)                          \
+	X(DISK, segments_evicted, DISK_EVICTED, NULL, NULL)                  \
+	X(DISK, readmitted, DISK_READMITTED, NULL, NULL)                     \
+	X(DISK, scan_segments, DISK_SCAN_SEGMENTS, "found", NULL)            \
+	X(DISK, scan_segments_done, DISK_SCAN_SEGMENTS, "scanned", NULL)     \
+	X(DISK, scan_from_keys, DISK_SCAN_SEGMENTS, "from_key_file", NULL)   \
+	X(DISK, scan_us, DISK_SCAN_SECONDS, NULL, NULL)
+
+
+#define METRICS_FIELD_OWN(field) uint64_t field;
+#define METRICS_FIELD_STORE(field)
+#define METRICS_FIELD_BUDGET(field)
+#define METRICS_FIELD_DIGEST(field)
+#define METRICS_FIELD_DISK(field)
 
 struct metrics {
-#define METRICS_FIELD(field, family, label, status) uint64_t field;
+#define METRICS_FIELD(src, field, family, label, status)                     \
+	METRICS_FIELD_##src(field)
 	METRICS_TABLE(METRICS_FIELD)
 #undef METRICS_FIELD
 };
 
-/* Appends the Prometheus text exposition of m to out. */
-void metrics_render(const struct metrics *m, struct evbuffer *out);
+/* Where the rows' values are read from; any but own may be NULL (its
+ * rows read zero). Every pointer is borrowed for the one call. */
+struct metrics_view {
+	const struct metrics *own;
+	const struct store_stats *store;
+	const struct budget_stats *budget;
+	const struct sqdigest_stats *digest;
+	const struct disk_stats *disk;
+};
+
+/* Appends the Prometheus text exposition of v to out. */
+void metrics_render(const struct metrics_view *v, struct evbuffer *out);
 
 /* The rows with a status page name, in table order: names[i] and
  * values[i] for i below the count returned (at most max). */
-size_t metrics_status_fields(const struct metrics *m, const char **names,
-    uint64_t *values, size_t max);
+size_t metrics_status_fields(const struct metrics_view *v,
+    const char **names, uint64_t *values, size_t max);
 
 #endif

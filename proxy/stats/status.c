@@ -59,11 +59,12 @@ static void
 take(struct status *st, struct sample *out)
 {
 	const struct status_src *src = &st->src;
+	struct metrics_view v;
 
 	memset(out, 0, sizeof(*out));
 	out->ms = wall_ms();
-	src->refresh(src->arg);
-	st->nfields = metrics_status_fields(src->m, st->names, out->v,
+	src->view(src->arg, &v);
+	st->nfields = metrics_status_fields(&v, st->names, out->v,
 	    F_TABLE_MAX);
 	if (src->peers != NULL) {
 		uint64_t msgs[2][IPM_NTYPES], bytes[2][IPM_NTYPES];

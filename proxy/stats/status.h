@@ -12,7 +12,7 @@
 struct conf;
 struct evbuffer;
 struct event_base;
-struct metrics;
+struct metrics_view;
 struct peers;
 struct status;
 
@@ -21,10 +21,9 @@ struct status;
 struct status_src {
 	struct event_base *base;
 	const struct conf *conf;    /* the node's name, address, interval */
-	const struct metrics *m;    /* the counters sampled */
 	struct peers *peers;        /* their traffic and summaries, or NULL */
-	/* brings m's gauges up to date, before each sample */
-	void (*refresh)(void *arg);
+	/* where the counters sampled are read, at each sample */
+	void (*view)(void *arg, struct metrics_view *v);
 	void *arg;
 };
 

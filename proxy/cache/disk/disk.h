@@ -89,7 +89,7 @@ struct disk_stats {
 	uint64_t keys_written, keys_errors;
 	/* segment files found changed by another hand (disk_trusted) */
 	uint64_t segments_changed;
-	uint64_t scan_ms;        /* how long the scan took, once done */
+	uint64_t scan_us;        /* how long the scan took, once done */
 	bool scanning;
 	uint64_t index_bytes;    /* the index's memory */
 };

@@ -251,7 +251,7 @@ scan_next(struct disk *d)
 	if (!d->stats.scanning)
 		return;
 	d->stats.scanning = false;
-	d->stats.scan_ms = mono_ms() - d->scan_start_ms;
+	d->stats.scan_us = (mono_ms() - d->scan_start_ms) * 1000;
 	d->ev.scanned(d->ev.arg);
 }
 
