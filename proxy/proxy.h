@@ -38,6 +38,7 @@ struct fetch;
 struct tunnel;
 struct status;
 struct busy;
+struct reqbody;
 struct collapse_failure;
 struct range_plan;
 struct busy_table;
@@ -141,12 +142,6 @@ enum txn_result {
 	RESULT_ADMIN = 5,    /* a PURGE: logged, not a client's request */
 };
 
-enum body_kind {
-	BODY_NONE = 0,
-	BODY_LENGTH = 1,
-	BODY_CHUNKED = 2,
-};
-
 struct txn {
 	struct server *srv;
 	struct client *c;
@@ -162,20 +157,17 @@ struct txn {
 	bool for_peer;        /* a peer asks (not counted as a client's) */
 	bool aborted;         /* failed mid-response: logged at the close */
 	struct timeval start;
-	/* request body, decoded, waiting for the origin */
-	enum body_kind body_kind;
-	uint64_t body_left;
-	struct http_chunked chunk;
-	bool body_done;
-	struct evbuffer *body;
-	/* a peer's message (a summary, an invalidation): read whole into
-	 * peer_msg (Content-Length bytes), then applied */
+	/* the request body as it is read (serve/reqbody.c), or NULL; the
+	 * connection reads no next request while it is unread */
+	struct reqbody *body;
+	bool body_unread;
+	/* a peer's message (a summary, an invalidation): the body, read
+	 * whole into one block, then applied (pages.c) */
 	enum peer_post {
 		PEER_POST_NONE = 0,
 		PEER_POST_SUMMARY,
 		PEER_POST_INVALIDATION,
 	} peer_post;
-	uint8_t *peer_msg;
 	/* what is answering it */
 	struct fetch *fetch;
 	struct disksend *send;    /* a large body on disk, by windows */

@@ -377,7 +377,7 @@ on_read(struct bufferevent *bev, void *arg)
 		client_next_request(c);
 		return;
 	}
-	if (t->body_kind != BODY_NONE && !t->body_done) {
+	if (t->body_unread) {
 		if (!c->body_deadline)
 			timer_set(c, c->srv->conf.idle_timeout_ms);
 		/* the body may finish the transaction here (a summary POST

@@ -66,7 +66,7 @@ void
 response_connection_field(struct txn *t, struct evbuffer *out)
 {
 	/* unread request body would be parsed as the next request */
-	if (t->body_kind != BODY_NONE && !t->body_done)
+	if (t->body_unread)
 		t->keep_alive = false;
 	if (t->srv->draining)
 		t->keep_alive = false;

@@ -331,7 +331,7 @@ struct busy *
 busy_open(struct server *s, const struct txn *t)
 {
 	/* a range sent on to the origin is nobody else's answer */
-	if (!t->is_get || t->body_kind != BODY_NONE || (!t->range_whole &&
+	if (!t->is_get || t->body != NULL || (!t->range_whole &&
 	    http_field_find(&t->req, "range") != NULL))
 		return NULL;
 	struct busy *b = calloc(1, sizeof(*b) + t->url.len);
@@ -363,7 +363,7 @@ busy_join(struct txn *t, busy_again_f *again)
 	struct server *s = t->srv;
 
 	if (s->conf.collapsed_forwarding_timeout_ms == 0 ||
-	    (!t->is_get && !t->is_head) || t->body_kind != BODY_NONE ||
+	    (!t->is_get && !t->is_head) || t->body != NULL ||
 	    t->no_collapse || t->reqcc.no_cache ||
 	    http_field_find(&t->req, "authorization") != NULL)
 		return false;

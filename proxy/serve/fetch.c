@@ -39,6 +39,7 @@
 #include "placement.h"
 #include "range.h"
 #include "deliver.h"
+#include "reqbody.h"
 #include "request.h"
 #include "sc_assert.h"
 #include "stale.h"
@@ -126,16 +127,16 @@ on_read_body(char *buf, size_t size, size_t n, void *arg)
 {
 	struct fetch *f = arg;
 	struct txn *t = f->t;
-	size_t had = evbuffer_get_length(t->body);
-	int got = evbuffer_remove(t->body, buf, size * n);
+	size_t had = reqbody_waiting(t->body);
+	size_t got = reqbody_read(t->body, buf, size * n);
 
 	if (got > 0) {
 		if (had > CLIENT_BODY_HIGH &&
-		    evbuffer_get_length(t->body) <= CLIENT_BODY_HIGH)
+		    reqbody_waiting(t->body) <= CLIENT_BODY_HIGH)
 			client_body_resume(t->c);
-		return (size_t)got;
+		return got;
 	}
-	if (t->body_done)
+	if (reqbody_done(t->body))
 		return 0;
 	f->send_paused = true;
 	return CURL_READFUNC_PAUSE;
@@ -310,7 +311,7 @@ peer_eligible(const struct txn *t, enum fetch_kind kind)
 	/* https: curl would CONNECT through the peer, a tunnel to the
 	 * origin rather than a question to its cache */
 	return t->srv->peers != NULL && kind == FETCH_MISS &&
-	    (t->is_get || t->is_head) && t->body_kind == BODY_NONE &&
+	    (t->is_get || t->is_head) && t->body == NULL &&
 	    !t->reqcc.no_cache && !t->looped && !t->placed && !t->url.https;
 }
 
@@ -381,12 +382,12 @@ attempt(struct fetch *f)
 		if (rc != CURLE_OK)
 			return -1;
 	}
-	if (t->body_kind != BODY_NONE) {
+	if (t->body != NULL) {
 		curl_easy_setopt(e, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(e, CURLOPT_READFUNCTION, on_read_body);
 		curl_easy_setopt(e, CURLOPT_READDATA, f);
 		curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE, (curl_off_t)(
-		    t->body_kind == BODY_LENGTH ? t->req.content_length : -1));
+		    t->req.chunked ? -1 : t->req.content_length));
 		/* CUSTOMREQUEST above keeps the method; UPLOAD alone is PUT */
 		if (t->is_get) {
 			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, "GET");
@@ -469,7 +470,7 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 		goto fail;
 	t->fetch = f;
 	const struct http_field *ex = http_field_find(&t->req, "expect");
-	if (ex != NULL && t->body_kind != BODY_NONE && t->req.version == 11 &&
+	if (ex != NULL && t->body != NULL && t->req.version == 11 &&
 	    http_token_eq(ex->value, ex->vlen, "100-continue")) {
 		evbuffer_add(client_out(t->c), "HTTP/1.1 100 Continue\r\n\r\n",
 		    25);

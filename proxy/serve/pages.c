@@ -23,6 +23,7 @@
 #include "icpsock.h"
 #include "peers.h"
 #include "deliver.h"
+#include "reqbody.h"
 #include "request.h"
 #include "response.h"
 #include "sqdigest.h"
@@ -157,15 +158,14 @@ serve_summary_pull(struct txn *t)
 	free(b.p);
 }
 
-/* A peer's POSTed message of len bytes, checked as far as it can be
- * before its body: read whole within peer_timeout into t->peer_msg, then
+/* A peer's POSTed message, checked as far as it can be before its body:
+ * read whole into one block within peer_timeout, then
  * pages_peer_post_arrived. */
 static void
-read_peer_post(struct txn *t, enum peer_post kind, uint64_t len)
+read_peer_post(struct txn *t, enum peer_post kind)
 {
 	t->peer_post = kind;
-	t->peer_msg = malloc(len > 0 ? len : 1);
-	if (t->peer_msg == NULL) {
+	if (t->body != NULL && reqbody_into_block(t->body) < 0) {
 		deliver_error(t, 503, SQ_NONE_NONE, "out of memory", true);
 		return;
 	}
@@ -188,7 +188,7 @@ start_summary_push(struct txn *t)
 		internal_text(t, 403, "not a configured peer");
 		return;
 	}
-	if (t->body_kind == BODY_CHUNKED || t->req.content_length < 0) {
+	if (t->req.chunked || t->req.content_length < 0) {
 		internal_text(t, 411, "a summary needs a Content-Length");
 		return;
 	}
@@ -199,7 +199,7 @@ start_summary_push(struct txn *t)
 		internal_text(t, status, why);
 		return;
 	}
-	read_peer_post(t, PEER_POST_SUMMARY, len);
+	read_peer_post(t, PEER_POST_SUMMARY);
 }
 
 /* POST /sumcache/v1/invalidate: small, from a peer's address only; read
@@ -214,14 +214,13 @@ start_invalidation(struct txn *t)
 		internal_text(t, 403, "not a configured peer");
 		return;
 	}
-	if (t->body_kind != BODY_LENGTH || t->req.content_length <= 0 ||
+	if (t->req.chunked || t->req.content_length <= 0 ||
 	    t->req.content_length > INVAL_MAX_BYTES) {
 		internal_text(t, 413, "an invalidation has a Content-Length "
 		    "of at most 64KB");
 		return;
 	}
-	read_peer_post(t, PEER_POST_INVALIDATION,
-	    (uint64_t)t->req.content_length);
+	read_peer_post(t, PEER_POST_INVALIDATION);
 }
 
 /* A peer's invalidation names url: its copies leave, here only (an
@@ -241,19 +240,32 @@ drop_for_peer(void *arg, const char *url, size_t len)
 }
 
 void
+pages_peer_post_end(struct txn *t)
+{
+	if (t->peer_post == PEER_POST_SUMMARY)
+		peers_receive_end(t->srv->peers,
+		    (const struct sockaddr *)&t->c->sa,
+		    (uint64_t)t->req.content_length);
+}
+
+void
 pages_peer_post_arrived(struct txn *t)
 {
+	static const uint8_t empty[1];
 	const char *why = "";
 	const struct sockaddr *from = (const struct sockaddr *)&t->c->sa;
 	size_t len = (size_t)t->req.content_length;
+	/* a summary of no bytes has no body to read: the peer protocol
+	 * refuses it, as any message it cannot decode */
+	uint8_t *msg = t->body != NULL ? reqbody_take_block(t->body) : NULL;
 	int status = t->peer_post == PEER_POST_INVALIDATION ?
-	    peers_receive_invalidation(t->srv->peers, from, t->peer_msg, len,
+	    peers_receive_invalidation(t->srv->peers, from, msg, len,
 	    drop_for_peer, t->srv, &why) :
-	    peers_receive(t->srv->peers, from, t->peer_msg, len, &why);
+	    peers_receive(t->srv->peers, from, msg != NULL ? msg : empty,
+	    len, &why);
 
 	/* large: give it back now rather than when the connection goes */
-	free(t->peer_msg);
-	t->peer_msg = NULL;
+	free(msg);
 	if (t->peer_post == PEER_POST_SUMMARY)
 		budget_freed(t->srv->budget, len);
 	if (status == 204)

@@ -16,8 +16,11 @@ void pages_answer(struct txn *t, const char *p, size_t n);
  * own address: answered, and true; false for anything else. */
 bool pages_answer_absolute(struct txn *t);
 
-/* A peer's POSTed message is all here (t->peer_msg): applied, answered. */
+/* A peer's POSTed message is all here (t->body's block): applied,
+ * answered. */
 void pages_peer_post_arrived(struct txn *t);
+/* t, a peer's POST or not, is going: a summary's receipt ends. */
+void pages_peer_post_end(struct txn *t);
 
 /* Where /metrics and the status page read s's counters: its own, and the
  * stats the store, budget, digest and disk tier keep (borrowed, until

@@ -32,6 +32,7 @@
 #include "peers.h"
 #include "purge.h"
 #include "range.h"
+#include "reqbody.h"
 #include "tiers.h"
 #include "stored.h"
 #include "tunnel.h"
@@ -89,11 +90,8 @@ txn_free(struct txn **tp)
 		stale_forget(t);
 	fetch_free(&t->fetch);
 	disksend_free(&t->send);
-	if (t->peer_post == PEER_POST_SUMMARY)
-		peers_receive_end(t->srv->peers,
-		    (const struct sockaddr *)&t->c->sa,
-		    (uint64_t)t->req.content_length);
-	free(t->peer_msg);
+	pages_peer_post_end(t);
+	reqbody_free(&t->body);
 	tiers_wait_cancel(&t->disk_wait);
 	busy_leave(t);
 	free(t->failed);
@@ -101,8 +99,6 @@ txn_free(struct txn **tp)
 	store_obj_unref(&t->stale);
 	http_head_clear(&t->req);
 	url_clear(&t->url);
-	if (t->body)
-		evbuffer_free(t->body);
 	free(t);
 }
 
@@ -149,75 +145,33 @@ request_body_stalled(struct txn *t)
 	return true;
 }
 
-
-static bool
-setup_body(struct txn *t)
-{
-	if (t->req.chunked)
-		t->body_kind = BODY_CHUNKED;
-	else if (t->req.content_length > 0)
-		t->body_kind = BODY_LENGTH;
-	else
-		return true;
-	t->body_left = t->req.chunked ? 0 : (uint64_t)t->req.content_length;
-	t->body = evbuffer_new();
-	return t->body != NULL;
-}
-
 enum body_feed
 request_feed_body(struct txn *t, struct evbuffer *in)
 {
-	size_t avail = evbuffer_get_length(in);
+	const char *why;
 
-	while (avail > 0 && !t->body_done) {
-		if (t->body_kind == BODY_LENGTH) {
-			size_t n = avail < t->body_left ? avail :
-			    (size_t)t->body_left;
-			if (t->peer_msg != NULL)
-				evbuffer_remove(in, t->peer_msg +
-				    (t->req.content_length - t->body_left), n);
-			else
-				evbuffer_remove_buffer(in, t->body, n);
-			t->body_left -= n;
-			avail -= n;
-			t->body_done = t->body_left == 0;
-			continue;
-		}
-		/* chunked: decode from a contiguous window of the input */
-		size_t win = avail < 65536 ? avail : 65536;
-		const char *p = (const char *)evbuffer_pullup(in,
-		    (ev_ssize_t)win);
-		const char *data, *why;
-		size_t dlen;
-		ssize_t used = http_chunked_feed(&t->chunk, p, win, &data,
-		    &dlen, &why);
-		if (used < 0) {
-			t->srv->m.parse_errors++;
-			/* once a response is under way, only a close can
-			 * tell the client */
-			if (t->status == 0) {
-				deliver_error(t, 400, SQ_NONE_NONE, why, true);
-			} else {
-				client_fail(t->c);
-			}
-			return BODY_FEED_FAILED;
-		}
-		if (dlen > 0)
-			evbuffer_add(t->body, data, dlen);
-		evbuffer_drain(in, (size_t)used);
-		avail -= (size_t)used;
-		t->body_done = http_chunked_done(&t->chunk);
+	if (t->body_unread && reqbody_feed(t->body, in, &why) ==
+	    REQBODY_BAD) {
+		t->srv->m.parse_errors++;
+		/* once a response is under way, only a close can tell the
+		 * client */
+		if (t->status == 0)
+			deliver_error(t, 400, SQ_NONE_NONE, why, true);
+		else
+			client_fail(t->c);
+		return BODY_FEED_FAILED;
 	}
+	t->body_unread = t->body != NULL && !reqbody_done(t->body);
 	if (t->peer_post != PEER_POST_NONE) {
 		/* read whole (its size was checked); answering it may
 		 * finish t */
-		if (t->body_done)
+		if (!t->body_unread)
 			pages_peer_post_arrived(t);
 		return BODY_FEED_MORE;
 	}
 	/* a body waits for its fetch beyond CLIENT_BODY_HIGH; decided
 	 * before the fetch hears of it, which may finish t */
-	enum body_feed r = t->body != NULL && evbuffer_get_length(t->body) >
+	enum body_feed r = t->body != NULL && reqbody_waiting(t->body) >
 	    CLIENT_BODY_HIGH ? BODY_FEED_FULL : BODY_FEED_MORE;
 	if (t->fetch != NULL)
 		fetch_body_ready(t->fetch);
@@ -278,7 +232,7 @@ start_fetch(struct txn *t, enum fetch_kind kind)
 {
 	/* body bytes that arrived with the head are checked before the
 	 * origin hears of the request: a framing error never reaches it */
-	if (t->body_kind != BODY_NONE &&
+	if (t->body_unread &&
 	    client_feed_body(t->c) == BODY_FEED_FAILED)
 		return;
 	if (fetch_start(t, kind) < 0)
@@ -415,11 +369,11 @@ request_start(struct txn *t)
 
 	t->is_get = http_token_eq(t->req.method, t->req.method_len, "GET");
 	t->is_head = http_token_eq(t->req.method, t->req.method_len, "HEAD");
-	if (!setup_body(t)) {
+	if (reqbody_new(&t->req, &t->body) < 0) {
 		deliver_error(t, 503, SQ_NONE_NONE, "out of memory", true);
 		return;
 	}
-	t->body_done = t->body_kind == BODY_NONE;
+	t->body_unread = t->body != NULL;
 	if (http_token_eq(t->req.method, t->req.method_len, "CONNECT")) {
 		enum squid_code code;
 		const char *refusal;

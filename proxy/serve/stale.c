@@ -86,7 +86,6 @@ background_txn(const struct txn *t, struct store_obj *o)
 	b->req.content_length = -1;
 	b->hier = SQ_HIER_NONE;
 	b->is_get = true;
-	b->body_done = true;
 	b->looped = t->looped;
 	b->disk_read = true;
 	b->result = RESULT_MISS;
