@@ -19,6 +19,7 @@
 #include "budget.h"
 #include "metric.h"
 #include "peers.h"
+#include "reload.h"
 #include "server.h"
 
 #ifndef SUMCACHE_VERSION
@@ -96,7 +97,7 @@ main(int argc, char **argv)
 	}
 	s.conf_src = (struct server_conf_src){file, ovr, novr};
 	char err[1024];
-	if (server_read_conf(&s.conf, &s.conf_src, NULL, err, sizeof(err)) < 0) {
+	if (reload_read_conf(&s.conf, &s.conf_src, NULL, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sumcache: %s\n", err);
 		goto out;
 	}

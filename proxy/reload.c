@@ -32,7 +32,7 @@
 static const struct conf_hooks hooks = {.dir_check = disk_check};
 
 int
-server_read_conf(struct conf *c, const struct server_conf_src *src,
+reload_read_conf(struct conf *c, const struct server_conf_src *src,
     const struct conf *running, char *err, size_t elen)
 {
 	int kept = 0;
@@ -97,7 +97,7 @@ reload_conf(struct server *s)
 	struct accesslog *log = NULL;
 
 	memset(&next, 0, sizeof(next));
-	int kept = server_read_conf(&next, &s->conf_src, &s->conf, err,
+	int kept = reload_read_conf(&next, &s->conf_src, &s->conf, err,
 	    sizeof(err));
 	if (kept < 0) {
 		refuse(s, err);

@@ -22,13 +22,4 @@ struct pub_conf server_publish_conf(const struct conf *c);
 struct peers_conf server_peers_conf(const struct server *s,
     const struct conf *c);
 
-/*
- * Reads the configuration src names into c (zeroed): defaults, file,
- * overrides, then the checks of -t and the cluster key. With running
- * (a reload), directives that cannot change live keep running's values
- * (conf.h). Returns how many were kept so, or -1 with the reason in err.
- */
-int server_read_conf(struct conf *c, const struct server_conf_src *src,
-    const struct conf *running, char *err, size_t elen);
-
 #endif

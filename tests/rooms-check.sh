@@ -10,7 +10,9 @@
 # climbing edge, and the check fails naming each one. Headers outside
 # proxy/ (peers/, summary/, libraries) are below every room. So that the
 # check is known to bite, it then plants one climbing include (http/url.c
-# including server.h) in a copy of proxy/ and must fail on it.
+# including server.h) in a copy of proxy/ and must fail on it. The base
+# rooms under peers/ and summary/ are checked the same way: they include
+# only base headers.
 #
 #   tests/rooms-check.sh            (from the repository's root)
 set -euo pipefail
@@ -65,21 +67,55 @@ check() (
   [ "$bad" -eq 0 ]
 )
 
-passed=0 failed=0
-if out=$(check .); then
-  passed=$((passed + 1))
-else
-  failed=$((failed + 1))
-fi
-echo "$out"
+# base_check DIR: the base rooms (peers/base, summary/base) are below
+# every other folder: summary/base includes none of our headers but its
+# own, peers/base only its own and summary/base's
+base_check() (
+  cd "$1"
+  bad=0
+  while IFS= read -r f; do
+    allowed=summary/base
+    case "$f" in peers/*) allowed="peers/base summary/base" ;; esac
+    while IFS=: read -r line inc; do
+      found=false
+      for d in $allowed; do [ -e "$d/$inc" ] && found=true; done
+      if ! $found; then
+        echo "  climbs: $f:$line includes $inc (base may use $allowed)"
+        bad=$((bad + 1))
+      fi
+    done < <(grep -n '^#include "' "$f" |
+      sed 's/^\([0-9]*\):#include "\([^"]*\)".*/\1:\2/')
+  done < <(find peers/base summary/base -name '*.[ch]' | sort)
+  echo "base rooms include only base headers: $bad climbing"
+  [ "$bad" -eq 0 ]
+)
 
+passed=0 failed=0
+for rule in check base_check; do
+  if out=$($rule .); then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+  fi
+  echo "$out"
+done
+
+# each rule must catch a climb planted in a copy of the tree
 planted=$(mktemp -d)
 trap 'rm -rf "$planted"' EXIT
-cp -r proxy "$planted/"
+cp -r proxy peers summary "$planted/"
 sed -i '0,/^#include "/s//#include "server.h"\n#include "/' \
   "$planted/proxy/http/url.c"
+sed -i '0,/^#include "/s//#include "peers.h"\n#include "/' \
+  "$planted/peers/base/metric.c"
 if check "$planted" >/dev/null; then
   echo "  the planted climb (http/url.c includes server.h) was not caught"
+  failed=$((failed + 1))
+else
+  passed=$((passed + 1))
+fi
+if base_check "$planted" >/dev/null; then
+  echo "  the planted climb (base/metric.c includes peers.h) was not caught"
   failed=$((failed + 1))
 else
   passed=$((passed + 1))

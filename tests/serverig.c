@@ -18,6 +18,7 @@
 #include "accept.h"
 #include "busy.h"
 #include "client.h"
+#include "reload.h"
 #include "server.h"
 #include "store.h"
 #include "url.h"
@@ -54,7 +55,7 @@ srig_start(struct srig *r, const char *const *ovr)
 	for (; ovr != NULL && *ovr != NULL && n < 31; ovr++)
 		argv[n++] = (char *)*ovr;
 	r->s.conf_src = (struct server_conf_src){NULL, argv, n};
-	cr_assert(server_read_conf(&r->s.conf, &r->s.conf_src, NULL, err,
+	cr_assert(reload_read_conf(&r->s.conf, &r->s.conf_src, NULL, err,
 	    sizeof(err)) >= 0, "%s", err);
 	cr_assert(curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK);
 	cr_assert(accept_plan(&r->s) == 0);

@@ -1,5 +1,5 @@
 /*
- * The metric families (peers/metric.h): the README's reference is the
+ * The metric families (peers/base/metric.h): the README's reference is the
  * table printed, every family is well formed, and the proxy's counters
  * render with HELP and TYPE before their samples.
  */

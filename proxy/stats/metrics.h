@@ -1,7 +1,7 @@
 /*
  * The proxy's counters and gauges, declared once: METRICS_TABLE drives
  * struct metrics, the /metrics rendering and the status page's samples;
- * the families they belong to (name, type, HELP) are peers/metric.h's
+ * the families they belong to (name, type, HELP) are peers/base/metric.h's
  * table. Adding a counter is its row here and its increment: the row
  * makes the field of struct metrics, or names the field of the lower
  * room's stats struct that room already keeps (and one row there for a
@@ -30,7 +30,7 @@ struct store_stats;
  * copies (STORE: struct store_stats, BUDGET: budget_stats, DIGEST:
  * sqdigest_stats, DISK: disk_stats, read as zero without a disk tier).
  * Every field read is a uint64_t (metrics.c checks). The family
- * (peers/metric.h) gives the name, type, label key and HELP; rows of one
+ * (peers/base/metric.h) gives the name, type, label key and HELP; rows of one
  * family are adjacent. Rows with a status name are sampled for the
  * status page's charts under that name.
  */
