@@ -17,6 +17,7 @@
 
 #include "accept.h"
 #include "budget.h"
+#include "ca.h"
 #include "metric.h"
 #include "peers.h"
 #include "reload.h"
@@ -31,16 +32,38 @@ usage(FILE *f)
 {
 	fprintf(f, "usage: sumcache [-c FILE] [-o name=value]... [-t] "
 	    "[--policy] [-h] [-V]\n"
+	    "       sumcache --make-ca DIR\n"
 	    "  -c FILE       configuration file (libconfig syntax)\n"
 	    "  -o name=value set a directive; repeatable\n"
 	    "  -t            check the configuration and exit\n"
 	    "  --metrics-list print every metric family as a Markdown table\n"
+	    "  --make-ca DIR write DIR/ca.crt and DIR/ca.key (0600): a new\n"
+	    "                CA for TLS interception (never overwrites one)\n"
 	    "  --policy      print the summary publishing policy this\n"
 	    "                configuration gives (sumcache-sim runs the "
 	    "same)\n"
 	    "  -h, --help    this text\n"
 	    "  -V, --version print the version\n\n");
 	conf_print_help(f);
+}
+
+/* --make-ca DIR: the CA is named for this host, so a client's trust store
+ * tells one cluster's CA from another's. */
+static int
+make_ca(const char *dir)
+{
+	char host[256] = "localhost", err[1024];
+
+	if (gethostname(host, sizeof(host) - 1) < 0)
+		snprintf(host, sizeof(host), "localhost");
+	if (ca_make(dir, host, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sumcache: --make-ca: %s\n", err);
+		return 1;
+	}
+	printf("sumcache: wrote %s/%s and %s/%s (mode 0600); trust %s/%s "
+	    "on the clients (README: HTTPS)\n", dir, CA_CERT_FILE, dir,
+	    CA_KEY_FILE, dir, CA_CERT_FILE);
+	return 0;
 }
 
 int
@@ -51,6 +74,7 @@ main(int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},
 		{"policy", no_argument, NULL, 'P'},
 		{"metrics-list", no_argument, NULL, 'M'},
+		{"make-ca", required_argument, NULL, 'A'},
 		{NULL, 0, NULL, 0},
 	};
 	struct server s;
@@ -81,6 +105,7 @@ main(int argc, char **argv)
 			free(ovr);
 			return 0;
 		}
+		case 'A': free(ovr); return make_ca(optarg);
 		case 'h': usage(stdout); free(ovr); return 0;
 		case 'V':
 			printf("sumcache %s\n", SUMCACHE_VERSION);

@@ -2,7 +2,7 @@
 # rooms-check: every #include between the rooms of proxy/ points down.
 #
 # The rooms, lowest first (proxy/README.md):
-#   http conf cache stats types conn serve top
+#   http conf cert cache stats types conn serve top
 # where cache/disk is part of cache, "types" is proxy/proxy.h (the types
 # the connection and request rooms share), and "top" is the rest of
 # proxy/'s own level (main, server, reload). A file may include headers
@@ -18,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-order="http conf cache stats types conn serve top"
+order="http conf cert cache stats types conn serve top"
 
 room_of() { # path under proxy/ -> room
   case "$1" in

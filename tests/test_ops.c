@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -192,8 +193,20 @@ Test(ops, tunnel_idle_timeout_closes)
 	env_stop(&e2);
 }
 
-/* Writes text to path and runs sumcache -t -c path; returns its exit
- * status (-1 if it did not exit), its output in out. */
+/* Runs cmd (with 2>&1 in it for stderr); its exit status (-1 if it did
+ * not exit), its output in out. */
+static int
+run_cli(const char *cmd, char *out, size_t cap)
+{
+	FILE *p = popen(cmd, "r");
+	size_t n = fread(out, 1, cap - 1, p);
+
+	out[n] = '\0';
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Writes text to path and runs sumcache -t -c path. */
 static int
 config_check(const char *path, const char *text, char *out, size_t cap)
 {
@@ -203,11 +216,7 @@ config_check(const char *path, const char *text, char *out, size_t cap)
 	fputs(text, f);
 	fclose(f);
 	snprintf(cmd, sizeof(cmd), "%s -t -c %s 2>&1", SUMCACHE_BIN, path);
-	FILE *p = popen(cmd, "r");
-	size_t n = fread(out, 1, cap - 1, p);
-	out[n] = '\0';
-	int st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return run_cli(cmd, out, cap);
 }
 
 Test(ops, config_check_names_file_and_line)
@@ -228,6 +237,34 @@ Test(ops, config_check_names_file_and_line)
 	    out, sizeof(out)), 0, "%s", out);
 	cr_assert(strstr(out, "warning: 1 peer line(s) configured, but "
 	    "sharing none leaves them unused") != NULL, "%s", out);
+}
+
+/* --make-ca: a CA openssl accepts, its key private; a second run in the
+ * same place refuses and leaves the first intact. */
+Test(ops, make_ca_writes_a_private_key_and_never_overwrites)
+{
+	char cmd[700], out[1024], key[400], first[4096], again[4096];
+	struct stat st;
+
+	snprintf(cmd, sizeof(cmd), "%s --make-ca %s/ca 2>&1", SUMCACHE_BIN,
+	    E.dir);
+	cr_assert_eq(run_cli(cmd, out, sizeof(out)), 0, "%s", out);
+	snprintf(key, sizeof(key), "%s/ca/ca.key", E.dir);
+	cr_assert_eq(stat(key, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0600);
+	snprintf(cmd, sizeof(cmd), "openssl verify -x509_strict -CAfile "
+	    "%s/ca/ca.crt %s/ca/ca.crt 2>&1", E.dir, E.dir);
+	cr_assert_eq(run_cli(cmd, out, sizeof(out)), 0, "%s", out);
+	snprintf(cmd, sizeof(cmd), "cat %s", key);
+	run_cli(cmd, first, sizeof(first));
+	snprintf(cmd, sizeof(cmd), "%s --make-ca %s/ca 2>&1", SUMCACHE_BIN,
+	    E.dir);
+	cr_assert_eq(run_cli(cmd, out, sizeof(out)), 1);
+	cr_assert(strstr(out, "never overwritten") != NULL, "%s", out);
+	snprintf(cmd, sizeof(cmd), "cat %s", key);
+	run_cli(cmd, again, sizeof(again));
+	cr_assert_str_eq(first, again);
+	cr_assert(strstr(out, "PRIVATE KEY") == NULL, "the key was printed");
 }
 
 Test(ops, object_size_limit_and_memory_budget)
