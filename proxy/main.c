@@ -60,9 +60,9 @@ make_ca(const char *dir)
 		fprintf(stderr, "sumcache: --make-ca: %s\n", err);
 		return 1;
 	}
-	printf("sumcache: wrote %s/%s and %s/%s (mode 0600); trust %s/%s "
-	    "on the clients (README: HTTPS)\n", dir, CA_CERT_FILE, dir,
-	    CA_KEY_FILE, dir, CA_CERT_FILE);
+	printf("sumcache: wrote %s/%s and %s/%s (mode 0600): name them in "
+	    "tls_ca_cert and tls_ca_key (README: HTTPS)\n", dir,
+	    CA_CERT_FILE, dir, CA_KEY_FILE);
 	return 0;
 }
 

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ca.h"
 #include "discover.h"
 #include "disk.h"
 #include "icpsock.h"
@@ -29,7 +30,8 @@
 #include "server.h"
 
 /* What the directives' values are checked against beyond their form. */
-static const struct conf_hooks hooks = {.dir_check = disk_check};
+static const struct conf_hooks hooks = {.dir_check = disk_check,
+    .ca_check = ca_check};
 
 int
 reload_read_conf(struct conf *c, const struct server_conf_src *src,

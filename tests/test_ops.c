@@ -267,6 +267,52 @@ Test(ops, make_ca_writes_a_private_key_and_never_overwrites)
 	cr_assert(strstr(out, "PRIVATE KEY") == NULL, "the key was printed");
 }
 
+/* Interception's config, refused before it could fail a connection:
+ * no CA, a CA key others may read (at -t and at start), a bad pattern
+ * with its line; a good CA passes. */
+Test(ops, tls_intercept_config_needs_a_usable_ca)
+{
+	char cmd[900], out[1024], path[300], conf[1200], want[400];
+
+	snprintf(path, sizeof(path), "%s/tls.conf", E.dir);
+	cr_assert_gt(config_check(path, "tls_intercept = [\"*\"];\n", out,
+	    sizeof(out)), 0);
+	cr_assert(strstr(out, "tls_intercept needs both tls_ca_cert and "
+	    "tls_ca_key") != NULL, "%s", out);
+
+	snprintf(cmd, sizeof(cmd), "%s --make-ca %s/tlsca 2>&1",
+	    SUMCACHE_BIN, E.dir);
+	cr_assert_eq(run_cli(cmd, out, sizeof(out)), 0, "%s", out);
+	snprintf(conf, sizeof(conf), "http_listen = \"127.0.0.1:1\";\n"
+	    "tls_intercept = [\"*.debian.org\", \"registry.npmjs.org\"];\n"
+	    "tls_no_intercept = [\"bank.example\"];\n"
+	    "tls_ca_cert = \"%s/tlsca/ca.crt\";\n"
+	    "tls_ca_key = \"%s/tlsca/ca.key\";\n", E.dir, E.dir);
+	cr_assert_eq(config_check(path, conf, out, sizeof(out)), 0, "%s",
+	    out);
+
+	snprintf(cmd, sizeof(cmd), "chmod 644 %s/tlsca/ca.key", E.dir);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_gt(config_check(path, conf, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "tls_ca_key %s/tlsca/ca.key: mode 0644",
+	    E.dir);
+	cr_assert(strstr(out, want) != NULL, "%s", out);
+	/* a node started on it refuses too, before it listens */
+	snprintf(cmd, sizeof(cmd), "timeout 10 %s -c %s 2>&1", SUMCACHE_BIN,
+	    path);
+	int rc = run_cli(cmd, out, sizeof(out));
+	cr_assert(rc != 0 && rc != 124, "started anyway (%d): %s", rc, out);
+	cr_assert(strstr(out, want) != NULL, "%s", out);
+	cr_assert(strstr(out, "PRIVATE KEY") == NULL, "the key was printed");
+	snprintf(cmd, sizeof(cmd), "chmod 600 %s/tlsca/ca.key", E.dir);
+	cr_assert_eq(system(cmd), 0);
+
+	cr_assert_gt(config_check(path, "tls_intercept = [\"deb.*.org\"];\n",
+	    out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s:1: tls_intercept", path);
+	cr_assert(strstr(out, want) != NULL, "%s", out);
+}
+
 Test(ops, object_size_limit_and_memory_budget)
 {
 	const char *opts[] = {"max_object_size=64KB", "cache_mem=256KB", NULL};

@@ -221,3 +221,15 @@ ca_free(struct ca **cap)
 	EVP_PKEY_free(ca->key);
 	free(ca);
 }
+
+int
+ca_check(const char *cert_path, const char *key_path, char *err,
+    size_t elen)
+{
+	struct ca *ca = ca_load(cert_path, key_path, err, elen);
+
+	if (ca == NULL)
+		return -1;
+	ca_free(&ca);
+	return 0;
+}

@@ -39,4 +39,8 @@ struct ca *ca_load(const char *cert_path, const char *key_path, char *err,
     size_t elen);
 void ca_free(struct ca **ca);
 
+/* ca_load's checks alone, for -t (conf_hooks): 0 or -1 with err. */
+int ca_check(const char *cert_path, const char *key_path, char *err,
+    size_t elen);
+
 #endif

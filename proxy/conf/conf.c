@@ -181,6 +181,21 @@ static const struct directive directives[] = {
 	    "PERCENT of its Last-Modified age, at least MIN and at most MAX "
 	    "minutes, and without validators for MIN; no rule: 10% of the "
 	    "Last-Modified age, at most a day", LIVE},
+	{"tls_intercept", value_host_pattern, OFF(tls_intercept), NULL, true,
+	    "CONNECT hosts whose TLS is intercepted so their https:// "
+	    "objects are cached: *, *.DOMAIN or a host name; empty: none "
+	    "(interception is being built: the CA and the lists are checked, "
+	    "CONNECT still tunnels)", LIVE},
+	{"tls_no_intercept", value_host_pattern, OFF(tls_no_intercept), NULL,
+	    true, "hosts never intercepted, whatever tls_intercept says "
+	    "(banks, apps that pin their certificates)", LIVE},
+	{"tls_ca_cert", value_string, OFF(tls_ca_cert), NULL, false,
+	    "the CA certificate that signs intercepted hosts' leaves (PEM; "
+	    "sumcache --make-ca DIR writes one); needed by tls_intercept",
+	    RESTART},
+	{"tls_ca_key", value_string, OFF(tls_ca_key), NULL, false,
+	    "the CA's private key (PEM, unencrypted); refused unless only its "
+	    "owner may read it", RESTART},
 	{"tunnel_idle_timeout", value_duration, OFF(tunnel_idle_timeout_ms),
 	    "5m", false, "a CONNECT tunnel with no traffic this long closes", LIVE},
 	{"shutdown_timeout", value_duration, OFF(shutdown_timeout_ms), "10s",
@@ -234,6 +249,8 @@ reset_repeatable(struct conf *c, const struct directive *d)
 		c->n_connect_ports = 0;
 	else if (d->parse == value_refresh_pattern)
 		refresh_clear(&c->refresh);
+	else if (d->parse == value_host_pattern)
+		hostpat_clear((struct hostpats *)((char *)c + d->off));
 }
 
 /* Sets one value from the user: the first one for a repeatable directive
@@ -550,5 +567,9 @@ conf_clear(struct conf *c)
 	acl_clear(&c->allow);
 	acl_clear(&c->purge_allow);
 	refresh_clear(&c->refresh);
+	hostpat_clear(&c->tls_intercept);
+	hostpat_clear(&c->tls_no_intercept);
+	free(c->tls_ca_cert);
+	free(c->tls_ca_key);
 	memset(c, 0, sizeof(*c));
 }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "acl.h"
+#include "hostpat.h"
 #include "peers.h"
 #include "refresh.h"
 
@@ -35,6 +36,10 @@ struct conf_hooks {
 	/* A cache_dir of size bytes at path can be used: 0, or -1 with a
 	 * sentence in err. */
 	int (*dir_check)(const char *path, uint64_t size, char *err,
+	    size_t elen);
+	/* The interception CA in these files can sign leaves: 0, or -1
+	 * with a sentence (naming the file) in err. */
+	int (*ca_check)(const char *cert, const char *key, char *err,
 	    size_t elen);
 };
 
@@ -91,6 +96,12 @@ struct conf {
 	uint64_t range_fetch_limit;
 	struct refresh_rules refresh;  /* refresh_pattern, in order */
 	uint32_t tunnel_idle_timeout_ms;
+	/* TLS interception (proxy/cert/): the CONNECT hosts intercepted,
+	 * those never intercepted (they win), the CA */
+	struct hostpats tls_intercept;
+	struct hostpats tls_no_intercept;
+	char *tls_ca_cert;
+	char *tls_ca_key;
 	uint32_t shutdown_timeout_ms;
 	uint32_t status_interval_ms;  /* status page sampling */
 	size_t max_header_size;

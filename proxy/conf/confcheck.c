@@ -14,6 +14,29 @@
  * software downloads need, which memory could not hold. */
 #define DISK_MAX_OBJECT (1ull << 30)
 
+/* Interception needs a CA that can sign leaves, checked as start-up
+ * will load it: a node must not start (or pass -t) only to fail at the
+ * first intercepted connection. */
+static int
+tls_check(const struct conf *c, char *err, size_t elen)
+{
+	bool ca_given = c->tls_ca_cert != NULL || c->tls_ca_key != NULL;
+
+	if ((c->tls_intercept.n > 0 || ca_given) &&
+	    (c->tls_ca_cert == NULL || c->tls_ca_key == NULL)) {
+		snprintf(err, elen, "%s needs both tls_ca_cert and tls_ca_key "
+		    "(sumcache --make-ca DIR writes a pair)",
+		    c->tls_intercept.n > 0 ? "tls_intercept" : "a CA");
+		return -1;
+	}
+	if (c->hooks == NULL)
+		return 0;
+	if (ca_given && c->hooks->ca_check != NULL &&
+	    c->hooks->ca_check(c->tls_ca_cert, c->tls_ca_key, err, elen) < 0)
+		return -1;
+	return 0;
+}
+
 int
 conf_finish(struct conf *c, char *err, size_t elen)
 {
@@ -53,6 +76,8 @@ conf_finish(struct conf *c, char *err, size_t elen)
 		snprintf(err, elen, "max_request_line exceeds max_header_size");
 		return -1;
 	}
+	if (tls_check(c, err, elen) < 0)
+		return -1;
 	if (c->status_interval_ms < 100) {
 		snprintf(err, elen, "status_interval must be at least 100ms");
 		return -1;

@@ -268,6 +268,13 @@ value_allow(struct conf *c, size_t off, const char *v, const char **why)
 }
 
 int
+value_host_pattern(struct conf *c, size_t off, const char *v,
+    const char **why)
+{
+	return hostpat_add((struct hostpats *)((char *)c + off), v, why);
+}
+
+int
 value_refresh_pattern(struct conf *c, size_t off, const char *v,
     const char **why)
 {
