@@ -31,7 +31,7 @@
 
 /* What the directives' values are checked against beyond their form. */
 static const struct conf_hooks hooks = {.dir_check = disk_check,
-    .ca_check = ca_check};
+    .ca_check = ca_check, .bundle_check = ca_bundle_check};
 
 int
 reload_read_conf(struct conf *c, const struct server_conf_src *src,

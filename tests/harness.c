@@ -109,18 +109,42 @@ harness_stop(pid_t pid, int sig, int ms)
 }
 
 void
-origin_start(struct env *e)
+origin_dir(struct env *e)
 {
-	char port[16], out[300];
-
 	memset(e, 0, sizeof(*e));
 	snprintf(e->dir, sizeof(e->dir), "%s", scratch_dir());
+}
+
+void
+origin_start_tls(struct env *e, const char *cert, const char *key)
+{
+	char port[16], tport[16], out[300];
+
+	if (e->dir[0] == '\0')
+		origin_dir(e);
 	e->oport = harness_free_port();
 	snprintf(port, sizeof(port), "%d", e->oport);
 	snprintf(out, sizeof(out), "%s/origin.out", e->dir);
-	char *oargv[] = {ORIGIN_BIN, port, NULL};
+	if (cert != NULL) {
+		e->tport = harness_free_port();
+		snprintf(tport, sizeof(tport), "%d", e->tport);
+	}
+	char *oargv[] = {ORIGIN_BIN, port, tport, (char *)cert, (char *)key,
+	    NULL};
+	if (cert == NULL)
+		oargv[2] = NULL;
 	e->origin = harness_spawn(oargv, out);
 	cr_assert(harness_wait_port(e->oport, 5000), "origin did not start");
+	if (cert != NULL)
+		cr_assert(harness_wait_port(e->tport, 5000), "origin did not "
+		    "start its TLS port");
+}
+
+void
+origin_start(struct env *e)
+{
+	origin_dir(e);
+	origin_start_tls(e, NULL, NULL);
 }
 
 void

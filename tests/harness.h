@@ -14,6 +14,7 @@ struct env {
 	pid_t origin;
 	pid_t proxy;
 	int oport;
+	int tport;      /* the origin's TLS port (origin_start_tls), or 0 */
 	int pport;
 	char dir[256];  /* per-test scratch directory */
 	char log[300];  /* the proxy's access log */
@@ -46,6 +47,11 @@ void env_down(void);
 
 /* The test origin alone, in a fresh scratch directory. */
 void origin_start(struct env *e);
+/* The same, answering over TLS too on e->tport with the certificate and
+ * key at these paths (tests/tlsfiles.h); the dir is made first by
+ * origin_dir, so the files can be written into it. */
+void origin_dir(struct env *e);
+void origin_start_tls(struct env *e, const char *cert, const char *key);
 
 /* Origin plus one sumcache with extra "-o name=value" arguments (NULL
  * terminated). */

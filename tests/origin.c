@@ -40,6 +40,10 @@
  *                    /obj/?gen=1 ETags
  *   /__status?code=N /obj/ answers status N from now on (0: as asked)
  *
+ * With TLSPORT CERT KEY it also answers the same paths over TLS on
+ * TLSPORT, with that certificate (the https tests' origin: one request
+ * log for both, read over the plain port).
+ *
  * Uses sumcache's own request parser: this is test equipment, not a model
  * of robustness.
  */
@@ -54,7 +58,9 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/listener.h>
+#include <openssl/ssl.h>
 
 #include "http_parse.h"
 
@@ -553,20 +559,28 @@ static void
 on_event(struct bufferevent *bev, short what, void *arg)
 {
 	(void)bev;
-	(void)what;
+	/* a TLS connection says its handshake is done: not an end */
+	if (what & BEV_EVENT_CONNECTED)
+		return;
 	conn_free(arg);
 }
 
+/* arg: the TLS listener's SSL_CTX, or NULL for plain HTTP */
 static void
 on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     int salen, void *arg)
 {
 	struct conn *c = calloc(1, sizeof(*c));
+	SSL_CTX *tls = arg;
 	(void)l;
 	(void)sa;
 	(void)salen;
-	(void)arg;
-	c->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (tls != NULL)
+		c->bev = bufferevent_openssl_socket_new(base, fd, SSL_new(tls),
+		    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	else
+		c->bev = bufferevent_socket_new(base, fd,
+		    BEV_OPT_CLOSE_ON_FREE);
 	c->body = evbuffer_new();
 	connections++;
 	c->req.content_length = -1;
@@ -584,32 +598,64 @@ on_term(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(base);
 }
 
-int
-main(int argc, char **argv)
+static struct evconnlistener *
+listen_on(const char *port, SSL_CTX *tls)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET};
+	struct evconnlistener *l;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: test-origin PORT\n");
-		return 2;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	sin.sin_port = htons((uint16_t)atoi(argv[1]));
+	sin.sin_port = htons((uint16_t)atoi(port));
 	sin.sin_addr.s_addr = htonl(0x7f000001);
-	base = event_base_new();
-	reqlog = evbuffer_new();
-	struct evconnlistener *l = evconnlistener_new_bind(base, on_accept,
-	    NULL, LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE, 128,
+	l = evconnlistener_new_bind(base, on_accept, tls,
+	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE, 128,
 	    (struct sockaddr *)&sin, sizeof(sin));
 	if (l == NULL) {
 		perror("test-origin: listen");
-		return 1;
+		exit(1);
+	}
+	return l;
+}
+
+static SSL_CTX *
+tls_ctx(const char *cert, const char *key)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+
+	if (ctx == NULL || SSL_CTX_use_certificate_chain_file(ctx, cert) != 1 ||
+	    SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+		fprintf(stderr, "test-origin: cannot use %s and %s\n", cert,
+		    key);
+		exit(1);
+	}
+	return ctx;
+}
+
+int
+main(int argc, char **argv)
+{
+	SSL_CTX *tls = NULL;
+	struct evconnlistener *tl = NULL;
+
+	if (argc != 2 && argc != 5) {
+		fprintf(stderr, "usage: test-origin PORT [TLSPORT CERT KEY]\n");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	base = event_base_new();
+	reqlog = evbuffer_new();
+	struct evconnlistener *l = listen_on(argv[1], NULL);
+	if (argc == 5) {
+		tls = tls_ctx(argv[3], argv[4]);
+		tl = listen_on(argv[2], tls);
 	}
 	struct event *term = evsignal_new(base, SIGTERM, on_term, NULL);
 	evsignal_add(term, NULL);
 	event_base_dispatch(base);
 	event_free(term);
 	evconnlistener_free(l);
+	if (tl != NULL)
+		evconnlistener_free(tl);
+	SSL_CTX_free(tls);
 	evbuffer_free(reqlog);
 	event_base_free(base);
 	return 0;

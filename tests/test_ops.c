@@ -269,7 +269,8 @@ Test(ops, make_ca_writes_a_private_key_and_never_overwrites)
 
 /* Interception's config, refused before it could fail a connection:
  * no CA, a CA key others may read (at -t and at start), a bad pattern
- * with its line; a good CA passes. */
+ * with its line, an upstream CA file with no CA in it (with its line);
+ * a good CA passes. */
 Test(ops, tls_intercept_config_needs_a_usable_ca)
 {
 	char cmd[900], out[1024], path[300], conf[1200], want[400];
@@ -311,6 +312,16 @@ Test(ops, tls_intercept_config_needs_a_usable_ca)
 	    out, sizeof(out)), 0);
 	snprintf(want, sizeof(want), "%s:1: tls_intercept", path);
 	cr_assert(strstr(out, want) != NULL, "%s", out);
+
+	snprintf(conf, sizeof(conf), "tls_upstream_ca = \"%s/tls.conf\";\n",
+	    E.dir);
+	cr_assert_gt(config_check(path, conf, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "%s:1: tls_upstream_ca", path);
+	cr_assert(strstr(out, want) != NULL, "%s", out);
+	cr_assert(strstr(out, "no PEM certificate in it") != NULL, "%s", out);
+	snprintf(conf, sizeof(conf), "tls_upstream_ca = \"%s/tlsca/ca.crt\";"
+	    "\n", E.dir);
+	cr_assert_eq(config_check(path, conf, out, sizeof(out)), 0, "%s", out);
 }
 
 Test(ops, object_size_limit_and_memory_budget)

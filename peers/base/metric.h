@@ -55,6 +55,10 @@ struct evbuffer;
 	    "Clients that went away before their response was complete")      \
 	X(ORIGIN_ERRORS, counter, "sumcache_origin_errors_total", "cause",    \
 	    "Origin fetches that failed, by cause")                           \
+	X(UPSTREAM_TLS_REFUSED, counter,                                      \
+	    "sumcache_upstream_tls_refused_total", "reason",                  \
+	    "https origins whose certificate failed verification (nothing "   \
+	    "fetched, an error page answered), by why")                       \
 	X(ORIGIN_REQUESTS, counter, "sumcache_origin_requests_total", "",     \
 	    "Requests sent to origins")                                       \
 	X(COLLAPSED, counter, "sumcache_collapsed_total", "outcome",          \

@@ -233,3 +233,30 @@ ca_check(const char *cert_path, const char *key_path, char *err,
 	ca_free(&ca);
 	return 0;
 }
+
+int
+ca_bundle_check(const char *path, char *err, size_t elen)
+{
+	FILE *f = fopen(path, "re");
+	X509 *x;
+	int n = 0, cas = 0;
+
+	if (f == NULL) {
+		snprintf(err, elen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	while ((x = PEM_read_X509(f, NULL, NULL, NULL)) != NULL) {
+		n++;
+		cas += (X509_get_extension_flags(x) & EXFLAG_CA) != 0;
+		X509_free(x);
+	}
+	ERR_clear_error();     /* the end of the file reads as an error */
+	fclose(f);
+	if (n == 0 || cas == 0) {
+		snprintf(err, elen, "%s: %s", path, n == 0 ?
+		    "no PEM certificate in it" : "none of its certificates "
+		    "is a CA");
+		return -1;
+	}
+	return 0;
+}

@@ -39,6 +39,10 @@ struct ca *ca_load(const char *cert_path, const char *key_path, char *err,
     size_t elen);
 void ca_free(struct ca **ca);
 
+/* path is a PEM file of one or more CA certificates (tls_upstream_ca):
+ * 0, or -1 with the reason in err. */
+int ca_bundle_check(const char *path, char *err, size_t elen);
+
 /* ca_load's checks alone, for -t (conf_hooks): 0 or -1 with err. */
 int ca_check(const char *cert_path, const char *key_path, char *err,
     size_t elen);

@@ -196,6 +196,10 @@ static const struct directive directives[] = {
 	{"tls_ca_key", value_string, OFF(tls_ca_key), NULL, false,
 	    "the CA's private key (PEM, unencrypted); refused unless only its "
 	    "owner may read it", RESTART},
+	{"tls_upstream_ca", value_bundle, OFF(tls_upstream_ca), NULL, false,
+	    "a PEM file of CA certificates trusted for https origins beside "
+	    "the system's (private origins, tests); origins are always "
+	    "verified, and nothing turns that off", LIVE},
 	{"tunnel_idle_timeout", value_duration, OFF(tunnel_idle_timeout_ms),
 	    "5m", false, "a CONNECT tunnel with no traffic this long closes", LIVE},
 	{"shutdown_timeout", value_duration, OFF(shutdown_timeout_ms), "10s",
@@ -518,7 +522,8 @@ is_text(const struct directive *d)
 {
 	return d->parse == value_string || d->parse == value_node_name ||
 	    d->parse == value_hostport || d->parse == value_icp_listen ||
-	    d->parse == value_nameservers || d->parse == value_cache_dir;
+	    d->parse == value_nameservers || d->parse == value_cache_dir ||
+	    d->parse == value_bundle;
 }
 
 void
@@ -571,5 +576,6 @@ conf_clear(struct conf *c)
 	hostpat_clear(&c->tls_no_intercept);
 	free(c->tls_ca_cert);
 	free(c->tls_ca_key);
+	free(c->tls_upstream_ca);
 	memset(c, 0, sizeof(*c));
 }

@@ -41,6 +41,9 @@ struct conf_hooks {
 	 * with a sentence (naming the file) in err. */
 	int (*ca_check)(const char *cert, const char *key, char *err,
 	    size_t elen);
+	/* path is a PEM file of CA certificates: 0, or -1 with a
+	 * sentence in err. */
+	int (*bundle_check)(const char *path, char *err, size_t elen);
 };
 
 #define CONF_MAX_PORTS 32
@@ -97,11 +100,13 @@ struct conf {
 	struct refresh_rules refresh;  /* refresh_pattern, in order */
 	uint32_t tunnel_idle_timeout_ms;
 	/* TLS interception (proxy/cert/): the CONNECT hosts intercepted,
-	 * those never intercepted (they win), the CA */
+	 * those never intercepted (they win), the CA; and the CAs trusted
+	 * for https origins beside the system's */
 	struct hostpats tls_intercept;
 	struct hostpats tls_no_intercept;
 	char *tls_ca_cert;
 	char *tls_ca_key;
+	char *tls_upstream_ca;      /* NULL: the system's trust only */
 	uint32_t shutdown_timeout_ms;
 	uint32_t status_interval_ms;  /* status page sampling */
 	size_t max_header_size;

@@ -274,6 +274,20 @@ value_host_pattern(struct conf *c, size_t off, const char *v,
 	return hostpat_add((struct hostpats *)((char *)c + off), v, why);
 }
 
+/* A CA file, checked where it is read (the file and line are named). */
+int
+value_bundle(struct conf *c, size_t off, const char *v, const char **why)
+{
+	static char err[512];
+
+	if (c->hooks != NULL && c->hooks->bundle_check != NULL &&
+	    c->hooks->bundle_check(v, err, sizeof(err)) < 0) {
+		*why = err;
+		return -1;
+	}
+	return value_string(c, off, v, why);
+}
+
 int
 value_refresh_pattern(struct conf *c, size_t off, const char *v,
     const char **why)

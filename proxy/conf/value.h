@@ -25,6 +25,7 @@ conf_parse_f value_onoff;
 conf_parse_f value_allow;
 conf_parse_f value_refresh_pattern;
 conf_parse_f value_host_pattern;
+conf_parse_f value_bundle;
 conf_parse_f value_port;
 conf_parse_f value_sharing;
 conf_parse_f value_placement;

@@ -360,6 +360,16 @@ attempt(struct fetch *f)
 	if (f->peer != NULL && s->peer_source[0] != '\0')
 		curl_easy_setopt(e, CURLOPT_INTERFACE, s->peer_source);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	/* an https origin is verified, always: the system's trust, and
+	 * tls_upstream_ca's beside it (OpenSSL reads both) */
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (s->conf.tls_upstream_ca != NULL) {
+		curl_easy_setopt(e, CURLOPT_CAINFO, s->conf.tls_upstream_ca);
+		curl_easy_setopt(e, CURLOPT_CAPATH, FETCH_SYSTEM_CA_DIR);
+	}
+	f->curl_err[0] = '\0';
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, f->curl_err);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(f->peer ?

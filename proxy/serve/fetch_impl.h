@@ -20,6 +20,9 @@
 
 /* curl's receive buffer: what one write callback brings at most */
 #define FETCH_CHUNK (64 * 1024)
+/* the system's trust (Debian's ca-certificates), kept beside
+ * tls_upstream_ca, which replaces curl's default bundle */
+#define FETCH_SYSTEM_CA_DIR "/etc/ssl/certs"
 /* client output, miss bytes: reading the origin stops above this (the
  * client's write low-water mark, so its write callback resumes it) */
 #define FETCH_OUT_HIGH (CLIENT_OUT_HIGH / 4)
@@ -47,6 +50,7 @@ struct fetch {
 	bool send_paused;
 	bool chunked_out;
 	const char *proto_error;
+	char curl_err[CURL_ERROR_SIZE]; /* curl's own words on a failure */
 	/* peers whose summaries claim the object, asked in order before the
 	 * origin; peer is the one being asked now (NULL: the origin) */
 	struct peer *cand[PEERS_ASKED_MAX];

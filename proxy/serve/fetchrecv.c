@@ -32,6 +32,7 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <openssl/x509_vfy.h>
 
 #include "bodyfd.h"
 #include "budget.h"
@@ -542,6 +543,60 @@ fail_before_head(struct fetch *f, int status, const char *cause)
 	deliver_error(t, status, SQ_TCP_MISS, cause, false);
 }
 
+/* An https origin's certificate failed verification: counted by why
+ * (OpenSSL's verdict; curl checks the name itself, after a chain OpenSSL
+ * found good), logged a line a second, and said in cause. */
+static void
+tls_refused(struct fetch *f, char *cause, size_t len)
+{
+	struct server *s = f->srv;
+	long v = X509_V_OK;
+	const char *why;
+	uint64_t skipped;
+
+	curl_easy_getinfo(f->easy, CURLINFO_SSL_VERIFYRESULT, &v);
+	/* the chain was good; curl's own check of the name refused it */
+	if (v == X509_V_OK || v == X509_V_ERR_UNSPECIFIED)
+		if (strstr(f->curl_err, "subject name") != NULL ||
+		    strstr(f->curl_err, "host name") != NULL)
+			v = X509_V_ERR_HOSTNAME_MISMATCH;
+	switch (v) {
+	case X509_V_ERR_CERT_HAS_EXPIRED:
+		s->m.tls_refused_expired++;
+		why = "it has expired";
+		break;
+	case X509_V_ERR_CERT_NOT_YET_VALID:
+		s->m.tls_refused_not_yet_valid++;
+		why = "it is not valid yet";
+		break;
+	case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+	case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+		s->m.tls_refused_self_signed++;
+		why = "it is self-signed";
+		break;
+	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+		s->m.tls_refused_unknown_ca++;
+		why = "no CA this node trusts signed it";
+		break;
+	case X509_V_ERR_HOSTNAME_MISMATCH:
+	case X509_V_ERR_IP_ADDRESS_MISMATCH:
+		s->m.tls_refused_wrong_host++;
+		why = "it names another host";
+		break;
+	default:
+		s->m.tls_refused_other++;
+		why = X509_verify_cert_error_string(v);
+		break;
+	}
+	snprintf(cause, len, "the origin's certificate was refused: %s (%s; "
+	    "%s)", why, f->curl_err[0] ? f->curl_err : "no detail",
+	    f->t->url.norm);
+	if (ratelog_due(&s->origin_errlog, &skipped))
+		fprintf(stderr, "sumcache: %s; answered 502 (%llu more since "
+		    "the last line)\n", cause, (unsigned long long)skipped);
+}
+
 void
 fetch_finish_error(struct fetch *f, CURLcode rc)
 {
@@ -580,6 +635,10 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 		return;
 	}
 	switch (rc) {
+	case CURLE_PEER_FAILED_VERIFICATION:
+		tls_refused(f, cause, sizeof(cause));
+		fail_before_head(f, 502, cause);
+		return;
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_COULDNT_RESOLVE_HOST:
 	case CURLE_SSL_CONNECT_ERROR:

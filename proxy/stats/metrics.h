@@ -63,6 +63,16 @@ struct store_stats;
 	X(OWN, origin_unreachable, ORIGIN_ERRORS, "unreachable", NULL)       \
 	X(OWN, origin_timeout, ORIGIN_ERRORS, "timeout", NULL)               \
 	X(OWN, origin_protocol, ORIGIN_ERRORS, "protocol", NULL)             \
+	X(OWN, tls_refused_expired, UPSTREAM_TLS_REFUSED, "expired", NULL)   \
+	X(OWN, tls_refused_not_yet_valid, UPSTREAM_TLS_REFUSED,              \
+	    "not_yet_valid", NULL)                                           \
+	X(OWN, tls_refused_self_signed, UPSTREAM_TLS_REFUSED, "self_signed", \
+	    NULL)                                                            \
+	X(OWN, tls_refused_unknown_ca, UPSTREAM_TLS_REFUSED, "unknown_ca",   \
+	    NULL)                                                            \
+	X(OWN, tls_refused_wrong_host, UPSTREAM_TLS_REFUSED, "wrong_host",   \
+	    NULL)                                                            \
+	X(OWN, tls_refused_other, UPSTREAM_TLS_REFUSED, "other", NULL)       \
 	X(OWN, origin_requests, ORIGIN_REQUESTS, NULL, NULL)                 \
 	X(OWN, collapsed_served, COLLAPSED, "served", NULL)                  \
 	X(OWN, collapsed_released, COLLAPSED, "released", NULL)              \
