@@ -27,6 +27,7 @@ struct evdns_base;
 struct evconnlistener;
 struct bufferevent;
 struct evbuffer;
+struct evbuffer_cb_entry;
 struct curlev;
 struct peers;
 struct tiers;
@@ -39,6 +40,8 @@ struct tunnel;
 struct status;
 struct busy;
 struct reqbody;
+struct tls_conn;
+struct tls_server;
 struct collapse_failure;
 struct range_plan;
 struct busy_table;
@@ -95,6 +98,7 @@ struct server {
 	struct client *oldest_client; /* the list's tail */
 	struct tunnel *tunnels;
 	unsigned ntunnels;
+	struct tls_server *tls;     /* interception (conn/tls.c), or NULL */
 	bool draining;
 	char via[160];   /* "1.1 node_name" */
 	char peer_source[80]; /* CURLOPT_INTERFACE for peers, or "" */
@@ -115,6 +119,11 @@ struct client {
 	bool body_deadline;   /* the body's timer is not re-armed per read */
 	bool bulk;            /* its socket runs at LOOP_PRIO_BULK */
 	bool served;          /* a transaction of it has finished */
+	struct tls_conn *tls; /* intercepted: its TLS layer (conn/tls.c) */
+	/* bytes ever appended to its output, counted as they are added:
+	 * a TLS layer drains the output as it is written */
+	uint64_t out_total;
+	struct evbuffer_cb_entry *out_count;
 	struct disk_sent sent; /* the last body from the disk it was sent */
 	uint64_t accepted_ms; /* monotonic */
 	struct sockaddr_storage sa;

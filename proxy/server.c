@@ -45,6 +45,7 @@
 #include "stale.h"
 #include "status.h"
 #include "tiers.h"
+#include "tls.h"
 #include "tunnel.h"
 
 
@@ -351,6 +352,15 @@ server_init(struct server *s)
 			return -1;
 	}
 	s->client_ops = &request_client_ops;
+	/* with a CA, interception's lists may change on a reload */
+	if (s->conf.tls_ca_cert != NULL) {
+		char err[1024];
+		if ((s->tls = tls_server_new(&s->conf, &s->m, err,
+		    sizeof(err))) == NULL) {
+			fprintf(stderr, "sumcache: %s\n", err);
+			return -1;
+		}
+	}
 	if (accept_start(s) < 0)
 		return -1;
 	s->shutdown_timer = evtimer_new(s->base, on_shutdown_timeout, s);
@@ -410,6 +420,7 @@ server_fini(struct server *s)
 		event_free(s->flush_timer);
 	status_free(&s->status);
 	accept_free(s);
+	tls_server_free(&s->tls);
 	/* the store's removals feed the summary, so the summary goes after
 	 * the store; transfers of both go before curl's multi; the disk's
 	 * last jobs report to the store */

@@ -36,6 +36,9 @@ Test(conf, defaults_are_safe)
 	cr_assert(acl_allows(&c.allow, (struct sockaddr *)&lo));
 	cr_assert(!acl_allows(&c.allow, (struct sockaddr *)&out),
 	    "never an open proxy by default");
+	cr_assert_eq(c.tls_intercept.n, 0, "interception is opt-in");
+	cr_assert_null(c.tls_ca_cert);
+	cr_assert_eq(c.tls_splice_after_reject_ms, 3600000);
 	conf_clear(&c);
 }
 
@@ -54,6 +57,9 @@ Test(conf, file_and_overrides)
 	cr_assert_eq(c.allow.n, 2, "the file's list replaces the default");
 	cr_assert_eq(c.n_connect_ports, 2);
 	cr_assert_eq(c.header_timeout_ms, 250);
+	cr_assert_eq(conf_override(&c, "tls_splice_after_reject=2h", err,
+	    sizeof(err)), 0, "%s", err);
+	cr_assert_eq(c.tls_splice_after_reject_ms, 7200000);
 	cr_assert_eq(conf_override(&c, "max_object_size=1m", err, sizeof(err)),
 	    0, "%s", err);
 	cr_assert_eq(c.max_object_size, 1u << 20);

@@ -5,12 +5,17 @@
  * itself is refused with an error page that says why, counted by why,
  * and nothing of it is cached; then tls_upstream_ca's CA makes the good
  * origin trusted, its objects are cached under their https:// URL, and
- * the http:// URL of the same path is another object.
+ * the http:// URL of the same path is another object. Then interception
+ * (CONNECT put under our TLS): a client refusing our CA, a host never
+ * intercepted, a bad origin behind it, and objects cached through it.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
 
 #include "harness.h"
 #include "tlsfiles.h"
@@ -133,4 +138,212 @@ Test(https, trusted_origin_is_fetched_and_cached_by_scheme)
 	free(a);
 	cr_assert_eq(proxy_metric(&e, "sumcache_upstream_tls_refused_total"
 	    "{reason=\"unknown_ca\"}"), 0);
+}
+
+/* ---- interception ---- */
+
+/* A node intercepting the TLS origin's port (CA made by --make-ca in
+ * e.dir/ca, the test CA trusted upstream), with more options. */
+static void
+up_intercepting(const char *origin_cert, const char *more)
+{
+	static char cert[400], key[400], ports[64], ca[400];
+	char cmd[600];
+	const char *opts[] = {"tls_intercept=*", cert, key, ports, ca, more,
+	    NULL};
+
+	origin_dir(&e);
+	tlsfiles_write(e.dir);
+	snprintf(cmd, sizeof(cmd), "%s --make-ca %s/ca >/dev/null",
+	    SUMCACHE_BIN, e.dir);
+	cr_assert_eq(system(cmd), 0);
+	snprintf(cert, sizeof(cert), "tls_ca_cert=%s/ca/ca.crt", e.dir);
+	snprintf(key, sizeof(key), "tls_ca_key=%s/ca/ca.key", e.dir);
+	snprintf(ca, sizeof(ca), "tls_upstream_ca=%s/testca.crt", e.dir);
+	char crt[400], okey[400];
+	snprintf(crt, sizeof(crt), "%s/%s.crt", e.dir, origin_cert);
+	snprintf(okey, sizeof(okey), "%s/%s.key", e.dir, origin_cert);
+	origin_start_tls(&e, crt, okey);
+	snprintf(ports, sizeof(ports), "connect_ports=%d", e.tport);
+	proxy_start(&e, opts);
+}
+
+struct got {
+	CURLcode rc;
+	long status;
+	long version;           /* CURL_HTTP_VERSION_* negotiated */
+	char head[2048];
+	size_t hlen;
+	size_t len;
+};
+
+static size_t
+on_head(char *p, size_t size, size_t n, void *arg)
+{
+	struct got *g = arg;
+	size_t k = size * n;
+
+	if (g->hlen + k < sizeof(g->head)) {
+		memcpy(g->head + g->hlen, p, k);
+		g->hlen += k;
+		g->head[g->hlen] = '\0';
+	}
+	return k;
+}
+
+static size_t
+on_body(char *p, size_t size, size_t n, void *arg)
+{
+	(void)p;
+	((struct got *)arg)->len += size * n;
+	return size * n;
+}
+
+/* GET url through the proxy, as a browser would (CONNECT, then TLS),
+ * trusting only the CA file trust. */
+static struct got
+browse(const char *url, const char *trust)
+{
+	struct got g = {0};
+	char proxy[64];
+	CURL *h = curl_easy_init();
+
+	snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%d", e.pport);
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_PROXY, proxy);
+	curl_easy_setopt(h, CURLOPT_CAINFO, trust);
+	curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_head);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &g);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &g);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
+	g.rc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &g.status);
+	curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &g.version);
+	curl_easy_cleanup(h);
+	return g;
+}
+
+static void
+path(char *out, size_t len, const char *name)
+{
+	snprintf(out, len, "%s/%s", e.dir, name);
+}
+
+/* A client without our CA refuses our certificate: counted, and the
+ * host is tunnelled from then on, so the client then reaches the origin
+ * itself and verifies the origin's own certificate. */
+Test(https, client_refusing_our_ca_gets_the_host_spliced)
+{
+	char url[200], testca[400];
+
+	up_intercepting("good", "tls_splice_after_reject=1h");
+	path(testca, sizeof(testca), "testca.crt");
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/obj/r?max_age=60",
+	    e.tport);
+	struct got g = browse(url, testca);
+	cr_assert_eq(g.rc, CURLE_PEER_FAILED_VERIFICATION, "%d", g.rc);
+	cr_assert_eq(proxy_wait_metric(&e, "sumcache_tls_handshakes_total"
+	    "{result=\"rejected\"}", 1, 3000), 1);
+	g = browse(url, testca);
+	cr_assert_eq(g.rc, CURLE_OK, "spliced: the origin's certificate");
+	cr_assert_eq(g.status, 200);
+	cr_assert_eq(proxy_metric(&e, "sumcache_tls_connects_total"
+	    "{way=\"spliced\"}"), 1);
+	cr_assert_eq(proxy_metric(&e, "sumcache_tunnels_total"), 1);
+}
+
+Test(https, never_intercepted_host_is_tunnelled)
+{
+	char url[200], testca[400], ours[400];
+
+	up_intercepting("good", "tls_no_intercept=127.0.0.1");
+	path(testca, sizeof(testca), "testca.crt");
+	path(ours, sizeof(ours), "ca/ca.crt");
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/obj/n?max_age=60",
+	    e.tport);
+	/* our CA cannot vouch for what the client sees: the origin's */
+	struct got g = browse(url, ours);
+	cr_assert_eq(g.rc, CURLE_PEER_FAILED_VERIFICATION, "%d", g.rc);
+	g = browse(url, testca);
+	cr_assert_eq(g.rc, CURLE_OK, "%d", g.rc);
+	cr_assert_eq(proxy_metric(&e, "sumcache_tls_connects_total"
+	    "{way=\"intercepted\"}"), 0);
+}
+
+/* Under interception an origin whose certificate is refused is an
+ * error page over the intercepted connection, nothing cached. */
+Test(https, intercepted_bad_origin_gets_an_error_page)
+{
+	char url[200], ours[400];
+
+	up_intercepting("expired", NULL);
+	path(ours, sizeof(ours), "ca/ca.crt");
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/obj/x?max_age=60",
+	    e.tport);
+	struct got g = browse(url, ours);
+	cr_assert_eq(g.rc, CURLE_OK, "%d", g.rc);
+	cr_assert_eq(g.status, 502);
+	cr_assert_eq(proxy_metric(&e, "sumcache_upstream_tls_refused_total"
+	    "{reason=\"expired\"}"), 1);
+	g = browse(url, ours);
+	cr_assert_eq(g.status, 502, "nothing was cached");
+	cr_assert_eq(origin_count(&e, "/obj/x", NULL), 0);
+}
+
+/* The main case: through a node intercepting, an https object is
+ * fetched once, then a hit, over HTTP/1.1 with a leaf our CA signed;
+ * large bodies too (kept in a memfd); the access log has the https URL. */
+Test(https, intercepted_objects_are_cached)
+{
+	char url[200], ours[400], big[200];
+
+	up_intercepting("good", NULL);
+	path(ours, sizeof(ours), "ca/ca.crt");
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/obj/i?max_age=60",
+	    e.tport);
+	struct got a = browse(url, ours), b = browse(url, ours);
+	cr_assert_eq(a.rc, CURLE_OK, "%d", a.rc);
+	cr_assert_eq(a.status, 200);
+	cr_assert_eq(a.version, CURL_HTTP_VERSION_1_1, "ALPN: http/1.1 only");
+	cr_assert(strstr(a.head, "X-Cache: MISS from test-node") != NULL,
+	    "%s", a.head);
+	cr_assert(strstr(b.head, "X-Cache: HIT from test-node") != NULL,
+	    "%s", b.head);
+	cr_assert_eq(a.len, b.len);
+	cr_assert_eq(origin_count(&e, "/obj/i", NULL), 1);
+
+	snprintf(big, sizeof(big), "https://127.0.0.1:%d/obj/big?max_age=60&"
+	    "size=3000000", e.tport);
+	a = browse(big, ours);
+	b = browse(big, ours);
+	cr_assert_eq(b.rc, CURLE_OK, "%d", b.rc);
+	cr_assert_eq(a.len, 3000000);
+	cr_assert_eq(b.len, 3000000);
+	cr_assert(strstr(b.head, "X-Cache: HIT from test-node") != NULL,
+	    "%s", b.head);
+
+	cr_assert_geq(proxy_metric(&e, "sumcache_tls_handshakes_total"
+	    "{result=\"ok\"}"), 4);
+	cr_assert_eq(proxy_metric(&e, "sumcache_tls_leaves_total"
+	    "{outcome=\"minted\"}"), 1, "one leaf for the host");
+	cr_assert_geq(proxy_metric(&e, "sumcache_tls_leaves_total"
+	    "{outcome=\"reused\"}"), 3);
+	/* the hit's line: its https URL, and every byte of it counted */
+	char line[1024], want[300];
+	bool found = false;
+	snprintf(want, sizeof(want), " GET %s ", big);
+	usleep(400 * 1000);      /* the access log's flush */
+	FILE *f = fopen(e.log, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		unsigned long long bytes;
+		char *hit = strstr(line, "TCP_MEM_HIT/200 ");
+		if (hit != NULL && strstr(line, want) != NULL &&
+		    sscanf(hit + 16, "%llu", &bytes) == 1)
+			found = bytes > 3000000 && bytes < 3001000;
+	}
+	fclose(f);
+	cr_assert(found, "no hit of %s with its bytes in %s", big, e.log);
 }

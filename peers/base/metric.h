@@ -59,6 +59,17 @@ struct evbuffer;
 	    "sumcache_upstream_tls_refused_total", "reason",                  \
 	    "https origins whose certificate failed verification (nothing "   \
 	    "fetched, an error page answered), by why")                       \
+	X(TLS_CONNECTS, counter, "sumcache_tls_connects_total", "way",        \
+	    "CONNECTs that tls_intercept names: intercepted, or spliced "     \
+	    "(tunnelled, a client having refused our certificate lately)")    \
+	X(TLS_HANDSHAKES, counter, "sumcache_tls_handshakes_total", "result", \
+	    "Intercepted handshakes: done, refused by the client (our "       \
+	    "certificate), or failed otherwise")                              \
+	X(TLS_LEAVES, counter, "sumcache_tls_leaves_total", "outcome",        \
+	    "Leaf certificates asked for: minted, reused from the cache, "    \
+	    "evicted from it, or refused (a host no leaf may name)")          \
+	X(TLS_LEAVES_CACHED, gauge, "sumcache_tls_leaves_cached", "",         \
+	    "Leaf certificates held in memory")                               \
 	X(ORIGIN_REQUESTS, counter, "sumcache_origin_requests_total", "",     \
 	    "Requests sent to origins")                                       \
 	X(COLLAPSED, counter, "sumcache_collapsed_total", "outcome",          \

@@ -107,6 +107,7 @@ struct conf {
 	char *tls_ca_cert;
 	char *tls_ca_key;
 	char *tls_upstream_ca;      /* NULL: the system's trust only */
+	uint32_t tls_splice_after_reject_ms; /* 0: never splice */
 	uint32_t shutdown_timeout_ms;
 	uint32_t status_interval_ms;  /* status page sampling */
 	size_t max_header_size;

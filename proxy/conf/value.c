@@ -129,7 +129,7 @@ value_cache_dir(struct conf *c, size_t off, const char *v, const char **why)
 	return 0;
 }
 
-/* "250ms", "30s", "5m", plain number = seconds */
+/* "250ms", "30s", "5m", "1h", plain number = seconds */
 int
 value_duration(struct conf *c, size_t off, const char *v, const char **why)
 {
@@ -148,6 +148,8 @@ value_duration(struct conf *c, size_t off, const char *v, const char **why)
 		ms = n * 1000;
 	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
 		ms = n * 60000;
+	else if (strcmp(end, "h") == 0)
+		ms = n * 3600000;
 	else
 		goto bad;
 	if (ms > UINT32_MAX)
@@ -155,7 +157,7 @@ value_duration(struct conf *c, size_t off, const char *v, const char **why)
 	*(uint32_t *)((char *)c + off) = (uint32_t)ms;
 	return 0;
 bad:
-	*why = "expected a duration such as 250ms, 30s or 5m";
+	*why = "expected a duration such as 250ms, 30s, 5m or 1h";
 	return -1;
 }
 

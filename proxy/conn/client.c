@@ -39,6 +39,7 @@
 #include "peers.h"
 #include "sc_assert.h"
 #include "tiers.h"
+#include "tls.h"
 
 static void client_next_request(struct client *c);
 
@@ -95,6 +96,7 @@ client_free(struct client *c)
 	s->client_ops->free(&c->txn);
 	if (c->bev)
 		bufferevent_free(c->bev);
+	tls_conn_free(&c->tls);
 	event_free(c->timer);
 	if (c->prev)
 		c->prev->next = c->next;
@@ -121,8 +123,13 @@ set_bulk(struct client *c, bool bulk)
 {
 	/* refused while the event is active; the class is then the old one
 	 * for this response, which costs fairness, not correctness */
-	if (c->bulk != bulk && bufferevent_priority_set(c->bev, bulk ?
-	    LOOP_PRIO_BULK : LOOP_PRIO_DEFAULT) == 0)
+	/* under TLS the class is the socket's (the layer's underlying
+	 * bufferevent): the layer's own callbacks stay in the default one,
+	 * or the socket's ready events would starve them for good */
+	struct bufferevent *under = bufferevent_get_underlying(c->bev);
+
+	if (c->bulk != bulk && bufferevent_priority_set(under != NULL ? under :
+	    c->bev, bulk ? LOOP_PRIO_BULK : LOOP_PRIO_DEFAULT) == 0)
 		c->bulk = bulk;
 }
 
@@ -131,6 +138,12 @@ client_response_begins(struct client *c, long long length)
 {
 	if (length < 0 || length > CLIENT_BULK_MIN)
 		set_bulk(c, true);
+}
+
+uint64_t
+client_out_total(const struct client *c)
+{
+	return c->out_total;
 }
 
 void
@@ -440,7 +453,10 @@ on_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct client *c = arg;
 
-	(void)bev;
+	/* under TLS: the handshake's end goes on; its failure is counted */
+	if (c->tls != NULL && !tls_conn_event(c->srv->tls, &c->srv->conf,
+	    c->tls, bev, what, mono_ms()))
+		return;
 	/* a write that ended (0) or failed with EIO was a file's read: the
 	 * disk body being sent is cut, and its record is checked again */
 	if ((what & BEV_EVENT_WRITING) && ((what & BEV_EVENT_EOF) ||
@@ -498,6 +514,40 @@ client_accept(struct server *s, evutil_socket_t fd, const struct sockaddr *sa)
 	client_attach(s, bev, sa);
 }
 
+/* c reads and writes through bev from now on: its socket's, or the TLS
+ * layer's over it (which took the socket's bufferevent over). */
+static void
+count_out(struct evbuffer *out, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct client *c = arg;
+
+	(void)out;
+	c->out_total += info->n_added;
+}
+
+static void
+use_bev(struct client *c, struct bufferevent *bev)
+{
+	struct timeval wto = tv_ms(c->srv->conf.idle_timeout_ms);
+
+	/* the socket's output below a TLS layer holds its records: not
+	 * ours to count */
+	if (c->out_count != NULL)
+		evbuffer_remove_cb_entry(client_out(c), c->out_count);
+	c->out_count = evbuffer_add_cb(bufferevent_get_output(bev),
+	    count_out, c);
+	c->bev = bev;
+	bufferevent_setcb(bev, on_read, on_write, on_event, c);
+	/* libevent writes 16 KB per call by default; a hit of a few hundred
+	 * KB should leave in one writev */
+	bufferevent_set_max_single_write(bev, 4 * CLIENT_OUT_HIGH);
+	bufferevent_set_max_single_read(bev, CLIENT_READ_CHUNK);
+	bufferevent_setwatermark(bev, EV_WRITE, CLIENT_OUT_HIGH / 4, 0);
+	bufferevent_set_timeouts(bev, NULL, &wto);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+}
+
 void
 client_attach(struct server *s, struct bufferevent *bev,
     const struct sockaddr *sa)
@@ -511,7 +561,7 @@ client_attach(struct server *s, struct bufferevent *bev,
 		return;
 	}
 	c->srv = s;
-	c->bev = bev;
+	c->bev = NULL;
 	c->accepted_ms = mono_ms();
 	/* configured peers may always talk to us: summaries and sibling
 	 * requests come from them */
@@ -537,17 +587,28 @@ client_attach(struct server *s, struct bufferevent *bev,
 	s->m.client_connections++;
 	s->m.active_clients++;
 	budget_conns(s->budget, s->m.active_clients);
-	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-	/* libevent writes 16 KB per call by default; a hit of a few hundred
-	 * KB should leave in one writev */
-	bufferevent_set_max_single_write(c->bev, 4 * CLIENT_OUT_HIGH);
-	bufferevent_set_max_single_read(c->bev, CLIENT_READ_CHUNK);
-	bufferevent_setwatermark(c->bev, EV_WRITE, CLIENT_OUT_HIGH / 4, 0);
-	struct timeval wto = tv_ms(s->conf.idle_timeout_ms);
-	bufferevent_set_timeouts(c->bev, NULL, &wto);
-	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	use_bev(c, bev);
 	/* a connection that never sends a byte is closed quietly */
 	timer_set(c, s->conf.header_timeout_ms);
+}
+
+int
+client_start_tls(struct client *c, const char *host, uint16_t port,
+    char *err, size_t elen)
+{
+	struct bufferevent *bev = tls_server_wrap(c->srv->tls, c->srv->base,
+	    c->bev, host, port, &c->tls, err, elen);
+
+	if (bev == NULL)
+		return -1;
+	use_bev(c, bev);
+	return 0;
+}
+
+const char *
+client_tls_authority(const struct client *c)
+{
+	return c->tls != NULL ? tls_conn_authority(c->tls) : NULL;
 }
 
 struct bufferevent *

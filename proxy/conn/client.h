@@ -64,6 +64,9 @@ void client_attach(struct server *s, struct bufferevent *bev,
 /* The client's output buffer; what is added is counted in t->bytes_out by
  * client_sent(). */
 struct evbuffer *client_out(struct client *c);
+/* Bytes ever appended to c's output (what was added between two reads
+ * of it is what a reply wrote, whatever has left since). */
+uint64_t client_out_total(const struct client *c);
 void client_sent(struct txn *t, size_t n);
 
 /* A response of length bytes (-1: streamed, length unknown) begins. One
@@ -94,6 +97,14 @@ enum body_feed client_feed_body(struct client *c);
 
 /* Hands the socket to a tunnel; frees the client and its transaction. */
 struct bufferevent *client_detach(struct client *c);
+
+/* c's bytes pass through a TLS session for host (conn/tls.c) from now
+ * on: what is already in its output (the CONNECT's 200) goes out first,
+ * in clear. 0, or -1 with the reason in err (c is unchanged). */
+int client_start_tls(struct client *c, const char *host, uint16_t port,
+    char *err, size_t elen);
+/* "host:port" of the CONNECT c is intercepted for, or NULL. */
+const char *client_tls_authority(const struct client *c);
 
 /*
  * At max_connections: closes a connection that holds its slot for nothing,

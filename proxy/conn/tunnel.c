@@ -210,8 +210,8 @@ on_idle(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(tn->timer, &tv);
 }
 
-static bool
-port_allowed(const struct conf *c, uint16_t port)
+bool
+tunnel_port_allowed(const struct conf *c, uint16_t port)
 {
 	for (unsigned i = 0; i < c->n_connect_ports; i++)
 		if (c->connect_ports[i] == port)
@@ -229,7 +229,7 @@ tunnel_start(struct txn *t, enum squid_code *code, const char **why)
 	if (url_parse_authority(t->req.target, t->req.target_len, &u,
 	    why) < 0)
 		return 400;
-	if (!port_allowed(&s->conf, u.port)) {
+	if (!tunnel_port_allowed(&s->conf, u.port)) {
 		s->m.tunnel_denied++;
 		url_clear(&u);
 		*code = SQ_TCP_DENIED;

@@ -30,6 +30,7 @@
 #include "store.h"
 #include "status.h"
 #include "tiers.h"
+#include "tls.h"
 
 
 /* The head of an internal answer; extra is more header lines (each
@@ -82,7 +83,8 @@ pages_metrics_view(struct server *s, struct metrics_view *v)
 	*v = (struct metrics_view){.own = &s->m,
 	    .store = store_stats(s->store), .budget = budget_stats(s->budget),
 	    .digest = s->digest != NULL ? sqdigest_stats(s->digest) : NULL,
-	    .disk = tiers_disk_stats(s->tiers)};
+	    .disk = tiers_disk_stats(s->tiers),
+	    .leaves = s->tls != NULL ? tls_server_leaves(s->tls) : NULL};
 }
 
 static void
@@ -290,7 +292,7 @@ serve_digest(struct txn *t)
 		return;
 	}
 	struct evbuffer *out = client_out(t->c);
-	size_t before = evbuffer_get_length(out);
+	uint64_t before = client_out_total(t->c);
 	http_date_format(made, lm);
 	http_date_format(expires, ex);
 	t->status = 200;
@@ -306,7 +308,7 @@ serve_digest(struct txn *t)
 	if (s->peers != NULL && !t->is_head)
 		peers_digest_served(s->peers,
 		    (const struct sockaddr *)&t->c->sa, b->len);
-	client_sent(t, evbuffer_get_length(out) - before);
+	client_sent(t, client_out_total(t->c) - before);
 	client_txn_done(t->c);
 }
 

@@ -34,6 +34,7 @@
 #include "range.h"
 #include "reqbody.h"
 #include "tiers.h"
+#include "tls.h"
 #include "stored.h"
 #include "tunnel.h"
 #include "upstream.h"
@@ -362,6 +363,85 @@ lookup(struct txn *t)
 	start_fetch(t, FETCH_MISS);
 }
 
+/* ---- CONNECT ---- */
+
+/* An intercepted CONNECT: the 200 in clear, then the connection's bytes
+ * pass through our TLS (conn/tls.c) and its requests are read as ever.
+ * The CONNECT itself is not logged: the requests inside are, with their
+ * https:// URLs. */
+static void
+intercept(struct txn *t, const char *host, uint16_t port)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+	struct client *c = t->c;
+	char err[512];
+
+	evbuffer_add(client_out(c), ok, sizeof(ok) - 1);
+	if (client_start_tls(c, host, port, err, sizeof(err)) < 0) {
+		fprintf(stderr, "sumcache: tls: %s\n", err);
+		client_fail(c);
+		return;
+	}
+	t->result = RESULT_INTERNAL;
+	t->keep_alive = true;
+	client_txn_done(c);
+}
+
+/* CONNECT: intercepted if the lists say so (conn/tls.c), else a tunnel. */
+static void
+connect_start(struct txn *t)
+{
+	struct server *s = t->srv;
+	enum squid_code code;
+	const char *refusal;
+	struct url u;
+
+	if (s->tls != NULL && url_parse_authority(t->req.target,
+	    t->req.target_len, &u, &refusal) == 0) {
+		char host[256];
+		snprintf(host, sizeof(host), "%.*s", (int)u.host_len,
+		    u.norm + u.host_off);
+		/* brackets are URL syntax, not part of an IPv6 address */
+		if (host[0] == '[') {
+			memmove(host, host + 1, strlen(host));
+			host[strlen(host) - 1] = '\0';
+		}
+		uint16_t port = u.port;
+		url_clear(&u);
+		if (tunnel_port_allowed(&s->conf, port) &&
+		    tls_server_wants(s->tls, &s->conf, host, mono_ms())) {
+			intercept(t, host, port);
+			return;
+		}
+	}
+	int status = tunnel_start(t, &code, &refusal);
+	/* 0: the tunnel has the socket, t is gone; a port refused is a
+	 * policy answer: the connection stays */
+	if (status != 0)
+		deliver_error(t, status, code, refusal, status != 403);
+}
+
+/* A request inside an intercepted connection: an origin-form target is
+ * a path of the CONNECT's authority, over https. */
+static int
+url_parse_inside(struct txn *t, const char *authority, const char **why)
+{
+	if (t->req.target_len == 0 || t->req.target[0] != '/')
+		return url_parse_absolute(t->req.target, t->req.target_len,
+		    &t->url, why);
+	size_t n = 8 + strlen(authority) + t->req.target_len;
+	char *abs = malloc(n + 1);
+	if (abs == NULL) {
+		*why = "out of memory";
+		return -1;
+	}
+	snprintf(abs, n + 1, "https://%s%.*s", authority,
+	    (int)t->req.target_len, t->req.target);
+	int rc = url_parse_absolute(abs, n, &t->url, why);
+	free(abs);
+	return rc;
+}
+
 void
 request_start(struct txn *t)
 {
@@ -375,21 +455,18 @@ request_start(struct txn *t)
 	}
 	t->body_unread = t->body != NULL;
 	if (http_token_eq(t->req.method, t->req.method_len, "CONNECT")) {
-		enum squid_code code;
-		const char *refusal;
-		int status = tunnel_start(t, &code, &refusal);
-		/* 0: the tunnel has the socket, t is gone; a port refused is
-		 * a policy answer: the connection stays */
-		if (status != 0)
-			deliver_error(t, status, code, refusal, status != 403);
+		connect_start(t);
 		return;
 	}
-	if (t->req.target_len > 0 && t->req.target[0] == '/') {
+	const char *authority = client_tls_authority(t->c);
+	if (authority == NULL && t->req.target_len > 0 &&
+	    t->req.target[0] == '/') {
 		pages_answer(t, t->req.target, t->req.target_len);
 		return;
 	}
-	if (url_parse_absolute(t->req.target, t->req.target_len, &t->url,
-	    &why) < 0) {
+	if ((authority != NULL ? url_parse_inside(t, authority, &why) :
+	    url_parse_absolute(t->req.target, t->req.target_len, &t->url,
+	    &why)) < 0) {
 		t->srv->m.parse_errors++;
 		deliver_error(t, 400, SQ_NONE_NONE, why, false);
 		return;

@@ -11,17 +11,21 @@
 
 #include "budget.h"
 #include "disk.h"
+#include "leaves.h"
 #include "sc_assert.h"
 #include "sqdigest.h"
 #include "store.h"
 
-enum metrics_src { SRC_OWN, SRC_STORE, SRC_BUDGET, SRC_DIGEST, SRC_DISK };
+enum metrics_src {
+	SRC_OWN, SRC_STORE, SRC_BUDGET, SRC_DIGEST, SRC_DISK, SRC_LEAVES
+};
 
 #define METRICS_TYPE_OWN struct metrics
 #define METRICS_TYPE_STORE struct store_stats
 #define METRICS_TYPE_BUDGET struct budget_stats
 #define METRICS_TYPE_DIGEST struct sqdigest_stats
 #define METRICS_TYPE_DISK struct disk_stats
+#define METRICS_TYPE_LEAVES struct leaves_stats
 
 /* value() reads every row as a uint64_t: a row naming a field of
  * another type fails the build here, not the scrape. */
@@ -61,6 +65,8 @@ source(const struct metrics_view *v, enum metrics_src src)
 		return v->digest;
 	case SRC_DISK:
 		return v->disk;
+	case SRC_LEAVES:
+		return v->leaves;
 	}
 	return NULL;
 }

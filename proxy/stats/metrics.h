@@ -18,6 +18,7 @@
 struct budget_stats;
 struct disk_stats;
 struct evbuffer;
+struct leaves_stats;
 struct sqdigest_stats;
 struct store_stats;
 
@@ -28,7 +29,8 @@ struct store_stats;
  * struct metrics' own fields, which the proxy's rooms increment; the
  * others are a lower room's stats, which that room keeps and nobody
  * copies (STORE: struct store_stats, BUDGET: budget_stats, DIGEST:
- * sqdigest_stats, DISK: disk_stats, read as zero without a disk tier).
+ * sqdigest_stats, DISK: disk_stats, LEAVES: interception's leaf cache,
+ * cert/leaves.h; each read as zero when the node has none).
  * Every field read is a uint64_t (metrics.c checks). The family
  * (peers/base/metric.h) gives the name, type, label key and HELP; rows of one
  * family are adjacent. Rows with a status name are sampled for the
@@ -73,6 +75,16 @@ struct store_stats;
 	X(OWN, tls_refused_wrong_host, UPSTREAM_TLS_REFUSED, "wrong_host",   \
 	    NULL)                                                            \
 	X(OWN, tls_refused_other, UPSTREAM_TLS_REFUSED, "other", NULL)       \
+	X(OWN, tls_intercepted, TLS_CONNECTS, "intercepted", NULL)           \
+	X(OWN, tls_spliced, TLS_CONNECTS, "spliced", NULL)                   \
+	X(OWN, tls_handshake_ok, TLS_HANDSHAKES, "ok", NULL)                 \
+	X(OWN, tls_handshake_rejected, TLS_HANDSHAKES, "rejected", NULL)     \
+	X(OWN, tls_handshake_failed, TLS_HANDSHAKES, "failed", NULL)         \
+	X(LEAVES, minted, TLS_LEAVES, "minted", NULL)                        \
+	X(LEAVES, reused, TLS_LEAVES, "reused", NULL)                        \
+	X(LEAVES, evicted, TLS_LEAVES, "evicted", NULL)                      \
+	X(LEAVES, refused, TLS_LEAVES, "refused", NULL)                      \
+	X(LEAVES, cached, TLS_LEAVES_CACHED, NULL, NULL)                     \
 	X(OWN, origin_requests, ORIGIN_REQUESTS, NULL, NULL)                 \
 	X(OWN, collapsed_served, COLLAPSED, "served", NULL)                  \
 	X(OWN, collapsed_released, COLLAPSED, "released", NULL)              \
@@ -141,6 +153,7 @@ struct store_stats;
 #define METRICS_FIELD_BUDGET(field)
 #define METRICS_FIELD_DIGEST(field)
 #define METRICS_FIELD_DISK(field)
+#define METRICS_FIELD_LEAVES(field)
 
 struct metrics {
 #define METRICS_FIELD(src, field, family, label, status)                     \
@@ -157,6 +170,7 @@ struct metrics_view {
 	const struct budget_stats *budget;
 	const struct sqdigest_stats *digest;
 	const struct disk_stats *disk;
+	const struct leaves_stats *leaves;
 };
 
 /* Appends the Prometheus text exposition of v to out. */

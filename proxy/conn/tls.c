@@ -1,0 +1,273 @@
+/*
+ * TLS interception's server side (tls.h). One SSL_CTX for the node:
+ * TLS 1.2 and 1.3, the server's session cache and 1.3 tickets so a
+ * returning client resumes, ALPN answering http/1.1 only (a client that
+ * offers h2 alone gets no ALPN and speaks HTTP/1.1, as it must then).
+ * Each connection gets its host's leaf, minted once and cached.
+ *
+ * The SNI a client sends must name the CONNECT's host: the cache key
+ * and the upstream are the CONNECT's, and a client that asks for one
+ * name while connecting to another is refused rather than guessed at.
+ *
+ * A client that refuses our certificate (a pinned app, a machine
+ * without our CA) sends an alert during the handshake; its host is then
+ * spliced (tunnelled) for tls_splice_after_reject, logged once, so the
+ * app is not broken again on every connection.
+ */
+#include "tls.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "ca.h"
+#include "conf.h"
+#include "hostpat.h"
+#include "leaves.h"
+#include "metrics.h"
+
+struct splice {
+	char host[256];
+	uint64_t until_ms;
+};
+
+struct tls_server {
+	SSL_CTX *ctx;
+	struct ca *ca;
+	struct leaves *leaves;
+	struct splice splice[TLS_SPLICE_MAX];  /* a ring */
+	unsigned splice_next;
+	struct metrics *m;
+};
+
+struct tls_conn {
+	bool handshaken;
+	char host[256];
+	char authority[270];
+};
+
+/* ALPN: http/1.1 or nothing */
+static int
+on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+    const unsigned char *in, unsigned int inlen, void *arg)
+{
+	static const unsigned char ours[] = "\x08http/1.1";
+	unsigned char *sel;
+
+	(void)ssl;
+	(void)arg;
+	if (SSL_select_next_proto(&sel, outlen, ours, sizeof(ours) - 1, in,
+	    inlen) != OPENSSL_NPN_NEGOTIATED)
+		return SSL_TLSEXT_ERR_NOACK;
+	*out = sel;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+static int
+on_sni(SSL *ssl, int *alert, void *arg)
+{
+	const struct tls_conn *tc = SSL_get_app_data(ssl);
+	const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+
+	(void)arg;
+	if (name == NULL || strcasecmp(name, tc->host) == 0)
+		return SSL_TLSEXT_ERR_OK;
+	*alert = SSL_AD_UNRECOGNIZED_NAME;
+	return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+struct tls_server *
+tls_server_new(const struct conf *c, struct metrics *m, char *err,
+    size_t elen)
+{
+	struct tls_server *ts = calloc(1, sizeof(*ts));
+	static const unsigned char sid[] = "sumcache";
+
+	if (ts == NULL) {
+		snprintf(err, elen, "out of memory");
+		return NULL;
+	}
+	ts->m = m;
+	if ((ts->ca = ca_load(c->tls_ca_cert, c->tls_ca_key, err, elen)) ==
+	    NULL || (ts->leaves = leaves_new(ts->ca, TLS_LEAVES_MAX, err,
+	    elen)) == NULL)
+		goto fail;
+	if ((ts->ctx = SSL_CTX_new(TLS_server_method())) == NULL ||
+	    SSL_CTX_set_min_proto_version(ts->ctx, TLS1_2_VERSION) != 1 ||
+	    SSL_CTX_set_session_id_context(ts->ctx, sid,
+	    sizeof(sid) - 1) != 1) {
+		snprintf(err, elen, "cannot set up TLS");
+		goto fail;
+	}
+	SSL_CTX_set_options(ts->ctx, SSL_OP_NO_COMPRESSION |
+	    SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+	SSL_CTX_set_session_cache_mode(ts->ctx, SSL_SESS_CACHE_SERVER);
+	SSL_CTX_set_alpn_select_cb(ts->ctx, on_alpn, NULL);
+	SSL_CTX_set_tlsext_servername_callback(ts->ctx, on_sni);
+	return ts;
+fail:
+	tls_server_free(&ts);
+	return NULL;
+}
+
+void
+tls_server_free(struct tls_server **tsp)
+{
+	struct tls_server *ts = *tsp;
+
+	if (ts == NULL)
+		return;
+	*tsp = NULL;
+	SSL_CTX_free(ts->ctx);
+	leaves_free(&ts->leaves);
+	ca_free(&ts->ca);
+	free(ts);
+}
+
+static struct splice *
+spliced(struct tls_server *ts, const char *host, uint64_t now_ms)
+{
+	for (unsigned i = 0; i < TLS_SPLICE_MAX; i++)
+		if (ts->splice[i].until_ms > now_ms &&
+		    strcasecmp(ts->splice[i].host, host) == 0)
+			return &ts->splice[i];
+	return NULL;
+}
+
+bool
+tls_server_wants(struct tls_server *ts, const struct conf *c,
+    const char *host, uint64_t now_ms)
+{
+	if (!hostpat_match(&c->tls_intercept, host) ||
+	    hostpat_match(&c->tls_no_intercept, host))
+		return false;
+	if (spliced(ts, host, now_ms) != NULL) {
+		ts->m->tls_spliced++;
+		return false;
+	}
+	return true;
+}
+
+struct bufferevent *
+tls_server_wrap(struct tls_server *ts, struct event_base *base,
+    struct bufferevent *plain, const char *host, uint16_t port,
+    struct tls_conn **tcp, char *err, size_t elen)
+{
+	struct tls_conn *tc = calloc(1, sizeof(*tc));
+	X509 *leaf;
+	SSL *ssl = NULL;
+	struct bufferevent *bev;
+
+	if (tc == NULL) {
+		snprintf(err, elen, "out of memory");
+		return NULL;
+	}
+	snprintf(tc->host, sizeof(tc->host), "%s", host);
+	snprintf(tc->authority, sizeof(tc->authority),
+	    strchr(host, ':') != NULL ? "[%s]:%u" : "%s:%u", host,
+	    (unsigned)port);
+	if ((leaf = leaves_get(ts->leaves, host, err, elen)) == NULL)
+		goto fail;
+	if ((ssl = SSL_new(ts->ctx)) == NULL ||
+	    SSL_use_certificate(ssl, leaf) != 1 ||
+	    SSL_use_PrivateKey(ssl, leaves_key(ts->leaves)) != 1) {
+		snprintf(err, elen, "cannot set up TLS for %s", host);
+		goto fail;
+	}
+	SSL_set_app_data(ssl, tc);
+	bev = bufferevent_openssl_filter_new(base, plain, ssl,
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	if (bev == NULL) {
+		snprintf(err, elen, "cannot set up TLS for %s", host);
+		goto fail;
+	}
+	ts->m->tls_intercepted++;
+	*tcp = tc;
+	return bev;
+fail:
+	ERR_clear_error();
+	SSL_free(ssl);
+	free(tc);
+	return NULL;
+}
+
+/* Whether the OpenSSL error is a client's alert about our certificate. */
+static bool
+refused_ours(unsigned long e)
+{
+	switch (ERR_GET_REASON(e)) {
+	case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+	case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+	case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+	case SSL_R_TLSV1_ALERT_ACCESS_DENIED:
+	case SSL_R_TLSV1_ALERT_DECRYPT_ERROR:
+		return true;
+	}
+	return false;
+}
+
+bool
+tls_conn_event(struct tls_server *ts, const struct conf *c,
+    struct tls_conn *tc, struct bufferevent *bev, short what,
+    uint64_t now_ms)
+{
+	unsigned long e, last = 0;
+	bool refused = false;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		tc->handshaken = true;
+		ts->m->tls_handshake_ok++;
+		return false;
+	}
+	if (tc->handshaken)
+		return true;
+	while ((e = bufferevent_get_openssl_error(bev)) != 0) {
+		refused = refused || refused_ours(e);
+		last = e;
+	}
+	tc->handshaken = true;      /* counted once */
+	if (!refused) {
+		ts->m->tls_handshake_failed++;
+		return true;
+	}
+	ts->m->tls_handshake_rejected++;
+	if (c->tls_splice_after_reject_ms == 0 ||
+	    spliced(ts, tc->host, now_ms) != NULL)
+		return true;
+	struct splice *sp = &ts->splice[ts->splice_next++ % TLS_SPLICE_MAX];
+	snprintf(sp->host, sizeof(sp->host), "%s", tc->host);
+	sp->until_ms = now_ms + c->tls_splice_after_reject_ms;
+	fprintf(stderr, "sumcache: tls: a client refused our certificate for "
+	    "%s (%s): its connections are tunnelled for %u s\n", tc->host,
+	    ERR_reason_error_string(last) ? ERR_reason_error_string(last) :
+	    "alert", c->tls_splice_after_reject_ms / 1000);
+	return true;
+}
+
+const char *
+tls_conn_authority(const struct tls_conn *tc)
+{
+	return tc->authority;
+}
+
+void
+tls_conn_free(struct tls_conn **tcp)
+{
+	free(*tcp);
+	*tcp = NULL;
+}
+
+const struct leaves_stats *
+tls_server_leaves(const struct tls_server *ts)
+{
+	return leaves_stats(ts->leaves);
+}

@@ -1,0 +1,65 @@
+/*
+ * TLS interception's server side, a layer under the client connection:
+ * once a CONNECT is intercepted, the connection's bytes pass through a
+ * TLS session whose certificate is the host's leaf (cert/leaves.c), and
+ * everything above sees plain requests for https:// URLs.
+ */
+#ifndef TLS_H
+#define TLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct bufferevent;
+struct conf;
+struct event_base;
+struct leaves_stats;
+struct metrics;
+struct tls_conn;
+struct tls_server;
+
+/* TLS_SPLICE_MAX hosts a client refused our certificate for are
+ * tunnelled instead (tls_splice_after_reject) */
+#define TLS_SPLICE_MAX 256
+#define TLS_LEAVES_MAX 4096
+
+/* The interception of c's tls_ca_cert/tls_ca_key, counting into m's
+ * tls_* counters (borrowed); NULL with the reason in err (the CA
+ * refused, or out of memory). */
+struct tls_server *tls_server_new(const struct conf *c, struct metrics *m,
+    char *err, size_t elen);
+void tls_server_free(struct tls_server **ts);
+
+/* Whether a CONNECT to host is intercepted under c's lists: matched by
+ * tls_intercept, not by tls_no_intercept, and no client refused our
+ * certificate for it lately (then it is counted spliced). */
+bool tls_server_wants(struct tls_server *ts, const struct conf *c,
+    const char *host, uint64_t now_ms);
+
+/*
+ * A TLS server session for host (port: the CONNECT's) over plain, which
+ * it takes: the bufferevent to read and write the clear text through,
+ * and the connection's state in *tc. NULL with the reason in err (plain
+ * is then still the caller's).
+ */
+struct bufferevent *tls_server_wrap(struct tls_server *ts,
+    struct event_base *base, struct bufferevent *plain, const char *host,
+    uint16_t port, struct tls_conn **tc, char *err, size_t elen);
+
+/* The connection's event (what, as libevent gives it): the handshake's
+ * end is counted; a client's refusal of our certificate splices its
+ * host for c->tls_splice_after_reject. Whether the event ends the
+ * connection (false: the handshake is done, go on). */
+bool tls_conn_event(struct tls_server *ts, const struct conf *c,
+    struct tls_conn *tc, struct bufferevent *bev, short what,
+    uint64_t now_ms);
+
+/* "host:port" of the CONNECT, for the URLs of the requests inside. */
+const char *tls_conn_authority(const struct tls_conn *tc);
+void tls_conn_free(struct tls_conn **tc);
+
+/* The leaf cache's figures (cert/leaves.h), for /metrics. */
+const struct leaves_stats *tls_server_leaves(const struct tls_server *ts);
+
+#endif
