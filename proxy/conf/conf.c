@@ -184,8 +184,7 @@ static const struct directive directives[] = {
 	{"tls_intercept", value_host_pattern, OFF(tls_intercept), NULL, true,
 	    "CONNECT hosts whose TLS is intercepted so their https:// "
 	    "objects are cached: *, *.DOMAIN or a host name; empty: none "
-	    "(interception is being built: the CA and the lists are checked, "
-	    "CONNECT still tunnels)", LIVE},
+	    "(needs tls_ca_cert and tls_ca_key)", LIVE},
 	{"tls_no_intercept", value_host_pattern, OFF(tls_no_intercept), NULL,
 	    true, "hosts never intercepted, whatever tls_intercept says "
 	    "(banks, apps that pin their certificates)", LIVE},
