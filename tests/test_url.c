@@ -61,6 +61,15 @@ Test(url, authority)
 	cr_assert_eq(url_parse_authority("Host.example:443", 16, &u, &why), 0);
 	cr_assert_str_eq(u.norm, "host.example:443");
 	cr_assert_eq(u.port, 443);
+	char host[64];
+	url_host(&u, host, sizeof(host));
+	cr_assert_str_eq(host, "host.example");
+	url_clear(&u);
+	/* an IPv6 address is the host without the URL's brackets */
+	cr_assert_eq(url_parse_authority("[::1]:8443", 10, &u, &why), 0);
+	url_host(&u, host, sizeof(host));
+	cr_assert_str_eq(host, "::1");
+	cr_assert_eq(u.port, 8443);
 	url_clear(&u);
 	cr_assert_lt(url_parse_authority("host", 4, &u, &why), 0);
 }

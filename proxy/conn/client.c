@@ -616,6 +616,9 @@ client_detach(struct client *c)
 {
 	struct bufferevent *bev = c->bev;
 
+	/* nothing of c may be reached from the socket once c is gone */
+	evbuffer_remove_cb_entry(bufferevent_get_output(bev), c->out_count);
+	c->out_count = NULL;
 	c->bev = NULL;
 	bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
 	client_free(c);

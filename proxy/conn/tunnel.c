@@ -264,13 +264,7 @@ tunnel_start(struct txn *t, enum squid_code *code, const char **why)
 	};
 	tn->status = 0;
 	char host[256];
-	snprintf(host, sizeof(host), "%.*s", (int)u.host_len,
-	    u.norm + u.host_off);
-	/* brackets are URL syntax, not part of an IPv6 address */
-	if (host[0] == '[') {
-		memmove(host, host + 1, strlen(host));
-		host[strlen(host) - 1] = '\0';
-	}
+	url_host(&u, host, sizeof(host));
 	uint16_t port = u.port;
 	url_clear(&u);
 	tn->side[0] = client_detach(t->c); /* frees t */

@@ -213,3 +213,17 @@ url_clear(struct url *u)
 	free(u->norm);
 	memset(u, 0, sizeof(*u));
 }
+
+void
+url_host(const struct url *u, char *out, size_t n)
+{
+	const char *h = u->norm + u->host_off;
+	size_t len = u->host_len;
+
+	/* brackets are URL syntax, not part of an IPv6 address */
+	if (len >= 2 && h[0] == '[') {
+		h++;
+		len -= 2;
+	}
+	snprintf(out, n, "%.*s", (int)len, h);
+}

@@ -34,4 +34,8 @@ int url_parse_authority(const char *s, size_t n, struct url *u,
 
 void url_clear(struct url *u);
 
+/* u's host as a name or address (an IPv6 address without the URL's
+ * brackets) into out (truncated to n - 1). */
+void url_host(const struct url *u, char *out, size_t n);
+
 #endif

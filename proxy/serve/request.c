@@ -399,13 +399,7 @@ connect_start(struct txn *t)
 	if (s->tls != NULL && url_parse_authority(t->req.target,
 	    t->req.target_len, &u, &refusal) == 0) {
 		char host[256];
-		snprintf(host, sizeof(host), "%.*s", (int)u.host_len,
-		    u.norm + u.host_off);
-		/* brackets are URL syntax, not part of an IPv6 address */
-		if (host[0] == '[') {
-			memmove(host, host + 1, strlen(host));
-			host[strlen(host) - 1] = '\0';
-		}
+		url_host(&u, host, sizeof(host));
 		uint16_t port = u.port;
 		url_clear(&u);
 		if (tunnel_port_allowed(&s->conf, port) &&
