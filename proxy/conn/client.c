@@ -141,9 +141,15 @@ client_response_begins(struct client *c, long long length)
 }
 
 uint64_t
-client_out_total(const struct client *c)
+client_out_mark(struct client *c)
 {
-	return c->out_total;
+	/* a socket's output drains only from the loop, so between two marks
+	 * taken in one callback it grew by what was appended; a TLS layer
+	 * drains it as it is written, so there a callback counts instead
+	 * (not on plain connections: it runs on every add and drain of a
+	 * hit's bytes) */
+	return c->out_count != NULL ? c->out_total :
+	    evbuffer_get_length(bufferevent_get_output(c->bev));
 }
 
 void
@@ -535,8 +541,8 @@ use_bev(struct client *c, struct bufferevent *bev)
 	 * ours to count */
 	if (c->out_count != NULL)
 		evbuffer_remove_cb_entry(client_out(c), c->out_count);
-	c->out_count = evbuffer_add_cb(bufferevent_get_output(bev),
-	    count_out, c);
+	c->out_count = c->tls != NULL ? evbuffer_add_cb(
+	    bufferevent_get_output(bev), count_out, c) : NULL;
 	c->bev = bev;
 	bufferevent_setcb(bev, on_read, on_write, on_event, c);
 	/* libevent writes 16 KB per call by default; a hit of a few hundred
@@ -617,7 +623,9 @@ client_detach(struct client *c)
 	struct bufferevent *bev = c->bev;
 
 	/* nothing of c may be reached from the socket once c is gone */
-	evbuffer_remove_cb_entry(bufferevent_get_output(bev), c->out_count);
+	if (c->out_count != NULL)
+		evbuffer_remove_cb_entry(bufferevent_get_output(bev),
+		    c->out_count);
 	c->out_count = NULL;
 	c->bev = NULL;
 	bufferevent_setcb(bev, NULL, NULL, NULL, NULL);

@@ -64,9 +64,9 @@ void client_attach(struct server *s, struct bufferevent *bev,
 /* The client's output buffer; what is added is counted in t->bytes_out by
  * client_sent(). */
 struct evbuffer *client_out(struct client *c);
-/* Bytes ever appended to c's output (what was added between two reads
- * of it is what a reply wrote, whatever has left since). */
-uint64_t client_out_total(const struct client *c);
+/* A mark of c's output: the difference of two marks taken in one
+ * callback is what a reply appended between them, whatever has left. */
+uint64_t client_out_mark(struct client *c);
 void client_sent(struct txn *t, size_t n);
 
 /* A response of length bytes (-1: streamed, length unknown) begins. One

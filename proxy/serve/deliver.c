@@ -41,7 +41,7 @@ deliver_text(struct txn *t, int status, enum squid_code code,
     enum txn_result result, const char *text, bool close)
 {
 	struct evbuffer *out = client_out(t->c);
-	uint64_t before = client_out_total(t->c);
+	uint64_t before = client_out_mark(t->c);
 	size_t n = strlen(text);
 
 	if (close)
@@ -59,7 +59,7 @@ deliver_text(struct txn *t, int status, enum squid_code code,
 	    .internal = result == RESULT_ADMIN});
 	if (!t->is_head)
 		evbuffer_add(out, text, n);
-	client_sent(t, client_out_total(t->c) - before);
+	client_sent(t, client_out_mark(t->c) - before);
 	client_txn_done(t->c);
 }
 
@@ -126,14 +126,14 @@ void
 deliver_unsatisfiable(struct txn *t, uint64_t length, const char *x_cache)
 {
 	struct evbuffer *out = client_out(t->c);
-	uint64_t before = client_out_total(t->c);
+	uint64_t before = client_out_mark(t->c);
 
 	t->status = 416;
 	response_status(out, 416, NULL, 0);
 	range_unsatisfiable_field(length, out);
 	response_end(t->srv, t, out, &(struct head_tail){.age = -1,
 	    .via = true, .x_cache = x_cache, .length = 0});
-	client_sent(t, client_out_total(t->c) - before);
+	client_sent(t, client_out_mark(t->c) - before);
 }
 
 bool
@@ -141,7 +141,7 @@ deliver_head(struct txn *t, const struct store_obj *o,
     enum squid_code code, const char *x_cache, int64_t length)
 {
 	struct evbuffer *out = client_out(t->c);
-	uint64_t before = client_out_total(t->c);
+	uint64_t before = client_out_mark(t->c);
 	bool not_modified = o->meta.status == 200 && client_not_modified(t, o);
 	int status = not_modified ? 304 : o->meta.status;
 	int64_t age = store_meta_age(&o->meta, time(NULL));
@@ -174,7 +174,7 @@ deliver_head(struct txn *t, const struct store_obj *o,
 	response_end(t->srv, t, out, &(struct head_tail){.age = age,
 	    .via = true, .x_cache = x_cache, .length = status != 304 &&
 	    status != 204 ? length : -1});
-	client_sent(t, client_out_total(t->c) - before);
+	client_sent(t, client_out_mark(t->c) - before);
 	return !t->is_head && status != 304 && status != 204;
 }
 
@@ -204,11 +204,11 @@ deliver_object(struct txn *t, struct store_obj *o,
 	    t->range->n == 1) && disksend_start(t, o->body, part->from,
 	    part->len) == 0)
 		return;
-	uint64_t before = client_out_total(t->c);
+	uint64_t before = client_out_mark(t->c);
 	if (body && t->range != NULL)
 		range_send(t->range, 0, o->body, out);
 	else if (body)
 		bodyfd_send(o->body, out);
-	client_sent(t, client_out_total(t->c) - before);
+	client_sent(t, client_out_mark(t->c) - before);
 	client_txn_done(t->c);
 }

@@ -88,7 +88,7 @@ forward_interim(struct fetch *f)
 {
 	struct txn *t = f->t;
 	struct evbuffer *out = client_out(t->c);
-	uint64_t before = client_out_total(t->c);
+	uint64_t before = client_out_mark(t->c);
 
 	/* HTTP/1.0 clients do not understand 1xx; 101 needs Upgrade, which
 	 * we never forward */
@@ -99,7 +99,7 @@ forward_interim(struct fetch *f)
 	    f->resp.reason_len);
 	stored_fields(&f->resp, out, true, NULL);
 	evbuffer_add(out, "\r\n", 2);
-	client_sent(t, client_out_total(t->c) - before);
+	client_sent(t, client_out_mark(t->c) - before);
 }
 
 /* The response's fields as the store keeps them, in f->stored_head. */
@@ -295,7 +295,7 @@ final_head(struct fetch *f)
 	}
 
 	struct evbuffer *out = client_out(t->c);
-	uint64_t before = client_out_total(t->c);
+	uint64_t before = client_out_mark(t->c);
 	bool no_body = t->is_head || resp->status == 204 ||
 	    resp->status == 304;
 	if (fetched_range(f, clen) == RANGE_UNSATISFIABLE) {
@@ -327,7 +327,7 @@ final_head(struct fetch *f)
 		t->keep_alive = false; /* the close ends the body */
 	}
 	response_end(s, t, out, &tl);
-	client_sent(t, client_out_total(t->c) - before);
+	client_sent(t, client_out_mark(t->c) - before);
 	return true;
 }
 
@@ -451,7 +451,7 @@ fetch_on_body(char *data, size_t size, size_t n, void *arg)
 		return CURL_WRITEFUNC_PAUSE;
 	}
 	fetch_arm_timer(f);
-	uint64_t before = out != NULL ? client_out_total(t->c) : 0;
+	uint64_t before = out != NULL ? client_out_mark(t->c) : 0;
 	if (out != NULL && t->range != NULL) {
 		range_copy(t->range, &f->range_at, data, f->received, len,
 		    UINT64_MAX, out);
@@ -464,7 +464,7 @@ fetch_on_body(char *data, size_t size, size_t n, void *arg)
 	}
 	f->received += len;
 	if (out != NULL)
-		client_sent(t, client_out_total(t->c) - before);
+		client_sent(t, client_out_mark(t->c) - before);
 	if (f->stream != NULL) {
 		/* more than Content-Length said is not the object */
 		if (f->streamed + len > (uint64_t)f->resp.content_length ||

@@ -292,7 +292,7 @@ serve_digest(struct txn *t)
 		return;
 	}
 	struct evbuffer *out = client_out(t->c);
-	uint64_t before = client_out_total(t->c);
+	uint64_t before = client_out_mark(t->c);
 	http_date_format(made, lm);
 	http_date_format(expires, ex);
 	t->status = 200;
@@ -308,7 +308,7 @@ serve_digest(struct txn *t)
 	if (s->peers != NULL && !t->is_head)
 		peers_digest_served(s->peers,
 		    (const struct sockaddr *)&t->c->sa, b->len);
-	client_sent(t, client_out_total(t->c) - before);
+	client_sent(t, client_out_mark(t->c) - before);
 	client_txn_done(t->c);
 }
 
