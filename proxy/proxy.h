@@ -99,6 +99,11 @@ struct server {
 	struct tunnel *tunnels;
 	unsigned ntunnels;
 	struct tls_server *tls;     /* interception (conn/tls.c), or NULL */
+	/* with peers and a cluster key: this node's certificate for peer
+	 * links (cert/cluster.h) and their server side, else NULL; https
+	 * objects travel between nodes over these only */
+	struct cluster_id *cluster;
+	struct tls_link *link;
 	bool draining;
 	char via[160];   /* "1.1 node_name" */
 	char peer_source[80]; /* CURLOPT_INTERFACE for peers, or "" */
@@ -119,7 +124,8 @@ struct client {
 	bool body_deadline;   /* the body's timer is not re-armed per read */
 	bool bulk;            /* its socket runs at LOOP_PRIO_BULK */
 	bool served;          /* a transaction of it has finished */
-	struct tls_conn *tls; /* intercepted: its TLS layer (conn/tls.c) */
+	struct tls_conn *tls; /* intercepted or a peer link: its TLS layer
+	                       * (conn/tls.c) */
 	/* under TLS, bytes ever appended to its output, counted as they
 	 * are added: the layer drains the output as it is written */
 	uint64_t out_total;

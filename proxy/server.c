@@ -31,6 +31,7 @@
 #include "busy.h"
 #include "client.h"
 #include "clock.h"
+#include "cluster.h"
 #include "curlev.h"
 #include "discover.h"
 #include "feed.h"
@@ -251,6 +252,13 @@ peers_init(struct server *s)
 	}
 	if (c->sharing == SHARING_SUMMARY && feed_start(s->tiers, s->peers) < 0)
 		return -1;
+	if (c->cluster_key != NULL && ((s->cluster = cluster_id_new(
+	    c->cluster_key, c->cluster_key_len, c->node_name, err,
+	    sizeof(err))) == NULL || (s->link = tls_link_new(s->cluster,
+	    &s->m, err, sizeof(err))) == NULL)) {
+		fprintf(stderr, "sumcache: peer links: %s\n", err);
+		return -1;
+	}
 	peers_start(s->peers);
 	if (icp_init(s) < 0)
 		return -1;
@@ -421,6 +429,8 @@ server_fini(struct server *s)
 	status_free(&s->status);
 	accept_free(s);
 	tls_server_free(&s->tls);
+	tls_link_free(&s->link);
+	cluster_id_free(&s->cluster);
 	/* the store's removals feed the summary, so the summary goes after
 	 * the store; transfers of both go before curl's multi; the disk's
 	 * last jobs report to the store */

@@ -3,7 +3,8 @@
  * refused (a key others may read, not a CA, expired, a key that is not
  * its own, not PEM), then the CA --make-ca writes; leaves that verify
  * against the CA for their host only, host names no leaf may carry, and
- * the bounded cache.
+ * the bounded cache; the identities of peer links, derived from the
+ * cluster key.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -13,12 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
 
 #include "ca.h"
 #include "cert.h"
+#include "cluster.h"
 #include "leaves.h"
 
 static char dir[] = "/tmp/sumcache-cert-XXXXXX";
@@ -319,4 +322,39 @@ Test(cert, leaf_ends_no_later_than_its_ca)
 	cr_assert(verifies(ca, x, "a.example"));
 	leaves_free(&l);
 	ca_free(&ca);
+}
+
+/* Peer links: two nodes of one cluster key derive one CA, so each
+ * verifies the other's certificate, as a server's and as a client's; a
+ * node of another key does not. */
+Test(cert, cluster_identities_verify_within_their_cluster_only)
+{
+	static const unsigned char ours[] = "cluster-key-0123456789abcdef",
+	    other[] = "cluster-key-0123456789abcdeF";
+	struct cluster_id *a = cluster_id_new(ours, sizeof(ours) - 1, "a", err,
+	    sizeof(err));
+	cr_assert_not_null(a, "%s", err);
+	struct cluster_id *b = cluster_id_new(ours, sizeof(ours) - 1, "b", err,
+	    sizeof(err));
+	cr_assert_not_null(b, "%s", err);
+	struct cluster_id *x = cluster_id_new(other, sizeof(other) - 1, "x",
+	    err, sizeof(err));
+	cr_assert_not_null(x, "%s", err);
+
+	struct ca as_a = {.cert = a->ca}, as_b = {.cert = b->ca},
+	    as_x = {.cert = x->ca};
+	cr_assert(verifies(&as_a, b->cert, CLUSTER_LINK_NAME));
+	cr_assert(verifies(&as_b, a->cert, CLUSTER_LINK_NAME));
+	cr_assert_not(verifies(&as_a, b->cert, "127.0.0.1"));
+	cr_assert_eq(X509_check_purpose(a->cert, X509_PURPOSE_SSL_CLIENT, 0),
+	    1, "a node's certificate is a client's too");
+	cr_assert_not(verifies(&as_x, a->cert, CLUSTER_LINK_NAME));
+	cr_assert_not(verifies(&as_a, x->cert, CLUSTER_LINK_NAME));
+	/* each node's key is its own; the CA's is not kept */
+	cr_assert_eq(X509_check_private_key(a->cert, b->key), 0);
+	cr_assert(strstr(a->key_pem, "PRIVATE KEY") != NULL);
+	ERR_clear_error();
+	cluster_id_free(&a);
+	cluster_id_free(&b);
+	cluster_id_free(&x);
 }

@@ -551,16 +551,6 @@ Test(peers, silent_peer_costs_one_timeout_and_is_marked_down)
 	free(all.p);
 	cr_assert_eq(node_metric(a, "sumcache_peer_up{peer=\"z\"}"), 1);
 
-	/* https is never asked of a peer, whatever its summary says */
-	/* (raw: curl itself would tunnel an https URL with CONNECT) */
-	static const char req[] = "GET https://127.0.0.1:1/x HTTP/1.1\r\n"
-	    "Host: 127.0.0.1:1\r\nConnection: close\r\n\r\n";
-	bool closed;
-	char *got = raw_exchange(a->port, req, sizeof(req) - 1, 5000, &closed);
-	cr_expect(strncmp(got, "HTTP/1.1 502", 12) == 0, "%.40s", got);
-	free(got);
-	cr_expect_eq(node_sent(a, "peer_request", "z"), 0);
-
 	obj_url(url, sizeof(url), "hole", 600);
 	node_get(a, url, &r);
 	cr_assert_eq(r.status, 200, "a silent peer never fails a request");

@@ -65,6 +65,10 @@ struct evbuffer;
 	X(TLS_HANDSHAKES, counter, "sumcache_tls_handshakes_total", "result", \
 	    "Intercepted handshakes: done, refused by the client (our "       \
 	    "certificate), or failed otherwise")                              \
+	X(PEER_LINKS, counter, "sumcache_peer_links_total", "result",         \
+	    "Peer links (TLS between cluster members) offered to this "       \
+	    "node: accepted, refused (no certificate of the cluster), and "   \
+	    "https requests of peers refused for coming over plain HTTP")     \
 	X(TLS_LEAVES, counter, "sumcache_tls_leaves_total", "outcome",        \
 	    "Leaf certificates asked for: minted, reused from the cache, "    \
 	    "evicted from it, or refused (a host no leaf may name)")          \

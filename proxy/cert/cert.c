@@ -113,7 +113,8 @@ add_extensions(X509 *x, X509 *issuer, const struct cert_spec *spec)
 	snprintf(san, sizeof(san), "%s:%s", ip ? "IP" : "DNS", spec->host);
 	return add_ext(x, &ctx, NID_basic_constraints, "critical,CA:FALSE") &&
 	    add_ext(x, &ctx, NID_key_usage, "critical,digitalSignature") &&
-	    add_ext(x, &ctx, NID_ext_key_usage, "serverAuth") &&
+	    add_ext(x, &ctx, NID_ext_key_usage, spec->client_too ?
+	    "serverAuth,clientAuth" : "serverAuth") &&
 	    add_ext(x, &ctx, NID_subject_alt_name, san);
 }
 

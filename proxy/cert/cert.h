@@ -19,6 +19,8 @@ struct cert_spec {
 	const char *host;        /* a leaf's subjectAltName (a DNS name or
 	                          * an IP literal), or NULL for a CA */
 	bool is_ca;
+	bool client_too;         /* a leaf a TLS client presents as well
+	                          * (a node's on its peer links) */
 	time_t not_before, not_after;
 };
 

@@ -272,6 +272,26 @@ skip_empty_lines(struct evbuffer *in)
 	}
 }
 
+static void use_bev(struct client *c, struct bufferevent *bev);
+
+/* 0: the link's handshake goes on; -1: it could not start (closing). */
+static int
+start_link(struct client *c)
+{
+	char err[128];
+	struct bufferevent *bev = tls_link_wrap(c->srv->link, c->srv->base,
+	    c->bev, &c->tls, err, sizeof(err));
+
+	if (bev == NULL) {
+		fprintf(stderr, "sumcache: %s\n", err);
+		c->srv->m.link_refused++;
+		c->dead = true;
+		return -1;
+	}
+	use_bev(c, bev);
+	return 0;
+}
+
 /* 0: need more; 1: a transaction was started (c may be dead: a tunnel
  * took its socket); -1: connection closing */
 static int
@@ -281,6 +301,11 @@ parse_one(struct client *c)
 	struct evbuffer *in = bufferevent_get_input(c->bev);
 	const struct http_limits *lim = &s->limits;
 
+	/* a node of the cluster opening a peer link: its first bytes are
+	 * a TLS handshake, its requests come through it */
+	if (s->link != NULL && c->tls == NULL && !c->served &&
+	    c->scan == 0 && !c->head_started && tls_link_offered(in))
+		return start_link(c);
 	if (c->scan == 0)
 		skip_empty_lines(in);
 	size_t have = evbuffer_get_length(in);
@@ -460,8 +485,8 @@ on_event(struct bufferevent *bev, short what, void *arg)
 	struct client *c = arg;
 
 	/* under TLS: the handshake's end goes on; its failure is counted */
-	if (c->tls != NULL && !tls_conn_event(c->srv->tls, &c->srv->conf,
-	    c->tls, bev, what, mono_ms()))
+	if (c->tls != NULL && !tls_conn_event(&c->srv->conf, c->tls, bev,
+	    what, mono_ms()))
 		return;
 	/* a write that ended (0) or failed with EIO was a file's read: the
 	 * disk body being sent is cut, and its record is checked again */
@@ -615,6 +640,12 @@ const char *
 client_tls_authority(const struct client *c)
 {
 	return c->tls != NULL ? tls_conn_authority(c->tls) : NULL;
+}
+
+bool
+client_on_link(const struct client *c)
+{
+	return c->tls != NULL && tls_conn_is_link(c->tls);
 }
 
 struct bufferevent *

@@ -105,6 +105,9 @@ int client_start_tls(struct client *c, const char *host, uint16_t port,
     char *err, size_t elen);
 /* "host:port" of the CONNECT c is intercepted for, or NULL. */
 const char *client_tls_authority(const struct client *c);
+/* Whether c is a peer link: TLS from a node of the cluster, whose
+ * certificate the handshake checked (conn/tls.h). */
+bool client_on_link(const struct client *c);
 
 /*
  * At max_connections: closes a connection that holds its slot for nothing,

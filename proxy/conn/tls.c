@@ -13,6 +13,13 @@
  * without our CA) sends an alert during the handshake; its host is then
  * spliced (tunnelled) for tls_splice_after_reject, logged once, so the
  * app is not broken again on every connection.
+ *
+ * Peer links are the other kind of TLS connection a node accepts: a
+ * connection to its port whose first byte is a TLS handshake record
+ * (0x16, which no HTTP request starts with), from a node of the cluster
+ * (cert/cluster.h). Both ends must show a certificate of the cluster CA
+ * and name CLUSTER_LINK_NAME, or the handshake fails; TLS 1.3 only,
+ * since both ends are sumcache.
  */
 #include "tls.h"
 
@@ -21,16 +28,21 @@
 #include <string.h>
 #include <strings.h>
 
+#include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
 #include "ca.h"
+#include "cert.h"
+#include "cluster.h"
 #include "conf.h"
 #include "hostpat.h"
 #include "leaves.h"
 #include "metrics.h"
+#include "ratelog.h"
 
 struct splice {
 	char host[256];
@@ -46,7 +58,16 @@ struct tls_server {
 	struct metrics *m;
 };
 
+struct tls_link {
+	SSL_CTX *ctx;
+	struct metrics *m;
+	struct ratelog refused_log;
+};
+
+/* one of ts and link: what the connection is */
 struct tls_conn {
+	struct tls_server *ts;
+	struct tls_link *link;
 	bool handshaken;
 	char host[256];
 	char authority[270];
@@ -154,6 +175,22 @@ tls_server_wants(struct tls_server *ts, const struct conf *c,
 	return true;
 }
 
+/* A TLS server session of ssl over plain. A handshake record already
+ * read (sent right behind the CONNECT, or the first bytes of a peer
+ * link) raises no new read event: the filter is told of it. */
+static struct bufferevent *
+accept_over(struct event_base *base, struct bufferevent *plain, SSL *ssl)
+{
+	struct bufferevent *bev = bufferevent_openssl_filter_new(base, plain,
+	    ssl, BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+
+	if (bev != NULL && evbuffer_get_length(bufferevent_get_input(plain)) >
+	    0)
+		bufferevent_trigger(plain, EV_READ,
+		    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+	return bev;
+}
+
 struct bufferevent *
 tls_server_wrap(struct tls_server *ts, struct event_base *base,
     struct bufferevent *plain, const char *host, uint16_t port,
@@ -168,6 +205,7 @@ tls_server_wrap(struct tls_server *ts, struct event_base *base,
 		snprintf(err, elen, "out of memory");
 		return NULL;
 	}
+	tc->ts = ts;
 	snprintf(tc->host, sizeof(tc->host), "%s", host);
 	snprintf(tc->authority, sizeof(tc->authority),
 	    strchr(host, ':') != NULL ? "[%s]:%u" : "%s:%u", host,
@@ -181,9 +219,8 @@ tls_server_wrap(struct tls_server *ts, struct event_base *base,
 		goto fail;
 	}
 	SSL_set_app_data(ssl, tc);
-	bev = bufferevent_openssl_filter_new(base, plain, ssl,
-	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
-	if (bev == NULL) {
+	if ((bev = accept_over(base, plain, ssl)) == NULL) {
+		ssl = NULL;    /* freed with the filter */
 		snprintf(err, elen, "cannot set up TLS for %s", host);
 		goto fail;
 	}
@@ -215,21 +252,49 @@ refused_ours(unsigned long e)
 	return false;
 }
 
-bool
-tls_conn_event(struct tls_server *ts, const struct conf *c,
-    struct tls_conn *tc, struct bufferevent *bev, short what,
-    uint64_t now_ms)
+/* A peer link's handshake is over, done or failed. */
+static void
+link_event(struct tls_link *tl, struct bufferevent *bev, bool done)
 {
+	unsigned long e, last = 0;
+	uint64_t skipped;
+
+	if (done) {
+		tl->m->link_accepted++;
+		return;
+	}
+	tl->m->link_refused++;
+	while ((e = bufferevent_get_openssl_error(bev)) != 0)
+		last = e;
+	/* anyone may knock with TLS: a line a second at most */
+	if (ratelog_due(&tl->refused_log, &skipped))
+		fprintf(stderr, "sumcache: peer link refused: %s (%llu more "
+		    "since the last line)\n", last != 0 &&
+		    ERR_reason_error_string(last) != NULL ?
+		    ERR_reason_error_string(last) : "closed in the handshake",
+		    (unsigned long long)skipped);
+}
+
+bool
+tls_conn_event(const struct conf *c, struct tls_conn *tc,
+    struct bufferevent *bev, short what, uint64_t now_ms)
+{
+	struct tls_server *ts = tc->ts;
 	unsigned long e, last = 0;
 	bool refused = false;
 
+	if (tc->handshaken)
+		return true;
+	if (ts == NULL) {
+		tc->handshaken = true;
+		link_event(tc->link, bev, what & BEV_EVENT_CONNECTED);
+		return !(what & BEV_EVENT_CONNECTED);
+	}
 	if (what & BEV_EVENT_CONNECTED) {
 		tc->handshaken = true;
 		ts->m->tls_handshake_ok++;
 		return false;
 	}
-	if (tc->handshaken)
-		return true;
 	while ((e = bufferevent_get_openssl_error(bev)) != 0) {
 		refused = refused || refused_ours(e);
 		last = e;
@@ -256,7 +321,99 @@ tls_conn_event(struct tls_server *ts, const struct conf *c,
 const char *
 tls_conn_authority(const struct tls_conn *tc)
 {
-	return tc->authority;
+	return tc->ts != NULL ? tc->authority : NULL;
+}
+
+bool
+tls_conn_is_link(const struct tls_conn *tc)
+{
+	return tc->ts == NULL;
+}
+
+/* ---- peer links ---- */
+
+struct tls_link *
+tls_link_new(const struct cluster_id *id, struct metrics *m, char *err,
+    size_t elen)
+{
+	struct tls_link *tl = calloc(1, sizeof(*tl));
+	X509_STORE *trust;
+
+	if (tl == NULL) {
+		snprintf(err, elen, "out of memory");
+		return NULL;
+	}
+	tl->m = m;
+	if ((tl->ctx = SSL_CTX_new(TLS_server_method())) == NULL ||
+	    SSL_CTX_set_min_proto_version(tl->ctx, TLS1_3_VERSION) != 1 ||
+	    SSL_CTX_use_certificate(tl->ctx, id->cert) != 1 ||
+	    SSL_CTX_use_PrivateKey(tl->ctx, id->key) != 1 ||
+	    (trust = X509_STORE_new()) == NULL) {
+		cert_ssl_error("cannot set up peer links", err, elen);
+		tls_link_free(&tl);
+		return NULL;
+	}
+	/* the cluster CA alone is trusted here, not the system's store */
+	SSL_CTX_set_cert_store(tl->ctx, trust);
+	if (X509_STORE_add_cert(trust, id->ca) != 1 ||
+	    X509_VERIFY_PARAM_set1_host(SSL_CTX_get0_param(tl->ctx),
+	    CLUSTER_LINK_NAME, 0) != 1) {
+		cert_ssl_error("cannot set up peer links", err, elen);
+		tls_link_free(&tl);
+		return NULL;
+	}
+	SSL_CTX_set_verify(tl->ctx, SSL_VERIFY_PEER |
+	    SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	SSL_CTX_set_options(tl->ctx, SSL_OP_NO_COMPRESSION |
+	    SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_set_session_cache_mode(tl->ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_num_tickets(tl->ctx, 0);
+	return tl;
+}
+
+void
+tls_link_free(struct tls_link **tlp)
+{
+	struct tls_link *tl = *tlp;
+
+	if (tl == NULL)
+		return;
+	*tlp = NULL;
+	SSL_CTX_free(tl->ctx);
+	free(tl);
+}
+
+bool
+tls_link_offered(struct evbuffer *in)
+{
+	unsigned char first;
+
+	/* a TLS handshake record: no request line starts with 0x16 */
+	return evbuffer_copyout(in, &first, 1) == 1 &&
+	    first == 0x16;
+}
+
+struct bufferevent *
+tls_link_wrap(struct tls_link *tl, struct event_base *base,
+    struct bufferevent *plain, struct tls_conn **tcp, char *err,
+    size_t elen)
+{
+	struct tls_conn *tc = calloc(1, sizeof(*tc));
+	SSL *ssl = NULL;
+	struct bufferevent *bev = NULL;
+
+	/* a filter that fails frees ssl with it */
+	if (tc != NULL && (ssl = SSL_new(tl->ctx)) != NULL)
+		bev = accept_over(base, plain, ssl);
+	if (bev == NULL) {
+		free(tc);
+		snprintf(err, elen, "cannot set up a peer link");
+		return NULL;
+	}
+	tc->link = tl;
+	SSL_set_app_data(ssl, tc);
+	*tcp = tc;
+	return bev;
 }
 
 void

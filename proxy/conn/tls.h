@@ -1,8 +1,11 @@
 /*
- * TLS interception's server side, a layer under the client connection:
- * once a CONNECT is intercepted, the connection's bytes pass through a
- * TLS session whose certificate is the host's leaf (cert/leaves.c), and
- * everything above sees plain requests for https:// URLs.
+ * TLS's server side, a layer under the client connection, of two kinds.
+ * Interception: once a CONNECT is intercepted, the connection's bytes
+ * pass through a TLS session whose certificate is the host's leaf
+ * (cert/leaves.c), and everything above sees plain requests for https://
+ * URLs. Peer links: a node of the cluster connects with TLS, both ends
+ * showing a certificate of the cluster CA (cert/cluster.h), and asks for
+ * https:// objects as a peer asks for any.
  */
 #ifndef TLS_H
 #define TLS_H
@@ -12,11 +15,14 @@
 #include <stdint.h>
 
 struct bufferevent;
+struct cluster_id;
 struct conf;
+struct evbuffer;
 struct event_base;
 struct leaves_stats;
 struct metrics;
 struct tls_conn;
+struct tls_link;
 struct tls_server;
 
 /* TLS_SPLICE_MAX hosts a client refused our certificate for are
@@ -51,13 +57,28 @@ struct bufferevent *tls_server_wrap(struct tls_server *ts,
  * end is counted; a client's refusal of our certificate splices its
  * host for c->tls_splice_after_reject. Whether the event ends the
  * connection (false: the handshake is done, go on). */
-bool tls_conn_event(struct tls_server *ts, const struct conf *c,
-    struct tls_conn *tc, struct bufferevent *bev, short what,
-    uint64_t now_ms);
+bool tls_conn_event(const struct conf *c, struct tls_conn *tc,
+    struct bufferevent *bev, short what, uint64_t now_ms);
 
-/* "host:port" of the CONNECT, for the URLs of the requests inside. */
+/* "host:port" of an intercepted CONNECT, for the URLs of the requests
+ * inside; NULL on a peer link (its requests name absolute URLs). */
 const char *tls_conn_authority(const struct tls_conn *tc);
+bool tls_conn_is_link(const struct tls_conn *tc);
 void tls_conn_free(struct tls_conn **tc);
+
+/* Peer links accepted with id (borrowed, kept by the caller for as long
+ * as this lives), counting into m's link_* counters. NULL with err. */
+struct tls_link *tls_link_new(const struct cluster_id *id,
+    struct metrics *m, char *err, size_t elen);
+void tls_link_free(struct tls_link **tl);
+
+/* Whether a connection's first bytes, in in, open a TLS handshake. */
+bool tls_link_offered(struct evbuffer *in);
+
+/* A peer link's TLS session over plain, as tls_server_wrap. */
+struct bufferevent *tls_link_wrap(struct tls_link *tl,
+    struct event_base *base, struct bufferevent *plain,
+    struct tls_conn **tc, char *err, size_t elen);
 
 /* The leaf cache's figures (cert/leaves.h), for /metrics. */
 const struct leaves_stats *tls_server_leaves(const struct tls_server *ts);

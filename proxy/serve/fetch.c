@@ -35,6 +35,7 @@
 #include "busy.h"
 #include "client.h"
 #include "fetch_impl.h"
+#include "cluster.h"
 #include "icpsock.h"
 #include "placement.h"
 #include "range.h"
@@ -103,6 +104,7 @@ fetch_free(struct fetch **fp)
 	if (f->easy)
 		curl_easy_cleanup(f->easy);
 	curl_slist_free_all(f->hdrs);
+	curl_slist_free_all(f->connect_to);
 	if (f->timer)
 		event_free(f->timer);
 	if (f->headbuf)
@@ -304,25 +306,38 @@ on_silence(evutil_socket_t fd, short what, void *arg)
 	fetch_finish_error(f, CURLE_OPERATION_TIMEDOUT);
 }
 
-/* PROTOCOLS.md 4: what may be asked of a sibling at all. */
+/* PROTOCOLS.md 4: what may be asked of a sibling at all. An https
+ * object only over a peer link (cert/cluster.h): a node without one (no
+ * cluster key) goes to the origin, never to a peer in clear. */
 static bool
 peer_eligible(const struct txn *t, enum fetch_kind kind)
 {
-	/* https: curl would CONNECT through the peer, a tunnel to the
-	 * origin rather than a question to its cache */
 	return t->srv->peers != NULL && kind == FETCH_MISS &&
 	    (t->is_get || t->is_head) && t->body == NULL &&
-	    !t->reqcc.no_cache && !t->looped && !t->placed && !t->url.https;
+	    !t->reqcc.no_cache && !t->looped && !t->placed &&
+	    (!t->url.https || t->srv->cluster != NULL);
+}
+
+/* Whether p may be asked for f's object: an https one only of a
+ * sumcache node, the end of a peer link (a Squid has none). */
+static bool
+askable(const struct fetch *f, const struct peer *p)
+{
+	return !f->t->url.https || peer_spec(p)->type == PEER_SUMCACHE;
 }
 
 /* The next source: a candidate peer, the owner, else the origin. */
 static void
 next_peer(struct fetch *f)
 {
+	while (f->next_cand < f->ncand &&
+	    !askable(f, f->cand[f->next_cand]))
+		f->next_cand++;
 	if (f->next_cand < f->ncand) {
 		f->peer = f->cand[f->next_cand++];
 		f->to = UPSTREAM_SIBLING;
-	} else if (f->owner != NULL && !f->owner_asked) {
+	} else if (f->owner != NULL && !f->owner_asked &&
+	    askable(f, f->owner)) {
 		f->peer = f->owner;
 		f->owner_asked = true;
 		f->to = UPSTREAM_OWNER;
@@ -330,6 +345,54 @@ next_peer(struct fetch *f)
 		f->peer = NULL;
 		f->to = UPSTREAM_ORIGIN;
 	}
+}
+
+/*
+ * e asks peer for url over a peer link: TLS 1.3 to the peer's port, whose
+ * certificate must chain to the cluster CA alone (no system store) and
+ * name CLUSTER_LINK_NAME, showing ours. curl connects to the peer for
+ * that name (CONNECT_TO), so a link is reused as any keep-alive
+ * connection, and the request target is the object's absolute URL, as
+ * a proxy is asked. 0, or -1 if curl refused an option.
+ */
+static int
+link_to(struct fetch *f, CURL *e, const struct cluster_id *id,
+    const struct peer *peer, const char *url)
+{
+	const char *hostport = peer_proxy_url(peer) + strlen("http://");
+	char target[300];
+	struct curl_blob ca = {id->ca_pem, id->ca_pem_len, CURL_BLOB_COPY},
+	    cert = {id->cert_pem, id->cert_pem_len, CURL_BLOB_COPY},
+	    key = {id->key_pem, id->key_pem_len, CURL_BLOB_COPY};
+
+	snprintf(target, sizeof(target), "%s:443:%s", CLUSTER_LINK_NAME,
+	    hostport);
+	/* curl keeps the list, not a copy: it lives as long as the fetch */
+	curl_slist_free_all(f->connect_to);
+	if ((f->connect_to = curl_slist_append(NULL, target)) == NULL)
+		return -1;
+	CURLcode rc = curl_easy_setopt(e, CURLOPT_CONNECT_TO, f->connect_to);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(e, CURLOPT_URL, "https://"
+		    CLUSTER_LINK_NAME "/");
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(e, CURLOPT_REQUEST_TARGET, url);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(e, CURLOPT_PROXY, "");
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(e, CURLOPT_SSLVERSION,
+		    (long)CURL_SSLVERSION_TLSv1_3);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(e, CURLOPT_CAINFO, NULL);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(e, CURLOPT_CAPATH, NULL);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &ca);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cert);
+	if (rc == CURLE_OK)
+		rc = curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &key);
+	return rc == CURLE_OK ? 0 : -1;
 }
 
 /* Sets up f->easy for the next source and starts it. */
@@ -352,19 +415,26 @@ attempt(struct fetch *f)
 	if (f->easy == NULL || f->hdrs == NULL)
 		return -1;
 	CURL *e = f->easy;
-	curl_easy_setopt(e, CURLOPT_URL, t->url.norm);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	/* a peer is asked as a proxy; the origin directly, never through a
-	 * proxy from the environment */
-	curl_easy_setopt(e, CURLOPT_PROXY, f->peer ? peer_proxy_url(f->peer) : "");
+	if (f->peer != NULL && t->url.https) {
+		if (link_to(f, e, s->cluster, f->peer, t->url.norm) < 0)
+			return -1;
+	} else {
+		/* a peer is asked as a proxy; the origin directly, never
+		 * through a proxy from the environment */
+		curl_easy_setopt(e, CURLOPT_URL, t->url.norm);
+		curl_easy_setopt(e, CURLOPT_PROXY, f->peer ?
+		    peer_proxy_url(f->peer) : "");
+	}
 	if (f->peer != NULL && s->peer_source[0] != '\0')
 		curl_easy_setopt(e, CURLOPT_INTERFACE, s->peer_source);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	/* an https origin is verified, always: the system's trust, and
-	 * tls_upstream_ca's beside it (OpenSSL reads both) */
+	 * tls_upstream_ca's beside it (OpenSSL reads both); a peer link's
+	 * end, against the cluster CA alone (link_to) */
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-	if (s->conf.tls_upstream_ca != NULL) {
+	if (s->conf.tls_upstream_ca != NULL && f->to == UPSTREAM_ORIGIN) {
 		curl_easy_setopt(e, CURLOPT_CAINFO, s->conf.tls_upstream_ca);
 		curl_easy_setopt(e, CURLOPT_CAPATH, FETCH_SYSTEM_CA_DIR);
 	}
@@ -465,7 +535,9 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 			f->ncand = peers_candidates(s->peers, t->url.norm,
 			    t->url.len, f->owner, f->cand,
 			    s->conf.peers_asked);
-		} else if (s->conf.sharing == SHARING_ICP && s->icp != NULL) {
+		} else if (s->conf.sharing == SHARING_ICP && s->icp != NULL &&
+		    !t->url.https) {
+			/* ICP names http URLs only (request_icp_lookup) */
 			/* the answer starts the first source (no query out:
 			 * no live peer, so the origin at once) */
 			f->icpq = icpsock_ask(s->icp, t->url.norm, t->url.len,

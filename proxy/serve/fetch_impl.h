@@ -39,6 +39,7 @@ struct fetch {
 	enum fetch_kind kind;
 	CURL *easy;
 	struct curl_slist *hdrs;
+	struct curl_slist *connect_to;  /* a peer link's (link_to) */
 	struct curlev_xfer xfer;
 	struct event *timer;
 	bool running;

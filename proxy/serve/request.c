@@ -492,6 +492,14 @@ request_start(struct txn *t)
 	 * client's field counts for nothing) */
 	t->placed = t->for_peer &&
 	    http_field_find(&t->req, UPSTREAM_HOP_FIELD) != NULL;
+	/* an https object is a peer's over a peer link only, which
+	 * authenticated both ends: in clear, anyone on the path reads it */
+	if (t->for_peer && t->url.https && !client_on_link(t->c)) {
+		t->srv->m.link_plain_refused++;
+		deliver_error(t, 403, SQ_TCP_DENIED, "an https object is "
+		    "served to peers over a peer link only", true);
+		return;
+	}
 	if (t->is_get || t->is_head) {
 		lookup(t);
 		return;

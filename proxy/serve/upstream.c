@@ -165,6 +165,10 @@ upstream_fields(const struct txn *t, bool revalidate, bool whole,
 		ok = ok && add_header(&l, "Cache-Control: only-if-cached");
 	if (to == UPSTREAM_OWNER)
 		ok = ok && add_header(&l, "Sumcache-Hop: owner");
+	/* over a peer link curl would name the link (fetch.c) */
+	if (to != UPSTREAM_ORIGIN && t->url.https)
+		ok = ok && add_header(&l, "Host: %.*s", (int)(t->url.path_off -
+		    t->url.host_off), t->url.norm + t->url.host_off);
 	/* no Expect round trip to the origin: we already have the body */
 	ok = ok && add_header(&l, "Expect:");
 	if (ok && http_field_find(req, "accept") == NULL)

@@ -80,6 +80,9 @@ struct store_stats;
 	X(OWN, tls_handshake_ok, TLS_HANDSHAKES, "ok", NULL)                 \
 	X(OWN, tls_handshake_rejected, TLS_HANDSHAKES, "rejected", NULL)     \
 	X(OWN, tls_handshake_failed, TLS_HANDSHAKES, "failed", NULL)         \
+	X(OWN, link_accepted, PEER_LINKS, "accepted", NULL)                  \
+	X(OWN, link_refused, PEER_LINKS, "refused", NULL)                    \
+	X(OWN, link_plain_refused, PEER_LINKS, "https_over_plain", NULL)     \
 	X(LEAVES, minted, TLS_LEAVES, "minted", NULL)                        \
 	X(LEAVES, reused, TLS_LEAVES, "reused", NULL)                        \
 	X(LEAVES, evicted, TLS_LEAVES, "evicted", NULL)                      \
