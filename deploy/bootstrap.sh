@@ -9,7 +9,7 @@ packages=(
   libprotobuf-c-dev protobuf-c-compiler libconfig-dev libcriterion-dev
   nginx-light squid wrk curl procps iproute2 util-linux gnuplot-nox
   binutils systemd yamllint python3-yaml
-  chromium fonts-dejavu-core openssl python3
+  chromium fonts-dejavu-core openssl python3 libnss3-tools
   tcpdump
 )
 

@@ -14,6 +14,11 @@
 #   - an HTTPS page loads through a CONNECT tunnel of n1 when the browser
 #     trusts the test key, and fails when it does not (the tunnel does not
 #     touch the TLS);
+#   - with interception on for "localhost" (the CA in Chromium's NSS db,
+#     as the README tells), the HTTPS page through n1 loads whole, its
+#     parts cached as https:// URLs; through n2 (a new profile) every part
+#     is a remote hit from n1, over the peer link; a browser without the
+#     CA refuses n2's certificate and n2 counts it;
 #   - /sumcache/status of every node renders with the cluster's data, in
 #     the browser's own terms (tables, charts with points, refreshes), and
 #     every number on it that /metrics also shows agrees with /metrics;
@@ -36,7 +41,11 @@ pids=()
 export SUMCACHE_BUILD=$build SUMCACHE_CLUSTER_DIR=$cluster \
   SUMCACHE_BASE_PORT=$base SUMCACHE_ORIGIN_PORT=$demo_port \
   SUMCACHE_NODE_CONF="connect_ports = [443, $tls_port];
-status_interval = \"1s\";"
+status_interval = \"1s\";
+tls_intercept = [\"localhost\"];
+tls_ca_cert = \"$(pwd)/$dir/ca/ca.crt\";
+tls_ca_key = \"$(pwd)/$dir/ca/ca.key\";
+tls_upstream_ca = \"$(pwd)/$dir/origin.crt\";"
 finish() {
   ./deploy/cluster.sh down >/dev/null 2>&1
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
@@ -61,8 +70,11 @@ png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2,
 open(sys.argv[1], "wb").write(png)
 EOF
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
-  -addext subjectAltName=IP:127.0.0.1 -keyout "$dir/origin.key" \
+  -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout "$dir/origin.key" \
   -out "$dir/origin.crt" 2>/dev/null
+# the nodes' interception CA: https://localhost/ is intercepted,
+# https://127.0.0.1/ tunnelled
+"$build/sumcache" --make-ca "$(pwd)/$dir/ca" >/dev/null
 spki=$(openssl x509 -in "$dir/origin.crt" -pubkey -noout |
   openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64)
 cat >"$dir/nginx.conf" <<EOF
@@ -271,6 +283,70 @@ finally:
 EOF
 }
 check "a page whose node stops says so and keeps the last numbers" stale_banner
+
+# ---- HTTPS intercepted: cached, and shared over the peer link ----
+ipage=https://localhost:$tls_port/index.html
+nss=$(pwd)/$dir/nss-home
+mkdir -p "$nss/.pki/nssdb"
+certutil -d "sql:$nss/.pki/nssdb" -N --empty-password &&
+  certutil -d "sql:$nss/.pki/nssdb" -A -t C,, -n sumcache-test \
+    -i "$(pwd)/$dir/ca/ca.crt"
+ibrowse() { HOME=$nss browse "$@"; }
+origin_before=$(grep -c '"GET /' "$dir/nginx-access.log")
+check "intercepted HTTPS page through n1 (our CA in the NSS db): all $parts parts arrive and work" \
+  ibrowse ihttps-n1 --proxy "127.0.0.1:$(node_port n1)" --eval "$works" "$ipage"
+check "  every part an https:// URL, through n1" report ihttps-n1 \
+  "$(whole "$(node_port n1)") and all(x['url'].startswith('https://localhost:') for x in r['responses'])"
+logged_https() {  # logged_https NODE WORD: every https part so in NODE's log
+  local n
+  for _ in $(seq 30); do
+    n=$(grep " GET https://localhost:$tls_port/" "$cluster/$1.access.log" |
+      grep -c -- "$2")
+    [ "$n" -eq "$parts" ] && return 0
+    sleep 0.1
+  done
+  echo "$1 logged $n of $parts https parts as $2"
+  cat "$cluster/$1.access.log"
+  return 1
+}
+check "  n1 logged each part as an https:// miss, cached" logged_https n1 " TCP_MISS/200 "
+wait_https_summary() {
+  for _ in $(seq 100); do
+    [ "$(metric n2 'sumcache_peer_summary_entries{peer="n1"}')" -ge $((2 * parts)) ] &&
+      return 0
+    sleep 0.1
+  done
+  echo "n2 never held n1's summary of $((2 * parts)) entries"
+  return 1
+}
+check "n1's summary with the https parts reaches n2" wait_https_summary
+links_before=$(metric n1 'sumcache_peer_links_total{result="accepted"}')
+check "intercepted HTTPS page through n2 (new profile): all $parts parts arrive and work" \
+  ibrowse ihttps-n2 --proxy "127.0.0.1:$(node_port n2)" --eval "$works" "$ipage"
+check "  every part through n2" report ihttps-n2 "$(whole "$(node_port n2)")"
+check "  n2 logged every part as a remote hit from n1 (CD_SIBLING_HIT/n1)" \
+  logged_https n2 " CD_SIBLING_HIT/n1 "
+over_link() {
+  local now
+  now=$(metric n1 'sumcache_peer_links_total{result="accepted"}')
+  echo "n1's accepted peer links: $links_before before, $now after"
+  [ "$now" -gt "$links_before" ]
+}
+check "  n2 asked n1 over a peer link" over_link
+check "the origin saw each intercepted part once" \
+  test "$(grep -c '"GET /' "$dir/nginx-access.log")" -eq $((origin_before + parts))
+refused_by_browser() {
+  local before now
+  before=$(metric n2 'sumcache_tls_handshakes_total{result="rejected"}')
+  # HOME without the NSS db: the browser does not trust our CA
+  browse ihttps-untrusted --proxy "127.0.0.1:$(node_port n2)" "$ipage" &&
+    return 1
+  report ihttps-untrusted "'CERT' in r.get('error', '')" || return 1
+  now=$(metric n2 'sumcache_tls_handshakes_total{result="rejected"}')
+  echo "n2's handshakes refused by clients: $before before, $now after"
+  [ "$now" -gt "$before" ]
+}
+check "  a browser without our CA refuses n2's certificate; n2 counts it" refused_by_browser
 
 check "the cluster stops" ./deploy/cluster.sh down
 no_sanitizer_reports() {

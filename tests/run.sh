@@ -8,7 +8,8 @@
 # Bloom false-positive formula within 10 % (tests/sim-check.sh), and
 # headless Chromium browses through a 3-node cluster and reads every
 # node's status page (tests/browser-check.sh; screenshots are left in
-# BUILD/browser-check/). The
+# BUILD/browser-check/), and apt fetches a package twice over https through
+# an intercepting node (tests/apt-check.sh). The
 # deployment files are checked with the tools Debian has
 # (tests/deploy-check.sh), and every #include between proxy/'s rooms
 # must point down (tests/rooms-check.sh).
@@ -40,6 +41,8 @@ suite() {
   BUILD=$dir ./tests/sim-check.sh 2>&1 | tee -a "$log"
   echo "== browser check ($dir)"
   BUILD=$dir ./tests/browser-check.sh 2>&1 | tee -a "$log"
+  echo "== apt check ($dir)"
+  BUILD=$dir ./tests/apt-check.sh 2>&1 | tee -a "$log"
 }
 
 status=0
@@ -74,6 +77,6 @@ awk '
       if ($i == "Passing:") p += $(i + 1)
       if ($i == "Failing:" || $i == "Crashing:") f += $(i + 1) } }
   /^fuzz-[a-z]*: / { p += $2; f += $4 }
-  /^(cluster|sim|deploy|browser|rooms)-check: [0-9]+ passed/ { p += $2; f += $4 }
+  /^(cluster|sim|deploy|browser|apt|rooms)-check: [0-9]+ passed/ { p += $2; f += $4 }
   END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' "$log" || status=1
 exit $status

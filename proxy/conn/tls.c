@@ -252,6 +252,22 @@ refused_ours(unsigned long e)
 	return false;
 }
 
+/* Whether the client left, without an alert, once it had our certificate
+ * (our flight written, its answer awaited): GnuTLS's clients, apt's among
+ * them, close so on a certificate they do not trust. */
+static bool
+left_after_ours(struct bufferevent *bev)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	OSSL_HANDSHAKE_STATE st = ssl != NULL ? SSL_get_state(ssl) :
+	    TLS_ST_BEFORE;
+
+	/* TLS 1.3: a server whose flight is out waits in OpenSSL's "early
+	 * data" state for the client's Finished (early data or not) */
+	return st == TLS_ST_EARLY_DATA || st == TLS_ST_SW_FINISHED ||
+	    st == TLS_ST_SW_SRVR_DONE;
+}
+
 /* A peer link's handshake is over, done or failed. */
 static void
 link_event(struct tls_link *tl, struct bufferevent *bev, bool done)
@@ -299,6 +315,7 @@ tls_conn_event(const struct conf *c, struct tls_conn *tc,
 		refused = refused || refused_ours(e);
 		last = e;
 	}
+	refused = refused || (last == 0 && left_after_ours(bev));
 	tc->handshaken = true;      /* counted once */
 	if (!refused) {
 		ts->m->tls_handshake_failed++;
@@ -314,7 +331,8 @@ tls_conn_event(const struct conf *c, struct tls_conn *tc,
 	fprintf(stderr, "sumcache: tls: a client refused our certificate for "
 	    "%s (%s): its connections are tunnelled for %u s\n", tc->host,
 	    ERR_reason_error_string(last) ? ERR_reason_error_string(last) :
-	    "alert", c->tls_splice_after_reject_ms / 1000);
+	    "closed after our certificate, no alert",
+	    c->tls_splice_after_reject_ms / 1000);
 	return true;
 }
 

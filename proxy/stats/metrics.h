@@ -65,35 +65,38 @@ struct store_stats;
 	X(OWN, origin_unreachable, ORIGIN_ERRORS, "unreachable", NULL)       \
 	X(OWN, origin_timeout, ORIGIN_ERRORS, "timeout", NULL)               \
 	X(OWN, origin_protocol, ORIGIN_ERRORS, "protocol", NULL)             \
-	X(OWN, tls_refused_expired, UPSTREAM_TLS_REFUSED, "expired", NULL)   \
+	X(OWN, tls_refused_expired, UPSTREAM_TLS_REFUSED, "expired",         \
+	    "up_expired")                                                    \
 	X(OWN, tls_refused_not_yet_valid, UPSTREAM_TLS_REFUSED,              \
-	    "not_yet_valid", NULL)                                           \
+	    "not_yet_valid", "up_not_yet_valid")                             \
 	X(OWN, tls_refused_self_signed, UPSTREAM_TLS_REFUSED, "self_signed", \
-	    NULL)                                                            \
+	    "up_self_signed")                                                \
 	X(OWN, tls_refused_unknown_ca, UPSTREAM_TLS_REFUSED, "unknown_ca",   \
-	    NULL)                                                            \
+	    "up_unknown_ca")                                                 \
 	X(OWN, tls_refused_wrong_host, UPSTREAM_TLS_REFUSED, "wrong_host",   \
-	    NULL)                                                            \
-	X(OWN, tls_refused_other, UPSTREAM_TLS_REFUSED, "other", NULL)       \
-	X(OWN, tls_intercepted, TLS_CONNECTS, "intercepted", NULL)           \
-	X(OWN, tls_spliced, TLS_CONNECTS, "spliced", NULL)                   \
-	X(OWN, tls_handshake_ok, TLS_HANDSHAKES, "ok", NULL)                 \
-	X(OWN, tls_handshake_rejected, TLS_HANDSHAKES, "rejected", NULL)     \
-	X(OWN, tls_handshake_failed, TLS_HANDSHAKES, "failed", NULL)         \
-	X(OWN, link_accepted, PEER_LINKS, "accepted", NULL)                  \
-	X(OWN, link_refused, PEER_LINKS, "refused", NULL)                    \
+	    "up_wrong_host")                                                 \
+	X(OWN, tls_refused_other, UPSTREAM_TLS_REFUSED, "other", "up_other") \
+	X(OWN, tls_intercepted, TLS_CONNECTS, "intercepted",                 \
+	    "tls_intercepted")                                               \
+	X(OWN, tls_spliced, TLS_CONNECTS, "spliced", "tls_spliced")          \
+	X(OWN, tls_handshake_ok, TLS_HANDSHAKES, "ok", "tls_ok")             \
+	X(OWN, tls_handshake_rejected, TLS_HANDSHAKES, "rejected",           \
+	    "tls_rejected")                                                  \
+	X(OWN, tls_handshake_failed, TLS_HANDSHAKES, "failed", "tls_failed") \
+	X(OWN, link_accepted, PEER_LINKS, "accepted", "links_accepted")      \
+	X(OWN, link_refused, PEER_LINKS, "refused", "links_refused")         \
 	X(OWN, link_plain_refused, PEER_LINKS, "https_over_plain", NULL)     \
-	X(LEAVES, minted, TLS_LEAVES, "minted", NULL)                        \
+	X(LEAVES, minted, TLS_LEAVES, "minted", "leaves_minted")             \
 	X(LEAVES, reused, TLS_LEAVES, "reused", NULL)                        \
 	X(LEAVES, evicted, TLS_LEAVES, "evicted", NULL)                      \
 	X(LEAVES, refused, TLS_LEAVES, "refused", NULL)                      \
-	X(LEAVES, cached, TLS_LEAVES_CACHED, NULL, NULL)                     \
+	X(LEAVES, cached, TLS_LEAVES_CACHED, NULL, "leaves_cached")          \
 	X(OWN, origin_requests, ORIGIN_REQUESTS, NULL, NULL)                 \
 	X(OWN, collapsed_served, COLLAPSED, "served", NULL)                  \
 	X(OWN, collapsed_released, COLLAPSED, "released", NULL)              \
 	X(OWN, collapsed_timeout, COLLAPSED, "timeout", NULL)                \
 	X(OWN, collapsed_failed, COLLAPSED, "failed", NULL)                  \
-	X(OWN, tunnels, TUNNELS, NULL, NULL)                                 \
+	X(OWN, tunnels, TUNNELS, NULL, "tunnels")                            \
 	X(OWN, tunnel_denied, TUNNEL_DENIED, NULL, NULL)                     \
 	X(OWN, invalidations, INVALIDATIONS, NULL, NULL)                     \
 	X(OWN, purged, PURGES, "purged", NULL)                               \

@@ -2,7 +2,7 @@
  * Samples for the status page. Counters are sampled whole (not as rates)
  * so the page can take differences over any span and a sample lost to a
  * busy loop costs resolution, not correctness. The ring holds the last
- * STATUS_SAMPLES; at the default 5 s that is an hour, about 170 KB.
+ * STATUS_SAMPLES; at the default 5 s that is an hour, about 290 KB.
  */
 #include "status.h"
 
@@ -22,7 +22,7 @@
 /* What a sample holds: the rows of METRICS_TABLE with a status name
  * (metrics.h), then inter-proxy messages and bytes by type; the names go
  * to the page with the samples. */
-#define F_TABLE_MAX 16
+#define F_TABLE_MAX 32
 enum {
 	F_MESSAGES = F_TABLE_MAX,
 	F_BYTES = F_MESSAGES + IPM_NTYPES,
