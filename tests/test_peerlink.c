@@ -8,7 +8,8 @@
  * answers. Then three nodes: an https object fetched through A is a
  * remote hit through B, and a capture of the loopback traffic during
  * that fetch holds no byte of the body in clear (the same capture of an
- * http object does, so the capture can fail).
+ * http object does, so the capture can fail). Under placement hash, an
+ * https miss goes to its owner over the link too.
  */
 #define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
@@ -23,6 +24,7 @@
 
 #include "cluster.h"
 #include "harness.h"
+#include "placement.h"
 #include "tlsfiles.h"
 
 static pid_t liar;
@@ -341,4 +343,38 @@ Test(peerlink, https_remote_hit_over_the_link_and_never_in_clear)
 	cr_expect(memmem(bytes, len, "plainmarkerq7", 13) != NULL,
 	    "the capture missed a plain peer fetch");
 	free(bytes);
+}
+
+/* Under placement hash (no summaries), an https miss at B whose owner is
+ * A is asked of A over the link; A fetches it once for both. */
+Test(peerlink, https_miss_goes_to_its_owner_over_the_link)
+{
+	const char *opts[] = {trusting()[0], "sharing=none", "placement=hash",
+	    NULL};
+	char url[200] = "";
+	struct place_node v[2];
+
+	cluster_start(&CE, &CL, 2, opts, NULL);
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
+	for (int i = 0; i < 2; i++)
+		v[i] = (struct place_node){place_hash(CL.nodes[i].name,
+		    strlen(CL.nodes[i].name)), 1.0};
+	/* a URL whose owner is A, by the rule the nodes use */
+	for (int i = 0; i < 64; i++) {
+		snprintf(url, sizeof(url), "https://127.0.0.1:%d/obj/own%d?"
+		    "max_age=600", CE.tport, i);
+		if (place_owner(v, 2, place_hash(url, strlen(url))) == 0)
+			break;
+	}
+	free(get_200(b, url));
+	free(get_200(a, url));
+	const char *name = strstr(url, "/obj/");
+	char path[64];
+	snprintf(path, sizeof(path), "%.*s?", (int)strcspn(name, "?"), name);
+	cr_expect_eq(origin_count(&CE, path, NULL), 1, "%s", url);
+	cr_expect_eq(node_metric(b, "sumcache_owner_requests_total{outcome="
+	    "\"miss\"}"), 1, "B asked the owner, which fetched it");
+	cr_expect_eq(node_metric(a, LINKS "accepted\"}"), 1);
+	cr_expect_eq(node_metric(a, "sumcache_requests_total{result=\""
+	    "local_hit\"}"), 1, "A kept the copy it fetched for B");
 }

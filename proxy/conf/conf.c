@@ -129,7 +129,8 @@ static const struct directive directives[] = {
 	    OFF(digest_rebuild_period_ms), "5m", false,
 	    "how often the digest served is renewed (its Expires)", RESTART},
 	{"cluster_key_file", value_string, OFF(cluster_key_file), NULL, false,
-	    "file holding the cluster's shared key (16 bytes or more)", RESTART},
+	    "file holding the cluster's shared key (16 bytes or more): signs "
+	    "summaries, and is the peer links' identity", RESTART},
 	{"summary_hash", value_hash, OFF(summary_hash), "xxh3", false,
 	    "hash of summary keys: xxh3, or squid-md5 (Squid's, k = 4)", RESTART},
 	{"summary_bits_per_entry", value_count, OFF(summary_bits_per_entry),

@@ -150,8 +150,10 @@ conf_warn(const struct conf *c, FILE *out)
 int
 conf_load_key(struct conf *c, char *err, size_t elen)
 {
-	if (c->sharing != SHARING_SUMMARY || c->cluster_key_file == NULL)
-		return 0;  /* conf_finish said whether it may be missing */
+	/* under any sharing mode: the key is the peer links' identity too
+	 * (cert/cluster.h); conf_finish said whether it may be missing */
+	if (c->cluster_key_file == NULL)
+		return 0;
 	FILE *f = fopen(c->cluster_key_file, "rb");
 	uint8_t buf[4096];
 	size_t n = 0;

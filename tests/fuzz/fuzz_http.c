@@ -1,16 +1,47 @@
 /*
  * libFuzzer target for sumcache's own parsers: request and response heads,
- * chunked bodies (split at every position the input chooses) and URLs.
+ * chunked bodies (split at every position the input chooses) and URLs;
+ * and what interception makes of a CONNECT's host: the first line as an
+ * authority, its host against host patterns (one made of the host itself
+ * must match it) and whether a leaf may name it.
  * Built by tests/run.sh with clang; see README "Fuzzing".
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "cert.h"
+#include "hostpat.h"
 #include "http_parse.h"
 #include "url.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void
+authority(const char *s, size_t n)
+{
+	static const char *const lists[] = {"*.debian.org", "example.org",
+	    "::1", "127.0.0.1"};
+	struct hostpats pats = {0}, own = {0};
+	struct url u;
+	const char *why;
+	char host[300];
+
+	if (url_parse_authority(s, n, &u, &why) < 0)
+		return;
+	url_host(&u, host, sizeof(host));
+	url_clear(&u);
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++)
+		if (hostpat_add(&pats, lists[i], &why) < 0)
+			__builtin_trap();
+	(void)hostpat_match(&pats, host);
+	(void)cert_host_ok(host);
+	if (strchr(host, '*') == NULL && hostpat_add(&own, host, &why) == 0 &&
+	    !hostpat_match(&own, host))
+		__builtin_trap();   /* a name must match itself */
+	hostpat_clear(&pats);
+	hostpat_clear(&own);
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -20,6 +51,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct http_head h;
 	const char *why;
 	size_t scan = 0;
+
+	const char *nl = memchr(s, '\n', size);
+	authority(s, nl != NULL ? (size_t)(nl - s) : size);
 
 	size_t end = http_head_end(s, size, &scan);
 	if (end == HTTP_HEAD_BARE_LF)
