@@ -129,6 +129,8 @@ tls_server_new(const struct conf *c, struct metrics *m, char *err,
 	SSL_CTX_set_options(ts->ctx, SSL_OP_NO_COMPRESSION |
 	    SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
 	SSL_CTX_set_session_cache_mode(ts->ctx, SSL_SESS_CACHE_SERVER);
+	/* TLS 1.3: one ticket, not OpenSSL's two; a client resumes with one */
+	SSL_CTX_set_num_tickets(ts->ctx, 1);
 	SSL_CTX_set_alpn_select_cb(ts->ctx, on_alpn, NULL);
 	SSL_CTX_set_tlsext_servername_callback(ts->ctx, on_sni);
 	return ts;
