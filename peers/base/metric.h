@@ -63,8 +63,10 @@ struct evbuffer;
 	    "CONNECTs that tls_intercept names: intercepted, or spliced "     \
 	    "(tunnelled, a client having refused our certificate lately)")    \
 	X(TLS_HANDSHAKES, counter, "sumcache_tls_handshakes_total", "result", \
-	    "Intercepted handshakes: done, refused by the client (our "       \
-	    "certificate), or failed otherwise")                              \
+	    "Intercepted handshakes: done, refused by the client (an alert "  \
+	    "about our certificate), closed by it without a word once it "    \
+	    "had our certificate (GnuTLS's refusal, or a client giving up), " \
+	    "or failed otherwise")                                            \
 	X(PEER_LINKS, counter, "sumcache_peer_links_total", "result",         \
 	    "Peer links (TLS between cluster members) offered to this "       \
 	    "node: accepted, refused (no certificate of the cluster), and "   \

@@ -256,7 +256,8 @@ refused_ours(unsigned long e)
 
 /* Whether the client left, without an alert, once it had our certificate
  * (our flight written, its answer awaited): GnuTLS's clients, apt's among
- * them, close so on a certificate they do not trust. */
+ * them, close so on a certificate they do not trust; so does a client
+ * that gave up on the connection. */
 static bool
 left_after_ours(struct bufferevent *bev)
 {
@@ -317,8 +318,13 @@ tls_conn_event(const struct conf *c, struct tls_conn *tc,
 		refused = refused || refused_ours(e);
 		last = e;
 	}
-	refused = refused || (last == 0 && left_after_ours(bev));
 	tc->handshaken = true;      /* counted once */
+	/* not spliced: a preconnect given up, or a client killed in the
+	 * handshake, closes so too, and would splice a host for an hour */
+	if (!refused && last == 0 && left_after_ours(bev)) {
+		ts->m->tls_handshake_closed++;
+		return true;
+	}
 	if (!refused) {
 		ts->m->tls_handshake_failed++;
 		return true;
@@ -333,8 +339,7 @@ tls_conn_event(const struct conf *c, struct tls_conn *tc,
 	fprintf(stderr, "sumcache: tls: a client refused our certificate for "
 	    "%s (%s): its connections are tunnelled for %u s\n", tc->host,
 	    ERR_reason_error_string(last) ? ERR_reason_error_string(last) :
-	    "closed after our certificate, no alert",
-	    c->tls_splice_after_reject_ms / 1000);
+	    "alert", c->tls_splice_after_reject_ms / 1000);
 	return true;
 }
 

@@ -83,6 +83,7 @@ struct store_stats;
 	X(OWN, tls_handshake_rejected, TLS_HANDSHAKES, "rejected",           \
 	    "tls_rejected")                                                  \
 	X(OWN, tls_handshake_failed, TLS_HANDSHAKES, "failed", "tls_failed") \
+	X(OWN, tls_handshake_closed, TLS_HANDSHAKES, "closed", "tls_closed") \
 	X(OWN, link_accepted, PEER_LINKS, "accepted", "links_accepted")      \
 	X(OWN, link_refused, PEER_LINKS, "refused", "links_refused")         \
 	X(OWN, link_plain_refused, PEER_LINKS, "https_over_plain", NULL)     \
