@@ -151,16 +151,16 @@ whole() {
 check "page through n1: all $parts parts arrive through n1 and work" \
   browse page-n1 --proxy "127.0.0.1:$(node_port n1)" --eval "$works" "$page"
 check "  (the report says so)" report page-n1 "$(whole "$(node_port n1)")"
-wait_summary() {
+wait_summary() {  # wait_summary N: until n2 holds n1's summary of N entries
   for _ in $(seq 100); do
-    [ "$(metric n2 'sumcache_peer_summary_entries{peer="n1"}')" -ge "$parts" ] &&
+    [ "$(metric n2 'sumcache_peer_summary_entries{peer="n1"}')" -ge "$1" ] &&
       return 0
     sleep 0.1
   done
-  echo "n2 never held n1's summary of $parts entries"
+  echo "n2 never held n1's summary of $1 entries"
   return 1
 }
-check "n1's summary reaches n2" wait_summary
+check "n1's summary reaches n2" wait_summary "$parts"
 remote_before=$(metric n2 'sumcache_requests_total{result="remote_hit"}')
 check "page through n2 (new profile): all $parts parts arrive and work" \
   browse page-n2 --proxy "127.0.0.1:$(node_port n2)" --eval "$works" "$page"
@@ -310,16 +310,7 @@ logged_https() {  # logged_https NODE WORD: every https part so in NODE's log
   return 1
 }
 check "  n1 logged each part as an https:// miss, cached" logged_https n1 " TCP_MISS/200 "
-wait_https_summary() {
-  for _ in $(seq 100); do
-    [ "$(metric n2 'sumcache_peer_summary_entries{peer="n1"}')" -ge $((2 * parts)) ] &&
-      return 0
-    sleep 0.1
-  done
-  echo "n2 never held n1's summary of $((2 * parts)) entries"
-  return 1
-}
-check "n1's summary with the https parts reaches n2" wait_https_summary
+check "n1's summary with the https parts reaches n2" wait_summary $((2 * parts))
 links_before=$(metric n1 'sumcache_peer_links_total{result="accepted"}')
 check "intercepted HTTPS page through n2 (new profile): all $parts parts arrive and work" \
   ibrowse ihttps-n2 --proxy "127.0.0.1:$(node_port n2)" --eval "$works" "$ipage"
