@@ -126,10 +126,6 @@ struct client {
 	bool served;          /* a transaction of it has finished */
 	struct tls_conn *tls; /* intercepted or a peer link: its TLS layer
 	                       * (conn/tls.c) */
-	/* under TLS, bytes ever appended to its output, counted as they
-	 * are added: the layer drains the output as it is written */
-	uint64_t out_total;
-	struct evbuffer_cb_entry *out_count; /* NULL on a plain socket */
 	struct disk_sent sent; /* the last body from the disk it was sent */
 	uint64_t accepted_ms; /* monotonic */
 	struct sockaddr_storage sa;

@@ -62,10 +62,12 @@ void client_attach(struct server *s, struct bufferevent *bev,
     const struct sockaddr *sa);
 
 /* The client's output buffer; what is added is counted in t->bytes_out by
- * client_sent(). */
+ * client_sent(), which under TLS also joins it into one piece (up to a
+ * record's worth), so that it leaves as one TLS record. */
 struct evbuffer *client_out(struct client *c);
-/* A mark of c's output: the difference of two marks taken in one
- * callback is what a reply appended between them, whatever has left. */
+/* A mark of c's output (its length, which drains only from the loop):
+ * the difference of two marks taken in one callback is what a reply
+ * appended between them. */
 uint64_t client_out_mark(struct client *c);
 void client_sent(struct txn *t, size_t n);
 
