@@ -66,6 +66,11 @@ wrk_line() {
           printf "%s %.0f %.3f %.3f %d\n", name, rps, p50, p99, n }'
 }
 
+# bench_ticks PID: the CPU time (user + system) PID has used, in clock
+# ticks, $BENCH_HZ to a second.
+bench_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+BENCH_HZ=$(getconf CLK_TCK)
+
 # An awk function for reports: median(" a b c") of space-separated values.
 BENCH_MEDIAN_AWK='
   function median(s,   a, n, i, j, t) {

@@ -203,7 +203,6 @@ end
 EOL
   echo "$work/req.lua"
 }
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 run() { # NAME SIZE_KB OBJECTS PREFIX -> "name rps p99ms"
   local out
   out=$(taskset -c 0 wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency \

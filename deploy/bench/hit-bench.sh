@@ -91,17 +91,15 @@ EOL
   echo "$work/req.lua"
 }
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-hz=$(getconf CLK_TCK)
 
 # run NAME PORT TARGET PID -> appends "name rps p50ms p99ms cpu_s_per_10k"
 run() {
   local name=$1 port=$2 target=$3 pid=$4 out t0 t1
-  t0=$(ticks "$pid")
+  t0=$(bench_ticks "$pid")
   out=$(taskset -c 0 wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency \
     -s "$(lua "$target")" "http://127.0.0.1:$port" 2>&1)
-  t1=$(ticks "$pid")
-  wrk_line "$name" <<<"$out" | awk -v dt=$((t1 - t0)) -v hz="$hz" '
+  t1=$(bench_ticks "$pid")
+  wrk_line "$name" <<<"$out" | awk -v dt=$((t1 - t0)) -v hz="$BENCH_HZ" '
     { printf "%s %s %s %s %.3f\n", $1, $2, $3, $4, (dt / hz) / ($5 / 10000) }'
 }
 

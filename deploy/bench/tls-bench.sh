@@ -51,6 +51,8 @@ openssl x509 -req -in "$work/origin.csr" -CA "$work/origin-ca.crt" \
 build-bench/sumcache --make-ca "$work/ca" >/dev/null
 
 # ---- origin: nginx, the same 1 KB file over http and https ----
+# (bench_nginx's LOCATIONS go inside its one server block: these close
+# it and open the TLS server, which its own closing brace ends)
 mkdir -p "$work/www"
 head -c 1024 /dev/urandom >"$work/www/1k.bin"
 bench_nginx "$ORIGIN_PORT" "    location / { add_header Cache-Control \"max-age=3600\"; }
@@ -123,18 +125,16 @@ for port in $SC_PORT $SQUID_PORT; do
 done
 curl -s -o /dev/null -x "127.0.0.1:$SC_PORT" "$http_url"
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-hz=$(getconf CLK_TCK)
 
 # run NAME MODE PORT PID -> "name rps p50ms p99ms cpu_s_per_10k errors"
 run() {
   local name=$1 mode=$2 port=$3 pid=$4 out t0 t1 target=localhost:$TLS_PORT
   [ "$mode" = plain ] && target=127.0.0.1:$ORIGIN_PORT
-  t0=$(ticks "$pid")
+  t0=$(bench_ticks "$pid")
   out=$(taskset -c 0 build-bench/tls-load "$mode" "$port" "$target" /1k.bin \
     "$work/ca/ca.crt" "$CONNS" "$DURATION")
-  t1=$(ticks "$pid")
-  awk -v name="$name" -v dt=$((t1 - t0)) -v hz="$hz" '
+  t1=$(bench_ticks "$pid")
+  awk -v name="$name" -v dt=$((t1 - t0)) -v hz="$BENCH_HZ" '
     { printf "%s %s %s %s %.3f %s\n", name, $5, $7, $9, (dt / hz) / ($3 / 10000), $11 }' <<<"$out"
 }
 
