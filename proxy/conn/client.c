@@ -146,25 +146,12 @@ client_out_mark(struct client *c)
 	/* the output drains only from the loop (a socket's writes, and a
 	 * TLS layer's deferred callback), so between two marks taken in
 	 * one callback it grew by what was appended */
-	return evbuffer_get_length(bufferevent_get_output(c->bev));
+	return evbuffer_get_length(client_out(c));
 }
-
-/* TLS_MAX_RECORD: the most a TLS record carries */
-#define TLS_MAX_RECORD 16384
 
 void
 client_sent(struct txn *t, size_t n)
 {
-	/* under TLS, what a reply appended is made one piece, up to a
-	 * record's worth: the layer makes a record of each piece (the
-	 * head's, the body's), and each costs a record's encryption and
-	 * framing; a copy of 1 KB costs less (tls-bench: 10 % of a hit) */
-	if (t->c != NULL && t->c->tls != NULL) {
-		struct evbuffer *out = client_out(t->c);
-		size_t len = evbuffer_get_length(out);
-		evbuffer_pullup(out, (ev_ssize_t)(len < TLS_MAX_RECORD ? len :
-		    TLS_MAX_RECORD));
-	}
 	t->bytes_out += n;
 	t->srv->m.client_bytes_out += n;
 }
@@ -201,6 +188,17 @@ client_txn_done(struct client *c)
 	/* once per transaction, by whoever finished it */
 	SC_ASSERT(t != NULL && t->c == c);
 	bool keep = t->keep_alive && !c->srv->draining;
+
+	/* the reply is whole: under TLS, its first record's worth is made
+	 * one piece, since the layer makes a record of each piece (status
+	 * line, head, closing fields, body), and a record's encryption and
+	 * framing cost more than a copy of a few KB (tls-bench: a tenth of
+	 * a 1 KB hit) */
+	if (c->tls != NULL) {
+		size_t len = evbuffer_get_length(client_out(c));
+		evbuffer_pullup(client_out(c), (ev_ssize_t)(len <
+		    TLS_MAX_RECORD ? len : TLS_MAX_RECORD));
+	}
 
 	c->srv->client_ops->account(t);
 	c->srv->client_ops->free(&c->txn);

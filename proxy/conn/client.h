@@ -13,6 +13,9 @@
 #define CLIENT_BODY_HIGH (64 * 1024)
 /* What one read from a socket may add past a mark (libevent's default). */
 #define CLIENT_READ_CHUNK (16 * 1024)
+/* the most a TLS record carries: a whole reply up to this size is made
+ * one piece before a TLS layer writes it (client_txn_done) */
+#define TLS_MAX_RECORD (16 * 1024)
 
 /*
  * What a connection asks of the request room above it, which installs
@@ -62,8 +65,7 @@ void client_attach(struct server *s, struct bufferevent *bev,
     const struct sockaddr *sa);
 
 /* The client's output buffer; what is added is counted in t->bytes_out by
- * client_sent(), which under TLS also joins it into one piece (up to a
- * record's worth), so that it leaves as one TLS record. */
+ * client_sent(). */
 struct evbuffer *client_out(struct client *c);
 /* A mark of c's output (its length, which drains only from the loop):
  * the difference of two marks taken in one callback is what a reply
