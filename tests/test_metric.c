@@ -157,6 +157,19 @@ Test(metric, lower_rooms_stats_are_read_in_place)
 			disk = values[i] == 9;
 	}
 	cr_assert(objects && evictions && disk);
+
+	/* adjacent rows of one status name are one sample, their sum */
+	m.tls_refused_expired = 2;
+	m.tls_refused_unknown_ca = 3;
+	n = metrics_status_fields(&(struct metrics_view){.own = &m}, names,
+	    values, 32);
+	size_t seen = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], "up_refused") == 0) {
+			seen++;
+			cr_assert_eq(values[i], 5);
+		}
+	cr_assert_eq(seen, 1, "the refusals are one sample");
 }
 
 Test(metric, label_values_are_escaped)

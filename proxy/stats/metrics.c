@@ -117,13 +117,18 @@ metrics_status_fields(const struct metrics_view *v,
 {
 	size_t n = 0;
 
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
-		if (rows[i].status != NULL) {
-			/* a status row past the caller's room would vanish
-			 * from the page unseen: the room is ours to grow */
-			SC_ASSERT(n < max);
-			names[n] = rows[i].status;
-			values[n++] = value(v, &rows[i]);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		if (rows[i].status == NULL)
+			continue;
+		if (n > 0 && strcmp(names[n - 1], rows[i].status) == 0) {
+			values[n - 1] += value(v, &rows[i]);
+			continue;
 		}
+		/* a status row past the caller's room would vanish from the
+		 * page unseen: the room is ours to grow */
+		SC_ASSERT(n < max);
+		names[n] = rows[i].status;
+		values[n++] = value(v, &rows[i]);
+	}
 	return n;
 }

@@ -34,7 +34,9 @@ struct store_stats;
  * Every field read is a uint64_t (metrics.c checks). The family
  * (peers/base/metric.h) gives the name, type, label key and HELP; rows of one
  * family are adjacent. Rows with a status name are sampled for the
- * status page's charts under that name.
+ * status page's charts under that name; adjacent rows of one name are
+ * sampled as their sum (a family's total, where the page shows no
+ * breakdown).
  */
 #define METRICS_TABLE(X)                                                      \
 	X(OWN, req_local_hit, REQUESTS, "local_hit", "local_hit")            \
@@ -66,16 +68,17 @@ struct store_stats;
 	X(OWN, origin_timeout, ORIGIN_ERRORS, "timeout", NULL)               \
 	X(OWN, origin_protocol, ORIGIN_ERRORS, "protocol", NULL)             \
 	X(OWN, tls_refused_expired, UPSTREAM_TLS_REFUSED, "expired",         \
-	    "up_expired")                                                    \
+	    "up_refused")                                                    \
 	X(OWN, tls_refused_not_yet_valid, UPSTREAM_TLS_REFUSED,              \
-	    "not_yet_valid", "up_not_yet_valid")                             \
+	    "not_yet_valid", "up_refused")                                   \
 	X(OWN, tls_refused_self_signed, UPSTREAM_TLS_REFUSED, "self_signed", \
-	    "up_self_signed")                                                \
+	    "up_refused")                                                    \
 	X(OWN, tls_refused_unknown_ca, UPSTREAM_TLS_REFUSED, "unknown_ca",   \
-	    "up_unknown_ca")                                                 \
+	    "up_refused")                                                    \
 	X(OWN, tls_refused_wrong_host, UPSTREAM_TLS_REFUSED, "wrong_host",   \
-	    "up_wrong_host")                                                 \
-	X(OWN, tls_refused_other, UPSTREAM_TLS_REFUSED, "other", "up_other") \
+	    "up_refused")                                                    \
+	X(OWN, tls_refused_other, UPSTREAM_TLS_REFUSED, "other",             \
+	    "up_refused")                                                    \
 	X(OWN, tls_intercepted, TLS_CONNECTS, "intercepted",                 \
 	    "tls_intercepted")                                               \
 	X(OWN, tls_spliced, TLS_CONNECTS, "spliced", "tls_spliced")          \
@@ -183,8 +186,9 @@ struct metrics_view {
 /* Appends the Prometheus text exposition of v to out. */
 void metrics_render(const struct metrics_view *v, struct evbuffer *out);
 
-/* The rows with a status page name, in table order: names[i] and
- * values[i] for i below the count returned (at most max). */
+/* The rows with a status page name, in table order, adjacent rows of one
+ * name summed: names[i] and values[i] for i below the count returned (at
+ * most max). */
 size_t metrics_status_fields(const struct metrics_view *v,
     const char **names, uint64_t *values, size_t max);
 
