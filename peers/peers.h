@@ -164,6 +164,9 @@ struct peer;
 const struct peer_spec *peer_spec(const struct peer *p);
 /* "http://host:port", for curl's CURLOPT_PROXY. */
 const char *peer_proxy_url(const struct peer *p);
+/* "host:port" (an IPv6 host in brackets), the same address alone: what a
+ * peer link connects to (CURLOPT_CONNECT_TO). */
+const char *peer_authority(const struct peer *p);
 /* Its address, as resolved or found. */
 const struct sockaddr_storage *peer_addr(const struct peer *p);
 bool peer_is_up(const struct peer *p);

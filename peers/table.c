@@ -141,6 +141,9 @@ by_name(struct peers *ps, const char *name)
 	return NULL;
 }
 
+/* proxy_url's scheme: peer_authority is what follows it */
+#define PEER_URL_SCHEME "http://"
+
 /* host, port, addr and proxy_url from a resolved address. */
 static void
 set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
@@ -155,8 +158,9 @@ set_endpoint(struct peer *p, const struct sockaddr *sa, socklen_t len)
 		    p->spec.host, sizeof(p->spec.host));
 	p->spec.port = addr_port(&p->addr);
 	v6 = strchr(p->spec.host, ':') != NULL;
-	snprintf(p->proxy_url, sizeof(p->proxy_url), "http://%s%s%s:%u",
-	    v6 ? "[" : "", p->spec.host, v6 ? "]" : "", p->spec.port);
+	snprintf(p->proxy_url, sizeof(p->proxy_url), PEER_URL_SCHEME
+	    "%s%s%s:%u", v6 ? "[" : "", p->spec.host, v6 ? "]" : "",
+	    p->spec.port);
 }
 
 /* A found peer is called by its address until it names itself (node
@@ -750,6 +754,12 @@ const char *
 peer_proxy_url(const struct peer *p)
 {
 	return p->proxy_url;
+}
+
+const char *
+peer_authority(const struct peer *p)
+{
+	return p->proxy_url + sizeof(PEER_URL_SCHEME) - 1;
 }
 
 const struct sockaddr_storage *

@@ -359,14 +359,13 @@ static int
 link_to(struct fetch *f, CURL *e, const struct cluster_id *id,
     const struct peer *peer, const char *url)
 {
-	const char *hostport = peer_proxy_url(peer) + strlen("http://");
 	char target[300];
 	struct curl_blob ca = {id->ca_pem, id->ca_pem_len, CURL_BLOB_COPY},
 	    cert = {id->cert_pem, id->cert_pem_len, CURL_BLOB_COPY},
 	    key = {id->key_pem, id->key_pem_len, CURL_BLOB_COPY};
 
 	snprintf(target, sizeof(target), "%s:443:%s", CLUSTER_LINK_NAME,
-	    hostport);
+	    peer_authority(peer));
 	/* curl keeps the list, not a copy: it lives as long as the fetch */
 	curl_slist_free_all(f->connect_to);
 	if ((f->connect_to = curl_slist_append(NULL, target)) == NULL)
