@@ -174,10 +174,11 @@ Test(peerlink, links_without_a_certificate_of_the_cluster_are_refused)
 	cr_expect_eq(node_metric(a, LINKS "accepted\"}"), 0);
 	cr_expect_eq(origin_count(&CE, "/obj/l", NULL), 0);
 
-	/* the cluster's own: the link holds; a client's request inside is
-	 * answered as any (fetched, since it asked for no cache only) */
+	/* the cluster's own certificate: the link holds, and the request
+	 * inside (no Via: a client's, not a peer's) is fetched as any */
 	cr_expect_eq(link_ask(a, good, good, url), 200);
 	cr_expect_eq(node_metric(a, LINKS "accepted\"}"), 1);
+	cr_expect_eq(origin_count(&CE, "/obj/l", NULL), 1);
 	cluster_id_free(&good);
 	cluster_id_free(&foreign);
 }

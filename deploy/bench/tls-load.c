@@ -89,6 +89,12 @@ conn_free(struct conn *c, bool failed)
 		g.errors++;
 	bufferevent_free(c->bev);
 	free(c);
+	/* a proxy that answers nothing right is not measured: stop, rather
+	 * than spin on new connections until the time is up */
+	if (g.done == 0 && g.errors >= 1000) {
+		g.stopping = true;
+		event_base_loopexit(g.base, NULL);
+	}
 	if (!g.stopping)
 		conn_start();
 }
@@ -263,6 +269,9 @@ percentile_ms(double p)
 {
 	uint64_t want = (uint64_t)(p * (double)g.done), seen = 0;
 
+	if (g.done == 0)
+		return 0;
+
 	for (uint64_t us = 0; us < HIST_US; us++)
 		if ((seen += g.hist[us]) > want)
 			return (double)us / 1000.0;
@@ -277,16 +286,32 @@ main(int argc, char **argv)
 		    "HOST:PORT PATH CAFILE CONNS SECONDS\n");
 		return 2;
 	}
-	g.mode = strcmp(argv[1], "plain") == 0 ? MODE_PLAIN :
-	    strcmp(argv[1], "tls") == 0 ? MODE_TLS : MODE_CONNECT;
+	int port = atoi(argv[2]), conns = atoi(argv[6]),
+	    seconds = atoi(argv[7]);
+	if (strcmp(argv[1], "plain") == 0)
+		g.mode = MODE_PLAIN;
+	else if (strcmp(argv[1], "tls") == 0)
+		g.mode = MODE_TLS;
+	else if (strcmp(argv[1], "connect") == 0)
+		g.mode = MODE_CONNECT;
+	else {
+		fprintf(stderr, "tls-load: %s: the mode is plain, tls or "
+		    "connect\n", argv[1]);
+		return 2;
+	}
+	if (port <= 0 || port > 65535 || conns <= 0 || seconds <= 0 ||
+	    strchr(argv[3], ':') == NULL) {
+		fprintf(stderr, "tls-load: a port, HOST:PORT, and positive "
+		    "CONNS and SECONDS, please\n");
+		return 2;
+	}
 	g.proxy.sin_family = AF_INET;
-	g.proxy.sin_port = htons((uint16_t)atoi(argv[2]));
+	g.proxy.sin_port = htons((uint16_t)port);
 	inet_pton(AF_INET, "127.0.0.1", &g.proxy.sin_addr);
 	snprintf(g.authority, sizeof(g.authority), "%s", argv[3]);
 	snprintf(g.host, sizeof(g.host), "%.*s",
 	    (int)strcspn(argv[3], ":"), argv[3]);
 	snprintf(g.path, sizeof(g.path), "%s", argv[4]);
-	int conns = atoi(argv[6]), seconds = atoi(argv[7]);
 	g.request_len = (size_t)snprintf(g.request, sizeof(g.request),
 	    g.mode == MODE_PLAIN ? "GET http://%2$s%1$s HTTP/1.1\r\n"
 	    "Host: %2$s\r\n\r\n" : "GET %1$s HTTP/1.1\r\nHost: %2$s\r\n\r\n",
