@@ -66,6 +66,21 @@ wrk_line() {
           printf "%s %.0f %.3f %.3f %d\n", name, rps, p50, p99, n }'
 }
 
+# bench_warm NAME PORT URL [CURL OPTIONS]: fetches URL through the proxy
+# on PORT twice and fails the benchmark (naming NAME) unless the second
+# answer says X-Cache: HIT, so a run measures hits, not misses.
+bench_warm() {
+  local name=$1 port=$2 url=$3 hit
+  shift 3
+  curl -s -o /dev/null --proxy "127.0.0.1:$port" "$@" "$url"
+  hit=$(curl -s -o /dev/null -D - --proxy "127.0.0.1:$port" "$@" "$url" |
+    tr -d '\r' | grep -i '^X-Cache:' || true)
+  case "$hit" in
+    *HIT*) ;;
+    *) echo "$name: $url is not a hit on port $port ($hit)" >&2; exit 1 ;;
+  esac
+}
+
 # bench_ticks PID: the CPU time (user + system) PID has used, in clock
 # ticks, $BENCH_HZ to a second.
 bench_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

@@ -71,13 +71,7 @@ origin="http://127.0.0.1:$ORIGIN_PORT"
 # Warm both caches and prove that the second fetch is a hit.
 for s in 1 16 256; do
   for port in $SC_PORT $SQUID_PORT; do
-    curl -s -o /dev/null -x "127.0.0.1:$port" "$origin/${s}k.bin"
-    hit=$(curl -s -o /dev/null -D - -x "127.0.0.1:$port" "$origin/${s}k.bin" |
-      tr -d '\r' | grep -i '^X-Cache:' || true)
-    case "$hit" in
-      *HIT*) ;;
-      *) echo "hit-bench: ${s}k.bin is not a hit on port $port ($hit)" >&2; exit 1 ;;
-    esac
+    bench_warm hit-bench "$port" "$origin/${s}k.bin"
   done
 done
 

@@ -115,15 +115,9 @@ http_url="http://127.0.0.1:$ORIGIN_PORT/1k.bin"
 # client verifies the proxy's leaf against our CA (a tunnel would show
 # the origin's certificate, which it does not trust).
 for port in $SC_PORT $SQUID_PORT; do
-  curl -s -o /dev/null --proxy "127.0.0.1:$port" --cacert "$work/ca/ca.crt" "$tls_url"
-  hit=$(curl -s -o /dev/null -D - --proxy "127.0.0.1:$port" \
-    --cacert "$work/ca/ca.crt" "$tls_url" | tr -d '\r' | grep -i '^X-Cache:' || true)
-  case "$hit" in
-    *HIT*) ;;
-    *) echo "tls-bench: $tls_url is not an intercepted hit on port $port ($hit)" >&2; exit 1 ;;
-  esac
+  bench_warm tls-bench "$port" "$tls_url" --cacert "$work/ca/ca.crt"
 done
-curl -s -o /dev/null -x "127.0.0.1:$SC_PORT" "$http_url"
+bench_warm tls-bench "$SC_PORT" "$http_url"
 
 
 # run NAME MODE PORT PID -> "name rps p50ms p99ms cpu_s_per_10k errors"
