@@ -5,11 +5,12 @@
  * a certificate, or with another cluster's, fails its handshake and is
  * counted; a peer asking for an https object in clear gets a 403; a peer
  * that cannot speak the link is never sent the request and the origin
- * answers. Then three nodes: an https object fetched through A is a
- * remote hit through B, and a capture of the loopback traffic during
- * that fetch holds no byte of the body in clear (the same capture of an
- * http object does, so the capture can fail). Under placement hash, an
- * https miss goes to its owner over the link too.
+ * answers; ICP is never asked about https. Then three nodes: an https
+ * object fetched through A is a remote hit through B, and a capture of
+ * the loopback traffic during that fetch holds no byte of the body in
+ * clear (the same capture of an http object does, so the capture can
+ * fail). Under placement hash, an https miss goes to its owner over the
+ * link too.
  */
 #define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
@@ -378,4 +379,30 @@ Test(peerlink, https_miss_goes_to_its_owner_over_the_link)
 	cr_expect_eq(node_metric(a, LINKS "accepted\"}"), 1);
 	cr_expect_eq(node_metric(a, "sumcache_requests_total{result=\""
 	    "local_hit\"}"), 1, "A kept the copy it fetched for B");
+}
+
+/* ICP names http URLs only: an https miss asks no peer over ICP (it
+ * would only get ICP_ERR back), while an http miss does. */
+Test(peerlink, icp_is_never_asked_about_https)
+{
+	char url[200], series[200];
+
+	cluster_init(&CE, &CL, 2, trusting(), NULL);
+	CL.icp = true;
+	for (int i = 0; i < 2; i++)
+		node_start(&CE, &CL, i);
+	struct node *a = &CL.nodes[0];
+	snprintf(series, sizeof(series), "sumcache_interproxy_messages_total"
+	    "{direction=\"sent\",type=\"icp_query\",peer=\"b\"}");
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/obj/icp?max_age=60",
+	    CE.tport);
+	free(get_200(a, url));
+	cr_expect_eq(node_metric(a, series), 0, "an ICP query about https");
+	cr_expect_eq(origin_count(&CE, "/obj/icp?", NULL), 1);
+
+	struct resp r;
+	node_get(a, env_url(&CE, "/obj/icp-http?max_age=60"), &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	cr_expect_eq(node_metric(a, series), 1, "the http miss asked b");
 }
