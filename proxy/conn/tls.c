@@ -436,7 +436,6 @@ tls_link_wrap(struct tls_link *tl, struct event_base *base,
 		return NULL;
 	}
 	tc->link = tl;
-	SSL_set_app_data(ssl, tc);
 	*tcp = tc;
 	return bev;
 }

@@ -66,8 +66,9 @@ const char *tls_conn_authority(const struct tls_conn *tc);
 bool tls_conn_is_link(const struct tls_conn *tc);
 void tls_conn_free(struct tls_conn **tc);
 
-/* Peer links accepted with id (borrowed, kept by the caller for as long
- * as this lives), counting into m's link_* counters. NULL with err. */
+/* Peer links accepted with id's certificate and key, trusting its CA
+ * alone (OpenSSL holds references of its own), counting into m's link_*
+ * counters. NULL with err. */
 struct tls_link *tls_link_new(const struct cluster_id *id,
     struct metrics *m, char *err, size_t elen);
 void tls_link_free(struct tls_link **tl);
