@@ -98,10 +98,6 @@ apt_in() {  # apt_in CAINFO apt-get ARGS...
     -o "Acquire::https::Proxy=http://127.0.0.1:$node_port" \
     -o "Acquire::https::CaInfo=$cainfo" "$@")
 }
-metric() {
-  curl -s "http://127.0.0.1:$node_port/metrics" |
-    awk -v s="$1" '$1 == s { v = $2 } END { print v + 0 }'
-}
 deb_gets() { grep -c 'GET /\(\./\)\?sumcache-apt-test_1.0_all.deb' "$work/nginx-access.log"; }
 same_deb() {
   cmp "$work/dl/sumcache-apt-test_1.0_all.deb" \
@@ -136,12 +132,12 @@ hit_logged() {
 check "  the node logged an https:// hit for it" hit_logged
 untrusted() {
   local before now
-  before=$(metric 'sumcache_tls_handshakes_total{result="closed"}')
+  before=$(metric_at "$node_port" 'sumcache_tls_handshakes_total{result="closed"}')
   rm -rf "$work/lists"/* && mkdir -p "$work/lists/partial"
   ! apt_in /etc/ssl/certs/ca-certificates.crt --error-on=any update \
     >"$work/untrusted.out" 2>&1 || return 1
   grep -i "certificate" "$work/untrusted.out" || return 1
-  now=$(metric 'sumcache_tls_handshakes_total{result="closed"}')
+  now=$(metric_at "$node_port" 'sumcache_tls_handshakes_total{result="closed"}')
   echo "handshakes closed by clients without a word: $before before, $now after"
   [ "$now" -gt "$before" ]
 }

@@ -119,10 +119,7 @@ browse() {
     >"$dir/$name.json"
 }
 # metric NODE SERIES: its value in the node's /metrics (0 if absent)
-metric() {
-  curl -s "http://127.0.0.1:$(node_port "$1")/metrics" |
-    awk -v s="$2" '$1 == s { v = $2 } END { print v + 0 }'
-}
+metric() { metric_at "$(node_port "$1")" "$2"; }
 # report NAME PYTHON-EXPR: true when the expression holds of the report r
 report() {
   python3 - "$dir/$1.json" "$2" <<'EOF'

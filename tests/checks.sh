@@ -5,6 +5,8 @@
 #                           only when it fails
 #   checks_done PREFIX      prints "PREFIX: P passed, F failed" (the line
 #                           tests/run.sh adds up); fails if any failed
+#   metric_at PORT SERIES   the value of SERIES in the /metrics of the node
+#                           on 127.0.0.1:PORT (0 if absent)
 build=${BUILD:-build-test}
 dir=$build/${1:?which check}
 rm -rf "$dir"
@@ -22,4 +24,8 @@ check() {
 checks_done() {
   echo "$1: $checks_pass passed, $checks_fail failed"
   [ "$checks_fail" -eq 0 ]
+}
+metric_at() {
+  curl -s "http://127.0.0.1:$1/metrics" |
+    awk -v s="$2" '$1 == s { v = $2 } END { print v + 0 }'
 }
