@@ -126,6 +126,8 @@ struct client {
 	bool served;          /* a transaction of it has finished */
 	struct tls_conn *tls; /* intercepted or a peer link: its TLS layer
 	                       * (conn/tls.c) */
+	struct evbuffer_cb_entry *linger; /* closing under TLS: the socket's
+	                                   * output being watched to empty */
 	struct disk_sent sent; /* the last body from the disk it was sent */
 	uint64_t accepted_ms; /* monotonic */
 	struct sockaddr_storage sa;

@@ -7,7 +7,8 @@
  * origin trusted, its objects are cached under their https:// URL, and
  * the http:// URL of the same path is another object. Then interception
  * (CONNECT put under our TLS): a client refusing our CA, a host never
- * intercepted, a bad origin behind it, and objects cached through it.
+ * intercepted, a bad origin behind it, objects cached through it, and a
+ * connection closed after its reply.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -16,6 +17,8 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "harness.h"
 #include "tlsfiles.h"
@@ -346,4 +349,99 @@ Test(https, intercepted_objects_are_cached)
 	}
 	fclose(f);
 	cr_assert(found, "no hit of %s with its bytes in %s", big, e.log);
+}
+
+struct closed_read {
+	long long body;     /* bytes after the head */
+	bool whole;         /* a 200 whose Content-Length all came */
+	bool close_notify;  /* the session ended with the proxy's alert */
+};
+
+/* "GET path" with "Connection: close" through an intercepted CONNECT,
+ * read to the end: what came, and how the session ended. OpenSSL rather
+ * than libcurl, which hides whether a close_notify came. */
+static struct closed_read
+get_and_close(const char *path, const char *trust)
+{
+	struct closed_read r = {0};
+	char req[600], buf[16384], head[4096];
+	size_t hlen = 0;
+	int fd = harness_connect(e.pport), n;
+
+	n = snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%d HTTP/1.1\r\n"
+	    "Host: 127.0.0.1:%d\r\n\r\n", e.tport, e.tport);
+	cr_assert_eq(write(fd, req, (size_t)n), n);
+	/* the proxy's answer, a byte at a time: TLS follows it */
+	while (hlen < 4 || memcmp(head + hlen - 4, "\r\n\r\n", 4) != 0) {
+		cr_assert_lt(hlen, sizeof(head));
+		cr_assert_eq(read(fd, head + hlen, 1), 1);
+		hlen++;
+	}
+	cr_assert(strncmp(head, "HTTP/1.1 200", 12) == 0, "%.*s", (int)hlen,
+	    head);
+
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	cr_assert_eq(SSL_CTX_load_verify_locations(ctx, trust, NULL), 1);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL *ssl = SSL_new(ctx);
+	SSL_set_fd(ssl, fd);
+	SSL_set_tlsext_host_name(ssl, "127.0.0.1");
+	cr_assert_eq(SSL_connect(ssl), 1);
+	n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1:"
+	    "%d\r\nConnection: close\r\n\r\n", path, e.tport);
+	cr_assert_eq(SSL_write(ssl, req, n), n);
+
+	size_t have = 0;
+	long long want = -1;
+	char resp[8192];
+	while ((n = SSL_read(ssl, buf, sizeof(buf))) > 0) {
+		if (want >= 0) {
+			r.body += n;
+			continue;
+		}
+		size_t k = (size_t)n < sizeof(resp) - 1 - have ? (size_t)n :
+		    sizeof(resp) - 1 - have;
+		memcpy(resp + have, buf, k);
+		have += k;
+		resp[have] = '\0';
+		char *end = strstr(resp, "\r\n\r\n"), *cl;
+		if (end == NULL)
+			continue;
+		cr_assert(strncmp(resp, "HTTP/1.1 200", 12) == 0, "%s", resp);
+		cl = strstr(resp, "\r\nContent-Length:");
+		cr_assert_not_null(cl, "%s", resp);
+		want = atoll(cl + 17);
+		r.body = (long long)(have - (size_t)(end + 4 - resp)) +
+		    (n - (int)k);
+	}
+	r.close_notify = SSL_get_error(ssl, n) == SSL_ERROR_ZERO_RETURN;
+	r.whole = want >= 0 && r.body == want;
+	ERR_clear_error();
+	SSL_free(ssl);
+	SSL_CTX_free(ctx);
+	close(fd);
+	return r;
+}
+
+/* A reply the client asked to close after comes whole, miss or hit,
+ * small or large, and the session ends with our close_notify: the
+ * layer's records are written to the socket before it closes (they were
+ * once thrown away with it, and such a client got nothing). */
+Test(https, closed_connection_gets_its_whole_reply_and_close_notify)
+{
+	char ours[400];
+	const char *paths[] = {"/obj/c?max_age=60",
+	    "/obj/cbig?max_age=60&size=3000000"};
+
+	up_intercepting("good", NULL);
+	path(ours, sizeof(ours), "ca/ca.crt");
+	for (int i = 0; i < 2; i++)
+		for (int round = 0; round < 2; round++) {
+			struct closed_read r = get_and_close(paths[i], ours);
+			cr_assert(r.whole, "%s, %s: %lld bytes of body",
+			    paths[i], round == 0 ? "miss" : "hit", r.body);
+			cr_assert(r.close_notify, "%s: no close_notify",
+			    paths[i]);
+		}
+	cr_assert_eq(origin_count(&e, "/obj/cbig", NULL), 1);
 }

@@ -14,8 +14,10 @@
  *   connect  the same with one request per connection: a new CONNECT and
  *            a full handshake (no session resumption) each time
  *
- * Prints one line: "MODE requests N rps R p50_ms A p99_ms B errors E"
- * (in connect mode a request is a whole connection). Every answer must be
+ * Prints one line: "MODE requests N rps R p50_ms A p99_ms B errors E
+ * client_busy F" (in connect mode a request is a whole connection; F is
+ * the share of one core tls-load itself used, near 1 when the client,
+ * not the proxy, set the rate). Every answer must be
  * a 200 with a Content-Length; anything else counts as an error and the
  * connection is replaced. Benchmark equipment, not a model of the proxy.
  */
@@ -28,6 +30,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <event2/buffer.h>
@@ -332,9 +335,14 @@ main(int argc, char **argv)
 	for (int i = 0; i < conns; i++)
 		conn_start();
 	event_base_dispatch(g.base);
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	double busy = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 	printf("%s requests %llu rps %.0f p50_ms %.3f p99_ms %.3f errors "
-	    "%llu\n", argv[1], (unsigned long long)g.done,
+	    "%llu client_busy %.2f\n", argv[1], (unsigned long long)g.done,
 	    (double)g.done / seconds, percentile_ms(0.50),
-	    percentile_ms(0.99), (unsigned long long)g.errors);
+	    percentile_ms(0.99), (unsigned long long)g.errors,
+	    busy / seconds);
 	return g.done > 0 ? 0 : 1;
 }

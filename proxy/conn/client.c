@@ -94,6 +94,9 @@ client_free(struct client *c)
 		s->client_ops->account(t);
 	}
 	s->client_ops->free(&c->txn);
+	if (c->linger != NULL)
+		evbuffer_remove_cb_entry(bufferevent_get_output(
+		    bufferevent_get_underlying(c->bev)), c->linger);
 	if (c->bev)
 		bufferevent_free(c->bev);
 	tls_conn_free(&c->tls);
@@ -156,6 +159,49 @@ client_sent(struct txn *t, size_t n)
 	t->srv->m.client_bytes_out += n;
 }
 
+static void
+on_socket_drained(struct evbuffer *out, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	(void)info;
+	if (evbuffer_get_length(out) == 0)
+		client_free(arg);
+}
+
+/*
+ * c is closing and everything it had to say is through its bufferevent.
+ * A plain connection has then written it to the socket: it closes. A TLS
+ * layer has only encrypted it into the socket's output, which a close
+ * now would throw away (the reply of a "Connection: close" request was
+ * lost so). The session ends with close_notify, without which a client
+ * cannot tell a whole reply from a cut one (RFC 8446 6.1), and the socket
+ * closes once its output is out, or at the write timeout.
+ */
+static void
+client_close_now(struct client *c)
+{
+	if (c->tls == NULL || c->bev == NULL) {
+		client_free(c);
+		return;
+	}
+	if (c->linger != NULL)
+		return;
+	struct bufferevent *sock = bufferevent_get_underlying(c->bev);
+	struct evbuffer *out = tls_conn_close(c->bev);
+	struct timeval wto = tv_ms(c->srv->conf.idle_timeout_ms);
+
+	/* deferred: the callback frees the socket, which must not happen
+	 * inside libevent's write to it */
+	evbuffer_defer_callbacks(out, c->srv->base);
+	if (evbuffer_get_length(out) == 0 ||
+	    (c->linger = evbuffer_add_cb(out, on_socket_drained, c)) == NULL) {
+		client_free(c);
+		return;
+	}
+	/* the layer's timeouts watch its own output, which is empty */
+	bufferevent_set_timeouts(sock, NULL, &wto);
+}
+
 /* Flush what is queued, then close. */
 static void
 client_close_after_output(struct client *c)
@@ -164,9 +210,9 @@ client_close_after_output(struct client *c)
 	evtimer_del(c->timer);
 	bufferevent_disable(c->bev, EV_READ);
 	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
-	/* inside the parse loop, the loop frees it on the way out */
+	/* inside the parse loop, the loop closes it on the way out */
 	if (evbuffer_get_length(client_out(c)) == 0 && !c->in_loop)
-		client_free(c);
+		client_close_now(c);
 }
 
 void
@@ -410,8 +456,10 @@ client_next_request(struct client *c)
 			bufferevent_enable(c->bev, EV_READ);
 	}
 	c->in_loop = false;
-	if (c->dead || (c->closing && evbuffer_get_length(client_out(c)) == 0))
+	if (c->dead)
 		client_free(c);
+	else if (c->closing && evbuffer_get_length(client_out(c)) == 0)
+		client_close_now(c);
 }
 
 static void
@@ -438,9 +486,12 @@ on_read(struct bufferevent *bev, void *arg)
 		c->in_loop = true;
 		enum body_feed rc = client_feed_body(c);
 		c->in_loop = false;
-		if (c->dead || (c->closing &&
-		    evbuffer_get_length(client_out(c)) == 0)) {
+		if (c->dead) {
 			client_free(c);
+			return;
+		}
+		if (c->closing && evbuffer_get_length(client_out(c)) == 0) {
+			client_close_now(c);
 			return;
 		}
 		if (rc == BODY_FEED_FAILED || c->closing)
@@ -463,7 +514,7 @@ on_write(struct bufferevent *bev, void *arg)
 	(void)bev;
 	if (c->closing) {
 		if (evbuffer_get_length(client_out(c)) == 0)
-			client_free(c);
+			client_close_now(c);
 		return;
 	}
 	if (c->txn != NULL)

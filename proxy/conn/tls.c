@@ -440,6 +440,19 @@ tls_link_wrap(struct tls_link *tl, struct event_base *base,
 	return bev;
 }
 
+struct evbuffer *
+tls_conn_close(struct bufferevent *bev)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+
+	/* the layer's BIO appends to the socket's output, so the alert
+	 * follows the last record; the client's own close_notify is not
+	 * awaited (RFC 8446 6.1 allows it) */
+	if (ssl != NULL && SSL_shutdown(ssl) < 0)
+		ERR_clear_error();
+	return bufferevent_get_output(bufferevent_get_underlying(bev));
+}
+
 void
 tls_conn_free(struct tls_conn **tcp)
 {

@@ -66,6 +66,11 @@ const char *tls_conn_authority(const struct tls_conn *tc);
 bool tls_conn_is_link(const struct tls_conn *tc);
 void tls_conn_free(struct tls_conn **tc);
 
+/* Ends the session whose layer is bev, every reply through it: its
+ * close_notify goes into the socket's output, which is returned (the
+ * socket may close once that is empty). */
+struct evbuffer *tls_conn_close(struct bufferevent *bev);
+
 /* Peer links accepted with id's certificate and key, trusting its CA
  * alone (OpenSSL holds references of its own), counting into m's link_*
  * counters. NULL with err. */
