@@ -71,7 +71,7 @@ exchange_full_msg(struct peers *ps)
 {
 	if (ps->pull_msg == NULL) {
 		struct publication pub = {0};
-		if (pub_last_full(ps->pub, &pub) == 0)
+		if (pub_last_full(ps->pub, wall_ms(), &pub) == 0)
 			ps->pull_msg = make_msg(ps, &pub);
 		sum_buf_free(&pub.payload);
 	}
@@ -277,7 +277,7 @@ publish(struct peers *ps)
 {
 	struct publication pub = {0};
 
-	if (pub_publish(ps->pub, mono_ms(), &pub) < 0) {
+	if (pub_publish(ps->pub, wall_ms(), &pub) < 0) {
 		sum_buf_free(&pub.payload);
 		return;
 	}
@@ -289,7 +289,7 @@ peers_announce(struct peers *ps)
 {
 	struct publication pub = {0};
 
-	if (pub_announce(ps->pub, wall_us(), mono_ms(), &pub) <= 0) {
+	if (pub_announce(ps->pub, wall_us(), wall_ms(), &pub) <= 0) {
 		sum_buf_free(&pub.payload);
 		return;
 	}
@@ -314,7 +314,7 @@ on_interval(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (pub_interval_due(ps->pub, mono_ms()))
+	if (pub_interval_due(ps->pub, wall_ms()))
 		publish(ps);
 }
 
@@ -344,9 +344,20 @@ on_rebuild_step(evutil_socket_t fd, short what, void *arg)
 		event_active(ps->rebuild_ev, EV_TIMEOUT, 0);
 		return;
 	}
-	if (pub_rebuild_end(ps->pub, mono_ms(), &pub) > 0)
+	if (pub_rebuild_end(ps->pub, wall_ms(), &pub) > 0)
 		send_all(ps, make_msg(ps, &pub));
 	sum_buf_free(&pub.payload);
+}
+
+/* A filter grown full, or (timed) due a new base: rebuilt a step a loop
+ * turn at a time. */
+static void
+maybe_rebuild(struct peers *ps)
+{
+	if (pub_wants_rebuild(ps->pub, wall_ms())) {
+		pub_rebuild_begin(ps->pub, wall_us(), wall_ms());
+		event_active(ps->rebuild_ev, EV_TIMEOUT, 0);
+	}
 }
 
 void
@@ -358,12 +369,9 @@ peers_object_added(struct peers *ps, const char *key, size_t len,
 	/* an unhashable key (none today) is in no filter, and its removal
 	 * is refused alike */
 	if (sumkey_make(ps->hasher, SUM_METHOD_GET, key, len, &k) < 0 ||
-	    !pub_added(ps->pub, &k, expires_ms, wall_us() / 1000))
+	    !pub_added(ps->pub, &k, expires_ms, wall_ms()))
 		return;
-	if (pub_wants_rebuild(ps->pub)) {
-		pub_rebuild_begin(ps->pub, wall_us());
-		event_active(ps->rebuild_ev, EV_TIMEOUT, 0);
-	}
+	maybe_rebuild(ps);
 	changed(ps);
 }
 
@@ -388,8 +396,9 @@ on_expiry(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (pub_expire(ps->pub, wall_us() / 1000) > 0)
+	if (pub_expire(ps->pub, wall_ms()) > 0)
 		changed(ps);
+	maybe_rebuild(ps);
 }
 
 static size_t
@@ -458,7 +467,9 @@ on_pull_done(void *arg, CURLcode rc)
 	struct wire_summary w;
 	enum wire_err we = wire_decode(x->resp.p, x->resp.len, ps->key,
 	    ps->conf.keylen, &w);
-	if (we != WIRE_OK) {
+	if (we == WIRE_VERSION_DIFFERS) {
+		receive_version_refused(ps, p->spec.name, &w, 0, &why);
+	} else if (we != WIRE_OK) {
 		receive_refuse(ps, we == WIRE_BAD_MAC ? REJ_BAD_MAC : we ==
 		    WIRE_TOO_BIG ? REJ_TOO_BIG : REJ_MALFORMED, 0,
 		    p->spec.name, "in a pulled summary", &why);

@@ -22,13 +22,16 @@ void
 peers_policy_line(const struct pub_conf *c, unsigned peers_asked, char *buf,
     size_t len)
 {
-	snprintf(buf, len, "scheme=%s bits_per_entry=%u hash_functions=%u "
+	snprintf(buf, len, "scheme=%s claims=%s timed_slack_ms=%d "
+	    "rebase_ms=%llu bits_per_entry=%u hash_functions=%u "
 	    "threshold=%g max_interval_ms=%llu tick_ms=%llu "
 	    "expected_objects=%llu filter_bits=%llu max_bits=%llu "
 	    "object_bytes=%d min_objects=%d peers_asked=%d "
 	    "claim_skip_run=%d claim_skip_ms=%d..%d "
 	    "icp_hit_fresh_s=%d", c->scheme == SUM_SQUID_MD5 ? "squid-md5" : "xxh3",
-	    c->bits_per_entry, c->k, c->threshold,
+	    pub_claims_name(c->claims), PUB_TIMED_SLACK_MS,
+	    (unsigned long long)PUB_REBASE_MS, c->bits_per_entry, c->k,
+	    c->threshold,
 	    (unsigned long long)c->max_interval_ms,
 	    (unsigned long long)pub_tick_ms(c),
 	    (unsigned long long)c->expected_objects,
@@ -168,7 +171,7 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 	metric_single_u64(out, MF_SUM_SEQUENCE, st.seq);
 	/* the top 53 bits of the XXH64, exact as a float */
 	metric_single_u64(out, MF_SUM_CHECKSUM,
-	    sum_checksum(f->published, f->m) >> 11);
+	    sum_published_checksum(f) >> 11);
 	metric_single_u64(out, MF_SUM_PENDING, f->changes);
 	metric_single_u64(out, MF_SUM_REBUILDS, st.rebuilds);
 	metric_single_u64(out, MF_SUM_EXPIRED, st.expired);

@@ -152,6 +152,7 @@ enum reject {
 	REJ_BUSY,           /* a body from that peer is still arriving */
 	REJ_NO_ROOM,        /* bodies in flight hold max_held bytes already */
 	REJ_SLOW,           /* body not received within the peer timeout */
+	REJ_VERSION,        /* another protocol version (wire.h) */
 	REJ_NREASONS
 };
 

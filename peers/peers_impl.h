@@ -187,6 +187,10 @@ void xfer_free(struct xfer **xp);
 /* Counts, logs (rate-limited) and returns status; *why the reason. */
 int receive_refuse(struct peers *ps, enum reject r, int status,
     const char *who, const char *detail, const char **why);
+/* receive_refuse for a Summary of another version (WIRE_VERSION_DIFFERS),
+ * naming both versions. */
+int receive_version_refused(struct peers *ps, const char *who,
+    const struct wire_summary *w, int status, const char **why);
 /* Applies a decoded summary from p: an HTTP status; on anything but 204
  * what we hold is unchanged. */
 int receive_apply(struct peers *ps, struct peer *p,

@@ -28,7 +28,7 @@
 
 const char *const reject_names[REJ_NREASONS] = {
 	"not_peer", "bad_mac", "malformed", "too_big", "old", "duplicate",
-	"params", "gap", "checksum", "busy", "no_room", "slow",
+	"params", "gap", "checksum", "busy", "no_room", "slow", "version",
 };
 
 int
@@ -47,6 +47,18 @@ receive_refuse(struct peers *ps, enum reject r, int status, const char *who,
 		    (unsigned long long)skipped);
 	fputc('\n', stderr);
 	return status;
+}
+
+int
+receive_version_refused(struct peers *ps, const char *who,
+    const struct wire_summary *w, int status, const char **why)
+{
+	char detail[WIRE_MAX_SENDER + 128];
+
+	snprintf(detail, sizeof(detail), "%s sends summaries of version %u, "
+	    "this node reads version %d (one of them has to be upgraded)",
+	    w->sender, (unsigned)w->version, WIRE_VERSION);
+	return receive_refuse(ps, REJ_VERSION, status, who, detail, why);
 }
 
 void
@@ -83,23 +95,17 @@ receive_apply(struct peers *ps, struct peer *p, const struct wire_summary *w,
 	    (w->epoch == s->epoch && w->seq <= s->seq)))
 		return receive_refuse(ps, REJ_OLD, 409, p->spec.name,
 		    "not newer than what we hold", why);
-	if (w->full) {
-		if (s == NULL || !s->loaded || w->epoch != s->epoch)
-			claim_renew(&p->claims);
-		if (s == NULL && (s = psum_new(w->scheme, w->m, w->k)) == NULL)
-			return 503;
-		rc = psum_load_full(s, w->scheme, w->m, w->k, w->epoch, w->seq,
-		    w->payload, w->payload_len, w->checksum);
-		if (p->sum == NULL) {
-			if (rc == 0)
-				p->sum = s;
-			else
-				psum_free(&s);
-		}
-	} else {
-		rc = s == NULL ? SUM_ERR_GAP : psum_apply_delta(s, w->epoch,
-		    w->seq, w->payload, w->payload_len, w->checksum);
-	}
+	if (w->full && (s == NULL || !s->loaded || w->epoch != s->epoch))
+		claim_renew(&p->claims);
+	struct sum_msg msg = {
+		.timed = w->timed, .full = w->full, .scheme = w->scheme,
+		.m = w->m, .k = w->k, .epoch = w->epoch, .seq = w->seq,
+		.payload = w->payload, .len = w->payload_len,
+		.checksum = w->checksum, .sent_ms = w->sent_ms,
+	};
+	/* a timed summary's deadlines are reckoned on the clock lookups
+	 * read (peers_asked) */
+	rc = psum_take(&p->sum, &msg, mono_ms());
 	switch (rc) {
 	case 0:
 		p->sum_entries = w->entries;
@@ -147,6 +153,8 @@ peers_receive(struct peers *ps, const struct sockaddr *from,
 	case WIRE_NOMEM:
 		*why = "out of memory";
 		return 503;
+	case WIRE_VERSION_DIFFERS:
+		return receive_version_refused(ps, who, &w, 426, why);
 	default:
 		return receive_refuse(ps, REJ_MALFORMED, 400, who, NULL, why);
 	}

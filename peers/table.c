@@ -443,7 +443,7 @@ peers_candidates(struct peers *ps, const char *key, size_t len,
 		return 0;
 	/* placement: the owner that claims it is asked, as the owner */
 	if (owner != NULL && owner->sum != NULL && owner->sum->loaded &&
-	    psum_contains(owner->sum, &k))
+	    psum_contains(owner->sum, &k, now))
 		return 0;
 	for (size_t i = 0; i < ps->n; i++) {
 		struct peer *p = ps->v[i];
@@ -461,7 +461,8 @@ peers_candidates(struct peers *ps, const char *key, size_t len,
 				continue;
 			md5_made = true;
 		}
-		if (!psum_contains(p->sum, squid && ps->md5 ? &md5 : &k))
+		if (!psum_contains(p->sum, squid && ps->md5 ? &md5 : &k,
+		    now))
 			continue;
 		/* insertion among the best max so far: all claimants are
 		 * seen, the max best kept */
@@ -611,7 +612,7 @@ peers_new(struct event_base *base, struct curlev *curl,
 		if (resolve(p, err, elen) < 0)
 			goto fail;
 	}
-	ps->pub = pub_new(&conf->publish, wall_us(), mono_ms());
+	ps->pub = pub_new(&conf->publish, wall_us(), wall_ms());
 	ps->hasher = sumkey_hasher_new(conf->publish.scheme);
 	if (want_md5(ps, specs, n) < 0)
 		goto nomem;

@@ -134,8 +134,14 @@ wire_encode(const struct wire_summary *s, const uint8_t *key, size_t keylen,
 	    SUMCACHE__V1__HASH_SCHEME__HASH_XXH3;
 	sum.m = s->m;
 	sum.k = s->k;
-	sum.kind = s->full ? SUMCACHE__V1__KIND__KIND_FULL :
-	    SUMCACHE__V1__KIND__KIND_DELTA;
+	if (s->timed)
+		sum.kind = s->full ? SUMCACHE__V1__KIND__KIND_TIMED_FULL :
+		    SUMCACHE__V1__KIND__KIND_TIMED_DELTA;
+	else
+		sum.kind = s->full ? SUMCACHE__V1__KIND__KIND_FULL :
+		    SUMCACHE__V1__KIND__KIND_DELTA;
+	sum.version = WIRE_VERSION;
+	sum.sent_ms = s->sent_ms;
 	sum.payload.data = s->payload;
 	sum.payload.len = s->payload_len;
 	sum.checksum = s->checksum;
@@ -159,6 +165,11 @@ fields(const Sumcache__V1__Summary *m, struct wire_summary *s)
 	if (!wire_name_ok(m->sender, nlen))
 		return WIRE_MALFORMED;
 	memcpy(s->sender, m->sender, nlen + 1);
+	/* before anything else is read: a version 1 Summary has the same
+	 * fields, and a payload that means something else */
+	s->version = m->version;
+	if (m->version != WIRE_VERSION)
+		return WIRE_VERSION_DIFFERS;
 	switch (m->scheme) {
 	case SUMCACHE__V1__HASH_SCHEME__HASH_XXH3:
 		s->scheme = SUM_XXH3;
@@ -171,14 +182,19 @@ fields(const Sumcache__V1__Summary *m, struct wire_summary *s)
 	}
 	switch (m->kind) {
 	case SUMCACHE__V1__KIND__KIND_FULL:
+	case SUMCACHE__V1__KIND__KIND_TIMED_FULL:
 		s->full = true;
 		break;
 	case SUMCACHE__V1__KIND__KIND_DELTA:
+	case SUMCACHE__V1__KIND__KIND_TIMED_DELTA:
 		s->full = false;
 		break;
 	default:
 		return WIRE_MALFORMED;
 	}
+	s->timed = m->kind == SUMCACHE__V1__KIND__KIND_TIMED_FULL ||
+	    m->kind == SUMCACHE__V1__KIND__KIND_TIMED_DELTA;
+	s->sent_ms = m->sent_ms;
 	if (m->m == 0 || m->m > WIRE_MAX_BITS || m->k == 0 || m->k > 16 ||
 	    m->seq == 0)
 		return WIRE_MALFORMED;
@@ -212,6 +228,8 @@ wire_encode_publication(const struct publication *pub, const char *sender,
 		.payload_len = pub->payload.len,
 		.checksum = pub->checksum,
 		.entries = pub->entries,
+		.timed = pub->timed,
+		.sent_ms = pub->sent_ms,
 	};
 
 	snprintf(w.sender, sizeof(w.sender), "%s", sender);
@@ -232,7 +250,8 @@ wire_decode(const uint8_t *in, size_t len, const uint8_t *key, size_t keylen,
 		    sig->summary.data);
 		e = sum == NULL ? WIRE_MALFORMED : fields(sum, s);
 	}
-	if (e != WIRE_OK)
+	/* another version keeps its sender and version, to be named */
+	if (e != WIRE_OK && e != WIRE_VERSION_DIFFERS)
 		wire_summary_clear(s);
 	if (sum)
 		sumcache__v1__summary__free_unpacked(sum, NULL);
@@ -336,6 +355,7 @@ wire_strerror(enum wire_err e)
 	case WIRE_MALFORMED: return "malformed message";
 	case WIRE_BAD_MAC: return "bad MAC";
 	case WIRE_NOMEM: return "out of memory";
+	case WIRE_VERSION_DIFFERS: return "another protocol version";
 	}
 	return "unknown error";
 }

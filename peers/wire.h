@@ -30,8 +30,12 @@
  */
 bool wire_name_ok(const char *name, size_t len);
 
+/* The Summary's version this code writes and reads (proto/). */
+#define WIRE_VERSION 2
+
 struct wire_summary {
 	char sender[WIRE_MAX_SENDER + 1];
+	uint32_t version;
 	uint64_t epoch;
 	uint64_t seq;
 	enum sum_scheme scheme;
@@ -42,6 +46,8 @@ struct wire_summary {
 	size_t payload_len;
 	uint64_t checksum;
 	uint64_t entries;
+	bool timed;           /* cells with deadlines (summary/timed.h) */
+	uint64_t sent_ms;     /* timed: the sender's clock */
 };
 
 enum wire_err {
@@ -50,6 +56,7 @@ enum wire_err {
 	WIRE_MALFORMED = 2,   /* not a Signed, or a Summary with bad fields */
 	WIRE_BAD_MAC = 3,     /* forged, or a different cluster key */
 	WIRE_NOMEM = 4,
+	WIRE_VERSION_DIFFERS = 5, /* s->version is the sender's */
 };
 
 /* Appends a Signed message for s to out. Returns 0 or -1 (ENOMEM). */
@@ -62,7 +69,8 @@ int wire_encode_publication(const struct publication *pub,
     struct sum_buf *out);
 
 /* Checks and parses a Signed message into *s (payload allocated; free it
- * with wire_summary_clear). On error *s is zeroed. */
+ * with wire_summary_clear). On error *s is zeroed, except for
+ * WIRE_VERSION_DIFFERS: s->sender and s->version are the message's. */
 enum wire_err wire_decode(const uint8_t *in, size_t len, const uint8_t *key,
     size_t keylen, struct wire_summary *s);
 

@@ -193,6 +193,9 @@ struct pub_conf
 server_publish_conf(const struct conf *c)
 {
 	return (struct pub_conf){
+		/* claims lapse at the peers by themselves: a lapse costs no
+		 * message (summary/publisher.h) */
+		.claims = PUB_CLAIMS_TIMED,
 		.scheme = c->summary_hash,
 		.bits_per_entry = c->summary_bits_per_entry,
 		.k = c->summary_hash_functions,

@@ -21,4 +21,11 @@ int sum_buf_reserve(struct sum_buf *b, size_t n);
 /* Frees the bytes; b is empty and reusable. */
 void sum_buf_free(struct sum_buf *b);
 
+/* Unsigned LEB128, as protobuf writes it: 7 bits a byte, low first. */
+int sum_buf_varint(struct sum_buf *b, uint64_t v);
+size_t sum_varint_len(uint64_t v);
+/* Reads one from in[0..len): bytes used, or 0 when it is cut short or
+ * longer than 64 bits. */
+size_t sum_varint_read(const uint8_t *in, size_t len, uint64_t *v);
+
 #endif

@@ -224,7 +224,8 @@ claims_add(struct claims *t, const struct sumkey *k, uint64_t until_ms,
 			heap_remove(t, i);
 		else if (c->heap != NIL)
 			heap_fix(t, c->heap);
-		return 0;
+		*out = c;
+		return 2;
 	}
 	if (until_ms <= now_ms)
 		return 0;

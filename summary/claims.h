@@ -65,8 +65,10 @@ void claims_free(struct claims **t);
 /*
  * A stored object has key k and may be claimed until until_ms; now is
  * now_ms on the same clock. Returns 1 when the key has just become
- * claimed (*c: the owner counts it), 0 when nothing changed for the
- * filter, -1 on ENOMEM (the object has no claim; its removal is then
+ * claimed (*c: the owner counts it), 2 when a claimed key's deadline
+ * moved later (*c: a revalidated copy, or a later variant; a filter
+ * whose cells carry deadlines raises them), 0 when nothing changed for
+ * the filter, -1 on ENOMEM (the object has no claim; its removal is then
  * refused).
  */
 int claims_add(struct claims *t, const struct sumkey *k, uint64_t until_ms,

@@ -19,6 +19,8 @@
 
 #include <xxhash.h>
 
+#include "timed.h"
+
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "summary arrays are little-endian words; port sum_checksum first"
 #endif
@@ -39,6 +41,44 @@ uint64_t
 sum_checksum(const uint64_t *bits, uint64_t m)
 {
 	return XXH64(bits, nbytes(m), 0);
+}
+
+uint64_t
+sum_cell_mix(uint64_t pos, uint16_t until)
+{
+	/* splitmix64's finalizer over the cell and its deadline */
+	uint64_t x = pos << 16 | until;
+
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+uint64_t
+sum_checksum_timed(const uint16_t *until, uint64_t m)
+{
+	uint64_t sum = 0;
+
+	for (uint64_t i = 0; i < m; i++)
+		if (until[i] != 0)
+			sum += sum_cell_mix(i, until[i]);
+	return sum;
+}
+
+void
+sum_cell_update(uint64_t *sum, uint64_t pos, uint16_t from, uint16_t to)
+{
+	if (from != 0)
+		*sum -= sum_cell_mix(pos, from);
+	if (to != 0)
+		*sum += sum_cell_mix(pos, to);
+}
+
+uint64_t
+sum_published_checksum(const struct cbf *f)
+{
+	return f->until != NULL ? f->until_pub_sum :
+	    sum_checksum(f->published, f->m);
 }
 
 static bool
@@ -69,6 +109,26 @@ psum_new(enum sum_scheme scheme, uint64_t m, unsigned k)
 	return p;
 }
 
+struct psum *
+psum_new_timed(enum sum_scheme scheme, uint64_t m, unsigned k)
+{
+	if (!params_ok(scheme, m, k))
+		return NULL;
+	struct psum *p = calloc(1, sizeof(*p));
+	if (p == NULL)
+		return NULL;
+	p->until = calloc((size_t)m, sizeof(*p->until));
+	if (p->until == NULL) {
+		free(p);
+		return NULL;
+	}
+	p->scheme = scheme;
+	p->m = m;
+	p->k = k;
+	p->checksum = sum_checksum_timed(p->until, m);
+	return p;
+}
+
 void
 psum_free(struct psum **pp)
 {
@@ -78,6 +138,7 @@ psum_free(struct psum **pp)
 		return;
 	*pp = NULL;
 	free(p->bits);
+	free(p->until);
 	free(p);
 }
 
@@ -87,12 +148,28 @@ bit(const uint64_t *bits, uint64_t b)
 	return (bits[b >> 6] >> (b & 63)) & 1;
 }
 
+/* The sender's clock at now_ms on ours: where its last message set it,
+ * moved on by our own clock since (never back). */
+static uint64_t
+sender_now(const struct sum_clock *c, uint64_t now_ms)
+{
+	return c->sent_ms + (now_ms > c->local_ms ? now_ms - c->local_ms : 0);
+}
+
 bool
-psum_contains(const struct psum *p, const struct sumkey *key)
+psum_contains(const struct psum *p, const struct sumkey *key,
+    uint64_t now_ms)
 {
 	uint64_t pos[CBF_MAX_K];
 
 	sumkey_positions(p->scheme, key, p->k, p->m, pos);
+	if (p->until != NULL) {
+		uint64_t t = sender_now(&p->clock, now_ms);
+		for (unsigned i = 0; i < p->k; i++)
+			if ((uint64_t)p->until[pos[i]] * 1000 <= t)
+				return false;
+		return true;
+	}
 	for (unsigned i = 0; i < p->k; i++)
 		if (!bit(p->bits, pos[i]))
 			return false;
@@ -294,6 +371,198 @@ out:
 	free(set);
 	free(clr);
 	free(undo);
+	return rc;
+}
+
+/* ---- timed summaries ---- */
+
+
+int
+psum_load_timed(struct psum *p, enum sum_scheme scheme, uint64_t m,
+    unsigned k, uint64_t epoch, uint64_t seq, const uint8_t *in, size_t len,
+    uint64_t checksum, const struct sum_clock *clk)
+{
+	struct timed_cells c;
+
+	if (!params_ok(scheme, m, k) || p->until == NULL)
+		return SUM_ERR_PARAMS;
+	uint16_t *until = calloc((size_t)m, sizeof(*until));
+	if (until == NULL)
+		return SUM_ERR_NOMEM;
+	int rc = timed_decode(in, len, m, false, &c);
+	if (rc < 0) {
+		free(until);
+		return rc;
+	}
+	uint64_t sum = 0;
+	for (size_t i = 0; i < c.n; i++) {
+		until[c.pos[i]] = c.until[i];
+		sum += sum_cell_mix(c.pos[i], c.until[i]);
+	}
+	size_t n = c.n;
+	timed_cells_clear(&c);
+	if (sum != checksum) {
+		free(until);
+		return SUM_ERR_CHECKSUM;
+	}
+	free(p->until);
+	p->until = until;
+	p->scheme = scheme;
+	p->m = m;
+	p->k = k;
+	p->epoch = epoch;
+	p->seq = seq;
+	p->clock = *clk;
+	p->ones = n;
+	p->checksum = checksum;
+	p->loaded = true;
+	return 0;
+}
+
+int
+psum_apply_timed(struct psum *p, uint64_t epoch, uint64_t seq,
+    const uint8_t *in, size_t len, uint64_t checksum,
+    const struct sum_clock *clk)
+{
+	struct timed_cells c;
+
+	if (p->until == NULL)
+		return SUM_ERR_PARAMS;
+	if (!p->loaded || epoch != p->epoch || seq != p->seq + 1)
+		return SUM_ERR_GAP;
+	int rc = timed_decode(in, len, p->m, true, &c);
+	if (rc < 0)
+		return rc;
+	/* checked before anything changes: the sum moves cell by cell */
+	uint64_t sum = p->checksum, ones = p->ones;
+	for (size_t i = 0; i < c.n; i++) {
+		uint16_t old = p->until[c.pos[i]];
+		sum_cell_update(&sum, c.pos[i], old, c.until[i]);
+		ones += (c.until[i] != 0) - (old != 0);
+	}
+	if (sum != checksum) {
+		timed_cells_clear(&c);
+		return SUM_ERR_CHECKSUM;
+	}
+	for (size_t i = 0; i < c.n; i++)
+		p->until[c.pos[i]] = c.until[i];
+	timed_cells_clear(&c);
+	p->seq = seq;
+	p->clock = *clk;
+	p->ones = ones;
+	p->checksum = checksum;
+	return 0;
+}
+
+int
+sum_encode_timed_full(const uint16_t *until, uint64_t m, struct sum_buf *out)
+{
+	uint64_t n = 0;
+
+	for (uint64_t i = 0; i < m; i++)
+		n += until[i] != 0;
+	uint64_t *pos = n ? malloc((size_t)n * sizeof(*pos)) : NULL;
+	uint16_t *u = n ? malloc((size_t)n * sizeof(*u)) : NULL;
+	int rc = -1;
+
+	if (n == 0 || (pos != NULL && u != NULL)) {
+		size_t j = 0;
+		for (uint64_t i = 0; i < m; i++)
+			if (until[i] != 0) {
+				pos[j] = i;
+				u[j++] = until[i];
+			}
+		rc = timed_encode(out, pos, u, j);
+	}
+	free(pos);
+	free(u);
+	return rc;
+}
+
+int
+sum_publish_timed(struct cbf *f, uint64_t now_ms, struct sum_buf *out,
+    bool *full, uint64_t *checksum)
+{
+	struct cbf_timed_delta d;
+	struct sum_buf delta = {0}, whole = {0};
+	uint16_t *want = NULL;
+	int rc = -1;
+
+	int lost = cbf_timed_delta(f, now_ms, &d);
+	if (lost < 0)
+		return -1;
+	if (!lost && timed_encode(&delta, d.pos, d.until, d.n) < 0)
+		goto out;
+	/* a full message costs a bit or more per claimed cell: built only
+	 * when the delta is not already smaller than that */
+	*full = false;
+	if (lost || delta.len > f->ones / 8) {
+		want = malloc((size_t)f->m * sizeof(*want));
+		if (want == NULL)
+			goto out;
+		for (uint64_t i = 0; i < f->m; i++)
+			want[i] = cbf_live_until(f, f->until, i, now_ms);
+		if (sum_encode_timed_full(want, f->m, &whole) < 0)
+			goto out;
+		/* a tie goes to the delta: what it says is what changed */
+		*full = lost || whole.len < delta.len;
+	}
+	struct sum_buf *pick = *full ? &whole : &delta;
+	if (sum_buf_put(out, pick->p, pick->len) < 0)
+		goto out;
+	if (*full) {
+		memcpy(f->until_pub, want, (size_t)f->m * sizeof(*want));
+		f->until_pub_sum = sum_checksum_timed(want, f->m);
+	} else {
+		for (size_t i = 0; i < d.n; i++) {
+			sum_cell_update(&f->until_pub_sum, d.pos[i],
+			    f->until_pub[d.pos[i]], d.until[i]);
+			f->until_pub[d.pos[i]] = d.until[i];
+		}
+	}
+	*checksum = f->until_pub_sum;
+	cbf_mark_published(f);
+	cbf_timed_published(f);
+	rc = 0;
+out:
+	cbf_timed_delta_clear(&d);
+	free(delta.p);
+	free(whole.p);
+	free(want);
+	return rc;
+}
+
+int
+psum_take(struct psum **pp, const struct sum_msg *msg, uint64_t local_ms)
+{
+	struct sum_clock clk = {msg->sent_ms, local_ms};
+	struct psum *p = *pp;
+
+	if (!msg->full) {
+		if (p == NULL || (p->until != NULL) != msg->timed)
+			return SUM_ERR_GAP;
+		return msg->timed ? psum_apply_timed(p, msg->epoch, msg->seq,
+		    msg->payload, msg->len, msg->checksum, &clk) :
+		    psum_apply_delta(p, msg->epoch, msg->seq, msg->payload,
+		    msg->len, msg->checksum);
+	}
+	bool fresh = p == NULL || (p->until != NULL) != msg->timed;
+	if (fresh && (p = msg->timed ? psum_new_timed(msg->scheme, msg->m,
+	    msg->k) : psum_new(msg->scheme, msg->m, msg->k)) == NULL)
+		return params_ok(msg->scheme, msg->m, msg->k) ? SUM_ERR_NOMEM :
+		    SUM_ERR_PARAMS;
+	int rc = msg->timed ? psum_load_timed(p, msg->scheme, msg->m, msg->k,
+	    msg->epoch, msg->seq, msg->payload, msg->len, msg->checksum,
+	    &clk) : psum_load_full(p, msg->scheme, msg->m, msg->k, msg->epoch,
+	    msg->seq, msg->payload, msg->len, msg->checksum);
+	if (fresh) {
+		if (rc == 0) {
+			psum_free(pp);
+			*pp = p;
+		} else {
+			psum_free(&p);
+		}
+	}
 	return rc;
 }
 

@@ -24,16 +24,30 @@ enum sum_full_kind {
 	SUM_FULL_RICE = 1, /* the set positions as a Rice list */
 };
 
+/* Where a timed summary's sender's clock stood: at local_ms on ours, it
+ * read sent_ms (milliseconds since its filter's base). */
+struct sum_clock {
+	uint64_t sent_ms;
+	uint64_t local_ms;
+};
+
 struct psum {
 	enum sum_scheme scheme;
 	unsigned k;
 	uint64_t m;
 	uint64_t epoch;
 	uint64_t seq;
-	uint64_t *bits;     /* bit b: word b/64, bit b%64 (byte b/8, 1<<b%8) */
-	uint64_t ones;      /* bits set */
-	uint64_t checksum;  /* sum_checksum of bits */
+	uint64_t *bits;     /* bit b: word b/64, bit b%64 (byte b/8, 1<<b%8);
+	                     * NULL when timed */
+	uint64_t ones;      /* bits set; timed: cells with a deadline, passed
+	                     * ones too */
+	uint64_t checksum;  /* sum_checksum of bits, or sum_checksum_timed */
 	bool loaded;        /* a full summary has been accepted */
+	/* timed (psum_new_timed): each cell's deadline, seconds since the
+	 * sender's base (0: none), as the sender published it; and its
+	 * clock, as its last message set it */
+	uint16_t *until;
+	struct sum_clock clock;
 };
 
 /* XXH64 (seed 0) of the array as ceil(m/8) bytes, bit b in byte b/8 at
@@ -42,11 +56,33 @@ uint64_t sum_checksum(const uint64_t *bits, uint64_t m);
 /* Bits set in an array of m bits. */
 uint64_t sum_popcount(const uint64_t *bits, uint64_t m);
 
+/* A timed array's checksum: the sum, mod 2^64, of sum_cell_mix over its
+ * cells with a deadline. A sum, so that a delta's few cells update it on
+ * both sides (sum_cell_update) where a hash of the array would cost a
+ * pass over all m cells, sixteen times the bytes of a plain array, for
+ * every message. */
+uint64_t sum_cell_mix(uint64_t pos, uint16_t until);
+uint64_t sum_checksum_timed(const uint16_t *until, uint64_t m);
+/* *sum, for cell pos going from deadline from to deadline to. */
+void sum_cell_update(uint64_t *sum, uint64_t pos, uint16_t from,
+    uint16_t to);
+
+/* The checksum of f's array as last published, timed or not: what a peer
+ * holding it has. */
+uint64_t sum_published_checksum(const struct cbf *f);
+
 /* Empty summary; NULL on ENOMEM or bad parameters. */
 struct psum *psum_new(enum sum_scheme scheme, uint64_t m, unsigned k);
+/* Empty timed summary: its claims lapse by their deadlines. */
+struct psum *psum_new_timed(enum sum_scheme scheme, uint64_t m, unsigned k);
 void psum_free(struct psum **p);
 
-bool psum_contains(const struct psum *p, const struct sumkey *key);
+/* Whether p claims key at now_ms on our clock (the clock of the
+ * sum_clock its messages came with; plain bits ignore it): every one of
+ * the key's cells set, and for a timed summary, each cell's deadline
+ * still ahead of the sender's clock as we reckon it. */
+bool psum_contains(const struct psum *p, const struct sumkey *key,
+    uint64_t now_ms);
 /* Fraction of bits set, and the false-positive rate it implies: fill^k. */
 double psum_fill(const struct psum *p);
 double psum_fpr(const struct psum *p);
@@ -67,6 +103,36 @@ int psum_load_full(struct psum *p, enum sum_scheme scheme, uint64_t m,
 int psum_apply_delta(struct psum *p, uint64_t epoch, uint64_t seq,
     const uint8_t *in, size_t len, uint64_t checksum);
 
+/* The same for a timed summary (timed.h's lists; clk: the message's
+ * sent_ms and our clock when it came). */
+int psum_load_timed(struct psum *p, enum sum_scheme scheme, uint64_t m,
+    unsigned k, uint64_t epoch, uint64_t seq, const uint8_t *in, size_t len,
+    uint64_t checksum, const struct sum_clock *clk);
+int psum_apply_timed(struct psum *p, uint64_t epoch, uint64_t seq,
+    const uint8_t *in, size_t len, uint64_t checksum,
+    const struct sum_clock *clk);
+
+/* A summary message as the receiving side needs it. */
+struct sum_msg {
+	bool timed, full;
+	enum sum_scheme scheme;
+	uint64_t m;
+	unsigned k;
+	uint64_t epoch, seq;
+	const uint8_t *payload;
+	size_t len;
+	uint64_t checksum;
+	uint64_t sent_ms;           /* timed: the sender's clock */
+};
+
+/*
+ * The receiving side's one entry, the daemon's and the simulator's: msg
+ * taken into *p, which a full message may replace (none yet, or the
+ * other kind) and a delta must find loaded, of its kind. local_ms is our
+ * clock as msg arrives. 0, or an enum sum_err with *p untouched.
+ */
+int psum_take(struct psum **p, const struct sum_msg *msg, uint64_t local_ms);
+
 /* Encoders. Each appends to out and returns 0 or -1 (ENOMEM). */
 int sum_encode_full(const uint64_t *bits, uint64_t m, struct sum_buf *out);
 int sum_encode_delta(const struct cbf_delta *d, struct sum_buf *out);
@@ -78,5 +144,15 @@ int sum_encode_delta(const struct cbf_delta *d, struct sum_buf *out);
  */
 int sum_publish(struct cbf *f, struct sum_buf *out, bool *full,
     uint64_t *checksum);
+
+/* A timed filter's array as published (every cell with a deadline, past
+ * ones too, so that a holder's array is the sender's): a full message. */
+int sum_encode_timed_full(const uint16_t *until, uint64_t m,
+    struct sum_buf *out);
+/* sum_publish for a timed filter at now_ms (the base's clock): the
+ * cells whose deadline a peer would see differently, or every cell
+ * still claimed, whichever is smaller. */
+int sum_publish_timed(struct cbf *f, uint64_t now_ms, struct sum_buf *out,
+    bool *full, uint64_t *checksum);
 
 #endif

@@ -11,20 +11,35 @@
  *     cache of a given size (PUB_OBJECT_BYTES per object, at least
  *     PUB_MIN_OBJECTS).
  *   - Threshold. A publication is due when the changes (adds and
- *     removes) since the last one reach threshold x entries, at least 1.
+ *     removes) since the last one reach threshold x entries, at least 1;
+ *     timed, x the keys of the cached objects, lapsed or not.
  *   - Max interval. Pending changes are published once max_interval has
  *     passed since the last publication; the caller checks every
  *     pub_tick_ms.
  *   - Delta or full: whichever encodes smaller (sum_publish).
- *   - Claims. The filter holds a key while some stored object has it and
- *     the copy is still fresh enough for a peer to be served it: until its
- *     expiry minus the publication delay (the mean interval between
- *     publications, at most the max interval), since peers see a removal
- *     only when it is published. The publisher keeps each key it was
- *     given in a claims table (claims.h): pub_expire takes keys out of
- *     the filter as their deadline passes, with no walk of the store, and
- *     a key comes back when an object of it is stored again. A lapse or a
- *     return is a change like any other for the threshold.
+ *   - Claims (pub_conf.claims). The filter holds a key while some stored
+ *     object has it and the copy is still fresh enough for a peer to be
+ *     served it. The publisher keeps each key it was given in a claims
+ *     table (claims.h): pub_expire takes keys out of the filter as their
+ *     deadline passes, with no walk of the store, and a key comes back
+ *     when an object of it is stored again. Three policies:
+ *       timed    (the daemon's) the filter is timed (cbf.h): each cell
+ *                carries the latest deadline of its keys, rounded down to
+ *                a second, and peers drop a claim when its deadline
+ *                passes, so a lapse is not a change to publish; a
+ *                deadline moved later (a revalidation) is. Deadlines are
+ *                expiry less PUB_TIMED_SLACK_MS.
+ *       fresh    the filter is plain bits; a key leaves at its expiry less
+ *                the publication delay (the mean interval between
+ *                publications, at most the max interval), since peers see
+ *                a lapse only when it is published, and the lapse is a
+ *                change like any other.
+ *       evicted  a key stays until its last object is evicted (the paper's
+ *                summary, and this project's before freshness).
+ *     The simulator runs all three on one trace, to show the trade.
+ *   - Rebase. A timed filter's deadlines count seconds from its base in
+ *     16 bits; every PUB_REBASE_MS it is rebuilt at its size (below) on a
+ *     new base, which also lowers cells left high by keys gone since.
  *   - Growth. Once the filter claims more keys than it was sized for, a
  *     filter for twice as many is built beside it from a walk over the
  *     publisher's own table (no store or disk walk, no I/O), a step at a
@@ -59,7 +74,28 @@
 #define PUB_DISK_OBJECT_BYTES 16384
 #define PUB_MIN_OBJECTS 1024
 
+enum pub_claims {
+	PUB_CLAIMS_TIMED = 0,
+	PUB_CLAIMS_FRESH,
+	PUB_CLAIMS_EVICTED,
+	PUB_CLAIMS_COUNT
+};
+
+/* "timed", "fresh", "evicted"; and back (false: no such policy). */
+const char *pub_claims_name(enum pub_claims c);
+bool pub_claims_parse(const char *name, enum pub_claims *c);
+
+/* A timed claim ends this long before its copy's expiry: what a peer's
+ * reckoning of our clock may lag (a message's transit), and the time a
+ * peer's request takes to reach us. */
+#define PUB_TIMED_SLACK_MS 1000
+/* A timed filter starts a new base this often: well inside the 18.2 h its
+ * cells can count (CBF_UNTIL_MAX), so a deadline beyond that is rounded
+ * down to a time the next base extends before it comes. */
+#define PUB_REBASE_MS (6ull * 3600 * 1000)
+
 struct pub_conf {
+	enum pub_claims claims;
 	enum sum_scheme scheme;
 	unsigned bits_per_entry;
 	unsigned k;
@@ -67,6 +103,7 @@ struct pub_conf {
 	uint64_t max_interval_ms;    /* 0: never on time alone */
 	uint64_t expected_objects;   /* the first filter's sizing */
 	uint64_t max_bits;           /* ceiling on a filter's m (the wire's) */
+	bool fixed_size;             /* never grown (rebased still) */
 };
 
 /* What one publication says: the message's fields besides the sender. */
@@ -79,9 +116,14 @@ struct publication {
 	uint64_t entries;
 	uint64_t checksum;           /* of the array as published */
 	struct sum_buf payload;      /* appended to; the caller frees it */
+	bool timed;                  /* cells with deadlines (timed.h) */
+	uint64_t sent_ms;            /* timed: our clock, ms since the base */
 };
 
 struct publisher;
+
+/* A publication as the receiving side takes it (psum_take). */
+struct sum_msg pub_msg(const struct publication *pub);
 
 /* Objects a cache of cache_bytes is first sized for, at object_bytes an
  * object (the daemon: PUB_OBJECT_BYTES). */
@@ -112,19 +154,21 @@ bool pub_added(struct publisher *p, const struct sumkey *k,
  * has it (a caller's mistake, counted in the filter's bad_removes). */
 bool pub_removed(struct publisher *p, const struct sumkey *k);
 /* Keys whose deadline has passed at now_ms (pub_added's clock) leave
- * the filter. Returns how many. */
+ * the filter (timed: as the peers already dropped them, not a change).
+ * Returns how many. */
 uint64_t pub_expire(struct publisher *p, uint64_t now_ms);
 /* How often the caller runs pub_expire: a key lapses at most this late. */
 #define PUB_EXPIRE_TICK_MS 1000
-/* How long before expiry a key leaves the filter, now. */
+/* How long before expiry a key leaves the filter, now; 0 for evicted. */
 uint64_t pub_margin_ms(const struct publisher *p);
 
 /* Growth: the caller starts a rebuild when it is wanted, calls
  * pub_rebuild_step until it returns true (with adds, removes and expiry
  * between the calls), then ends it. */
-bool pub_wants_rebuild(const struct publisher *p);
+bool pub_wants_rebuild(const struct publisher *p, uint64_t now_ms);
 bool pub_rebuilding(const struct publisher *p);
-void pub_rebuild_begin(struct publisher *p, uint64_t now_us);
+void pub_rebuild_begin(struct publisher *p, uint64_t now_us,
+    uint64_t now_ms);
 /* Walks at most max keys of the table into the new filter; true once
  * every key has been walked. */
 bool pub_rebuild_step(struct publisher *p, size_t max);
@@ -153,8 +197,9 @@ bool pub_interval_due(const struct publisher *p, uint64_t now_ms);
 int pub_publish(struct publisher *p, uint64_t now_ms,
     struct publication *out);
 /* The full summary of the last publication (for a pull, or a peer that
- * comes back). Returns 0 or -1 (ENOMEM). */
-int pub_last_full(const struct publisher *p, struct publication *out);
+ * comes back), sent at now_ms. Returns 0 or -1 (ENOMEM). */
+int pub_last_full(const struct publisher *p, uint64_t now_ms,
+    struct publication *out);
 
 /* The filter in use, and the publication counts. */
 const struct cbf *pub_filter(const struct publisher *p);

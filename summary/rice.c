@@ -22,18 +22,6 @@ gap(const uint64_t *pos, size_t i)
 	return i == 0 ? pos[0] : pos[i] - pos[i - 1] - 1;
 }
 
-static size_t
-varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
 size_t
 rice_size(const uint64_t *pos, size_t n, unsigned r)
 {
@@ -41,7 +29,7 @@ rice_size(const uint64_t *pos, size_t n, unsigned r)
 
 	for (size_t i = 0; i < n; i++)
 		bits += gap(pos, i) >> r;
-	return varint_len(n) + 1 + (size_t)((bits + 7) / 8);
+	return sum_varint_len(n) + 1 + (size_t)((bits + 7) / 8);
 }
 
 unsigned
@@ -90,18 +78,9 @@ put_bits(struct bitw *w, uint64_t v, unsigned n)
 int
 rice_encode(struct sum_buf *out, const uint64_t *pos, size_t n)
 {
-	unsigned r = rice_best_param(pos, n);
-	uint8_t hdr[11];
-	size_t h = 0;
-	uint64_t v = n;
+	uint8_t r = (uint8_t)rice_best_param(pos, n);
 
-	while (v >= 0x80) {
-		hdr[h++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	hdr[h++] = (uint8_t)v;
-	hdr[h++] = (uint8_t)r;
-	if (sum_buf_put(out, hdr, h) < 0)
+	if (sum_buf_varint(out, n) < 0 || sum_buf_put(out, &r, 1) < 0)
 		return -1;
 	struct bitw w = {out, 0, 0, 0};
 	for (size_t i = 0; i < n; i++) {
@@ -141,22 +120,12 @@ long
 rice_decode(const uint8_t *in, size_t len, uint64_t m, uint64_t **pos,
     size_t *n)
 {
-	size_t i = 0;
-	uint64_t count = 0;
-	unsigned shift = 0;
+	uint64_t count;
+	size_t i = sum_varint_read(in, len, &count);
 
 	*pos = NULL;
 	*n = 0;
-	for (;;) {
-		if (i >= len || shift > 63)
-			return SUM_ERR_MALFORMED;
-		uint8_t b = in[i++];
-		count |= (uint64_t)(b & 0x7f) << shift;
-		shift += 7;
-		if (!(b & 0x80))
-			break;
-	}
-	if (i >= len || count > m)
+	if (i == 0 || i >= len || count > m)
 		return SUM_ERR_MALFORMED;
 	unsigned r = in[i++];
 	if (r > 62)

@@ -69,7 +69,9 @@ Test(claims, a_variant_keeps_the_latest_deadline)
 	struct sumkey k = key(1), other = key(2);
 
 	cr_assert_eq(claims_add(t, &k, 100, 0, &c), 1);
-	cr_assert_eq(claims_add(t, &k, 300, 0, &c), 0, "claimed already");
+	cr_assert_eq(claims_add(t, &k, 300, 0, &c), 2,
+	    "claimed already: its deadline moved later");
+	cr_assert_eq(c->until_ms, 300);
 	cr_assert_eq(claims_add(t, &k, 200, 0, &c), 0);
 	cr_assert_eq(claims_add(t, &other, 250, 0, &c), 1);
 	c = claims_lapse(t, 299);

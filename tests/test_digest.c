@@ -56,7 +56,7 @@ Test(digest, build_then_parse)
 	for (int i = 0; i < 3; i++) {
 		struct sumkey k;
 		md5_key(urls[i], &k);
-		cr_assert(psum_contains(p, &k), "%s", urls[i]);
+		cr_assert(psum_contains(p, &k, 0), "%s", urls[i]);
 	}
 	cr_assert_eq(p->ones, 12);
 	psum_free(&p);

@@ -61,12 +61,12 @@ Test(digest_serve, digest_holds_every_cached_url_and_passes_squids_checks)
 		struct sumkey k;
 		cr_assert_eq(sumkey_make(h, SUM_METHOD_GET, url[i],
 		    strlen(url[i]), &k), 0);
-		cr_expect(psum_contains(p, &k), "%s missing", url[i]);
+		cr_expect(psum_contains(p, &k, 0), "%s missing", url[i]);
 	}
 	/* HEAD, as a URL nobody cached: the method is part of Squid's key */
 	struct sumkey k;
 	sumkey_make(h, SUM_METHOD_HEAD, url[0], strlen(url[0]), &k);
-	int claimed = psum_contains(p, &k);
+	int claimed = psum_contains(p, &k, 0);
 	sumkey_hasher_free(&h);
 	psum_free(&p);
 	resp_free(&r);
@@ -121,7 +121,7 @@ digest_lists(struct psum *p, const char *url)
 
 	cr_assert_eq(sumkey_make(h, SUM_METHOD_GET, url, strlen(url), &k), 0);
 	sumkey_hasher_free(&h);
-	return psum_contains(p, &k);
+	return psum_contains(p, &k, 0);
 }
 
 Test(digest_serve, copies_that_expire_before_the_next_renewal_are_left_out)

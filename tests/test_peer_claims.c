@@ -134,3 +134,81 @@ Test(peer_claims, claims_that_proved_false_are_asked_last)
 	cr_expect_gt(node_peer_metric(a, "sumcache_peer_claim_false_rate", "b"), 0);
 	cr_expect_eq(node_peer_metric(a, "sumcache_peer_claim_false_rate", "c"), 0);
 }
+
+/* Timed summaries (issue 35): a claim ends at its deadline at the peer by
+ * itself, so copies that expire cost their owner no summary message; a
+ * revalidation (a 304) claims the copy again, in a delta. */
+Test(peer_claims, expired_claims_lapse_at_the_peer_with_no_message)
+{
+	const char *opts[] = {"summary_max_interval=1s", NULL};
+	struct resp r;
+	char fresh[256], lapsing[256], revalidated[256], url[256];
+
+	cluster_start(&CE, &CL, 2, opts, NULL);
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
+	/* claimed at B until 3 s after A stores them (expiry less a second
+	 * of slack, rounded down) */
+	snprintf(fresh, sizeof(fresh), "http://127.0.0.1:%d/obj/tf?max_age=4",
+	    CE.oport);
+	snprintf(lapsing, sizeof(lapsing), "http://127.0.0.1:%d/obj/tl?"
+	    "max_age=2", CE.oport);
+	snprintf(revalidated, sizeof(revalidated), "http://127.0.0.1:%d/obj/"
+	    "tr?max_age=4&etag=1", CE.oport);
+	node_get(a, fresh, &r);
+	resp_free(&r);
+	node_get(a, lapsing, &r);
+	resp_free(&r);
+	node_get(a, revalidated, &r);
+	resp_free(&r);
+	/* and one that stays, as a cache holds many */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/tk?max_age=600",
+	    CE.oport);
+	node_get(a, url, &r);
+	resp_free(&r);
+	node_wait_synced(a, b);
+	double deltas = node_sent(a, "summary_delta", "b");
+	double fulls = node_sent(a, "summary_full", "b");
+	node_get(b, fresh, &r);
+	resp_free(&r);
+	cr_assert_eq(node_metric(b, "sumcache_requests_total{result=\""
+	    "remote_hit\"}"), 1, "claimed while fresh");
+
+	/* the 2 s copy's claim ends, then the 4 s ones' (all lapse at A
+	 * too); A says nothing about it */
+	usleep(3000 * 1000);
+	cr_assert_geq(node_wait_metric(a, "sumcache_summary_expired_total", 3,
+	    3000), 3);
+	usleep(1500 * 1000);     /* a max interval and more */
+	cr_assert_eq(node_sent(a, "summary_delta", "b"), deltas,
+	    "A published its lapses");
+	cr_assert_eq(node_sent(a, "summary_full", "b"), fulls);
+	double asked = node_sent(b, "peer_request", "a");
+	node_get(b, lapsing, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	cr_assert_eq(node_sent(b, "peer_request", "a"), asked,
+	    "B asked A for a copy whose claim had ended");
+	cr_assert_eq(node_metric(b, "sumcache_peer_false_hits_total"), 0);
+	cr_assert_eq(origin_count(&CE, "/obj/tl", NULL), 2);
+
+	/* A revalidates its copy for a client of its own: a 304, and the
+	 * claim is back, in a delta */
+	int conditional = 0;
+	node_get(a, revalidated, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	origin_count(&CE, "/obj/tr", &conditional);
+	cr_assert_eq(conditional, 1, "revalidated with the origin");
+	char sent[200];
+	snprintf(sent, sizeof(sent), "sumcache_interproxy_messages_total"
+	    "{direction=\"sent\",type=\"summary_delta\",peer=\"b\"}");
+	cr_assert_gt(node_wait_metric(a, sent, deltas + 1, 3000), deltas);
+	node_wait_synced(a, b);
+	cr_assert_eq(node_sent(a, "summary_full", "b"), fulls,
+	    "a full summary was sent");
+	node_get(b, revalidated, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	cr_assert_eq(node_metric(b, "sumcache_requests_total{result=\""
+	    "remote_hit\"}"), 2, "claimed again after the 304");
+}

@@ -1,7 +1,8 @@
 /*
- * The publisher (summary/publisher.c) on its own: the threshold and
- * max-interval rules, what a receiver rebuilds from its publications, and
- * growth by rebuild while objects come and go, with the new epoch.
+ * The publisher (summary/publisher.c) on its own, claiming while fresh
+ * (test_timed.c has the timed policy): the threshold and max-interval
+ * rules, what a receiver rebuilds from its publications, and growth by
+ * rebuild while objects come and go, with the new epoch.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@ static struct pub_conf
 conf(double threshold, uint64_t max_interval_ms, uint64_t expected)
 {
 	return (struct pub_conf){
+		.claims = PUB_CLAIMS_FRESH,
 		.scheme = SUM_XXH3,
 		.bits_per_entry = 16,
 		.k = 4,
@@ -144,7 +146,7 @@ Test(publisher, receiver_follows_every_publication)
 	struct sumkey k;
 	unsigned fulls = 0, deltas = 0;
 
-	cr_assert_eq(pub_last_full(p, &pub), 0);
+	cr_assert_eq(pub_last_full(p, 0, &pub), 0);
 	cr_assert_eq(pub.seq, 1);
 	cr_assert_eq(pub.epoch, 77);
 	receive(view, &pub);
@@ -202,7 +204,7 @@ Test(publisher, growth_while_objects_come_and_go)
 	unsigned rebuilds = 0;
 
 	for (int round = 0; round < 2; round++) {
-		while (!pub_wants_rebuild(p)) {
+		while (!pub_wants_rebuild(p, 0)) {
 			test_key(next_id, &k);
 			pub_added(p, &k, CLAIMS_FOREVER, 0);
 			present[next_id++] = true;
@@ -210,9 +212,9 @@ Test(publisher, growth_while_objects_come_and_go)
 		uint64_t entries = pub_filter(p)->entries;
 		uint64_t old_epoch = pub_filter(p)->epoch;
 		/* a clock stepped back still gives a newer epoch */
-		pub_rebuild_begin(p, round == 0 ? 5 : old_epoch + 1000);
+		pub_rebuild_begin(p, round == 0 ? 5 : old_epoch + 1000, 0);
 		cr_assert(pub_rebuilding(p));
-		cr_assert(!pub_wants_rebuild(p), "one rebuild at a time");
+		cr_assert(!pub_wants_rebuild(p, 0), "one rebuild at a time");
 		/* the walk over the publisher's table, in steps, while
 		 * objects arrive and leave: some already walked, some not
 		 * yet, some arriving after it began */
@@ -340,8 +342,8 @@ Test(publisher, claims_lapse_before_expiry_and_come_back)
 	cr_assert_eq(pub_publish(p, now, &pub), 0);
 	receive(view, &pub);
 	test_key(1, &k);
-	cr_assert(!psum_contains(view, &k), "too short-lived to claim");
-	cr_assert(psum_contains(view, &v));
+	cr_assert(!psum_contains(view, &k, 0), "too short-lived to claim");
+	cr_assert(psum_contains(view, &v, 0));
 
 	/* the later variant's deadline (20 s less the margin) holds */
 	cr_assert_eq(pub_expire(p, now + 17999), 0);
@@ -349,7 +351,7 @@ Test(publisher, claims_lapse_before_expiry_and_come_back)
 	cr_assert(pub_threshold_reached(p), "a lapse is a change");
 	cr_assert_eq(pub_publish(p, now + 18000, &pub), 0);
 	receive(view, &pub);
-	cr_assert(!psum_contains(view, &v), "the peers see it gone");
+	cr_assert(!psum_contains(view, &v, 0), "the peers see it gone");
 	/* revalidated: the store replaces the copy, and the key is back */
 	cr_assert(pub_removed(p, &v));
 	cr_assert(pub_added(p, &v, now + 60000, now + 18000));
@@ -393,13 +395,13 @@ Test(publisher, growth_while_claims_lapse)
 
 	/* each object fresh for ten times its id in ms (no publication
 	 * yet: no margin) */
-	while (!pub_wants_rebuild(p)) {
+	while (!pub_wants_rebuild(p, 0)) {
 		test_key(n, &k);
 		until[n] = now + 10 * n;
 		cr_assert(pub_added(p, &k, until[n], now));
 		n++;
 	}
-	pub_rebuild_begin(p, 5000);
+	pub_rebuild_begin(p, 5000, 0);
 	while (!pub_rebuild_step(p, 50)) {
 		now += 37;
 		pub_expire(p, now);

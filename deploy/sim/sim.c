@@ -115,7 +115,7 @@ ask_summaries(struct sim *s, unsigned i, uint32_t obj, double now,
 	uint64_t now_ms = (uint64_t)(now * 1000);
 
 	if (owner != NIL && owner != i && psum_contains(s->px[owner].view,
-	    &o->key))
+	    &o->key, now_ms))
 		return NIL;
 
 	for (unsigned d = 1; d < n; d++) {
@@ -125,7 +125,7 @@ ask_summaries(struct sim *s, unsigned i, uint32_t obj, double now,
 			continue;
 		s->st.probes++;
 		s->st.fp_theory += y->pub_fpr;
-		if (!psum_contains(y->view, &o->key))
+		if (!psum_contains(y->view, &o->key, now_ms))
 			continue;
 		if (in_view(s, j, obj)) {
 			s->st.true_positives++;
@@ -339,12 +339,11 @@ size_caches(struct sim *s)
 			die("out of memory");
 		/* every peer starts with the empty summary, as after a pull */
 		struct publication pub = {0};
-		if (pub_last_full(x->pub, &pub) < 0)
+		uint64_t t0 = trace_ms(t->req[0].time);
+		if (pub_last_full(x->pub, t0, &pub) < 0)
 			die("out of memory");
-		x->view = psum_new(SUM_XXH3, pub.m, pub.k);
-		if (x->view == NULL || psum_load_full(x->view, pub.scheme,
-		    pub.m, pub.k, pub.epoch, pub.seq, pub.payload.p,
-		    pub.payload.len, pub.checksum) != 0)
+		struct sum_msg msg = pub_msg(&pub);
+		if (psum_take(&x->view, &msg, t0) != 0)
 			die("cannot load an empty summary");
 		sum_buf_free(&pub.payload);
 		x->head = x->tail = x->hand = NIL;

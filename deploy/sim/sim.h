@@ -97,6 +97,7 @@ bool mode_hashed(enum mode m);
 
 struct params {
 	enum mode mode;
+	enum pub_claims claims; /* what a summary claims (publisher.h) */
 	unsigned proxies;
 	double threshold;       /* share of entries */
 	unsigned bits;          /* per entry */

@@ -62,7 +62,7 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 		printf("%s,%u,%g,%u,%u,%" PRIu64 ",%.4f,%.4f,%.4f,%.4f,%.4f,"
 		    "%.5f,%.2f,%.5f,%" PRIu64 ",%" PRIu64 ",%.0f,%.6f,%.6f,"
 		    "%.6f,%.6f,%.2f,%.4f,%.1f,%" PRIu64 ",%g,%" PRIu64 ",%"
-		    PRIu64 ",%.4f,%.4f,%.0f,%.0f,%" PRIu64 ",%" PRIu64 ",%d,%d\n",
+		    PRIu64 ",%.4f,%.4f,%.0f,%.0f,%" PRIu64 ",%" PRIu64 ",%d,%d,%s\n",
 		    mode_names[p->mode], p->proxies,
 		    sum ? p->threshold * 100 : 0, sum ? p->bits : 0,
 		    sum ? p->k : 0, st->requests,
@@ -86,20 +86,21 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 		    pct(st->owner_hits, st->requests), dups, copies,
 		    st->origin_after[0], st->origin_after[1],
 		    mode_hashed(p->mode) ? (int)p->admit_hits : -1,
-		    p->membership);
+		    p->membership, sum ? pub_claims_name(p->claims) : "");
 		return;
 	}
-	char what[48];
+	char what[64];
 	const char *name = p->mode == MODE_SUMMARY ? "summary" : "sum+hash";
 	if (sum && p->delay > 0)
-		snprintf(what, sizeof(what), "%s %g%% %ub +%gs", name,
-		    p->threshold * 100, p->bits, p->delay);
+		snprintf(what, sizeof(what), "%s %s %g%% %ub +%gs", name,
+		    pub_claims_name(p->claims), p->threshold * 100, p->bits,
+		    p->delay);
 	else if (sum)
-		snprintf(what, sizeof(what), "%s %g%% %ub", name,
-		    p->threshold * 100, p->bits);
+		snprintf(what, sizeof(what), "%s %s %g%% %ub", name,
+		    pub_claims_name(p->claims), p->threshold * 100, p->bits);
 	else
 		snprintf(what, sizeof(what), "%s", mode_names[p->mode]);
-	printf("%-18s %5u %7.2f %7.2f %7.2f %7.3f %7.3f %9.4f %9.1f %8.4f",
+	printf("%-26s %5u %7.2f %7.2f %7.2f %7.3f %7.3f %9.4f %9.1f %8.4f",
 	    what, p->proxies, pct(st->local_hits, st->requests),
 	    pct(st->remote_hits, st->requests),
 	    pct(st->local_hits + st->remote_hits, st->requests),
@@ -126,14 +127,14 @@ static const char csv_header[] =
     "effective_bits_per_entry,rebuilds,delay_s,origin_requests,"
     "capacity_misses,owner_requests_per_request,owner_hit_pct,"
     "duplicate_copies,copies,origin_after_join,origin_after_leave,admit,"
-    "membership\n";
+    "membership,claims\n";
 
 /* percentages of requests, except the three false-positive rates, which
  * are of summary probes */
 static const char table_header[] =
-    "                                     hit %                    "
-    "        per request            false positive %\n"
-    "run                proxies   local  remote   total  falseh  falsem"
+    "                                             hit %            "
+    "                per request            false positive %\n"
+    "run                        proxies   local  remote   total  falseh  falsem"
     "  messages     bytes  fetches   absent  formula   trace  capmiss"
     "     dups      s\n";
 
@@ -157,6 +158,10 @@ usage(void)
 	    "  --filter-for BYTES   size each filter for cache / BYTES objects,\n"
 	    "                       and grow it, as sumcache does (%d); mean:\n"
 	    "                       once, for the proxy's mean object size\n"
+	    "  --claims LIST        what a summary claims: timed (the\n"
+	    "                       daemon's: cells carry deadlines), fresh\n"
+	    "                       (lapses published), evicted (until the\n"
+	    "                       copy is evicted) (timed)\n"
 	    "  --peers-asked N      claimants asked on a miss, at most (%d)\n"
 	    "  --delay S            a summary arrives S trace seconds after\n"
 	    "                       it is sent (0)\n"
@@ -236,6 +241,7 @@ main(int argc, char **argv)
 		{"filter-for", 1, 0, 'f'}, {"policy", 0, 0, 'p'},
 		{"peers-asked", 1, 0, 'a'}, {"delay", 1, 0, 'd'},
 		{"admit-hits", 1, 0, 'A'}, {"membership", 0, 0, 'M'},
+		{"claims", 1, 0, 'C'},
 		{0, 0, 0, 0},
 	};
 	struct params p = {.proxies = 4, .k = 4, .cache_share = 0.1,
@@ -243,7 +249,8 @@ main(int argc, char **argv)
 	    .peers_asked = PEERS_ASKED_DEFAULT,
 	    .admit_hits = ADMIT_HITS_DEFAULT};
 	double thresholds[MAX_LIST] = {1}, bits[MAX_LIST] = {16};
-	unsigned nthr = 1, nbits = 1;
+	unsigned nthr = 1, nbits = 1, nclaims = 1;
+	enum pub_claims claims[PUB_CLAIMS_COUNT] = {PUB_CLAIMS_TIMED};
 	bool modes[MODE_COUNT] = {true, true, true}, csv = false;
 	bool policy = false;
 	int c, li = 0;
@@ -332,6 +339,18 @@ main(int argc, char **argv)
 			if (*end != '\0' || p.admit_hits > ADMIT_HITS_MAX)
 				bad_option(name, optarg, "0 to 15");
 			break;
+		case 'C':
+			nclaims = 0;
+			for (char *m = strtok(optarg, ","); m != NULL;
+			    m = strtok(NULL, ",")) {
+				if (nclaims == PUB_CLAIMS_COUNT ||
+				    !pub_claims_parse(m, &claims[nclaims++]))
+					bad_option(name, m, "timed, fresh or "
+					    "evicted, each once at most");
+			}
+			if (nclaims == 0)
+				bad_option(name, optarg, "a policy");
+			break;
 		case 'M': p.membership = true; break;
 		case 'v': csv = true; break;
 		case 'p': policy = true; break;
@@ -374,10 +393,12 @@ main(int argc, char **argv)
 		p.mode = (enum mode)m;
 		bool sum = mode_summaries(p.mode);
 		for (unsigned a = 0; a < (sum ? nthr : 1); a++)
-			for (unsigned b = 0; b < (sum ? nbits : 1); b++) {
+			for (unsigned b = 0; b < (sum ? nbits : 1); b++)
+			for (unsigned q = 0; q < (sum ? nclaims : 1); q++) {
 				struct stats st;
 				p.threshold = thresholds[a] / 100;
 				p.bits = (unsigned)bits[b];
+				p.claims = claims[q];
 				run(&t, &p, &st);
 				print_row(&p, &st, csv);
 				fflush(stdout);

@@ -19,6 +19,7 @@ sim_pub_conf(const struct params *p, uint64_t cap)
 	double per = p->filter_object_bytes;
 
 	return (struct pub_conf){
+		.claims = p->claims,
 		.scheme = SUM_XXH3,
 		.bits_per_entry = p->bits,
 		.k = p->k,
@@ -27,6 +28,7 @@ sim_pub_conf(const struct params *p, uint64_t cap)
 		.expected_objects = per > 0 ? pub_expected_objects(cap,
 		    (uint64_t)per) : 0,
 		.max_bits = WIRE_MAX_BITS,
+		.fixed_size = per == 0,
 	};
 }
 
@@ -50,7 +52,8 @@ probe_absent(struct sim *s, const struct proxy *x)
 		if (sumkey_make(s->hasher, SUM_METHOD_GET, url, (size_t)n,
 		    &k) < 0)
 			die("cannot hash a URL");
-		s->st.absent_fp += psum_contains(x->view, &k);
+		s->st.absent_fp += psum_contains(x->view, &k,
+		    x->view->clock.local_ms);
 		s->st.absent_theory += x->pub_fpr;
 	}
 }
@@ -62,18 +65,16 @@ trace_ms(double t)
 	return t > 0 ? (uint64_t)(t * 1000) : 0;
 }
 
-/* Publication pub of proxy i arrives: what the others hold of i is
- * updated, and the ghosts it removes leave the view. */
+/* Publication pub of proxy i arrives at trace time `at`: what the
+ * others hold of i is updated, and the ghosts it removes leave the
+ * view. */
 static void
-arrive(struct sim *s, unsigned i, const struct publication *pub)
+arrive(struct sim *s, unsigned i, const struct publication *pub, double at)
 {
 	struct proxy *x = &s->px[i];
+	struct sum_msg msg = pub_msg(pub);
 
-	int rc = pub->full ? psum_load_full(x->view, pub->scheme, pub->m,
-	    pub->k, pub->epoch, pub->seq, pub->payload.p, pub->payload.len,
-	    pub->checksum) : psum_apply_delta(x->view, pub->epoch, pub->seq,
-	    pub->payload.p, pub->payload.len, pub->checksum);
-	if (rc != 0)
+	if (psum_take(&x->view, &msg, trace_ms(at)) != 0)
 		die("a summary did not decode to what was published");
 	x->arrived++;
 	double n = (double)pub->entries, m = (double)pub->m;
@@ -96,7 +97,7 @@ deliver(struct sim *s, double now)
 
 	for (; (f = fifo_head(&s->flights)) != NULL && f->at <= now;
 	    fifo_pop(&s->flights)) {
-		arrive(s, f->from, &f->pub);
+		arrive(s, f->from, &f->pub, f->at);
 		sum_buf_free(&f->pub.payload);
 	}
 }
@@ -124,7 +125,7 @@ send_summary(struct sim *s, unsigned i, struct publication *pub,
 		die("out of memory");
 	s->px[i].pubs++;
 	if (s->p.delay <= 0) {
-		arrive(s, i, pub);
+		arrive(s, i, pub, now);
 	} else {
 		struct flight *f = fifo_push(&s->flights);
 		*f = (struct flight){.at = now + s->p.delay, .from = i,
@@ -155,7 +156,8 @@ publish(struct sim *s, unsigned i, double now)
 	s->payload = pub.payload;
 }
 
-/* More objects than the filter was sized for: the publisher's rebuild,
+/* More objects than the filter was sized for, or (timed) a new base: the
+ * publisher's rebuild,
  * with the walk over the whole cache done at once (the daemon spreads it
  * over loop turns; nothing arrives meanwhile here). */
 void
@@ -164,7 +166,7 @@ rebuild(struct sim *s, unsigned i, double now)
 	struct proxy *x = &s->px[i];
 	struct publication pub = {.payload = s->payload};
 
-	pub_rebuild_begin(x->pub, trace_ms(now) * 1000);
+	pub_rebuild_begin(x->pub, trace_ms(now) * 1000, trace_ms(now));
 	while (!pub_rebuild_step(x->pub, SIZE_MAX))
 		;
 	int rc = pub_rebuild_end(x->pub, trace_ms(now), &pub);

@@ -1,8 +1,8 @@
 /*
  * Time, as every layer that runs on the event loop reads it: the
- * monotonic clock for intervals and deadlines, the wall clock in
- * microseconds for summary epochs, and the struct timeval libevent wants
- * for a delay in milliseconds.
+ * monotonic clock for intervals and deadlines, the wall clock for
+ * summary epochs (microseconds) and the publisher (milliseconds), and the
+ * struct timeval libevent wants for a delay in milliseconds.
  */
 #ifndef CLOCK_H
 #define CLOCK_H
@@ -33,6 +33,14 @@ wall_us(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* The publisher's one clock (summary/publisher.h): expiry times are wall
+ * times, and a timed summary's deadlines are reckoned from them. */
+static inline uint64_t
+wall_ms(void)
+{
+	return wall_us() / 1000;
 }
 
 static inline struct timeval

@@ -44,15 +44,6 @@ struct status {
 	struct sample ring[STATUS_SAMPLES];
 };
 
-static uint64_t
-wall_ms(void)
-{
-	struct timeval tv;
-
-	gettimeofday(&tv, NULL);
-	return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
-}
-
 /* Messages and bytes count both directions: the page charts this
  * node's share of the cluster's traffic, in and out. */
 static void

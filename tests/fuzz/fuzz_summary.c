@@ -26,27 +26,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void
 decode(const struct wire_summary *w)
 {
+	struct sum_msg msg = {
+		.timed = w->timed, .full = w->full, .scheme = w->scheme,
+		.m = w->m, .k = w->k, .epoch = w->epoch, .seq = w->seq,
+		.payload = w->payload, .len = w->payload_len,
+		.checksum = w->checksum, .sent_ms = w->sent_ms,
+	};
+	struct psum *p = NULL;
+	struct sum_buf empty = {0};
+
 	if (w->m > FUZZ_MAX_BITS)
 		return;
-	struct psum *p = psum_new(w->scheme, w->m, w->k);
-	if (p == NULL)
-		return;
-	if (w->full) {
-		psum_load_full(p, w->scheme, w->m, w->k, w->epoch, w->seq,
-		    w->payload, w->payload_len, w->checksum);
-	} else {
-		/* the delta follows an empty full summary of its epoch */
-		struct sum_buf empty = {0};
+	if (!w->full) {
+		/* the delta follows an empty full summary of its epoch and
+		 * kind */
+		struct sum_msg e = msg;
 		uint64_t *zero = calloc((w->m + 63) / 64, 8);
-		if (zero != NULL && sum_encode_full(zero, w->m, &empty) == 0 &&
-		    psum_load_full(p, w->scheme, w->m, w->k, w->epoch,
-		    w->seq - 1, empty.p, empty.len, sum_checksum(zero,
-		    w->m)) == 0)
-			psum_apply_delta(p, w->epoch, w->seq, w->payload,
-			    w->payload_len, w->checksum);
-		free(empty.p);
+		if (zero == NULL || (w->timed ? sum_buf_varint(&empty, 0) :
+		    sum_encode_full(zero, w->m, &empty)) < 0) {
+			free(zero);
+			goto out;
+		}
+		e.full = true;
+		e.seq = w->seq - 1;
+		e.payload = empty.p;
+		e.len = empty.len;
+		e.checksum = w->timed ? 0 : sum_checksum(zero, w->m);
 		free(zero);
+		if (psum_take(&p, &e, 0) != 0)
+			goto out;
 	}
+	if (psum_take(&p, &msg, 0) == 0) {
+		struct sumkey k = {0};
+		(void)psum_contains(p, &k, 1000);
+	}
+out:
+	free(empty.p);
 	psum_free(&p);
 }
 

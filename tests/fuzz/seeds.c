@@ -13,6 +13,7 @@
 #include "psum.h"
 #include "sumcache.pb-c.h"
 #include "sumkey.h"
+#include "wire.h"
 
 static void
 put(const char *dir, const char *name, const void *p, size_t n)
@@ -36,7 +37,11 @@ add_keys(struct cbf *f, struct sumkey_hasher *h, int from, int to)
 		char url[64];
 		struct sumkey k;
 		int n = snprintf(url, sizeof(url), "http://seed.test/o/%d", i);
-		if (sumkey_make(h, SUM_METHOD_GET, url, (size_t)n, &k) == 0)
+		if (sumkey_make(h, SUM_METHOD_GET, url, (size_t)n, &k) != 0)
+			continue;
+		if (f->until != NULL)   /* deadlines a minute and more out */
+			cbf_add_until(f, &k, f->base_ms + 60000 + 1000ull * i);
+		else
 			cbf_add(f, &k);
 	}
 }
@@ -49,7 +54,9 @@ summary_seed(const char *dir, const char *name, struct cbf *f, uint64_t seq)
 	bool full;
 	uint64_t checksum;
 
-	if (sum_publish(f, &b, &full, &checksum) < 0)
+	bool timed = f->until != NULL;
+	if ((timed ? sum_publish_timed(f, f->base_ms, &b, &full, &checksum) :
+	    sum_publish(f, &b, &full, &checksum)) < 0)
 		exit(1);
 	Sumcache__V1__Summary s = SUMCACHE__V1__SUMMARY__INIT;
 	s.sender = "seed";
@@ -59,8 +66,13 @@ summary_seed(const char *dir, const char *name, struct cbf *f, uint64_t seq)
 	    SUMCACHE__V1__HASH_SCHEME__HASH_SQUID_MD5;
 	s.m = f->m;
 	s.k = f->k;
-	s.kind = full ? SUMCACHE__V1__KIND__KIND_FULL :
-	    SUMCACHE__V1__KIND__KIND_DELTA;
+	if (timed)
+		s.kind = full ? SUMCACHE__V1__KIND__KIND_TIMED_FULL :
+		    SUMCACHE__V1__KIND__KIND_TIMED_DELTA;
+	else
+		s.kind = full ? SUMCACHE__V1__KIND__KIND_FULL :
+		    SUMCACHE__V1__KIND__KIND_DELTA;
+	s.version = WIRE_VERSION;
 	s.payload.data = b.p;
 	s.payload.len = b.len;
 	s.checksum = checksum;
@@ -97,6 +109,12 @@ main(int argc, char **argv)
 	summary_seed(dir, "full", f, 1);
 	add_keys(f, x, 200, 203);
 	summary_seed(dir, "delta", f, 2);
+	cbf_free(&f);
+	f = cbf_new_timed(SUM_XXH3, 4096, 4, 1000, 5000);
+	add_keys(f, x, 0, 200);
+	summary_seed(dir, "timed-full", f, 1);
+	add_keys(f, x, 200, 203);
+	summary_seed(dir, "timed-delta", f, 2);
 	cbf_free(&f);
 
 	snprintf(dir, sizeof(dir), "%s/corpus-digest", argv[1]);
