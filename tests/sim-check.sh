@@ -11,6 +11,8 @@
 #     publication with URLs the trace never asks for) is within 10 % of
 #     the Bloom formula (1 - e^(-kn/m))^k at 8 and at 16 bits per entry,
 #     and falls as the bits grow;
+#   - timed claims (issue 35) against claims until evicted and while
+#     fresh: the messages of the one, the false hits of the other;
 #   - sumcache-sim --policy and sumcache --policy agree (the simulator
 #     runs the daemon's publisher and constants);
 #   - a trace with a malformed line is refused with its file and line;
@@ -108,6 +110,42 @@ check "... and fewer remote hits" \
 check "... from as many publications as at once" \
   is "$(delayed publications)" "$(get summary 16 publications)" \
      '(a - b) < b / 50 && (b - a) < b / 50'
+
+# what a summary claims (issue 35), on a cache of 16 MB a node: timed
+# claims lapse at the peers by themselves, so they cost the messages of
+# claims kept until eviction (within 1.1x), the false hits of claims
+# while fresh (at most 0.05 % of requests), a total hit ratio no lower
+# than ICP's, and at most 1.2x the bytes of claims while fresh
+"$build/sumcache-sim" --proxies 8 --cache 16MB --modes icp,summary \
+  --claims timed,fresh,evicted --csv "$dir/trace.log" >"$dir/claims.csv" \
+  2>>"$dir/sim.err"
+cat "$dir/claims.csv"
+claims() {  # claims MODE POLICY COLUMN
+  awk -F, -v m="$1" -v p="$2" -v col="$3" '
+    NR == 1 { for (i = 1; i <= NF; i++) at[$i] = i; next }
+    $1 == m && $(at["claims"]) == p { print $(at[col]); exit }' \
+    "$dir/claims.csv"
+}
+echo "  messages per request: timed $(claims summary timed messages_per_request)," \
+  "fresh $(claims summary fresh messages_per_request)," \
+  "evicted $(claims summary evicted messages_per_request)"
+check "timed claims: messages within 1.1x of claims until evicted" \
+  is "$(claims summary timed messages_per_request)" \
+     "$(claims summary evicted messages_per_request)" 'a > 0 && a <= 1.1 * b'
+check "... fewer than claims while fresh" \
+  is "$(claims summary timed messages_per_request)" \
+     "$(claims summary fresh messages_per_request)" 'a < b'
+check "... false hits at most 0.05 % of requests" \
+  is "$(claims summary timed false_hit_pct)" 'a <= 0.05'
+check "... (claims until evicted: over ten times as many)" \
+  is "$(claims summary evicted false_hit_pct)" \
+     "$(claims summary timed false_hit_pct)" 'a > 10 * b'
+check "... a total hit ratio no lower than ICP's" \
+  is "$(claims summary timed total_hit_pct)" "$(claims icp '' total_hit_pct)" \
+     'a >= b'
+check "... and at most 1.2x the bytes of claims while fresh" \
+  is "$(claims summary timed bytes_per_request)" \
+     "$(claims summary fresh bytes_per_request)" 'a <= 1.2 * b'
 
 # placement (16 MB a node, capacity-bound): hashing caches each object
 # once in the cluster, the hybrid asks the owner unless only another
