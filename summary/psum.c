@@ -200,6 +200,21 @@ sum_popcount(const uint64_t *bits, uint64_t m)
 
 /* ---- full summaries ---- */
 
+/* A full summary's array is in place: the rest of what p holds follows. */
+static void
+loaded(struct psum *p, enum sum_scheme scheme, uint64_t m, unsigned k,
+    uint64_t epoch, uint64_t seq, uint64_t ones, uint64_t checksum)
+{
+	p->scheme = scheme;
+	p->m = m;
+	p->k = k;
+	p->epoch = epoch;
+	p->seq = seq;
+	p->ones = ones;
+	p->checksum = checksum;
+	p->loaded = true;
+}
+
 int
 sum_encode_full(const uint64_t *bits, uint64_t m, struct sum_buf *out)
 {
@@ -278,14 +293,7 @@ psum_load_full(struct psum *p, enum sum_scheme scheme, uint64_t m,
 	}
 	free(p->bits);
 	p->bits = bits;
-	p->scheme = scheme;
-	p->m = m;
-	p->k = k;
-	p->epoch = epoch;
-	p->seq = seq;
-	p->ones = sum_popcount(bits, m);
-	p->checksum = checksum;
-	p->loaded = true;
+	loaded(p, scheme, m, k, epoch, seq, sum_popcount(bits, m), checksum);
 	return 0;
 }
 
@@ -407,15 +415,8 @@ psum_load_timed(struct psum *p, enum sum_scheme scheme, uint64_t m,
 	}
 	free(p->until);
 	p->until = until;
-	p->scheme = scheme;
-	p->m = m;
-	p->k = k;
-	p->epoch = epoch;
-	p->seq = seq;
 	p->clock = *clk;
-	p->ones = n;
-	p->checksum = checksum;
-	p->loaded = true;
+	loaded(p, scheme, m, k, epoch, seq, n, checksum);
 	return 0;
 }
 
