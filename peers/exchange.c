@@ -64,20 +64,33 @@ make_msg(struct peers *ps, struct publication *pub)
 	return m;
 }
 
+/* Whether a full message may be kept and sent again: not a timed one,
+ * which says when it was sent (its peers reckon our clock from that, and
+ * an old one would make them believe every claim longer). */
+static bool
+full_keeps(const struct peers *ps)
+{
+	return ps->conf.publish.claims != PUB_CLAIMS_TIMED;
+}
+
 /* The full summary of what was last published, for pulls and for peers
  * that come back. */
 struct msg *
 exchange_full_msg(struct peers *ps)
 {
-	if (ps->pull_msg == NULL) {
-		struct publication pub = {0};
-		if (pub_last_full(ps->pub, wall_ms(), &pub) == 0)
-			ps->pull_msg = make_msg(ps, &pub);
-		sum_buf_free(&pub.payload);
-	}
-	if (ps->pull_msg != NULL)
+	if (ps->pull_msg != NULL) {
 		ps->pull_msg->refs++;
-	return ps->pull_msg;
+		return ps->pull_msg;
+	}
+	struct publication pub = {0};
+	struct msg *m = pub_last_full(ps->pub, wall_ms(), &pub) == 0 ?
+	    make_msg(ps, &pub) : NULL;
+	sum_buf_free(&pub.payload);
+	if (m != NULL && full_keeps(ps)) {
+		m->refs++;
+		ps->pull_msg = m;
+	}
+	return m;
 }
 
 /* Without a write callback curl prints a body to stdout, where the
@@ -262,7 +275,7 @@ send_all(struct peers *ps, struct msg *m)
 	msg_unref(&ps->pull_msg);
 	if (m == NULL)
 		return;
-	if (m->type == IPM_SUMMARY_FULL) {
+	if (m->type == IPM_SUMMARY_FULL && full_keeps(ps)) {
 		m->refs++;
 		ps->pull_msg = m;
 	}

@@ -342,7 +342,8 @@ cbf_timed_delta(struct cbf *f, uint64_t now_ms, struct cbf_timed_delta *d)
 	memset(d, 0, sizeof(*d));
 	if (f->dirty_lost)
 		return 1;
-	qsort(f->dirty, f->ndirty, sizeof(*f->dirty), ascending);
+	if (f->ndirty > 0)
+		qsort(f->dirty, f->ndirty, sizeof(*f->dirty), ascending);
 	d->pos = malloc((f->ndirty ? f->ndirty : 1) * sizeof(*d->pos));
 	d->until = malloc((f->ndirty ? f->ndirty : 1) * sizeof(*d->until));
 	if (d->pos == NULL || d->until == NULL) {

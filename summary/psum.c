@@ -385,6 +385,22 @@ out:
 /* ---- timed summaries ---- */
 
 
+/*
+ * The sender's clock after a message of the same base: the later of what
+ * the message says and what the last one said, moved on by ours. A
+ * message that waited in a queue says an earlier time than its sender's
+ * clock read when it arrived, and read alone would make every claim look
+ * longer by the wait; the least delayed reading of the two is the better.
+ */
+static struct sum_clock
+later_clock(const struct psum *p, const struct sum_clock *clk)
+{
+	uint64_t was = sender_now(&p->clock, clk->local_ms);
+
+	return (struct sum_clock){was > clk->sent_ms ? was : clk->sent_ms,
+	    clk->local_ms};
+}
+
 int
 psum_load_timed(struct psum *p, enum sum_scheme scheme, uint64_t m,
     unsigned k, uint64_t epoch, uint64_t seq, const uint8_t *in, size_t len,
@@ -413,9 +429,11 @@ psum_load_timed(struct psum *p, enum sum_scheme scheme, uint64_t m,
 		free(until);
 		return SUM_ERR_CHECKSUM;
 	}
+	/* a new epoch may count from a new base: its clock starts afresh */
+	p->clock = p->loaded && epoch == p->epoch ? later_clock(p, clk) :
+	    *clk;
 	free(p->until);
 	p->until = until;
-	p->clock = *clk;
 	loaded(p, scheme, m, k, epoch, seq, n, checksum);
 	return 0;
 }
@@ -449,7 +467,7 @@ psum_apply_timed(struct psum *p, uint64_t epoch, uint64_t seq,
 		p->until[c.pos[i]] = c.until[i];
 	timed_cells_clear(&c);
 	p->seq = seq;
-	p->clock = *clk;
+	p->clock = later_clock(p, clk);
 	p->ones = ones;
 	p->checksum = checksum;
 	return 0;

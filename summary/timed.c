@@ -37,7 +37,8 @@ timed_encode(struct sum_buf *out, const uint64_t *pos, const uint16_t *until,
 		goto out;
 	for (size_t i = 0; i < n; i++)
 		c[i] = (struct cell){until[i], pos[i]};
-	qsort(c, n, sizeof(*c), by_until);
+	if (n > 0)
+		qsort(c, n, sizeof(*c), by_until);
 	for (size_t i = 0; i < n; i++)
 		groups += i == 0 || c[i].until != c[i - 1].until;
 	if (sum_buf_varint(out, groups) < 0)

@@ -156,6 +156,11 @@ Test(peers, dead_peer_is_skipped_then_pulled_when_back)
 	snprintf(series, sizeof(series), "sumcache_peer_up{peer=\"%s\"}",
 	    b->name);
 	cr_assert_eq(node_metric(a, series), 1);
+	/* and A's own summary, pushed when B came up, has reached it: a
+	 * push cut by the kill would mark B down before it is asked */
+	cr_assert_geq(node_wait_metric(a, "sumcache_interproxy_messages_total"
+	    "{direction=\"sent\",type=\"summary_full\",peer=\"b\"}", 1,
+	    5000), 1);
 
 	/* B dies with the object still in A's copy of its summary */
 	harness_stop(b->pid, SIGKILL, 5000);

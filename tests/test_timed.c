@@ -322,3 +322,27 @@ Test(timed, a_new_base_keeps_every_claim)
 	psum_free(&view);
 	pub_free(&p);
 }
+
+/* A message that waited (a queue to a slow peer) says an earlier time
+ * than the sender's clock read when it came: the receiver keeps the
+ * later reading, so a claim is not believed longer for the wait. */
+Test(timed, a_message_that_waited_does_not_lengthen_claims)
+{
+	struct publisher *p = timed_pub();
+	struct psum *view = first_view(p);
+	struct sumkey k, j;
+
+	test_key(8, &k);
+	test_key(9, &j);
+	/* claimed until 6 s after T0 */
+	cr_assert(pub_added(p, &k, T0 + 7000, T0 + 1000));
+	send(p, T0 + 1000, &view, L0 + 1000);
+	cr_assert(pub_added(p, &j, T0 + 60000, T0 + 2000));
+	/* sent at T0 + 2 s, taken 3 s late */
+	send(p, T0 + 2000, &view, L0 + 5000);
+	cr_assert(psum_contains(view, &k, L0 + 5999));
+	cr_assert(!psum_contains(view, &k, L0 + 6000),
+	    "believed past its deadline by the message's wait");
+	psum_free(&view);
+	pub_free(&p);
+}
