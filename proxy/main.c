@@ -18,6 +18,7 @@
 #include "accept.h"
 #include "budget.h"
 #include "ca.h"
+#include "manual.h"
 #include "metric.h"
 #include "peers.h"
 #include "reload.h"
@@ -27,24 +28,31 @@
 #define SUMCACHE_VERSION "0.1.0"
 #endif
 
+#ifndef SUMCACHE_DATE
+#define SUMCACHE_DATE "2026-01-01"
+#endif
+
 static void
 usage(FILE *f)
 {
-	fprintf(f, "usage: sumcache [-c FILE] [-o name=value]... [-t] "
-	    "[--policy] [-h] [-V]\n"
-	    "       sumcache --make-ca DIR\n"
-	    "  -c FILE       configuration file (libconfig syntax)\n"
-	    "  -o name=value set a directive; repeatable\n"
-	    "  -t            check the configuration and exit\n"
-	    "  --metrics-list print every metric family as a Markdown table\n"
-	    "  --make-ca DIR write DIR/ca.crt and DIR/ca.key (0600): a new\n"
-	    "                CA for TLS interception (never overwrites one)\n"
-	    "  --policy      print the summary publishing policy this\n"
-	    "                configuration gives (sumcache-sim runs the "
-	    "same)\n"
-	    "  -h, --help    this text\n"
-	    "  -V, --version print the version\n\n");
+	manual_usage(f);
 	conf_print_help(f);
+}
+
+/* --man PAGE: the manual the build installs, written from the tables */
+static int
+man(const char *page)
+{
+	if (strcmp(page, "sumcache.8") == 0)
+		manual_sumcache(stdout, SUMCACHE_VERSION, SUMCACHE_DATE);
+	else if (strcmp(page, "sumcache.conf.5") == 0)
+		manual_conf(stdout, SUMCACHE_VERSION, SUMCACHE_DATE);
+	else {
+		fprintf(stderr, "sumcache: --man %s: the pages are sumcache.8 "
+		    "and sumcache.conf.5\n", page);
+		return 2;
+	}
+	return fflush(stdout) == 0 ? 0 : 1;
 }
 
 /* --make-ca DIR: the CA is named for this host, so a client's trust store
@@ -75,6 +83,7 @@ main(int argc, char **argv)
 		{"policy", no_argument, NULL, 'P'},
 		{"metrics-list", no_argument, NULL, 'M'},
 		{"make-ca", required_argument, NULL, 'A'},
+		{"man", required_argument, NULL, 'm'},
 		{NULL, 0, NULL, 0},
 	};
 	struct server s;
@@ -106,6 +115,7 @@ main(int argc, char **argv)
 			return 0;
 		}
 		case 'A': free(ovr); return make_ca(optarg);
+		case 'm': free(ovr); return man(optarg);
 		case 'h': usage(stdout); free(ovr); return 0;
 		case 'V':
 			printf("sumcache %s\n", SUMCACHE_VERSION);

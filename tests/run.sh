@@ -11,8 +11,9 @@
 # BUILD/browser-check/), and apt fetches a package twice over https through
 # an intercepting node (tests/apt-check.sh). The
 # deployment files are checked with the tools Debian has
-# (tests/deploy-check.sh), and every #include between proxy/'s rooms
-# must point down (tests/rooms-check.sh).
+# (tests/deploy-check.sh), the manual pages against the tables they are
+# written from and mandoc's lint (tests/man-check.sh), and every #include
+# between proxy/'s rooms must point down (tests/rooms-check.sh).
 # Each fuzz target (HTTP, ICP, Squid digest, summary message) runs briefly
 # on its seed corpus at the end.
 #   FUZZ_SECONDS=N   how long each fuzzer runs (default 20; 0 skips them)
@@ -59,6 +60,10 @@ BUILD=build-test ./tests/cluster-check.sh 2>&1 | tee -a "$log" || status=1
 echo "== deployment files check (build-test)"
 BUILD=build-test ./tests/deploy-check.sh 2>&1 | tee -a "$log" || status=1
 
+# The manual pages the build writes from the code's tables.
+echo "== manual pages check (build-test)"
+BUILD=build-test ./tests/man-check.sh 2>&1 | tee -a "$log" || status=1
+
 # ASan's quarantine would hold freed buffers and hide (or fake) memory
 # growth; a small one keeps the bounded-memory test meaningful.
 export ASAN_OPTIONS=quarantine_size_mb=16:detect_leaks=1:abort_on_error=0
@@ -77,6 +82,6 @@ awk '
       if ($i == "Passing:") p += $(i + 1)
       if ($i == "Failing:" || $i == "Crashing:") f += $(i + 1) } }
   /^fuzz-[a-z]*: / { p += $2; f += $4 }
-  /^(cluster|sim|deploy|browser|apt|rooms)-check: [0-9]+ passed/ { p += $2; f += $4 }
+  /^(cluster|sim|deploy|browser|apt|rooms|man)-check: [0-9]+ passed/ { p += $2; f += $4 }
   END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' "$log" || status=1
 exit $status

@@ -8,6 +8,7 @@
 
 #include "conf.h"
 #include "disk.h"
+#include "manual.h"
 #include "testrun.h"
 
 static const char *
@@ -383,4 +384,59 @@ Test(conf, cache_dir_is_checked_with_file_and_line)
 	cr_assert_eq(c.max_memory_object_size, 16u << 20);
 	conf_clear(&c);
 	rmdir("/tmp/sumcache-conf-dir");
+}
+
+/* The manual pages come from the tables: every directive in
+ * sumcache.conf.5 with its syntax line, default and reload behaviour;
+ * every option in sumcache.8; a backslash or a leading dot in a table's
+ * text cannot become a request. */
+Test(conf, the_manual_is_written_from_the_tables)
+{
+	char *page = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&page, &len);
+
+	manual_conf(f, "9.9", "2026-11-26");
+	fclose(f);
+	cr_assert(strstr(page, ".TH SUMCACHE.CONF 5 2026-11-26 \"sumcache "
+	    "9.9\"") != NULL);
+	size_t reloads = 0;
+	for (const char *p = page; (p = strstr(p, "On reload: ")) != NULL;
+	    p++)
+		reloads++;
+	cr_assert_eq(reloads, conf_docs());
+	for (size_t i = 0; i < conf_docs(); i++) {
+		struct conf_doc d;
+		char want[128];
+		conf_doc(i, &d);
+		snprintf(want, sizeof(want), ".TP\n.B %s\n", d.name);
+		cr_assert(strstr(page, want) != NULL, "%s missing", d.name);
+		cr_assert(strcmp(d.syntax, "VALUE") != 0, "%s: its parser has "
+		    "no syntax in value.c", d.name);
+	}
+	cr_assert(strstr(page, "Default: \\fB256MB\\fR") != NULL);
+	free(page);
+
+	f = open_memstream(&page, &len);
+	manual_sumcache(f, "9.9", "2026-11-26");
+	fclose(f);
+	for (size_t i = 0; i < manual_noptions; i++) {
+		char want[64];
+		size_t n = 0;
+		for (const char *s = manual_options[i].flags; *s &&
+		    n < sizeof(want) - 3; s++) {
+			if (*s == '-')
+				want[n++] = '\\';
+			want[n++] = *s;
+		}
+		want[n] = '\0';
+		cr_assert(strstr(page, want) != NULL, "%s missing",
+		    manual_options[i].flags);
+	}
+	for (const char *line = page; line != NULL; line = strchr(line,
+	    '\n')) {
+		line += *line == '\n';
+		cr_assert(*line != '\'', "a line starts with a quote");
+	}
+	free(page);
 }

@@ -452,17 +452,39 @@ conf_override(struct conf *c, const char *nv, char *err, size_t elen)
 	return 0;
 }
 
+size_t
+conf_docs(void)
+{
+	return NDIRECTIVES;
+}
+
+void
+conf_doc(size_t i, struct conf_doc *out)
+{
+	const struct directive *d = &directives[i];
+
+	*out = (struct conf_doc){
+		.name = d->name,
+		.syntax = value_syntax(d->parse),
+		.dflt = d->dflt,
+		.help = d->help,
+		.repeatable = d->repeatable,
+		.restart = d->restart,
+	};
+}
+
 void
 conf_print_help(FILE *f)
 {
 	fprintf(f, "Directives (config file: name = value; or -o "
 	    "name=value):\n");
 	for (size_t i = 0; i < NDIRECTIVES; i++) {
-		const struct directive *d = &directives[i];
-		fprintf(f, "  %-20s %s%s%s\n  %-20s default: %s\n", d->name,
-		    d->help, d->repeatable ? " (repeatable)" : "",
-		    d->restart ? " (restart to change)" : "", "",
-		    d->dflt == NULL ? "(none)" : *d->dflt ? d->dflt :
+		struct conf_doc d;
+		conf_doc(i, &d);
+		fprintf(f, "  %-20s %s%s%s\n  %-20s %s; default: %s\n",
+		    d.name, d.help, d.repeatable ? " (repeatable)" : "",
+		    d.restart ? " (restart to change)" : "", "", d.syntax,
+		    d.dflt == NULL ? "(none)" : *d.dflt ? d.dflt :
 		    "(computed)");
 	}
 }

@@ -176,6 +176,19 @@ size_t conf_changed(const struct conf *a, const struct conf *b,
 /* Prints every directive with its default and help text. */
 void conf_print_help(FILE *f);
 
+/* The directive table as documentation (the manual, --help): entry i of
+ * conf_docs(), all borrowed from the table. */
+struct conf_doc {
+	const char *name;
+	const char *syntax;    /* value.h's value_syntax */
+	const char *dflt;      /* NULL: none; "": computed */
+	const char *help;
+	bool repeatable;
+	bool restart;          /* a reload keeps the running value */
+};
+size_t conf_docs(void);
+void conf_doc(size_t i, struct conf_doc *out);
+
 void conf_clear(struct conf *c);
 
 #endif

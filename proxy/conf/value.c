@@ -500,3 +500,46 @@ value_share(struct conf *c, size_t off, const char *v, const char **why)
 	*(double *)((char *)c + off) = x;
 	return 0;
 }
+
+static const struct {
+	conf_parse_f *parse;
+	const char *syntax;
+} syntaxes[] = {
+	{value_string, "TEXT"},
+	{value_node_name, "NAME (letters, digits, - . _; 63 at most)"},
+	{value_size, "SIZE (bytes, or with K, M or G: 64KB, 256MB)"},
+	{value_cache_dir, "\"PATH SIZE\" (PATH absolute)"},
+	{value_duration, "DURATION (250ms, 30s, 5m, 1h; a number alone is "
+	    "seconds)"},
+	{value_count, "COUNT (1 to 100000)"},
+	{value_size_auto, "SIZE | auto"},
+	{value_count_auto, "COUNT | auto"},
+	{value_hostport, "ADDRESS:PORT"},
+	{value_icp_listen, "ADDRESS:PORT | auto | none"},
+	{value_onoff, "on | off"},
+	{value_allow, "CIDR (10.0.0.0/8, ::1/128)"},
+	{value_refresh_pattern, "\"[-i] REGEX MIN PERCENT MAX\" (minutes)"},
+	{value_host_pattern, "HOST (a name, *.domain, or *)"},
+	{value_bundle, "FILE (PEM certificates)"},
+	{value_port, "PORT"},
+	{value_sharing, "none | summary | icp"},
+	{value_placement, "none | hash"},
+	{value_weight, "WEIGHT (over 0, at most 1000000)"},
+	{value_admit_hits, "COUNT (0 to 15)"},
+	{value_forwarded_for, "add | forwarded | keep | strip"},
+	{value_peer, "\"NAME HOST:PORT [type=sumcache|squid-digest] "
+	    "[icp=PORT] [proxy_only] [weight=W]\""},
+	{value_peer_dns, "\"HOST:PORT [proxy_only]\""},
+	{value_nameservers, "\"IP[:PORT] ...\""},
+	{value_hash, "xxh3 | squid-md5"},
+	{value_share, "SHARE (1% or 0.01)"},
+};
+
+const char *
+value_syntax(conf_parse_f *parse)
+{
+	for (size_t i = 0; i < sizeof(syntaxes) / sizeof(syntaxes[0]); i++)
+		if (syntaxes[i].parse == parse)
+			return syntaxes[i].syntax;
+	return "VALUE";
+}

@@ -38,4 +38,9 @@ conf_parse_f value_nameservers;
 conf_parse_f value_hash;
 conf_parse_f value_share;
 
+/* What a parser takes, as the manual and --help write it ("SIZE",
+ * "on | off", ...): beside the parsers, so a new one is described where
+ * it is written. */
+const char *value_syntax(conf_parse_f *parse);
+
 #endif

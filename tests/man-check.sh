@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The manual pages the build writes (build/man: sumcache.8 and
+# sumcache.conf.5, by sumcache --man from its own tables):
+#   - they are what the binary writes now (not left from an older build);
+#   - mandoc -T lint finds nothing to say about either;
+#   - sumcache.conf.5 has every directive --help lists, with its syntax,
+#     default and reload behaviour; sumcache.8 has every option --help
+#     lists, and the signals, files and exit codes;
+#   - both render as text (man -l).
+# BUILD names the build directory (build-test).
+# Prints "man-check: P passed, F failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. tests/checks.sh man-check
+
+bin=$build/sumcache
+for page in sumcache.8 sumcache.conf.5; do
+  check "$page is built" [ -s "$build/man/$page" ]
+  check "... and is what sumcache --man writes now" \
+    cmp -s "$build/man/$page" <("$bin" --man "$page")
+  check "... mandoc -T lint finds nothing" \
+    bash -c "out=\$(mandoc -T lint -W warning '$build/man/$page' 2>&1); echo \"\$out\"; [ -z \"\$out\" ]"
+  check "... renders as text" \
+    bash -c "mandoc -T ascii '$build/man/$page' | sed 's/.\x08//g' | grep -q '^SEE ALSO'"
+done
+
+# the directives as --help lists them: "  name  help" then "  syntax;
+# default: ..." (conf_print_help, from the same table)
+"$bin" --help >"$dir/help.txt"
+mapfile -t names < <(awk '/^Directives/ { on = 1; next }
+  on && /^  [a-z_]+ / { print $1 }' "$dir/help.txt")
+check "--help lists directives" [ "${#names[@]}" -gt 50 ]
+conf=$build/man/sumcache.conf.5
+missing=()
+for n in "${names[@]}"; do
+  grep -qx "\.B $n" "$conf" || missing+=("$n")
+done
+check "sumcache.conf.5 has each of the ${#names[@]} directives" \
+  bash -c "echo 'missing: ${missing[*]}'; [ ${#missing[@]} -eq 0 ]"
+check "... each with its default and reload behaviour" \
+  [ "$(grep -c 'On reload: ' "$conf")" -eq "${#names[@]}" ]
+check "... the default of cache_mem as --help says it" \
+  bash -c "grep -A6 -x '.B cache_mem' '$conf' | grep -q 'Default: .fB256MB'"
+
+mandoc -T ascii "$build/man/sumcache.8" | sed 's/.\x08//g' >"$dir/sumcache.txt"
+mapfile -t opts < <(awk '/^usage:/ { on = 1; next } /^$/ { on = 0 }
+  on && /^  -/ { print $1 }' "$dir/help.txt" | tr -d ,)
+check "--help lists options" [ "${#opts[@]}" -gt 5 ]
+missing=()
+for o in "${opts[@]}"; do
+  grep -q -- "^ *$o" "$dir/sumcache.txt" || missing+=("$o")
+done
+check "sumcache.8 has each of the ${#opts[@]} options" \
+  bash -c "echo 'missing: ${missing[*]}'; [ ${#missing[@]} -eq 0 ]"
+for section in SIGNALS FILES "EXIT STATUS" "SEE ALSO"; do
+  check "... and a $section section" grep -q "^$section" "$dir/sumcache.txt"
+done
+check "an unknown page is refused (status 2)" \
+  bash -c "'$bin' --man nope.1 >/dev/null 2>&1; [ \$? -eq 2 ]"
+
+checks_done man-check
