@@ -10,7 +10,7 @@ packages=(
   nginx-light squid wrk curl procps iproute2 util-linux gnuplot-nox
   binutils systemd yamllint python3-yaml
   chromium fonts-dejavu-core openssl python3 libnss3-tools
-  tcpdump mandoc
+  tcpdump mandoc dpkg-dev lintian
 )
 
 # Debian starts the daemons it installs (and a reboot starts them again);

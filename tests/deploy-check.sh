@@ -39,7 +39,7 @@ check "... with its file and line" \
 
 # ---- systemd
 unit=deploy/systemd/sumcache.service
-sed "s|/usr/local/bin/sumcache|$bin|g" "$unit" >"$dir/sumcache.service"
+sed "s|/usr/sbin/sumcache|$bin|g" "$unit" >"$dir/sumcache.service"
 verify() {  # systemd-analyze verify, which must not even warn
   local said
   said=$(systemd-analyze verify "$1" 2>&1) || { echo "$said"; return 1; }

@@ -6,7 +6,9 @@
 #   - sumcache.conf.5 has every directive --help lists, with its syntax,
 #     default and reload behaviour; sumcache.8 has every option --help
 #     lists, and the signals, files and exit codes;
-#   - both render as text (man -l).
+#   - both render as text; sumcache-sim.1, workload-gen.1 and replay.1
+#     (deploy/man, by hand) are lint-clean and have every option their
+#     tool's usage lists.
 # BUILD names the build directory (build-test).
 # Prints "man-check: P passed, F failed".
 set -uo pipefail
@@ -55,6 +57,30 @@ check "sumcache.8 has each of the ${#opts[@]} options" \
 for section in SIGNALS FILES "EXIT STATUS" "SEE ALSO"; do
   check "... and a $section section" grep -q "^$section" "$dir/sumcache.txt"
 done
+# sumcache-sim(1), workload-gen(1) and replay(1) are written by hand
+# (deploy/man): each is lint-clean and has every option its tool's usage
+# lists (the usage an unknown option prints)
+hand_page() {  # hand_page TOOL: the tool's options, one a line
+  "$build/$1" --no-such-option 2>&1 | awk '
+    /^usage:/ { for (i = 2; i <= NF; i++) if ($i ~ /^\[?-[a-z]$/ ||
+      $i ~ /^-[a-z]$/) { o = $i; gsub(/\[/, "", o); print o } }
+    /^  --/ { print $1 }'
+}
+for tool in sumcache-sim workload-gen replay; do
+  page=deploy/man/$tool.1
+  check "$page: mandoc -T lint finds nothing" \
+    bash -c "out=\$(mandoc -T lint -W warning '$page' 2>&1); echo \"\$out\"; [ -z \"\$out\" ]"
+  mapfile -t tool_opts < <(hand_page "$tool")
+  check "... $tool's usage lists options" [ "${#tool_opts[@]}" -ge 5 ]
+  mandoc -T ascii "$page" | sed 's/.\x08//g' >"$dir/$tool.txt"
+  missing=()
+  for o in "${tool_opts[@]}"; do
+    grep -q -- "^ *$o\b" "$dir/$tool.txt" || missing+=("$o")
+  done
+  check "... and the page has each of its ${#tool_opts[@]} options" \
+    bash -c "echo 'missing: ${missing[*]}'; [ ${#missing[@]} -eq 0 ]"
+done
+
 check "an unknown page is refused (status 2)" \
   bash -c "'$bin' --man nope.1 >/dev/null 2>&1; [ \$? -eq 2 ]"
 

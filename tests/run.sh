@@ -13,7 +13,9 @@
 # deployment files are checked with the tools Debian has
 # (tests/deploy-check.sh), the manual pages against the tables they are
 # written from and mandoc's lint (tests/man-check.sh), and every #include
-# between proxy/'s rooms must point down (tests/rooms-check.sh).
+# between proxy/'s rooms must point down (tests/rooms-check.sh). The
+# Debian package is built, checked by lintian, installed with dpkg,
+# used, and purged (tests/package-check.sh).
 # Each fuzz target (HTTP, ICP, Squid digest, summary message) runs briefly
 # on its seed corpus at the end.
 #   FUZZ_SECONDS=N   how long each fuzzer runs (default 20; 0 skips them)
@@ -64,6 +66,10 @@ BUILD=build-test ./tests/deploy-check.sh 2>&1 | tee -a "$log" || status=1
 echo "== manual pages check (build-test)"
 BUILD=build-test ./tests/man-check.sh 2>&1 | tee -a "$log" || status=1
 
+# The Debian package: made by cpack, lintian, installed, used, purged.
+echo "== package check (build-test)"
+BUILD=build-test ./tests/package-check.sh 2>&1 | tee -a "$log" || status=1
+
 # ASan's quarantine would hold freed buffers and hide (or fake) memory
 # growth; a small one keeps the bounded-memory test meaningful.
 export ASAN_OPTIONS=quarantine_size_mb=16:detect_leaks=1:abort_on_error=0
@@ -82,6 +88,6 @@ awk '
       if ($i == "Passing:") p += $(i + 1)
       if ($i == "Failing:" || $i == "Crashing:") f += $(i + 1) } }
   /^fuzz-[a-z]*: / { p += $2; f += $4 }
-  /^(cluster|sim|deploy|browser|apt|rooms|man)-check: [0-9]+ passed/ { p += $2; f += $4 }
+  /^(cluster|sim|deploy|browser|apt|rooms|man|package)-check: [0-9]+ passed/ { p += $2; f += $4 }
   END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' "$log" || status=1
 exit $status

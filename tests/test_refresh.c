@@ -65,9 +65,13 @@ Test(refresh, apt_fetches_a_package_from_the_mirror_once)
 	    ".deb";
 	const char *index = "/obj/debian/dists/bookworm/InRelease";
 
+	/* the package's config, but for its disk tier, which is the
+	 * system's (/var/cache/sumcache), not a test's */
+	const char *const memory_only[] = {"cache_dir=", NULL};
+
 	origin_start(&R);
 	R.conf_file = SOURCE_DIR "/deploy/conf/standalone.conf";
-	proxy_start(&R, NULL);
+	proxy_start(&R, memory_only);
 	apt_download(deb, "one.deb");
 	apt_download(deb, "two.deb");
 	/* a package is immutable by name: the rule keeps it; an index
