@@ -34,15 +34,23 @@ done
 sed 's/^cache_mem/cache_memory/' deploy/conf/standalone.conf >"$dir/typo.conf"
 conf_ok "$dir/typo.conf" >"$dir/typo.err" 2>&1
 check "a misspelled directive is refused" [ $? -ne 0 ]
+typo_line=$(grep -n '^cache_memory' "$dir/typo.conf" | cut -d: -f1)
 check "... with its file and line" \
-  grep -q "typo.conf:5: unknown directive 'cache_memory'" "$dir/typo.err"
+  grep -q "typo.conf:$typo_line: unknown directive 'cache_memory'" \
+  "$dir/typo.err"
 
 # ---- systemd
 unit=deploy/systemd/sumcache.service
 sed "s|/usr/sbin/sumcache|$bin|g" "$unit" >"$dir/sumcache.service"
+# the unit's Documentation= names the manual pages, which verify looks up
+# with man: the built ones, as the package installs them
+mkdir -p "$dir/man/man8" "$dir/man/man5"
+cp "$build/man/sumcache.8" "$dir/man/man8/"
+cp "$build/man/sumcache.conf.5" "$dir/man/man5/"
 verify() {  # systemd-analyze verify, which must not even warn
   local said
-  said=$(systemd-analyze verify "$1" 2>&1) || { echo "$said"; return 1; }
+  said=$(MANPATH=$(realpath "$dir/man") systemd-analyze verify "$1" 2>&1) ||
+    { echo "$said"; return 1; }
   [ -z "$said" ] || { echo "$said"; return 1; }
 }
 check "$unit passes systemd-analyze verify" verify "$dir/sumcache.service"
