@@ -29,7 +29,7 @@
 #define ADMIT_HITS_MAX 15
 /* On the 8-node replay trace, 5 keeps the duplicates at 14-17 % of what
  * Summary Cache alone keeps at 16 and 64 MB a node; 2 (second hit) keeps
- * 64 % at 16 MB (README, "Placement") */
+ * 64 % at 16 MB (peers/README.md, "Placement") */
 #define ADMIT_HITS_DEFAULT 5
 
 struct admit;

@@ -69,7 +69,7 @@ make_ca(const char *dir)
 		return 1;
 	}
 	printf("sumcache: wrote %s/%s and %s/%s (mode 0600): name them in "
-	    "tls_ca_cert and tls_ca_key (README: HTTPS)\n", dir,
+	    "tls_ca_cert and tls_ca_key (proxy/README.md: HTTPS)\n", dir,
 	    CA_CERT_FILE, dir, CA_KEY_FILE);
 	return 0;
 }
@@ -102,7 +102,7 @@ main(int argc, char **argv)
 		case 't': check = 1; break;
 		case 'P': policy = 1; break;
 		case 'M': {
-			/* the README's metric reference */
+			/* proxy/README.md's metric reference */
 			struct evbuffer *b = evbuffer_new();
 			if (b == NULL)
 				return 1;

@@ -2,7 +2,7 @@
 # apt through an intercepting node: a package repository of our own on
 # nginx over HTTPS (a .deb made by dpkg-deb, its Packages and Release
 # written here), and Debian's apt-get with Acquire::https::Proxy naming the
-# node and Acquire::https::CaInfo naming the node's CA, as the README
+# node and Acquire::https::CaInfo naming the node's CA, as proxy/README.md
 # tells. Run by tests/run.sh in both builds; BUILD names the build.
 #   - `apt-get update` and `apt-get download` work through the node, and
 #     the .deb is the one built (apt checks its SHA256 from Packages);

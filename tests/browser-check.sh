@@ -15,7 +15,7 @@
 #     trusts the test key, and fails when it does not (the tunnel does not
 #     touch the TLS);
 #   - with interception on for "localhost" (the CA in Chromium's NSS db,
-#     as the README tells), the HTTPS page through n1 loads whole, its
+#     as proxy/README.md tells), the HTTPS page through n1 loads whole, its
 #     parts cached as https:// URLs; through n2 (a new profile) every part
 #     is a remote hit from n1, over the peer link; a browser without the
 #     CA refuses n2's certificate and n2 counts it;

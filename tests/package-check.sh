@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Debian package, made, installed, used and purged on this machine:
 #   - `cpack` in the build directory makes sumcache_VERSION_ARCH.deb, and
-#     lintian finds no error in it (its warnings are printed; the README
-#     says why each one is kept);
+#     lintian finds no error in it (its warnings are printed; the top-level
+#     README says why each one is kept);
 #   - `dpkg -i` installs it: /usr/sbin/sumcache, the tools under /usr/bin,
 #     the manual pages, /etc/sumcache/sumcache.conf (a conffile), the
 #     unit, logrotate, a sumcache system user owning /var/cache,

@@ -66,6 +66,10 @@ BUILD=build-test ./tests/deploy-check.sh 2>&1 | tee -a "$log" || status=1
 echo "== manual pages check (build-test)"
 BUILD=build-test ./tests/man-check.sh 2>&1 | tee -a "$log" || status=1
 
+# The READMEs: the front page's size, every link resolving.
+echo "== documentation check"
+./tests/docs-check.sh 2>&1 | tee -a "$log" || status=1
+
 # The Debian package: made by cpack, lintian, installed, used, purged.
 echo "== package check (build-test)"
 BUILD=build-test ./tests/package-check.sh 2>&1 | tee -a "$log" || status=1
@@ -88,6 +92,6 @@ awk '
       if ($i == "Passing:") p += $(i + 1)
       if ($i == "Failing:" || $i == "Crashing:") f += $(i + 1) } }
   /^fuzz-[a-z]*: / { p += $2; f += $4 }
-  /^(cluster|sim|deploy|browser|apt|rooms|man|package)-check: [0-9]+ passed/ { p += $2; f += $4 }
+  /^(cluster|sim|deploy|browser|apt|rooms|man|package|docs)-check: [0-9]+ passed/ { p += $2; f += $4 }
   END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' "$log" || status=1
 exit $status

@@ -443,7 +443,7 @@ Test(disk, a_second_process_cannot_share_the_directory)
 	rig_stop(&g);
 }
 
-/* The index's memory per object stays within what the README states
+/* The index's memory per object stays within what proxy/README.md states
  * (52 bytes: a 32-byte entry, its growth slack, its bucket). */
 Test(disk, the_index_costs_at_most_52_bytes_an_object)
 {

@@ -4,7 +4,7 @@
  * reading, descriptor exhaustion, summary bodies before authentication,
  * undecodable origin answers, heads at the configured limits, a thousand
  * slow misses). Each asserts that the node's resident memory stays inside
- * the budget the README states, from the bound the node itself reports
+ * the budget proxy/README.md states, from the bound the node itself reports
  * (sumcache_connection_memory_bound_bytes), and that a normal client is
  * served within 100 ms while it happens.
  */
@@ -74,7 +74,7 @@ assert_served_quickly(const struct env *e, const char *url)
 	    ms[2]);
 }
 
-/* RSS the README's budget allows: what the node started with, plus its
+/* RSS proxy/README.md's budget allows: what the node started with, plus its
  * memory pools, plus conns connections at the bound it reports. */
 static long
 budget_kb(const struct env *e, long rss0, long pools_mb, int conns)

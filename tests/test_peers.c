@@ -575,7 +575,7 @@ Test(peers, silent_peer_costs_one_timeout_and_is_marked_down)
 }
 
 /* Every family a node exports is declared in METRIC_FAMILIES (so in the
- * README's list), and has HELP and TYPE lines before its samples. */
+ * proxy/README.md's list), and has HELP and TYPE lines before its samples. */
 static void
 check_metrics_declared(const struct node *nd)
 {

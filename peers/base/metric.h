@@ -2,7 +2,7 @@
  * Every metric family sumcache exports, declared once: name, type, label
  * keys and HELP. /metrics is written through metric_head and the sample
  * writers below, so no family goes out without its HELP and TYPE; the
- * README's metric reference is this table printed (sumcache
+ * proxy/README.md's metric reference is this table printed (sumcache
  * --metrics-list), and a unit test holds the two together. Label values
  * come from the enums' own name tables (reject reasons, traffic types,
  * ICP drop reasons...). The table lives here, in the lowest layer that
@@ -42,7 +42,7 @@ struct evbuffer;
 	X(MAX_CONNECTIONS, gauge, "sumcache_max_connections", "",             \
 	    "Client connections and tunnels allowed at once")                 \
 	X(CONN_MEM_BOUND, gauge, "sumcache_connection_memory_bound_bytes", "", \
-	    "The most memory one connection can hold (README, Reliability)")  \
+	    "The most memory one connection can hold (proxy/README.md, Reliability)")  \
 	X(IDLE_CLOSED, counter, "sumcache_idle_connections_closed_total", "", \
 	    "Idle connections closed at max_connections to make room")       \
 	X(CLIENT_DENIED, counter, "sumcache_client_denied_total", "",         \
@@ -290,7 +290,7 @@ void metric_f64(struct evbuffer *out, enum metric_family f,
 void metric_single_u64(struct evbuffer *out, enum metric_family f,
     uint64_t v);
 
-/* The README's metric reference: a Markdown table of every family. */
+/* proxy/README.md's metric reference: a Markdown table of every family. */
 void metric_reference(struct evbuffer *out);
 
 #endif

@@ -31,7 +31,7 @@
  *     allocations reuse, never trims.
  *
  * Per-connection buffers are bounded where they live (client.c, fetch.c,
- * tunnel.c) and by max_connections; the README's reliability section adds
+ * tunnel.c) and by max_connections; proxy/README.md's reliability section adds
  * the parts up.
  */
 #include "budget.h"

@@ -4,7 +4,7 @@
  * and what interception makes of a CONNECT's host: the first line as an
  * authority, its host against host patterns (one made of the host itself
  * must match it) and whether a leaf may name it.
- * Built by tests/run.sh with clang; see README "Fuzzing".
+ * Built by tests/run.sh with clang; see tests/README.md.
  */
 #include <stddef.h>
 #include <stdint.h>
