@@ -13,7 +13,8 @@
 #     configuration (on PACKAGE_CHECK_PORT, 27128: the configuration's
 #     3128 may be in use), proxies a request to a local origin, then answers it again
 #     as a hit, logged under /var/log/sumcache, its disk tier under
-#     /var/cache/sumcache;
+#     /var/cache/sumcache; a forced logrotate moves the log and the node
+#     writes a new one;
 #   - `dpkg --purge` leaves none of the package's files, directories or
 #     its user behind.
 # Run as root (CI's machine); a package already installed is purged
@@ -94,6 +95,20 @@ check "... logged under /var/log/sumcache" \
   grep -q "TCP_MEM_HIT/200.*obj/pkg" /var/log/sumcache/access.log
 check "... its disk tier under /var/cache/sumcache" \
   bash -c "ls /var/cache/sumcache | grep -q ."
+# the installed logrotate, forced: the log moves, the node is told (its
+# postrotate, with no systemd here), and the next line is in a new file
+logrotate -f -s "$dir/logrotate.state" /etc/logrotate.d/sumcache \
+  >"$dir/logrotate.out" 2>&1
+check "logrotate rotates the access log" \
+  bash -c "ls /var/log/sumcache | grep -q 'access.log.1'"
+sleep 1
+url="http://127.0.0.1:$oport/obj/after-rotate?size=100&max_age=600"
+get >/dev/null
+sleep 1
+check "... and the node writes a new one after it" \
+  grep -q "obj/after-rotate" /var/log/sumcache/access.log
+check "... owned by the sumcache user" \
+  [ "$(stat -c %U /var/log/sumcache/access.log)" = sumcache ]
 kill "$node_pid"; wait "$node_pid" 2>/dev/null; node_pid=
 
 check "dpkg --purge removes it" dpkg --purge sumcache
