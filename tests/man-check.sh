@@ -16,6 +16,12 @@ cd "$(dirname "$0")/.."
 . tests/checks.sh man-check
 
 bin=$build/sumcache
+# missing_in TEXT OPTION...: the options no line of the rendered page
+# TEXT starts with, one a line
+missing_in() {
+  local text=$1 o; shift
+  for o; do grep -q -- "^ *$o\b" "$text" || echo "$o"; done
+}
 for page in sumcache.8 sumcache.conf.5; do
   check "$page is built" [ -s "$build/man/$page" ]
   check "... and is what sumcache --man writes now" \
@@ -48,10 +54,7 @@ mandoc -T ascii "$build/man/sumcache.8" | sed 's/.\x08//g' >"$dir/sumcache.txt"
 mapfile -t opts < <(awk '/^usage:/ { on = 1; next } /^$/ { on = 0 }
   on && /^  -/ { print $1 }' "$dir/help.txt" | tr -d ,)
 check "--help lists options" [ "${#opts[@]}" -gt 5 ]
-missing=()
-for o in "${opts[@]}"; do
-  grep -q -- "^ *$o" "$dir/sumcache.txt" || missing+=("$o")
-done
+mapfile -t missing < <(missing_in "$dir/sumcache.txt" "${opts[@]}")
 check "sumcache.8 has each of the ${#opts[@]} options" \
   bash -c "echo 'missing: ${missing[*]}'; [ ${#missing[@]} -eq 0 ]"
 for section in SIGNALS FILES "EXIT STATUS" "SEE ALSO"; do
@@ -73,10 +76,7 @@ for tool in sumcache-sim workload-gen replay; do
   mapfile -t tool_opts < <(hand_page "$tool")
   check "... $tool's usage lists options" [ "${#tool_opts[@]}" -ge 5 ]
   mandoc -T ascii "$page" | sed 's/.\x08//g' >"$dir/$tool.txt"
-  missing=()
-  for o in "${tool_opts[@]}"; do
-    grep -q -- "^ *$o\b" "$dir/$tool.txt" || missing+=("$o")
-  done
+  mapfile -t missing < <(missing_in "$dir/$tool.txt" "${tool_opts[@]}")
   check "... and the page has each of its ${#tool_opts[@]} options" \
     bash -c "echo 'missing: ${missing[*]}'; [ ${#missing[@]} -eq 0 ]"
 done
