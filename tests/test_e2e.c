@@ -542,8 +542,10 @@ origin_requests_for_two(const char *path, const char *name)
 /* RFC 9111 as a shared cache reads it: any final status with explicit
  * freshness is stored (3), but not 206 or one a must-understand response
  * names that we do not understand (5.2.2.3), whose no-store is otherwise
- * ignored; an Age whose first member is not a number makes the response
- * stale (5.1); an Expires spelt in lower case is still a date. */
+ * ignored; an Age whose first member is not a non-negative integer (a
+ * word, a sign, a decimal) is ignored (5.1), so the copy is fresh by its
+ * max-age, while a first member too old makes it stale; an Expires spelt
+ * in lower case is still a date. */
 Test(e2e, statuses_age_and_expires_as_rfc_9111_reads_them)
 {
 	struct { const char *path, *name; int asked; } v[] = {
@@ -557,8 +559,11 @@ Test(e2e, statuses_age_and_expires_as_rfc_9111_reads_them)
 		    "/obj/mu200", 1},
 		{"/obj/mu599?status=599&cc=max-age=60,no-store,must-understand",
 		    "/obj/mu599", 2},
-		{"/obj/ageold?cc=max-age=3600&age=old,0", "/obj/ageold", 2},
-		{"/obj/ageneg?cc=max-age=3600&age=-7200", "/obj/ageneg", 2},
+		{"/obj/ageold?cc=max-age=3600&age=old,0", "/obj/ageold", 1},
+		{"/obj/ageneg?cc=max-age=3600&age=-7200", "/obj/ageneg", 1},
+		{"/obj/agedec?cc=max-age=3600&age=7200.0", "/obj/agedec", 1},
+		{"/obj/agetext?cc=max-age=3600&age=two%20hours", "/obj/agetext",
+		    1},
 		{"/obj/agefirst?cc=max-age=3600&age=1,7200", "/obj/agefirst", 1},
 		{"/obj/agestale?cc=max-age=3600&age=7200,0", "/obj/agestale", 2},
 		{"/obj/explower?expires=lower", "/obj/explower", 1},

@@ -387,14 +387,16 @@ cachectl_initial_age(const struct http_head *resp, time_t request_time,
 	int64_t apparent = 0;
 
 	if (af != NULL) {
-		/* a list: its first member counts (RFC 9111 5.1) */
+		/* a list: its first member counts, and one that is not a
+		 * non-negative integer (a decimal, a sign, text, quotes) is
+		 * ignored, as if the field were absent (RFC 9111 5.1) */
 		const char *e = NULL;
 		size_t el = 0, pos = 0;
 		http_list_next(af->value, af->vlen, &pos, &e, &el);
 		age_value = e != NULL && el > 0 && e[0] != '"' ?
 		    delta_seconds(e, el) : CC_ABSENT;
 		if (age_value == CC_ABSENT)
-			return CACHECTL_AGE_INVALID;
+			age_value = 0;
 	}
 	if (date >= 0 && response_time > date)
 		apparent = (int64_t)(response_time - date);

@@ -74,10 +74,10 @@ int64_t cachectl_lifetime(const struct http_head *resp,
     const struct cc *respcc, const struct cachectl_heuristic *heur,
     time_t response_time);
 
-/* corrected_initial_age (RFC 9111 4.2.3). An Age whose first member is not
- * a non-negative integer makes the response stale (RFC 9111 5.1): its age
- * is then CACHECTL_AGE_INVALID, older than any lifetime. */
-#define CACHECTL_AGE_INVALID 2147483648LL
+/* corrected_initial_age (RFC 9111 4.2.3). Of an Age list, the first
+ * member counts; one that is not a non-negative integer is ignored, as
+ * if the field were absent (RFC 9111 5.1: "a cache SHOULD ignore the
+ * field"). */
 int64_t cachectl_initial_age(const struct http_head *resp,
     time_t request_time, time_t response_time);
 
