@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# hit-bench: sumcache against Squid 5.7 and nginx direct on this machine,
-# interleaved round by round (../shared/BENCHMARKS.md):
-#   - 1 KB / 16 KB / 256 KB cache hits through sumcache and Squid, and the
-#     same files from nginx directly (the ceiling);
-#   - 1 KB / 16 KB misses (no-store) through both proxies;
+# hit-bench: sumcache against Squid 5.7, Varnish 7.1 and nginx direct on
+# this machine, interleaved round by round (../shared/BENCHMARKS.md):
+#   - 1 KB / 16 KB / 256 KB cache hits through sumcache, Squid and Varnish,
+#     and the same files from nginx directly (the ceiling). Varnish has no
+#     forward-proxy mode: it is measured as a reverse cache of the same
+#     origin (requests name the path, not the URL), one thread pool,
+#     memory storage;
+#   - 1 KB / 16 KB misses (no-store) through the three caches;
 #   - resident memory per cached 1 KB object (100k objects).
 # wrk runs on CPU 0; the server under test and the origin nginx on CPU 1.
 # Prints absolute medians and the ratios sumcache/Squid and sumcache/nginx.
@@ -20,6 +23,7 @@ MEM_OBJECTS=${MEM_OBJECTS:-100000}
 ORIGIN_PORT=${ORIGIN_PORT:-18081}
 SQUID_PORT=${SQUID_PORT:-13128}
 SC_PORT=${SC_PORT:-23128}
+VARNISH_PORT=${VARNISH_PORT:-14128}
 
 bench_build
 bench_workdir sumcache-bench
@@ -54,6 +58,27 @@ taskset -c 1 squid -N -f "$work/squid.conf" &
 pids+=($!)
 squid_pid=$!
 
+# ---- Varnish 7.1 (Debian's), a reverse cache of the origin, run as root
+# (-j none) from the bench's directory; X-Cache says HIT as the others ----
+command -v varnishd >/dev/null || {
+  echo "hit-bench: installing varnish" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends varnish >/dev/null
+}
+cat >"$work/varnish.vcl" <<EOV
+vcl 4.1;
+backend origin { .host = "127.0.0.1"; .port = "$ORIGIN_PORT"; }
+sub vcl_deliver {
+  if (obj.hits > 0) { set resp.http.X-Cache = "HIT"; }
+  else { set resp.http.X-Cache = "MISS"; }
+}
+EOV
+taskset -c 1 varnishd -F -j none -n "$work/varnish" -a "127.0.0.1:$VARNISH_PORT" \
+  -f "$work/varnish.vcl" -s malloc,512m -p thread_pools=1 \
+  >"$work/varnish.log" 2>&1 &
+pids+=($!)
+varnish_mgr=$!
+
 # ---- sumcache ----
 taskset -c 1 build-bench/sumcache -o http_listen=127.0.0.1:$SC_PORT \
   -o access_log=none -o cache_mem=512MB >"$work/sumcache.log" 2>&1 &
@@ -61,11 +86,15 @@ pids+=($!)
 sc_pid=$!
 
 wait_port "$ORIGIN_PORT"; wait_port "$SQUID_PORT"; wait_port "$SC_PORT"
+wait_port "$VARNISH_PORT"
 # a port answered by something else (a stale server) would measure that
 for p in "${pids[@]}"; do
   kill -0 "$p" 2>/dev/null || { echo "hit-bench: a server died at start; see $work" >&2; exit 1; }
 done
 nginx_pid=$(cat "$work/nginx.pid")
+# Varnish's work is its child's (the manager only watches it)
+varnish_pid=$(pgrep -P "$varnish_mgr" | head -n 1 || true)
+[ -n "$varnish_pid" ] || { echo "hit-bench: no Varnish child; see $work" >&2; exit 1; }
 
 origin="http://127.0.0.1:$ORIGIN_PORT"
 # Warm both caches and prove that the second fetch is a hit.
@@ -73,6 +102,16 @@ for s in 1 16 256; do
   for port in $SC_PORT $SQUID_PORT; do
     bench_warm hit-bench "$port" "$origin/${s}k.bin"
   done
+  # Varnish by path, with the Host the runs send
+  for i in 1 2; do
+    hit=$(curl -s -o /dev/null -D - -H "Host: 127.0.0.1:$ORIGIN_PORT" \
+      "http://127.0.0.1:$VARNISH_PORT/${s}k.bin" | tr -d '\r' |
+      grep -i '^X-Cache:' || true)
+  done
+  case "$hit" in
+    *HIT*) ;;
+    *) echo "hit-bench: /${s}k.bin is not a Varnish hit ($hit)" >&2; exit 1 ;;
+  esac
 done
 
 lua() { # $1 = absolute URL or path
@@ -104,11 +143,13 @@ for r in $(seq "$ROUNDS"); do
   for s in 1 16 256; do
     run "hit${s}k_sumcache" $SC_PORT "$origin/${s}k.bin" $sc_pid >>"$results"
     run "hit${s}k_squid" $SQUID_PORT "$origin/${s}k.bin" $squid_pid >>"$results"
+    run "hit${s}k_varnish" $VARNISH_PORT "/${s}k.bin" $varnish_pid >>"$results"
     run "hit${s}k_nginx" $ORIGIN_PORT "/${s}k.bin" $nginx_pid >>"$results"
   done
   for s in 1 16; do
     run "miss${s}k_sumcache" $SC_PORT "$origin/nostore/${s}k.bin" $sc_pid >>"$results"
     run "miss${s}k_squid" $SQUID_PORT "$origin/nostore/${s}k.bin" $squid_pid >>"$results"
+    run "miss${s}k_varnish" $VARNISH_PORT "/nostore/${s}k.bin" $varnish_pid >>"$results"
   done
 done
 
@@ -136,16 +177,17 @@ awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" "$BENCH_MEDIAN_AWK"
     printf "hit-bench: %d interleaved rounds, wrk -t1 -c%d -d%ds, medians\n\n", rounds, conns, dur
     printf "%-18s %10s %9s %9s %12s\n", "run", "req/s", "p50 ms", "p99 ms", "CPU s/10k"
     n = split("hit1k hit16k hit256k miss1k miss16k", w, " ")
-    for (i = 1; i <= n; i++) for (k = 1; k <= 3; k++) {
-      split("sumcache squid nginx", who, " "); key = w[i] "_" who[k]
+    for (i = 1; i <= n; i++) for (k = 1; k <= 4; k++) {
+      split("sumcache squid varnish nginx", who, " "); key = w[i] "_" who[k]
       if (!(key in rps)) continue
       printf "%-18s %10.0f %9.3f %9.3f %12.3f\n", key, median(rps[key]), median(p50[key]), median(p99[key]), median(cpu[key])
     }
-    printf "\n%-10s %16s %16s\n", "workload", "sumcache/Squid", "sumcache/nginx"
+    printf "\n%-10s %16s %16s %16s %18s\n", "workload", "sumcache/Squid", "sumcache/Varnish", "sumcache/nginx", "CPU/hit vs Varnish"
     for (i = 1; i <= n; i++) {
       s = median(rps[w[i] "_sumcache"]); q = median(rps[w[i] "_squid"])
+      v = median(rps[w[i] "_varnish"])
       ng = (w[i] "_nginx" in rps) ? sprintf("%16.2f", s / median(rps[w[i] "_nginx"])) : sprintf("%16s", "-")
-      printf "%-10s %16.2f %s\n", w[i], s / q, ng
+      printf "%-10s %16.2f %16.2f %s %18.2f\n", w[i], s / q, s / v, ng, median(cpu[w[i] "_sumcache"]) / median(cpu[w[i] "_varnish"])
     }
   }' "$results"
 printf '\nresident memory per cached 1 KB object (%s objects; sumcache holds %s):\n' "$MEM_OBJECTS" "$objects"
