@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# hit-bench: sumcache against Squid 5.7, Varnish 7.1 and nginx direct on
-# this machine, interleaved round by round (../shared/BENCHMARKS.md):
-#   - 1 KB / 16 KB / 256 KB cache hits through sumcache, Squid and Varnish,
-#     and the same files from nginx directly (the ceiling). Varnish has no
-#     forward-proxy mode: it is measured as a reverse cache of the same
-#     origin (requests name the path, not the URL), one thread pool,
-#     memory storage;
-#   - 1 KB / 16 KB misses (no-store) through the three caches;
+# hit-bench: sumcache against Squid 5.7, Traffic Server 9.2, Varnish 7.1
+# and nginx direct on this machine, interleaved round by round
+# (../shared/BENCHMARKS.md):
+#   - 1 KB / 16 KB / 256 KB cache hits through sumcache, Squid, Traffic
+#     Server and Varnish, and the same files from nginx directly (the
+#     ceiling). Traffic Server is a forward proxy with one event thread
+#     and its RAM cache; Varnish has no forward-proxy mode and is measured
+#     as a reverse cache of the same origin (requests name the path, not
+#     the URL), one thread pool, memory storage;
+#   - 1 KB / 16 KB misses (no-store) through the four caches;
 #   - resident memory per cached 1 KB object (100k objects).
 # wrk runs on CPU 0; the server under test and the origin nginx on CPU 1.
 # Prints absolute medians and the ratios sumcache/Squid and sumcache/nginx.
@@ -24,6 +26,7 @@ ORIGIN_PORT=${ORIGIN_PORT:-18081}
 SQUID_PORT=${SQUID_PORT:-13128}
 SC_PORT=${SC_PORT:-23128}
 VARNISH_PORT=${VARNISH_PORT:-14128}
+ATS_PORT=${ATS_PORT:-15128}
 
 bench_build
 bench_workdir sumcache-bench
@@ -79,6 +82,51 @@ taskset -c 1 varnishd -F -j none -n "$work/varnish" -a "127.0.0.1:$VARNISH_PORT"
 pids+=($!)
 varnish_mgr=$!
 
+# ---- Traffic Server 9.2 (Debian's): a forward proxy, its RAM cache in
+# front of a 512 MB cache file, one event thread. It will not serve as
+# root, so it runs as Debian's trafficserver user on a copy of the
+# package's configuration under the bench's directory (a runroot) ----
+command -v traffic_server >/dev/null || {
+  echo "hit-bench: installing trafficserver" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+    --no-install-recommends trafficserver >/dev/null
+}
+ats=$work/ats
+mkdir -p "$ats"/{etc,data,var,run,log,cache}
+cp -r /etc/trafficserver/. "$ats/etc/"
+cat >"$ats/runroot.yaml" <<EOY
+prefix: $ats
+exec_prefix: /usr
+bindir: /usr/bin
+sbindir: /usr/sbin
+sysconfdir: $ats/etc
+datadir: $ats/data
+includedir: /usr/include
+libdir: /usr/lib/trafficserver
+libexecdir: /usr/lib/trafficserver/modules
+localstatedir: $ats/var
+runtimedir: $ats/run
+logdir: $ats/log
+cachedir: $ats/cache
+EOY
+cat >>"$ats/etc/records.config" <<EOR
+CONFIG proxy.config.http.server_ports STRING $ATS_PORT:ipv4
+CONFIG proxy.config.url_remap.remap_required INT 0
+CONFIG proxy.config.http.cache.required_headers INT 0
+CONFIG proxy.config.exec_thread.autoconfig INT 0
+CONFIG proxy.config.exec_thread.limit INT 1
+CONFIG proxy.config.cache.ram_cache.size INT 536870912
+CONFIG proxy.config.admin.user_id STRING trafficserver
+EOR
+echo "$ats/cache 512M" >"$ats/etc/storage.config"
+# X-Cache on request (X-Debug: X-Cache), for the check that a run hits
+echo "xdebug.so" >>"$ats/etc/plugin.config"
+chown -R trafficserver:trafficserver "$ats"
+(cd "$ats" && exec taskset -c 1 traffic_server --run-root="$ats/runroot.yaml" \
+  >"$ats/out.log" 2>&1) &
+pids+=($!)
+ats_pid=$!
+
 # ---- sumcache ----
 taskset -c 1 build-bench/sumcache -o http_listen=127.0.0.1:$SC_PORT \
   -o access_log=none -o cache_mem=512MB >"$work/sumcache.log" 2>&1 &
@@ -86,7 +134,7 @@ pids+=($!)
 sc_pid=$!
 
 wait_port "$ORIGIN_PORT"; wait_port "$SQUID_PORT"; wait_port "$SC_PORT"
-wait_port "$VARNISH_PORT"
+wait_port "$VARNISH_PORT"; wait_port "$ATS_PORT"
 # a port answered by something else (a stale server) would measure that
 for p in "${pids[@]}"; do
   kill -0 "$p" 2>/dev/null || { echo "hit-bench: a server died at start; see $work" >&2; exit 1; }
@@ -102,6 +150,18 @@ for s in 1 16 256; do
   for port in $SC_PORT $SQUID_PORT; do
     bench_warm hit-bench "$port" "$origin/${s}k.bin"
   done
+  # Traffic Server says what it did when asked (its xdebug plugin)
+  for i in 1 2 3; do
+    hit=$(curl -s -o /dev/null -D - --proxy "127.0.0.1:$ATS_PORT" \
+      -H "X-Debug: X-Cache" "$origin/${s}k.bin" | tr -d '\r' |
+      grep -i '^X-Cache:' || true)
+    case "$hit" in *hit-fresh*) break ;; esac
+    sleep 1   # its cache may still be opening its file
+  done
+  case "$hit" in
+    *hit-fresh*) ;;
+    *) echo "hit-bench: ${s}k.bin is not a Traffic Server hit ($hit)" >&2; exit 1 ;;
+  esac
   # Varnish by path, with the Host the runs send
   for i in 1 2; do
     hit=$(curl -s -o /dev/null -D - -H "Host: 127.0.0.1:$ORIGIN_PORT" \
@@ -143,12 +203,14 @@ for r in $(seq "$ROUNDS"); do
   for s in 1 16 256; do
     run "hit${s}k_sumcache" $SC_PORT "$origin/${s}k.bin" $sc_pid >>"$results"
     run "hit${s}k_squid" $SQUID_PORT "$origin/${s}k.bin" $squid_pid >>"$results"
+    run "hit${s}k_ats" $ATS_PORT "$origin/${s}k.bin" $ats_pid >>"$results"
     run "hit${s}k_varnish" $VARNISH_PORT "/${s}k.bin" $varnish_pid >>"$results"
     run "hit${s}k_nginx" $ORIGIN_PORT "/${s}k.bin" $nginx_pid >>"$results"
   done
   for s in 1 16; do
     run "miss${s}k_sumcache" $SC_PORT "$origin/nostore/${s}k.bin" $sc_pid >>"$results"
     run "miss${s}k_squid" $SQUID_PORT "$origin/nostore/${s}k.bin" $squid_pid >>"$results"
+    run "miss${s}k_ats" $ATS_PORT "$origin/nostore/${s}k.bin" $ats_pid >>"$results"
     run "miss${s}k_varnish" $VARNISH_PORT "/nostore/${s}k.bin" $varnish_pid >>"$results"
   done
 done
@@ -177,17 +239,16 @@ awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" "$BENCH_MEDIAN_AWK"
     printf "hit-bench: %d interleaved rounds, wrk -t1 -c%d -d%ds, medians\n\n", rounds, conns, dur
     printf "%-18s %10s %9s %9s %12s\n", "run", "req/s", "p50 ms", "p99 ms", "CPU s/10k"
     n = split("hit1k hit16k hit256k miss1k miss16k", w, " ")
-    for (i = 1; i <= n; i++) for (k = 1; k <= 4; k++) {
-      split("sumcache squid varnish nginx", who, " "); key = w[i] "_" who[k]
+    for (i = 1; i <= n; i++) for (k = 1; k <= 5; k++) {
+      split("sumcache squid ats varnish nginx", who, " "); key = w[i] "_" who[k]
       if (!(key in rps)) continue
       printf "%-18s %10.0f %9.3f %9.3f %12.3f\n", key, median(rps[key]), median(p50[key]), median(p99[key]), median(cpu[key])
     }
-    printf "\n%-10s %16s %16s %16s %18s\n", "workload", "sumcache/Squid", "sumcache/Varnish", "sumcache/nginx", "CPU/hit vs Varnish"
+    printf "\n%-10s %8s %8s %8s %8s %14s %14s\n", "sumcache/", "Squid", "ATS", "Varnish", "nginx", "CPU/req vs ATS", "vs Varnish"
     for (i = 1; i <= n; i++) {
-      s = median(rps[w[i] "_sumcache"]); q = median(rps[w[i] "_squid"])
-      v = median(rps[w[i] "_varnish"])
-      ng = (w[i] "_nginx" in rps) ? sprintf("%16.2f", s / median(rps[w[i] "_nginx"])) : sprintf("%16s", "-")
-      printf "%-10s %16.2f %16.2f %s %18.2f\n", w[i], s / q, s / v, ng, median(cpu[w[i] "_sumcache"]) / median(cpu[w[i] "_varnish"])
+      s = median(rps[w[i] "_sumcache"]); c = median(cpu[w[i] "_sumcache"])
+      ng = (w[i] "_nginx" in rps) ? sprintf("%8.2f", s / median(rps[w[i] "_nginx"])) : sprintf("%8s", "-")
+      printf "%-10s %8.2f %8.2f %8.2f %s %14.2f %14.2f\n", w[i], s / median(rps[w[i] "_squid"]), s / median(rps[w[i] "_ats"]), s / median(rps[w[i] "_varnish"]), ng, c / median(cpu[w[i] "_ats"]), c / median(cpu[w[i] "_varnish"])
     }
   }' "$results"
 printf '\nresident memory per cached 1 KB object (%s objects; sumcache holds %s):\n' "$MEM_OBJECTS" "$objects"
