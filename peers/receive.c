@@ -97,12 +97,7 @@ receive_apply(struct peers *ps, struct peer *p, const struct wire_summary *w,
 		    "not newer than what we hold", why);
 	if (w->full && (s == NULL || !s->loaded || w->epoch != s->epoch))
 		claim_renew(&p->claims);
-	struct sum_msg msg = {
-		.timed = w->timed, .full = w->full, .scheme = w->scheme,
-		.m = w->m, .k = w->k, .epoch = w->epoch, .seq = w->seq,
-		.payload = w->payload, .len = w->payload_len,
-		.checksum = w->checksum, .sent_ms = w->sent_ms,
-	};
+	struct sum_msg msg = wire_msg(w);
 	/* a timed summary's deadlines are reckoned on the clock lookups
 	 * read (peers_asked) */
 	rc = psum_take(&p->sum, &msg, mono_ms());

@@ -339,6 +339,17 @@ wire_invalidation_clear(struct wire_invalidation *inv)
 	memset(inv, 0, sizeof(*inv));
 }
 
+struct sum_msg
+wire_msg(const struct wire_summary *s)
+{
+	return (struct sum_msg){
+		.timed = s->timed, .full = s->full, .scheme = s->scheme,
+		.m = s->m, .k = s->k, .epoch = s->epoch, .seq = s->seq,
+		.payload = s->payload, .len = s->payload_len,
+		.checksum = s->checksum, .sent_ms = s->sent_ms,
+	};
+}
+
 void
 wire_summary_clear(struct wire_summary *s)
 {

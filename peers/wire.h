@@ -76,6 +76,10 @@ enum wire_err wire_decode(const uint8_t *in, size_t len, const uint8_t *key,
 
 void wire_summary_clear(struct wire_summary *s);
 
+/* A decoded Summary as the receiving side takes it (psum_take); it
+ * borrows s's payload. */
+struct sum_msg wire_msg(const struct wire_summary *s);
+
 /* An Invalidation: the URLs a sender dropped. */
 #define WIRE_MAX_URLS 256
 #define WIRE_MAX_URL 8192

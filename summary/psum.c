@@ -89,44 +89,49 @@ params_ok(enum sum_scheme scheme, uint64_t m, unsigned k)
 		(scheme == SUM_SQUID_MD5 && k == SUM_SQUID_K));
 }
 
-struct psum *
-psum_new(enum sum_scheme scheme, uint64_t m, unsigned k)
+/* A timed summary holds two bytes a cell: fewer cells than a plain one
+ * may be asked of it, m being a peer's header field. */
+static bool
+timed_params_ok(enum sum_scheme scheme, uint64_t m, unsigned k)
 {
-	if (!params_ok(scheme, m, k))
+	return params_ok(scheme, m, k) && m <= SUM_MAX_TIMED_CELLS;
+}
+
+/* An empty summary of either kind. */
+static struct psum *
+psum_alloc(enum sum_scheme scheme, uint64_t m, unsigned k, bool timed)
+{
+	if (!(timed ? timed_params_ok(scheme, m, k) :
+	    params_ok(scheme, m, k)))
 		return NULL;
 	struct psum *p = calloc(1, sizeof(*p));
 	if (p == NULL)
 		return NULL;
-	p->bits = calloc(nwords(m), sizeof(uint64_t));
-	if (p->bits == NULL) {
+	if (timed)
+		p->until = calloc((size_t)m, sizeof(*p->until));
+	else
+		p->bits = calloc(nwords(m), sizeof(uint64_t));
+	if (p->until == NULL && p->bits == NULL) {
 		free(p);
 		return NULL;
 	}
 	p->scheme = scheme;
 	p->m = m;
 	p->k = k;
-	p->checksum = sum_checksum(p->bits, m);
+	p->checksum = timed ? 0 : sum_checksum(p->bits, m);
 	return p;
+}
+
+struct psum *
+psum_new(enum sum_scheme scheme, uint64_t m, unsigned k)
+{
+	return psum_alloc(scheme, m, k, false);
 }
 
 struct psum *
 psum_new_timed(enum sum_scheme scheme, uint64_t m, unsigned k)
 {
-	if (!params_ok(scheme, m, k))
-		return NULL;
-	struct psum *p = calloc(1, sizeof(*p));
-	if (p == NULL)
-		return NULL;
-	p->until = calloc((size_t)m, sizeof(*p->until));
-	if (p->until == NULL) {
-		free(p);
-		return NULL;
-	}
-	p->scheme = scheme;
-	p->m = m;
-	p->k = k;
-	p->checksum = sum_checksum_timed(p->until, m);
-	return p;
+	return psum_alloc(scheme, m, k, true);
 }
 
 void
@@ -408,7 +413,7 @@ psum_load_timed(struct psum *p, enum sum_scheme scheme, uint64_t m,
 {
 	struct timed_cells c;
 
-	if (!params_ok(scheme, m, k) || p->until == NULL)
+	if (!timed_params_ok(scheme, m, k) || p->until == NULL)
 		return SUM_ERR_PARAMS;
 	uint16_t *until = calloc((size_t)m, sizeof(*until));
 	if (until == NULL)
@@ -566,10 +571,11 @@ psum_take(struct psum **pp, const struct sum_msg *msg, uint64_t local_ms)
 		    msg->len, msg->checksum);
 	}
 	bool fresh = p == NULL || (p->until != NULL) != msg->timed;
-	if (fresh && (p = msg->timed ? psum_new_timed(msg->scheme, msg->m,
-	    msg->k) : psum_new(msg->scheme, msg->m, msg->k)) == NULL)
-		return params_ok(msg->scheme, msg->m, msg->k) ? SUM_ERR_NOMEM :
-		    SUM_ERR_PARAMS;
+	if (fresh && (p = psum_alloc(msg->scheme, msg->m, msg->k,
+	    msg->timed)) == NULL)
+		return (msg->timed ? timed_params_ok(msg->scheme, msg->m,
+		    msg->k) : params_ok(msg->scheme, msg->m, msg->k)) ?
+		    SUM_ERR_NOMEM : SUM_ERR_PARAMS;
 	int rc = msg->timed ? psum_load_timed(p, msg->scheme, msg->m, msg->k,
 	    msg->epoch, msg->seq, msg->payload, msg->len, msg->checksum,
 	    &clk) : psum_load_full(p, msg->scheme, msg->m, msg->k, msg->epoch,

@@ -16,8 +16,11 @@
 #include "rice.h"
 #include "sumkey.h"
 
-/* Largest summary a peer may announce: 2^32 bits (512 MiB of array). */
+/* Largest summary a peer may announce: 2^32 bits (512 MiB of array);
+ * timed, 2^26 cells (128 MiB of deadlines, a filter for 4M objects at
+ * 16 cells each). */
 #define SUM_MAX_BITS (1ull << 32)
+#define SUM_MAX_TIMED_CELLS (1ull << 26)
 
 enum sum_full_kind {
 	SUM_FULL_RAW = 0,  /* the array itself, ceil(m/8) bytes */

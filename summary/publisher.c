@@ -147,9 +147,13 @@ static uint64_t
 filter_bits(const struct publisher *p, uint64_t objects)
 {
 	uint64_t m = cbf_size_for(objects, p->conf.bits_per_entry);
+	uint64_t max = p->conf.max_bits;
 
-	return p->conf.max_bits != 0 && m > p->conf.max_bits ?
-	    p->conf.max_bits : m;
+	/* a timed filter's peers take fewer cells (psum.h) */
+	if (p->conf.claims == PUB_CLAIMS_TIMED && (max == 0 ||
+	    max > SUM_MAX_TIMED_CELLS))
+		max = SUM_MAX_TIMED_CELLS;
+	return max != 0 && m > max ? max : m;
 }
 
 struct publisher *

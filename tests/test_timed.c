@@ -346,3 +346,41 @@ Test(timed, a_message_that_waited_does_not_lengthen_claims)
 	psum_free(&view);
 	pub_free(&p);
 }
+
+/* A peer's header names m: a timed summary of more cells than a peer
+ * takes (two bytes each) is refused before anything is allocated, what
+ * is held stays, and our own publisher never makes one. */
+Test(timed, a_summary_too_large_to_hold_is_refused)
+{
+	struct publisher *p = timed_pub();
+	struct psum *view = first_view(p);
+	uint64_t held = view->checksum, m = view->m;
+	uint8_t empty[1] = {0};
+	struct sum_msg msg = {
+		.timed = true, .full = true, .scheme = SUM_XXH3,
+		.m = SUM_MAX_TIMED_CELLS + 1, .k = 4, .epoch = 9, .seq = 1,
+		.payload = empty, .len = 1,
+	};
+
+	cr_assert_eq(psum_take(&view, &msg, L0), SUM_ERR_PARAMS);
+	cr_assert_eq(view->m, m);
+	cr_assert_eq(view->checksum, held);
+	struct psum *none = NULL;
+	cr_assert_eq(psum_take(&none, &msg, L0), SUM_ERR_PARAMS);
+	cr_assert_null(none);
+	msg.m = SUM_MAX_TIMED_CELLS;   /* the largest is taken */
+	cr_assert_eq(psum_take(&none, &msg, L0), 0);
+	psum_free(&none);
+	psum_free(&view);
+	pub_free(&p);
+
+	struct pub_conf c = {
+		.claims = PUB_CLAIMS_TIMED, .scheme = SUM_XXH3,
+		.bits_per_entry = 16, .k = 4, .threshold = 0.01,
+		.expected_objects = 8u << 20, .max_bits = 1ull << 29,
+	};
+	p = pub_new(&c, 1, T0);
+	cr_assert_not_null(p);
+	cr_assert_eq(pub_filter(p)->m, SUM_MAX_TIMED_CELLS);
+	pub_free(&p);
+}

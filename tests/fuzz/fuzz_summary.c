@@ -26,12 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static void
 decode(const struct wire_summary *w)
 {
-	struct sum_msg msg = {
-		.timed = w->timed, .full = w->full, .scheme = w->scheme,
-		.m = w->m, .k = w->k, .epoch = w->epoch, .seq = w->seq,
-		.payload = w->payload, .len = w->payload_len,
-		.checksum = w->checksum, .sent_ms = w->sent_ms,
-	};
+	struct sum_msg msg = wire_msg(w);
 	struct psum *p = NULL;
 	struct sum_buf empty = {0};
 
