@@ -144,12 +144,10 @@ positions(const struct cbf *f, const struct sumkey *key, uint64_t *pos)
 	return n;
 }
 
-void
-cbf_add(struct cbf *f, const struct sumkey *key)
+/* A key at its n distinct positions counted. */
+static void
+count_at(struct cbf *f, const uint64_t *pos, unsigned n)
 {
-	uint64_t pos[CBF_MAX_K];
-	unsigned n = positions(f, key, pos);
-
 	for (unsigned i = 0; i < n; i++) {
 		unsigned c = counter(f, pos[i]);
 		if (c == CBF_COUNTER_MAX) {
@@ -166,9 +164,16 @@ cbf_add(struct cbf *f, const struct sumkey *key)
 	f->changes++;
 }
 
+void
+cbf_add(struct cbf *f, const struct sumkey *key)
+{
+	uint64_t pos[CBF_MAX_K];
+
+	count_at(f, pos, positions(f, key, pos));
+}
+
 /* Cell i's deadline becomes u. A cell that cannot be listed (out of
- * memory) is listed by the next full publication instead: the next
- * delta is made too large to be chosen. */
+ * memory) makes the next publication a full one (dirty_lost). */
 static void
 set_until(struct cbf *f, uint64_t i, uint16_t u)
 {
@@ -232,12 +237,11 @@ cbf_lapse(struct cbf *f, const struct sumkey *key)
 	return take_out(f, key, false);
 }
 
-/* Each of the key's cells keeps the later deadline; whether one rose. */
+/* Each of the n cells keeps the later of its deadline and until_ms's;
+ * whether one rose. */
 static bool
-raise_until(struct cbf *f, const struct sumkey *key, uint64_t until_ms)
+raise_at(struct cbf *f, const uint64_t *pos, unsigned n, uint64_t until_ms)
 {
-	uint64_t pos[CBF_MAX_K];
-	unsigned n = positions(f, key, pos);
 	uint16_t u = cbf_cell_until(f, until_ms);
 	bool rose = false;
 
@@ -252,14 +256,19 @@ raise_until(struct cbf *f, const struct sumkey *key, uint64_t until_ms)
 void
 cbf_add_until(struct cbf *f, const struct sumkey *key, uint64_t until_ms)
 {
-	cbf_add(f, key);
-	raise_until(f, key, until_ms);
+	uint64_t pos[CBF_MAX_K];
+	unsigned n = positions(f, key, pos);
+
+	count_at(f, pos, n);
+	raise_at(f, pos, n, until_ms);
 }
 
 void
 cbf_extend(struct cbf *f, const struct sumkey *key, uint64_t until_ms)
 {
-	if (raise_until(f, key, until_ms))
+	uint64_t pos[CBF_MAX_K];
+
+	if (raise_at(f, pos, positions(f, key, pos), until_ms))
 		f->changes++;
 }
 
