@@ -37,7 +37,8 @@ mkdir -p "$work/www"
 for s in 1 16 256; do head -c $((s * 1024)) /dev/urandom >"$work/www/${s}k.bin"; done
 bench_nginx "$ORIGIN_PORT" "    location / { add_header Cache-Control \"max-age=3600\"; }
     location /nostore/ { alias $work/www/; add_header Cache-Control \"no-store\"; }
-    location /m/ { try_files /1k.bin =404; add_header Cache-Control \"max-age=3600\"; }"
+    location /m/ { try_files /1k.bin =404; add_header Cache-Control \"max-age=3600\"; }
+    location = /origin-status { stub_status; }"
 
 # ---- Squid 5.7, memory cache only, one process ----
 mkdir -p "$work/squid"
@@ -185,15 +186,26 @@ EOL
 }
 
 
-# run NAME PORT TARGET PID -> appends "name rps p50ms p99ms cpu_s_per_10k"
+# Requests the origin has answered so far, this one included (nginx's
+# stub_status: its third line is "accepts handled requests").
+origin_requests() {
+  curl -s "http://127.0.0.1:$ORIGIN_PORT/origin-status" | awk 'NR == 3 { print $3 }'
+}
+
+# run NAME PORT TARGET PID -> appends "name rps p50ms p99ms cpu_s_per_10k
+# origin_requests": the last is what reached the origin during the run
+# (0 for a run of hits; a run of nginx itself counts its own)
 run() {
-  local name=$1 port=$2 target=$3 pid=$4 out t0 t1
+  local name=$1 port=$2 target=$3 pid=$4 out t0 t1 o0 o1
+  o0=$(origin_requests)
   t0=$(bench_ticks "$pid")
   out=$(taskset -c 0 wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency \
     -s "$(lua "$target")" "http://127.0.0.1:$port" 2>&1)
   t1=$(bench_ticks "$pid")
-  wrk_line "$name" <<<"$out" | awk -v dt=$((t1 - t0)) -v hz="$BENCH_HZ" '
-    { printf "%s %s %s %s %.3f\n", $1, $2, $3, $4, (dt / hz) / ($5 / 10000) }'
+  o1=$(origin_requests)
+  wrk_line "$name" <<<"$out" | awk -v dt=$((t1 - t0)) -v hz="$BENCH_HZ" \
+    -v o=$((o1 - o0 - 1)) '
+    { printf "%s %s %s %s %.3f %d\n", $1, $2, $3, $4, (dt / hz) / ($5 / 10000), o }'
 }
 
 results="$work/results.txt"
@@ -234,7 +246,8 @@ objects=$(curl -s "http://127.0.0.1:$SC_PORT/metrics" | awk '/^sumcache_cache_ob
 
 # ---- report ----
 awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" "$BENCH_MEDIAN_AWK"'
-  { rps[$1] = rps[$1] " " $2; p50[$1] = p50[$1] " " $3; p99[$1] = p99[$1] " " $4; cpu[$1] = cpu[$1] " " $5 }
+  { rps[$1] = rps[$1] " " $2; p50[$1] = p50[$1] " " $3; p99[$1] = p99[$1] " " $4; cpu[$1] = cpu[$1] " " $5
+    if ($1 ~ /^hit/ && $1 !~ /_nginx$/) { hitruns++; if ($6 != 0) { fetched += $6; unverified = unverified " " $1 } } }
   END {
     printf "hit-bench: %d interleaved rounds, wrk -t1 -c%d -d%ds, medians\n\n", rounds, conns, dur
     printf "%-18s %10s %9s %9s %12s\n", "run", "req/s", "p50 ms", "p99 ms", "CPU s/10k"
@@ -250,6 +263,10 @@ awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" "$BENCH_MEDIAN_AWK"
       ng = (w[i] "_nginx" in rps) ? sprintf("%8.2f", s / median(rps[w[i] "_nginx"])) : sprintf("%8s", "-")
       printf "%-10s %8.2f %8.2f %8.2f %s %14.2f %14.2f\n", w[i], s / median(rps[w[i] "_squid"]), s / median(rps[w[i] "_ats"]), s / median(rps[w[i] "_varnish"]), ng, c / median(cpu[w[i] "_ats"]), c / median(cpu[w[i] "_varnish"])
     }
+    if (fetched == 0)
+      printf "\nevery hit verified: the origin answered no request during the %d runs of hits\n", hitruns
+    else
+      printf "\nNOT ALL HITS: the origin answered %d requests during runs of hits:%s\n", fetched, unverified
   }' "$results"
 printf '\nresident memory per cached 1 KB object (%s objects; sumcache holds %s):\n' "$MEM_OBJECTS" "$objects"
 printf '  sumcache %s KiB   Squid %s KiB\n' "$mem_sc" "$mem_squid"

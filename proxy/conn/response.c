@@ -3,8 +3,8 @@
  */
 #include "response.h"
 
-#include <stdarg.h>
-#include <stdio.h>
+#include <stdint.h>
+#include <string.h>
 
 #include <event2/buffer.h>
 
@@ -49,17 +49,57 @@ response_reason(int status)
 	}
 }
 
+/*
+ * The status line and the tail below are made by hand, not with printf:
+ * on a 1 KB hit printf's formatting was 5 % of the node's CPU (perf,
+ * issue 37), more than the lookup. Each put has room by its caller's
+ * bound: the parts are short and their lengths known.
+ */
+static void
+put_mem(char *buf, size_t cap, size_t *n, const char *s, size_t len)
+{
+	SC_ASSERT(len < cap - *n);
+	memcpy(buf + *n, s, len);
+	*n += len;
+}
+
+static void
+put_str(char *buf, size_t cap, size_t *n, const char *s)
+{
+	put_mem(buf, cap, n, s, strlen(s));
+}
+
+static void
+put_num(char *buf, size_t cap, size_t *n, uint64_t v)
+{
+	char digits[20];
+	size_t k = sizeof(digits);
+
+	do
+		digits[--k] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	put_mem(buf, cap, n, digits + k, sizeof(digits) - k);
+}
+
 void
 response_status(struct evbuffer *out, int status, const char *reason,
     size_t reason_len)
 {
+	char line[32];
+	size_t n = 0;
+
 	if (reason == NULL) {
-		evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
-		    response_reason(status));
-		return;
+		reason = response_reason(status);
+		reason_len = strlen(reason);
 	}
-	evbuffer_add_printf(out, "HTTP/1.1 %d %.*s\r\n", status,
-	    (int)reason_len, reason);
+	/* three digits (http_parse.c takes no other), and any number
+	 * would fit */
+	put_str(line, sizeof(line), &n, "HTTP/1.1 ");
+	put_num(line, sizeof(line), &n, (uint64_t)status);
+	put_mem(line, sizeof(line), &n, " ", 1);
+	evbuffer_add(out, line, n);
+	evbuffer_add(out, reason, reason_len);
+	evbuffer_add(out, "\r\n", 2);
 }
 
 void
@@ -74,20 +114,6 @@ response_connection_field(struct txn *t, struct evbuffer *out)
 		evbuffer_add(out, "Connection: close\r\n", 19);
 	else if (t->req.version == 10)
 		evbuffer_add(out, "Connection: keep-alive\r\n", 24);
-}
-
-/* Appends to buf[*n..len) what fmt makes; the caller's buffer always
- * has room (the lines are short and their parts bounded). */
-static void
-put(char *buf, size_t len, size_t *n, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	int k = vsnprintf(buf + *n, len - *n, fmt, ap);
-	va_end(ap);
-	SC_ASSERT(k >= 0 && (size_t)k < len - *n);
-	*n += (size_t)k;
 }
 
 /*
@@ -109,8 +135,12 @@ cache_status(const struct server *s, const struct txn *t, char *buf,
 	else if (t->code == SQ_TCP_MISS && (t->hier == SQ_SIBLING_HIT ||
 	    t->hier == SQ_CD_SIBLING_HIT || t->hier == SQ_CARP))
 		more = "; detail=peer";
-	put(buf, cap, n, "Cache-Status: sumcache-%s; %s%s\r\n",
-	    s->conf.node_name, params, more);
+	put_str(buf, cap, n, "Cache-Status: sumcache-");
+	put_str(buf, cap, n, s->conf.node_name);
+	put_mem(buf, cap, n, "; ", 2);
+	put_str(buf, cap, n, params);
+	put_str(buf, cap, n, more);
+	put_mem(buf, cap, n, "\r\n", 2);
 }
 
 void
@@ -121,21 +151,34 @@ response_end(const struct server *s, struct txn *t, struct evbuffer *out,
 	char buf[64 + sizeof(s->via) + 2 * WIRE_MAX_SENDER + 192];
 	size_t n = 0;
 
-	if (tl->age >= 0)
-		put(buf, sizeof(buf), &n, "Age: %lld\r\n", (long long)(tl->age <
-		    2147483648LL ? tl->age : 2147483648LL));
-	if (tl->via)
-		put(buf, sizeof(buf), &n, "Via: %s\r\n", s->via);
-	if (tl->x_cache != NULL)
-		put(buf, sizeof(buf), &n, "X-Cache: %s from %s\r\n",
-		    tl->x_cache, s->conf.node_name);
+	size_t cap = sizeof(buf);
+
+	if (tl->age >= 0) {
+		put_str(buf, cap, &n, "Age: ");
+		put_num(buf, cap, &n, (uint64_t)(tl->age < 2147483648LL ?
+		    tl->age : 2147483648LL));
+		put_mem(buf, cap, &n, "\r\n", 2);
+	}
+	if (tl->via) {
+		put_str(buf, cap, &n, "Via: ");
+		put_str(buf, cap, &n, s->via);
+		put_mem(buf, cap, &n, "\r\n", 2);
+	}
+	if (tl->x_cache != NULL) {
+		put_str(buf, cap, &n, "X-Cache: ");
+		put_str(buf, cap, &n, tl->x_cache);
+		put_str(buf, cap, &n, " from ");
+		put_str(buf, cap, &n, s->conf.node_name);
+		put_mem(buf, cap, &n, "\r\n", 2);
+	}
 	if (t != NULL && !tl->internal)
-		cache_status(s, t, buf, sizeof(buf), &n);
-	if (tl->length >= 0)
-		put(buf, sizeof(buf), &n, "Content-Length: %lld\r\n",
-		    (long long)tl->length);
-	else if (tl->chunked)
-		put(buf, sizeof(buf), &n, "Transfer-Encoding: chunked\r\n");
+		cache_status(s, t, buf, cap, &n);
+	if (tl->length >= 0) {
+		put_str(buf, cap, &n, "Content-Length: ");
+		put_num(buf, cap, &n, (uint64_t)tl->length);
+		put_mem(buf, cap, &n, "\r\n", 2);
+	} else if (tl->chunked)
+		put_str(buf, cap, &n, "Transfer-Encoding: chunked\r\n");
 	evbuffer_add(out, buf, n);
 	if (t != NULL && t->c != NULL)
 		client_response_begins(t->c, tl->length);

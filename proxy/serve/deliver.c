@@ -136,6 +136,15 @@ deliver_unsatisfiable(struct txn *t, uint64_t length, const char *x_cache)
 	client_sent(t, client_out_mark(t->c) - before);
 }
 
+void
+deliver_note_ctype(struct txn *t, const char *v, size_t len)
+{
+	if (len >= sizeof(t->ctype))
+		len = sizeof(t->ctype) - 1;
+	memcpy(t->ctype, v, len);
+	t->ctype[len] = '\0';
+}
+
 bool
 deliver_head(struct txn *t, const struct store_obj *o,
     enum squid_code code, const char *x_cache, int64_t length)
@@ -154,7 +163,7 @@ deliver_head(struct txn *t, const struct store_obj *o,
 	    code == SQ_TCP_HIT || code == SQ_TCP_CF_HIT) ? SQ_TCP_IMS_HIT :
 	    code;
 	if (store_head_find(o, "content-type", &ct, &ctl))
-		snprintf(t->ctype, sizeof(t->ctype), "%.*s", (int)ctl, ct);
+		deliver_note_ctype(t, ct, ctl);
 	if (rv == RANGE_UNSATISFIABLE) {
 		deliver_unsatisfiable(t, (uint64_t)length, x_cache);
 		return false;

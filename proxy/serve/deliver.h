@@ -37,4 +37,8 @@ bool deliver_head(struct txn *t, const struct store_obj *o,
 void deliver_unsatisfiable(struct txn *t, uint64_t length,
     const char *x_cache);
 
+/* Notes the answer's Content-Type, len bytes at v, for the access log
+ * (cut to t->ctype's size). */
+void deliver_note_ctype(struct txn *t, const char *v, size_t len);
+
 #endif

@@ -227,8 +227,7 @@ final_head(struct fetch *f)
 	const struct http_field *ct = http_field_find(resp, "content-type");
 
 	if (ct != NULL)
-		snprintf(t->ctype, sizeof(t->ctype), "%.*s", (int)ct->vlen,
-		    ct->value);
+		deliver_note_ctype(t, ct->value, ct->vlen);
 	stored_invalidate(t, &f->resp);
 	if (f->kind == FETCH_REVALIDATE && resp->status == 304) {
 		f->not_modified = true;

@@ -18,6 +18,18 @@
 
 #include <event2/buffer.h>
 
+/* A line as it is ("Name:" tells curl not to send its own Name). */
+static bool
+add_line(struct curl_slist **list, const char *line)
+{
+	struct curl_slist *l = curl_slist_append(*list, line);
+
+	if (l == NULL)
+		return false;
+	*list = l;
+	return true;
+}
+
 static bool
 add_header(struct curl_slist **list, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -38,14 +50,37 @@ add_header(struct curl_slist **list, const char *fmt, ...)
 	    (line = malloc((size_t)n + 1)) != NULL)
 		vsnprintf(line, (size_t)n + 1, fmt, again);
 	va_end(again);
-	struct curl_slist *l = n < 0 || line == NULL ? NULL :
-	    curl_slist_append(*list, line);
+	bool ok = n >= 0 && line != NULL && add_line(list, line);
 	if (line != stack)
 		free(line);
-	if (l == NULL)
+	return ok;
+}
+
+/* The field "name: value" (or "name;", curl's way to send an empty
+ * value: it drops "name:" lines); put together without printf, as this
+ * runs for every field of every miss. */
+static bool
+add_field(struct curl_slist **list, const char *name, size_t nlen,
+    const char *value, size_t vlen)
+{
+	char stack[512], *line = stack;
+	size_t n = nlen + 2 + vlen + 1;
+
+	if (n > sizeof(stack) && (line = malloc(n)) == NULL)
 		return false;
-	*list = l;
-	return true;
+	memcpy(line, name, nlen);
+	if (vlen == 0) {
+		line[nlen] = ';';
+		line[nlen + 1] = '\0';
+	} else {
+		memcpy(line + nlen, ": ", 2);
+		memcpy(line + nlen + 2, value, vlen);
+		line[nlen + 2 + vlen] = '\0';
+	}
+	bool ok = add_line(list, line);
+	if (line != stack)
+		free(line);
+	return ok;
 }
 
 static bool
@@ -148,14 +183,9 @@ upstream_fields(const struct txn *t, bool revalidate, bool whole,
 		    mode == FORWARDED_FOR_STRIP) && drops_client_field(mode,
 		    fl)))
 			continue;
-		/* curl drops "Name:" lines; "Name;" sends an empty value */
-		if (fl->vlen == 0)
-			ok = add_header(&l, "%.*s;", (int)fl->nlen, fl->name);
-		else
-			ok = add_header(&l, "%.*s: %.*s", (int)fl->nlen,
-			    fl->name, (int)fl->vlen, fl->value);
+		ok = add_field(&l, fl->name, fl->nlen, fl->value, fl->vlen);
 	}
-	ok = ok && add_header(&l, "Via: %s", t->srv->via);
+	ok = ok && add_field(&l, "Via", 3, t->srv->via, strlen(t->srv->via));
 	/* a revalidation behind a stale answer has no client to name: the
 	 * fields go as they came */
 	if (ok && t->c != NULL && client_field(mode) != NULL)
@@ -170,9 +200,9 @@ upstream_fields(const struct txn *t, bool revalidate, bool whole,
 		ok = ok && add_header(&l, "Host: %.*s", (int)(t->url.path_off -
 		    t->url.host_off), t->url.norm + t->url.host_off);
 	/* no Expect round trip to the origin: we already have the body */
-	ok = ok && add_header(&l, "Expect:");
+	ok = ok && add_line(&l, "Expect:");
 	if (ok && http_field_find(req, "accept") == NULL)
-		ok = add_header(&l, "Accept:");
+		ok = add_line(&l, "Accept:");
 	if (ok && revalidate) {
 		const char *v;
 		size_t vl;
