@@ -30,6 +30,8 @@ struct curlev {
 	 * transfers started meanwhile wait on the pending list */
 	bool in_action;
 	struct curlev_xfer *pending, **pending_tail;
+	CURL *kept[CURLEV_EASY_KEEP];   /* easy handles, reset, for reuse */
+	unsigned nkept;
 };
 
 static void
@@ -228,7 +230,33 @@ curlev_free(struct curlev **op)
 		event_free(o->timer);
 	if (o->idle)
 		event_free(o->idle);
+	while (o->nkept > 0)
+		curl_easy_cleanup(o->kept[--o->nkept]);
 	free(o);
+}
+
+CURL *
+curlev_easy(struct curlev *o)
+{
+	return o->nkept > 0 ? o->kept[--o->nkept] : curl_easy_init();
+}
+
+void
+curlev_easy_done(struct curlev *o, CURL **easy)
+{
+	CURL *e = *easy;
+
+	*easy = NULL;
+	if (e == NULL)
+		return;
+	if (o->nkept == CURLEV_EASY_KEEP) {
+		curl_easy_cleanup(e);
+		return;
+	}
+	/* reset now, not when taken: a kept handle points at nothing of
+	 * its last owner's (error buffer, callbacks' arguments) */
+	curl_easy_reset(e);
+	o->kept[o->nkept++] = e;
 }
 
 int

@@ -49,4 +49,17 @@ int curlev_start(struct curlev *o, CURL *easy, struct curlev_xfer *x);
 /* Stops a transfer that has not finished; done is not called. */
 void curlev_cancel(struct curlev *o, CURL *easy);
 
+/*
+ * Easy handles kept for the next transfer: a handle made and freed for
+ * every miss was a good part of libcurl's cost on a small one (its
+ * allocations, and glibc consolidating them). curlev_easy gives a handle
+ * with every option at its default (a kept one, or a new one; NULL on
+ * ENOMEM); curlev_easy_done takes back one that is not running (NULL
+ * accepted), resets it and keeps it, or frees it when CURLEV_EASY_KEEP
+ * are kept already; *easy is cleared.
+ */
+#define CURLEV_EASY_KEEP 64
+CURL *curlev_easy(struct curlev *o);
+void curlev_easy_done(struct curlev *o, CURL **easy);
+
 #endif

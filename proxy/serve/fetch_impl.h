@@ -42,6 +42,7 @@ struct fetch {
 	struct curl_slist *connect_to;  /* a peer link's (link_to) */
 	struct curlev_xfer xfer;
 	struct event *timer;
+	uint64_t heard_ms;         /* when the source last sent (mono_ms) */
 	bool running;
 	struct evbuffer *headbuf;  /* response head lines so far */
 	struct http_head resp;
@@ -96,6 +97,9 @@ struct fetch {
 
 /* (Re)arms the silence timer for the source being asked. */
 void fetch_arm_timer(struct fetch *f);
+/* The source sent something: the silence starts again (without a timer
+ * operation: the timer, when it fires, looks at when). */
+void fetch_heard(struct fetch *f);
 
 /* curl's header and write callbacks (fetchrecv.c). */
 size_t fetch_on_header(char *buf, size_t size, size_t n, void *arg);

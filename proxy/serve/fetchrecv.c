@@ -339,7 +339,7 @@ fetch_on_header(char *buf, size_t size, size_t n, void *arg)
 
 	if (f->head_done)
 		return len; /* trailers: not forwarded */
-	fetch_arm_timer(f);
+	fetch_heard(f);
 	/* lenient with origins on one point: a bare LF ends a line too */
 	if (len >= 1 && buf[len - 1] == '\n' && (len < 2 || buf[len - 2] !=
 	    '\r')) {
@@ -449,7 +449,7 @@ fetch_on_body(char *data, size_t size, size_t n, void *arg)
 		evtimer_del(f->timer);
 		return CURL_WRITEFUNC_PAUSE;
 	}
-	fetch_arm_timer(f);
+	fetch_heard(f);
 	uint64_t before = out != NULL ? client_out_mark(t->c) : 0;
 	if (out != NULL && t->range != NULL) {
 		range_copy(t->range, &f->range_at, data, f->received, len,
