@@ -447,6 +447,52 @@ Test(e2e, origin_timeout_is_504)
 	env_stop(&e2);
 }
 
+/*
+ * origin_timeout is silence, not the whole fetch: an origin that pauses
+ * less than it each time is waited for however long it takes in all, and
+ * one that stops mid-body is cut off once it has been silent that long.
+ * (The timer is not re-armed at every chunk, but looks at when the origin
+ * last sent: fetch.c.)
+ */
+Test(e2e, origin_timeout_counts_silence_not_the_whole_fetch)
+{
+	const char *opts[] = {"origin_timeout=400ms", NULL};
+	struct env e2;
+	struct resp r;
+	char u[160];
+
+	env_start(&e2, opts);
+	/* 250 ms before the head, 250 ms between the halves: 500 ms in all */
+	snprintf(u, sizeof(u), "http://127.0.0.1:%d/obj/talks?max_age=60&"
+	    "size=4000&delay=250&pause=250", e2.oport);
+	proxy_get(&e2, u, NULL, &r);
+	cr_assert_eq(r.status, 200);
+	cr_assert_eq(r.len, 4000, "%zu bytes", r.len);
+	resp_free(&r);
+
+	/* silent for 3 s after the first half: cut 400 ms into it (read
+	 * raw: the message ends short, which libcurl calls an error) */
+	char req[256];
+	bool closed;
+	int n = snprintf(req, sizeof(req), "GET http://127.0.0.1:%d/obj/stops?"
+	    "max_age=60&size=4000&pause=3000 HTTP/1.1\r\nHost: 127.0.0.1:%d"
+	    "\r\n\r\n", e2.oport, e2.oport);
+	long t0 = harness_now_ms();
+	char *raw = raw_exchange(e2.pport, req, (size_t)n, 2500, &closed);
+	long took = harness_now_ms() - t0;
+	size_t got = strlen(raw);
+	const char *body = strstr(raw, "\r\n\r\n");
+	cr_assert(strncmp(raw, "HTTP/1.1 200", 12) == 0, "%.60s", raw);
+	cr_assert(strstr(raw, "Content-Length: 4000") != NULL, "%s", raw);
+	cr_assert(body != NULL);
+	size_t blen = got - (size_t)(body + 4 - raw);
+	cr_assert_eq(blen, 2000, "%zu bytes of the body", blen);
+	cr_assert(closed, "the cut response's connection stayed open");
+	cr_assert(took >= 350 && took < 2000, "cut after %ld ms", took);
+	free(raw);
+	env_stop(&e2);
+}
+
 /* ---- a large response through a slow client ---- */
 
 struct big {
