@@ -531,7 +531,7 @@ disk_store(struct disk *d, struct store_obj *o, bool in_mem)
 	w->j.e = e;
 	w->j.off = g->bytes;
 	g->bytes += (uint32_t)len;
-	g->writes++;
+	disk_seg_write_begins(d, g);
 	d->stats.file_bytes += len;
 	disk_job_submit(d, &w->j, g, disk_run_write, disk_done_write);
 	return e;
@@ -569,6 +569,18 @@ seg_changed(struct disk *d, struct seg *g, const struct seg_stamp *now)
 	g->stamp = *now;
 	for (uint32_t e = g->ents; e != 0; e = d->ents[e].seg_next)
 		d->ents[e].flags &= (uint8_t)~E_VERIFIED;
+}
+
+void
+disk_seg_write_begins(struct disk *d, struct seg *g)
+{
+	struct seg_stamp now;
+
+	if (g->writes++ > 0)
+		return;
+	stamp_of(g->fd, &now);
+	if (memcmp(&now, &g->stamp, sizeof(now)) != 0)
+		seg_changed(d, g, &now);
 }
 
 bool
@@ -650,7 +662,7 @@ disk_forget(struct disk *d, const char *key, size_t klen)
 	w->len = (uint32_t)len;
 	w->j.off = g->bytes;
 	g->bytes += (uint32_t)len;
-	g->writes++;
+	disk_seg_write_begins(d, g);
 	d->stats.file_bytes += len;
 	disk_job_submit(d, &w->j, g, disk_run_write, disk_done_write);
 	return disk_only;

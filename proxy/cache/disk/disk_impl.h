@@ -157,6 +157,13 @@ struct bodyfd_file *disk_seg_file(struct seg *g);
 /* g's file as it is now is as this process left it (after a write of
  * ours, and at its opening). */
 void disk_seg_stamp(struct seg *g);
+/*
+ * A write of ours to g begins. With none in flight, g's file is first
+ * compared with its stamp: a change behind our back since our last
+ * write would otherwise be taken for ours when the stamp is renewed
+ * after this one (a change while ours are in flight still is).
+ */
+void disk_seg_write_begins(struct disk *d, struct seg *g);
 /* Closes g's descriptors (what a body holds stays open) and frees g. */
 void disk_seg_free(struct seg *g);
 /* The segment that takes the writes. */

@@ -192,7 +192,7 @@ readmit(struct disk *d, struct evict_job *ej, struct seg *h, disk_ent e,
 	    .vhash = x->vhash}};
 	*budget -= x->len;
 	h->bytes += x->len;
-	h->writes++;
+	disk_seg_write_begins(d, h);
 	d->stats.file_bytes += x->len;
 	return true;
 }

@@ -273,20 +273,27 @@ read_error(void)
 	return errno == 0 ? DISK_DROP_SHORT : DISK_DROP_IO;
 }
 
-/* Reads and checks the head at off into a new buffer; NULL with *why: IO
- * (errno), SHORT, or TORN when the bytes are not the record's. */
+/* Bytes read at once for a record's head: most heads (key, stored head
+ * and varykey) fit, so a head costs one read and the trailer one more. */
+#define HEAD_READ 4096
+
+/* Reads and checks the head at off into a new buffer, and the trailer;
+ * NULL with *why: IO (errno), SHORT, or TORN when the bytes are not the
+ * record's. */
 static uint8_t *
 read_head(int fd, uint64_t off, uint32_t len, struct record_info *r,
     enum disk_drop *why, int rwf)
 {
-	uint8_t fixed[RECORD_HEAD];
+	uint8_t first[HEAD_READ];
+	size_t n = len < sizeof(first) ? len : sizeof(first);
 
 	*why = DISK_DROP_IO;
-	if (disk_pread_flags(fd, fixed, sizeof(fixed), off, rwf) < 0) {
+	if (disk_pread_flags(fd, first, n, off, rwf) < 0) {
 		*why = read_error();
 		return NULL;
 	}
-	if (!record_read_fixed(fixed, r) || record_len(r) != len) {
+	if (n < RECORD_HEAD || !record_read_fixed(first, r) ||
+	    record_len(r) != len) {
 		*why = DISK_DROP_TORN;
 		return NULL;
 	}
@@ -294,11 +301,16 @@ read_head(int fd, uint64_t off, uint32_t len, struct record_info *r,
 	uint8_t *head = malloc(hlen);
 	if (head == NULL)
 		return NULL;
-	memcpy(head, fixed, sizeof(fixed));
+	size_t have = hlen < n ? (size_t)hlen : n;
+	memcpy(head, first, have);
 	uint8_t trailer[RECORD_TRAILER];
-	if (disk_pread_flags(fd, head + RECORD_HEAD, hlen - RECORD_HEAD,
-	    off + RECORD_HEAD, rwf) < 0 || disk_pread_flags(fd, trailer,
-	    sizeof(trailer), off + record_trailer_off(r), rwf) < 0) {
+	uint64_t toff = record_trailer_off(r);
+	if (toff + RECORD_TRAILER <= n)
+		memcpy(trailer, first + toff, RECORD_TRAILER);
+	if ((have < hlen && disk_pread_flags(fd, head + have, hlen - have,
+	    off + have, rwf) < 0) || (toff + RECORD_TRAILER > n &&
+	    disk_pread_flags(fd, trailer, sizeof(trailer), off + toff,
+	    rwf) < 0)) {
 		*why = read_error();
 		free(head);
 		return NULL;
@@ -381,6 +393,8 @@ file_body_sum(int fd, uint64_t off, size_t len, uint64_t *sum, int rwf)
 	return rc;
 }
 
+static int warm_range(int fd, uint64_t off, size_t len);
+
 static void
 run_read(struct iopool_job *pj)
 {
@@ -388,10 +402,10 @@ run_read(struct iopool_job *pj)
 	struct job *j = &rj->j;
 	int fd = j->g->fd;
 	uint64_t t0 = mono_us();
-	/* in one call when the body is wanted in memory anyway, or is to
-	 * be checked */
+	/* in one call when the body is to be checked, or may be one
+	 * wanted in memory (a record at most a head's read longer) */
 	bool whole = rj->len <= WHOLE_READ_MAX && (!rj->verified ||
-	    rj->len <= rj->mem_max + RECORD_HEAD + RECORD_TRAILER + 8192);
+	    rj->len <= rj->mem_max + HEAD_READ);
 	enum disk_drop why;
 
 	errno = 0;
@@ -438,8 +452,17 @@ run_read(struct iopool_job *pj)
 	 * since start-up (or never, when this process wrote it), and again
 	 * once its file has changed (disk_trusted) or a send from it failed
 	 * (disk_distrust) */
-	if (rj->verified && blen > rj->mem_max)
+	if (rj->verified && blen > rj->mem_max) {
+		/* the loop sends it from the page cache: on a thread (the
+		 * loop found the head not cached) its pages are brought in
+		 * first, so the send does not wait for the device. The loop's
+		 * own read touched the record's two ends without waiting;
+		 * the pages between, written, read and sent together with
+		 * them, are taken to be cached too */
+		if (rj->rwf == 0 && warm_range(fd, j->off + hlen, blen) < 0)
+			read_failed(rj, read_error());
 		goto out;
+	}
 	if (blen <= rj->mem_max) {
 		if (record_body_sum(rj->body->data, blen) != rj->r.body_sum)
 			read_failed(rj, DISK_DROP_CHECKSUM);

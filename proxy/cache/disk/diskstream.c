@@ -254,7 +254,7 @@ disk_stream_begin(struct disk *d, const struct store_obj *o,
 	    head);
 	ds->r = r;
 	g->bytes += (uint32_t)len;
-	g->writes++;
+	disk_seg_write_begins(d, g);
 	g->refs++; /* the stream's own, until stream_finish */
 	d->stats.file_bytes += len;
 	/* the head first: from here a scan can step over the record */
