@@ -45,6 +45,7 @@ struct tls_server;
 struct collapse_failure;
 struct range_plan;
 struct busy_table;
+struct pass;
 struct budget;
 struct admit;
 struct client_ops;
@@ -87,6 +88,7 @@ struct server {
 	unsigned curl_pool;          /* origin connections kept (accept.c) */
 	struct budget *budget;       /* in-flight copies, heap trimming */
 	struct busy_table *busy;     /* fetches others may join (busy.c) */
+	struct pass *pass;           /* URLs sent straight to the origin */
 	struct fetch *shared_fetches; /* shared: no client's (fetch.c) */
 	struct txn *background;      /* clientless revalidations (stale.c) */
 	struct event *signals[3]; /* TERM, INT, HUP */

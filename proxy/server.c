@@ -29,6 +29,7 @@
 #include "admit.h"
 #include "budget.h"
 #include "busy.h"
+#include "pass.h"
 #include "client.h"
 #include "clock.h"
 #include "cluster.h"
@@ -199,7 +200,8 @@ server_publish_conf(const struct conf *c)
 		.scheme = c->summary_hash,
 		.bits_per_entry = c->summary_bits_per_entry,
 		.k = c->summary_hash_functions,
-		.threshold = c->summary_threshold,
+		.threshold = c->summary_threshold > 0 ? c->summary_threshold :
+		    pub_threshold_default(c->placement_hash),
 		.max_interval_ms = c->summary_max_interval_ms,
 		.expected_objects = pub_expected_objects(c->cache_mem,
 		    PUB_OBJECT_BYTES) + (c->cache_dir != NULL ?
@@ -343,6 +345,7 @@ server_init(struct server *s)
 		    s->conf.max_memory_object_size : 64u << 20;
 	s->budget = budget_new(s->base, inflight);
 	s->busy = busy_table_new();
+	s->pass = pass_new();
 	s->curl = curlev_new(s->base, (long)s->curl_pool);
 	s->log = accesslog_open(s->conf.access_log);
 	if (s->log == NULL) {
@@ -351,7 +354,7 @@ server_init(struct server *s)
 		return -1;
 	}
 	if (s->dns == NULL || s->store == NULL || s->curl == NULL ||
-	    s->budget == NULL || s->busy == NULL ||
+	    s->budget == NULL || s->busy == NULL || s->pass == NULL ||
 	    (s->tiers = tiers_open(s->base, s->store, &s->conf)) == NULL)
 		return -1;
 	/* before the port opens: whoever sees it open may stop us, and a
@@ -419,6 +422,7 @@ server_fini(struct server *s)
 		stale_free_all(s);
 	}
 	busy_table_free(&s->busy);
+	pass_free(&s->pass);
 	/* may run one loop turn, so before anything its events touch */
 	discover_free(&s->discover);
 	icpsock_free(&s->icp);

@@ -503,6 +503,30 @@ sum_encode_timed_full(const uint16_t *until, uint64_t m, struct sum_buf *out)
 	return rc;
 }
 
+/*
+ * Bytes below the size of a full summary of f: encoding a full one is
+ * O(m), so it is only built when the delta is not already smaller. The
+ * set cells are n positions that hashing spreads over m; their Rice
+ * list costs at least n (log2((m - n) / n) + 0.9) bits at its best
+ * parameter (the sum of n (r + 1) and the gaps' quotients, over r), and
+ * more when split into lists, as timed cells are by deadline; a plain
+ * full may be the raw array instead, m / 8 bytes. (A floor of one bit a
+ * cell, the first version, had the daemon build a timed full for most
+ * of its deltas under placement hash: 6 % of its own CPU.)
+ */
+static size_t
+full_floor(const struct cbf *f)
+{
+	double n = (double)f->ones, m = (double)f->m, raw = (m + 7) / 8 + 1;
+
+	if (n == 0 || m <= n)
+		return 0;
+	double floor = n * (log2((m - n) / n) + 0.9) / 8;
+	if (floor <= 0)
+		return 0;  /* a filter more than half full */
+	return (size_t)(floor < raw ? floor : raw);
+}
+
 int
 sum_publish_timed(struct cbf *f, uint64_t now_ms, struct sum_buf *out,
     bool *full, uint64_t *checksum)
@@ -517,10 +541,8 @@ sum_publish_timed(struct cbf *f, uint64_t now_ms, struct sum_buf *out,
 		return -1;
 	if (!lost && timed_encode(&delta, d.pos, d.until, d.n) < 0)
 		goto out;
-	/* a full message costs a bit or more per claimed cell: built only
-	 * when the delta is not already smaller than that */
 	*full = false;
-	if (lost || delta.len > f->ones / 8) {
+	if (lost || delta.len > full_floor(f)) {
 		want = malloc((size_t)f->m * sizeof(*want));
 		if (want == NULL)
 			goto out;
@@ -605,16 +627,8 @@ sum_publish(struct cbf *f, struct sum_buf *out, bool *full,
 		return -1;
 	if (sum_encode_delta(&d, &delta) < 0)
 		goto out;
-	/*
-	 * A full summary costs at least one bit per set position (Rice) and
-	 * at most the raw array; encoding it is O(m), so it is only built
-	 * when the delta is not already below that floor.
-	 */
-	size_t floor = (size_t)(f->ones / 8);
-	if (floor > (f->m + 7) / 8 + 1)
-		floor = (size_t)((f->m + 7) / 8 + 1);
 	*full = false;
-	if (delta.len > floor) {
+	if (delta.len > full_floor(f)) {
 		if (sum_encode_full(f->bits, f->m, &whole) < 0)
 			goto out;
 		*full = whole.len <= delta.len;

@@ -94,6 +94,19 @@ bool pub_claims_parse(const char *name, enum pub_claims *c);
  * down to a time the next base extends before it comes. */
 #define PUB_REBASE_MS (6ull * 3600 * 1000)
 
+/*
+ * The update threshold when the configuration leaves it to us: the
+ * paper's 1 % of the cached objects, or 10 % under placement hash. There
+ * a miss goes to the key's owner whatever the summaries say, and they
+ * only find the copies held elsewhere; on an 8-node replay a tenth of the
+ * messages kept the hit ratio (deploy/README.md, Placement).
+ */
+static inline double
+pub_threshold_default(bool placed)
+{
+	return placed ? 0.10 : 0.01;
+}
+
 struct pub_conf {
 	enum pub_claims claims;
 	enum sum_scheme scheme;

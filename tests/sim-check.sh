@@ -41,6 +41,14 @@ node_policy=$("$build/sumcache" --policy -o cache_mem=64MB \
   -o summary_hash_functions=6 -o summary_max_interval=30s 2>&1)
 check "the simulator's policy follows its options as the daemon's does" \
   [ -n "$sim_policy" -a "$sim_policy" = "$node_policy" ]
+# the threshold left to auto: 1 %, or 10 % under placement hash, in the
+# daemon and in the simulator's summary+hash rows
+policy_threshold() { tr ' ' '\n' | awk -F= '$1 == "threshold" { print $2 }'; }
+check "the daemon's auto threshold is 1 % without placement" \
+  [ "$("$build/sumcache" --policy -o cache_mem=16MB 2>&1 | policy_threshold)" = 0.01 ]
+check "... and 10 % under placement hash" \
+  [ "$("$build/sumcache" --policy -o cache_mem=16MB -o placement=hash 2>&1 |
+    policy_threshold)" = 0.1 ]
 
 "$build/workload-gen" --requests 100000 --objects 50000 --proxies 8 \
   --seed 3 >"$dir/trace.log" 2>/dev/null
@@ -170,6 +178,9 @@ for m in summary carp summary+hash; do
   check "$m counts the trace's $lines requests" \
     is "$(placed place $m requests)" "$lines" 'a == b'
 done
+check "the simulator's summary+hash publishes at the daemon's 10 %, summary at 1 %" \
+  is "$(placed place summary+hash threshold_pct)" \
+     "$(placed place summary threshold_pct)" 'a == 10 && b == 1' 
 echo "  capacity misses: summary $(placed place summary capacity_misses)," \
   "carp $(placed place carp capacity_misses), summary+hash" \
   "$(placed place summary+hash capacity_misses)"

@@ -237,6 +237,41 @@ Test(placement, a_dead_owner_is_skipped_for_the_next_highest)
 	cr_expect_eq(node_metric(a, "sumcache_peer_up{peer=\"c\"}"), 0);
 }
 
+/*
+ * An object that may not be stored (no-store) costs its owner a hop only
+ * once: the answer marks its URL (pass.h), and the asker's next requests
+ * for it go straight to the origin while the mark lasts.
+ */
+Test(placement, an_answer_that_may_not_be_stored_sends_the_next_to_the_origin)
+{
+	const char *opts[] = {"sharing=none", "placement=hash", NULL};
+	char url[256], name[32];
+	int i;
+
+	cluster_start(&CE, &CL, 2, opts, NULL);
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
+	for (i = 0; i < 200; i++) {
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/obj/ns%d?"
+		    "nostore=1", CE.oport, i);
+		if (owner_among(url, 3) == 1)
+			break;
+	}
+	cr_assert_lt(i, 200, "no URL that b owns");
+	snprintf(name, sizeof(name), "/obj/ns%d?", i);
+	for (int k = 0; k < 3; k++)
+		get_ok(a, url);
+	cr_expect_eq(origin_count(&CE, name, NULL), 3, "no-store: each "
+	    "request reaches the origin");
+	cr_expect_eq(node_metric(a, "sumcache_owner_requests_total{outcome="
+	    "\"miss\"}"), 1, "the owner was asked once, not %g times",
+	    node_metric(a, "sumcache_owner_requests_total{outcome=\"miss\"}"));
+	cr_expect_eq(node_metric(a, "sumcache_passed_total"), 2);
+	cr_expect_eq(node_metric(b, "sumcache_peer_requests_served_total{"
+	    "result=\"miss\"}"), 1, "b served a's first request only");
+	cr_expect(harness_file_has(a->log, name, "HIER_DIRECT/", 3000),
+	    "a's access log shows the direct fetches");
+}
+
 Test(placement, a_placed_request_goes_to_the_origin_and_drops_the_hop)
 {
 	const char *opts[] = {"placement=hash", NULL};
@@ -261,7 +296,16 @@ Test(placement, a_placed_request_goes_to_the_origin_and_drops_the_hop)
 	cr_expect_eq(node_metric(nd, "sumcache_owner_requests_total{outcome="
 	    "\"miss\"}") + node_metric(nd, "sumcache_owner_requests_total{"
 	    "outcome=\"hit\"}"), 0);
-	/* the same from a client (no Via): it goes to the owner */
+	/* the same from a client (no Via): it goes to the owner (another
+	 * URL that nd does not own: the first answer, which may not be
+	 * stored, sends its URL's next misses to the origin, pass.h) */
+	for (int i = 0; i < 100; i++) {
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/headers?%d",
+		    CE.oport, i);
+		if (owner_among(url, 7) != x)
+			break;
+	}
+	cr_assert_neq(owner_among(url, 7), x);
 	const char *plain[] = {"Sumcache-Hop: owner", NULL};
 	http_request_at(nd->host, nd->port, "GET", url, plain, NULL, 0, false,
 	    &r);

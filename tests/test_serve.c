@@ -4,7 +4,8 @@
  * collapsed forwarding (busy.c: a waiter served from the shared fetch, a
  * failure handed to its waiters) and the stale answer of a failed fetch
  * (stale.c). The real server and request room answer; the test plays the
- * store's contents and the fetch.
+ * store's contents and the fetch. And the table of URLs passed straight to
+ * the origin (pass.c).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <event2/bufferevent.h>
 
 #include "busy.h"
+#include "pass.h"
 #include "serverig.h"
 #include "store.h"
 
@@ -252,4 +254,45 @@ Test(stale, a_lost_origin_may_be_answered_stale_without_the_directive)
 	stale_after_failure("max-age=60", 504, true, &a);
 	cr_assert_eq(a.status, 200);
 	cr_assert_str_eq(a.body, "old");
+}
+
+/* A mark lasts PASS_TTL_MS, goes at an answer that may be stored, and a
+ * URL whose slot another takes is forgotten, never confused with it. */
+Test(pass, marks_last_their_time_and_go_when_cleared)
+{
+	struct pass *p = pass_new();
+	const char *a = "http://example.test/a", *b = "http://example.test/b";
+
+	cr_assert_not_null(p);
+	cr_assert(!pass_marked(p, a, strlen(a), 1000));
+	pass_note(p, a, strlen(a), 1000);
+	cr_assert(pass_marked(p, a, strlen(a), 1000));
+	cr_assert(pass_marked(p, a, strlen(a), 1000 + PASS_TTL_MS - 1));
+	cr_assert(!pass_marked(p, a, strlen(a), 1000 + PASS_TTL_MS));
+	cr_assert(!pass_marked(p, b, strlen(b), 1000), "b was never marked");
+	pass_note(p, a, strlen(a), 5000);
+	pass_clear(p, b, strlen(b));
+	cr_assert(pass_marked(p, a, strlen(a), 5000), "b's clear took a's");
+	pass_clear(p, a, strlen(a));
+	cr_assert(!pass_marked(p, a, strlen(a), 5000));
+
+	/* more URLs than slots: each marked one is either known or
+	 * forgotten, and an unmarked one is never taken for marked */
+	char url[64];
+	unsigned known = 0;
+	for (unsigned i = 0; i < 2 * PASS_SLOTS; i++) {
+		int n = snprintf(url, sizeof(url), "http://x.test/%u", i);
+		pass_note(p, url, (size_t)n, 10000);
+	}
+	for (unsigned i = 0; i < 2 * PASS_SLOTS; i++) {
+		int n = snprintf(url, sizeof(url), "http://x.test/%u", i);
+		known += pass_marked(p, url, (size_t)n, 10000);
+	}
+	cr_assert(known > PASS_SLOTS / 2 && known <= PASS_SLOTS, "%u", known);
+	for (unsigned i = 0; i < 1000; i++) {
+		int n = snprintf(url, sizeof(url), "http://y.test/%u", i);
+		cr_assert(!pass_marked(p, url, (size_t)n, 10000));
+	}
+	pass_free(&p);
+	cr_assert_null(p);
 }

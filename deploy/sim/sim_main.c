@@ -148,7 +148,8 @@ usage(void)
 	    "  --proxies N          proxies; client c uses proxy c mod N (4)\n"
 	    "  --modes LIST         none,icp,summary,carp,summary+hash\n"
 	    "                       (none,icp,summary)\n"
-	    "  --thresholds LIST    summary update thresholds in %% (1)\n"
+	    "  --thresholds LIST    summary update thresholds in %% (the\n"
+	    "                       daemon's auto: 1, 10 under summary+hash)\n"
 	    "  --bits LIST          summary bits per entry (16)\n"
 	    "  --hash-functions K   (4)\n"
 	    "  --cache SIZE         per proxy: P%% of its infinite cache, or bytes\n"
@@ -250,6 +251,7 @@ main(int argc, char **argv)
 	    .admit_hits = ADMIT_HITS_DEFAULT};
 	double thresholds[MAX_LIST] = {1}, bits[MAX_LIST] = {16};
 	unsigned nthr = 1, nbits = 1, nclaims = 1;
+	bool thr_auto = true;  /* no --thresholds: the daemon's default */
 	enum pub_claims claims[PUB_CLAIMS_COUNT] = {PUB_CLAIMS_TIMED};
 	bool modes[MODE_COUNT] = {true, true, true}, csv = false;
 	bool policy = false;
@@ -281,6 +283,7 @@ main(int argc, char **argv)
 			break;
 		case 't':
 			nthr = parse_list(optarg, thresholds);
+			thr_auto = false;
 			for (unsigned i = 0; i < nthr; i++)
 				if (thresholds[i] > 100)
 					nthr = 0;
@@ -364,7 +367,8 @@ main(int argc, char **argv)
 		if (p.cache_bytes == 0 || p.filter_object_bytes == 0)
 			bad_option("policy", "", "--cache SIZE in bytes and "
 			    "--filter-for BYTES");
-		p.threshold = thresholds[0] / 100;
+		p.threshold = thr_auto ? pub_threshold_default(false) :
+		    thresholds[0] / 100;
 		p.bits = (unsigned)bits[0];
 		struct pub_conf pc = sim_pub_conf(&p, p.cache_bytes);
 		peers_policy_line(&pc, p.peers_asked, line, sizeof(line));
@@ -396,7 +400,9 @@ main(int argc, char **argv)
 			for (unsigned b = 0; b < (sum ? nbits : 1); b++)
 			for (unsigned q = 0; q < (sum ? nclaims : 1); q++) {
 				struct stats st;
-				p.threshold = thresholds[a] / 100;
+				p.threshold = thr_auto ?
+				    pub_threshold_default(p.mode ==
+				    MODE_SUMMARY_HASH) : thresholds[a] / 100;
 				p.bits = (unsigned)bits[b];
 				p.claims = claims[q];
 				run(&t, &p, &st);

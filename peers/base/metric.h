@@ -106,6 +106,9 @@ struct evbuffer;
 	X(OWNER_COPIES, counter, "sumcache_owner_copies_total", "decision",   \
 	    "Cacheable copies of objects another node owns, got from a peer: " \
 	    "kept here (placement_admit_hits) or passed on only")             \
+	X(PASSED, counter, "sumcache_passed_total", "",                       \
+	    "Misses sent straight to the origin because the URL's last answer " \
+	    "could not be stored (no owner, ICP or collapsed wait: pass.h)")  \
 	X(CLIENT_BYTES_OUT, counter, "sumcache_client_bytes_sent_total", "",  \
 	    "Bytes sent to clients (heads and bodies)")                       \
 	X(CACHE_OBJECTS, gauge, "sumcache_cache_objects", "",                 \

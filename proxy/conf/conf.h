@@ -86,7 +86,7 @@ struct conf {
 	uint32_t summary_bits_per_entry;
 	uint32_t summary_hash_functions;
 	uint32_t peers_asked;      /* claimants asked on a miss, at most */
-	double summary_threshold;  /* share of cached objects */
+	double summary_threshold;  /* share of cached objects; 0: auto */
 	uint32_t summary_max_interval_ms;
 	size_t summary_max_size;    /* 0: derived from cache_mem */
 	uint32_t peer_connect_timeout_ms;

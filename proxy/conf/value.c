@@ -501,6 +501,21 @@ value_share(struct conf *c, size_t off, const char *v, const char **why)
 	return 0;
 }
 
+/* "auto" (stored as 0: the daemon derives the value), or a share */
+int
+value_share_auto(struct conf *c, size_t off, const char *v, const char **why)
+{
+	if (strcmp(v, "auto") == 0) {
+		*(double *)((char *)c + off) = 0;
+		return 0;
+	}
+	if (value_share(c, off, v, why) < 0) {
+		*why = "expected auto or a share such as 1% or 0.01";
+		return -1;
+	}
+	return 0;
+}
+
 static const struct {
 	conf_parse_f *parse;
 	const char *syntax;
@@ -533,6 +548,7 @@ static const struct {
 	{value_nameservers, "\"IP[:PORT] ...\""},
 	{value_hash, "xxh3 | squid-md5"},
 	{value_share, "SHARE (1% or 0.01)"},
+	{value_share_auto, "SHARE (1% or 0.01) | auto"},
 };
 
 const char *

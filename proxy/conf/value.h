@@ -37,6 +37,7 @@ conf_parse_f value_peer_dns;
 conf_parse_f value_nameservers;
 conf_parse_f value_hash;
 conf_parse_f value_share;
+conf_parse_f value_share_auto;
 
 /* What a parser takes, as the manual and --help write it ("SIZE",
  * "on | off", ...): beside the parsers, so a new one is described where

@@ -38,6 +38,7 @@
 #include "fetch_impl.h"
 #include "cluster.h"
 #include "icpsock.h"
+#include "pass.h"
 #include "placement.h"
 #include "range.h"
 #include "deliver.h"
@@ -539,12 +540,17 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 	f->headbuf = evbuffer_new();
 	if (f->timer == NULL || f->headbuf == NULL)
 		goto fail;
-	if (kind != FETCH_FORWARD)
+	/* a URL whose last answer could not be stored: the origin at once */
+	bool pass = kind == FETCH_MISS && pass_marked(s->pass, t->url.norm,
+	    t->url.len, mono_ms());
+	if (pass)
+		s->m.passed++;
+	if (kind != FETCH_FORWARD && !pass)
 		f->busy = busy_open(s, t);
 	if (!t->range_whole && range_asked(&t->req))
 		s->m.range_passed++;
 	f->keep_copy = true;
-	if (peer_eligible(t, kind)) {
+	if (!pass && peer_eligible(t, kind)) {
 		if (s->conf.placement_hash) {
 			f->owner = peers_owner(s->peers, t->url.norm,
 			    t->url.len);

@@ -43,6 +43,8 @@
 #include "range.h"
 #include "ratelog.h"
 #include "deliver.h"
+#include "clock.h"
+#include "pass.h"
 #include "request.h"
 #include "response.h"
 #include "stale.h"
@@ -215,6 +217,28 @@ owner_had_it(const struct fetch *f)
 	return false;
 }
 
+/*
+ * A miss's answer decides whether its URL is passed next time (pass.h):
+ * marked when it could not be stored for what it says itself, not for
+ * what the request asked (no-store, credentials) nor for a server error
+ * (a crowd on a failing origin must keep collapsing: busy.c); cleared
+ * when it could be.
+ */
+static void
+note_pass(const struct fetch *f, bool cacheable)
+{
+	const struct txn *t = f->t;
+	struct server *s = t->srv;
+
+	if (f->kind != FETCH_MISS || !t->is_get)
+		return;
+	if (cacheable)
+		pass_clear(s->pass, t->url.norm, t->url.len);
+	else if (f->resp.status < 500 && !t->reqcc.no_store &&
+	    http_field_find(&t->req, "authorization") == NULL)
+		pass_note(s->pass, t->url.norm, t->url.len, mono_ms());
+}
+
 /* Decides storing and writes the client's head. false aborts the fetch. */
 static bool
 final_head(struct fetch *f)
@@ -237,10 +261,12 @@ final_head(struct fetch *f)
 	bool has_te = http_field_find(resp, "transfer-encoding") != NULL;
 	int64_t clen = has_te ? -1 : resp->content_length;
 	bool proxy_only = f->peer != NULL && peer_spec(f->peer)->proxy_only;
-	bool storable = f->kind != FETCH_FORWARD && t->is_get && !proxy_only &&
-	    cachectl_storable(&t->req, &t->reqcc, resp, &respcc,
+	bool cacheable = cachectl_storable(&t->req, &t->reqcc, resp, &respcc,
 	    refresh_find(&s->conf.refresh, t->url.norm), &why) &&
 	    (clen < 0 || (uint64_t)clen <= s->conf.max_object_size);
+	note_pass(f, cacheable);
+	bool storable = f->kind != FETCH_FORWARD && t->is_get && !proxy_only &&
+	    cacheable;
 	/* a copy from a peer of an object another node owns: admission
 	 * decided when the fetch started */
 	if (storable && f->peer != NULL && f->owner != NULL) {

@@ -115,6 +115,7 @@ struct store_stats;
 	X(OWN, owner_failed, OWNER_REQUESTS, "failed", NULL)                 \
 	X(OWN, owner_copy_kept, OWNER_COPIES, "kept", NULL)                  \
 	X(OWN, owner_copy_passed, OWNER_COPIES, "passed", NULL)              \
+	X(OWN, passed, PASSED, NULL, NULL)                                   \
 	X(OWN, client_bytes_out, CLIENT_BYTES_OUT, NULL, NULL)               \
 	X(STORE, objects, CACHE_OBJECTS, NULL, "cache_objects")              \
 	X(STORE, bytes, CACHE_BYTES, NULL, "cache_bytes")                    \
