@@ -87,6 +87,19 @@ get_whole(const char *name, int size, const char *want_cache)
 	return ok;
 }
 
+/* Asks for n objects of 16 KB named prefix0.., each times times: every
+ * one whole. */
+static void
+others(const char *prefix, int n, int times)
+{
+	for (int i = 0; i < n; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "%s%d", prefix, i);
+		for (int k = 0; k < times; k++)
+			cr_assert(get_whole(name, 16 * 1024, NULL));
+	}
+}
+
 /* The segment file holding name's body, and the body's offset there. */
 static bool
 find_body(const char *name, char *path, size_t plen, off_t *at)
@@ -198,12 +211,7 @@ Test(damage, a_byte_changed_under_a_small_record_is_caught_at_its_next_read)
 	flip_byte(path, at + 5000);
 	/* 1.6 MB of others, each asked twice so that SIEVE's hand comes
 	 * round: memory (1 MB) lets it go */
-	for (int i = 0; i < 100; i++) {
-		char name[32];
-		snprintf(name, sizeof(name), "churn%d", i);
-		cr_assert(get_whole(name, 16 * 1024, NULL));
-		cr_assert(get_whole(name, 16 * 1024, NULL));
-	}
+	others("churn", 100, 2);
 	int asked = origin_count(&D, "/obj/small", NULL);
 	cr_expect(get_whole("small", 8 * 1024, "MISS"), "the damaged bytes "
 	    "were sent");
@@ -226,12 +234,7 @@ Test(damage, a_change_before_writes_of_ours_is_not_taken_for_theirs)
 	start(1);
 	cr_assert(get_whole("held", 16 * 1024, "MISS"));
 	/* 1.6 MB of others, each asked twice: memory (1 MB) lets it go */
-	for (int i = 0; i < 100; i++) {
-		char name[32];
-		snprintf(name, sizeof(name), "churn%d", i);
-		cr_assert(get_whole(name, 16 * 1024, NULL));
-		cr_assert(get_whole(name, 16 * 1024, NULL));
-	}
+	others("churn", 100, 2);
 	cr_assert_geq(proxy_wait_metric(&D, "sumcache_disk_objects", 101,
 	    5000), 101);
 	double from_disk = proxy_metric(&D, "sumcache_hits_total{tier=\"disk\"}");
@@ -240,11 +243,7 @@ Test(damage, a_change_before_writes_of_ours_is_not_taken_for_theirs)
 	    from_disk + 1, "not read back from the disk");
 	cr_assert(find_body("held", path, sizeof(path), &at));
 	flip_byte(path, at + 5000);
-	for (int i = 0; i < 20; i++) {
-		char name[32];
-		snprintf(name, sizeof(name), "after%d", i);
-		cr_assert(get_whole(name, 16 * 1024, NULL));
-	}
+	others("after", 20, 1);
 	cr_assert_geq(proxy_wait_metric(&D, "sumcache_disk_objects", 121,
 	    5000), 121);
 	int asked = origin_count(&D, "/obj/held", NULL);

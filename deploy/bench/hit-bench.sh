@@ -11,7 +11,9 @@
 #   - 1 KB / 16 KB misses (no-store) through the four caches;
 #   - resident memory per cached 1 KB object (100k objects).
 # wrk runs on CPU 0; the server under test and the origin nginx on CPU 1.
-# Prints absolute medians and the ratios sumcache/Squid and sumcache/nginx.
+# Prints absolute medians (req/s, p50, p99, CPU seconds per 10,000
+# requests), sumcache's ratios against each, and whether the origin
+# answered any request during the runs of hits (nginx's stub_status).
 #
 #   ROUNDS=5 DURATION=10 CONNS=50 MEM_OBJECTS=100000 deploy/bench/hit-bench.sh
 set -euo pipefail
