@@ -1,0 +1,292 @@
+/*
+ * How a fetch ends: whole, with its copy stored (or the stored copy a 304
+ * refreshed) and every reader answered; or failed, with an error answer
+ * before the head, a response cut short after it, or a stale copy where
+ * the rules allow one. What arrives before the end is fetchrecv.c's.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <openssl/x509_vfy.h>
+
+#include "bodyfd.h"
+#include "busy.h"
+#include "client.h"
+#include "disk.h"
+#include "fetch_impl.h"
+#include "ratelog.h"
+#include "deliver.h"
+#include "request.h"
+#include "stale.h"
+#include "stored.h"
+
+static void
+fail_before_head(struct fetch *f, int status, const char *cause)
+{
+	struct txn *t = f->t;
+	struct server *s = t->srv;
+
+	/* those waiting are answered the same, before the leader's answer
+	 * finishes it (its leaving would have them look again); an origin
+	 * that answered was not disconnected */
+	busy_fail(&f->busy, status, !f->stale_instead, cause);
+	if (f->kind == FETCH_REVALIDATE)
+		s->m.revalidate_failed++;
+	if (t->c == NULL) {
+		stale_background_end(t, status, SQ_TCP_REFRESH_FAIL_OLD);
+		return;
+	}
+	/* RFC 9111 4.2.4: a stale copy beats an error when the origin cannot
+	 * be reached (or, by stale-if-error, answers 5xx) and the origin did
+	 * not forbid it */
+	if (f->stale_instead || stale_on_error(t, true)) {
+		s->m.stale_if_error++;
+		deliver_object(t, t->stale, SQ_TCP_REFRESH_FAIL_OLD);
+		return;
+	}
+	deliver_error(t, status, SQ_TCP_MISS, cause, false);
+}
+
+/* An https origin's certificate failed verification: counted by why
+ * (OpenSSL's verdict; curl checks the name itself, after a chain OpenSSL
+ * found good), logged a line a second, and said in cause. */
+static void
+tls_refused(struct fetch *f, char *cause, size_t len)
+{
+	struct server *s = f->srv;
+	long v = X509_V_OK;
+	const char *why;
+	uint64_t skipped;
+
+	curl_easy_getinfo(f->easy, CURLINFO_SSL_VERIFYRESULT, &v);
+	/* the chain was good; curl's own check of the name refused it */
+	if (v == X509_V_OK || v == X509_V_ERR_UNSPECIFIED)
+		if (strstr(f->curl_err, "subject name") != NULL ||
+		    strstr(f->curl_err, "host name") != NULL)
+			v = X509_V_ERR_HOSTNAME_MISMATCH;
+	switch (v) {
+	case X509_V_ERR_CERT_HAS_EXPIRED:
+		s->m.tls_refused_expired++;
+		why = "it has expired";
+		break;
+	case X509_V_ERR_CERT_NOT_YET_VALID:
+		s->m.tls_refused_not_yet_valid++;
+		why = "it is not valid yet";
+		break;
+	case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+	case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+		s->m.tls_refused_self_signed++;
+		why = "it is self-signed";
+		break;
+	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
+		s->m.tls_refused_unknown_ca++;
+		why = "no CA this node trusts signed it";
+		break;
+	case X509_V_ERR_HOSTNAME_MISMATCH:
+	case X509_V_ERR_IP_ADDRESS_MISMATCH:
+		s->m.tls_refused_wrong_host++;
+		why = "it names another host";
+		break;
+	default:
+		s->m.tls_refused_other++;
+		why = X509_verify_cert_error_string(v);
+		break;
+	}
+	snprintf(cause, len, "the origin's certificate was refused: %s (%s; "
+	    "%s)", why, f->curl_err[0] ? f->curl_err : "no detail",
+	    f->t->url.norm);
+	if (ratelog_due(&s->origin_errlog, &skipped))
+		fprintf(stderr, "sumcache: %s; answered 502 (%llu more since "
+		    "the last line)\n", cause, (unsigned long long)skipped);
+}
+
+void
+fetch_finish_error(struct fetch *f, CURLcode rc)
+{
+	struct txn *t = f->t;
+	struct server *s = f->srv;
+	char cause[512];
+	uint64_t skipped;
+
+	if (f->shared) {
+		/* mid-body: every reader sees a truncated message */
+		s->m.origin_protocol++;
+		busy_close(&f->busy, BUSY_FAILED, NULL);
+		fetch_free(&f);
+		return;
+	}
+	if (f->stale_instead) {
+		snprintf(cause, sizeof(cause), "origin answered %d (%s)",
+		    f->resp.status, t->url.norm);
+		fail_before_head(f, f->resp.status, cause);
+		return;
+	}
+	if (f->client_done && t->c != NULL) {
+		/* stopped on purpose: the client has its answer */
+		client_txn_done(t->c);
+		return;
+	}
+	if (f->head_done && t->c == NULL) {
+		/* behind a stale answer: dropped at its head, or cut */
+		stale_background_end(t, f->resp.status, t->code);
+		return;
+	}
+	if (f->head_done) {
+		/* mid-body: the client must see a truncated message */
+		s->m.origin_protocol++;
+		client_fail(t->c);
+		return;
+	}
+	switch (rc) {
+	case CURLE_PEER_FAILED_VERIFICATION:
+		tls_refused(f, cause, sizeof(cause));
+		fail_before_head(f, 502, cause);
+		return;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_SSL_CONNECT_ERROR:
+		s->m.origin_unreachable++;
+		snprintf(cause, sizeof(cause), "origin unreachable: %s (%s)",
+		    curl_easy_strerror(rc), t->url.norm);
+		fail_before_head(f, 502, cause);
+		return;
+	case CURLE_OPERATION_TIMEDOUT:
+		s->m.origin_timeout++;
+		snprintf(cause, sizeof(cause), "origin timed out (%s)",
+		    t->url.norm);
+		fail_before_head(f, 504, cause);
+		return;
+	default:
+		s->m.origin_protocol++;
+		snprintf(cause, sizeof(cause), "bad response from origin: %s "
+		    "(%s)", f->proto_error ? f->proto_error :
+		    curl_easy_strerror(rc), t->url.norm);
+		if (ratelog_due(&s->origin_errlog, &skipped))
+			fprintf(stderr, "sumcache: %s; answered 502 (%llu more "
+			    "since the last line)\n", cause,
+			    (unsigned long long)skipped);
+		fail_before_head(f, 502, cause);
+		return;
+	}
+}
+
+/* Stores a body kept whole: large ones go to a memfd for sendfile; the
+ * rest, or a large one when no memfd can be had, stay on the heap. */
+static void
+freeze_body(struct fetch *f)
+{
+	if (f->body->len < BODYFD_MIN ||
+	    !bodyfd_convert(&f->body, f->srv->body_fd_ceiling))
+		store_body_shrink(&f->body);
+}
+
+/* RFC 9111 4.3.5: a 200 to HEAD stands for the GET it mirrors. Agreeing
+ * with the stored copy, it refreshes the copy as a 304 would; otherwise
+ * the copy is out of date and leaves the store. */
+static void
+head_updates_stored(struct fetch *f)
+{
+	struct txn *t = f->t;
+	struct server *s = f->srv;
+
+	if (!stored_head_agrees(t->stale, &f->resp)) {
+		tiers_invalidate(s->tiers, t->url.norm, t->url.len);
+		return;
+	}
+	struct store_obj *o = stored_refresh(t, &f->resp, f->request_time);
+	if (o != NULL)
+		tiers_store(s->tiers, o);
+	store_obj_unref(&o);
+}
+
+/* A shared fetch is complete: the object is stored and its readers get
+ * the rest of it from there. The fetch was nobody's: it frees itself. */
+static void
+finish_shared(struct fetch *f)
+{
+	struct server *s = f->srv;
+	struct store_obj *o = NULL;
+
+	if (f->kind == FETCH_REVALIDATE)
+		s->m.revalidated_modified++;
+	if (f->body->len == f->body->cap) {
+		freeze_body(f);
+		o = store_obj_with_body(f->shape, f->body);
+	}
+	if (o != NULL)
+		tiers_store(s->tiers, o);
+	busy_close(&f->busy, o != NULL ? BUSY_DONE : BUSY_FAILED, o);
+	store_obj_unref(&o);
+	fetch_free(&f);
+}
+
+void
+fetch_finish_ok(struct fetch *f)
+{
+	struct txn *t = f->t;
+	struct server *s = f->srv;
+
+	if (f->shared) {
+		finish_shared(f);
+		return;
+	}
+	if (f->not_modified) {
+		struct store_obj *o = stored_refresh(t, &f->resp,
+		    f->request_time);
+		s->m.revalidated_unmodified++;
+		if (o != NULL)
+			tiers_store(s->tiers, o);
+		/* who waited finds the refreshed copy */
+		busy_close(&f->busy, BUSY_DONE, NULL);
+		if (t->c == NULL) {
+			store_obj_unref(&o);
+			stale_background_end(t, 304,
+			    SQ_TCP_REFRESH_UNMODIFIED);
+			return;
+		}
+		if (o != NULL) {
+			deliver_object(t, o, SQ_TCP_REFRESH_UNMODIFIED);
+			store_obj_unref(&o);
+		} else {
+			deliver_object(t, t->stale,
+			    SQ_TCP_REFRESH_UNMODIFIED);
+		}
+		return;
+	}
+	if (f->kind == FETCH_REVALIDATE)
+		s->m.revalidated_modified++;
+	if (f->chunked_out) {
+		evbuffer_add(client_out(t->c), "0\r\n\r\n", 5);
+		client_sent(t, 5);
+	}
+	if (f->stream != NULL && f->streamed ==
+	    (uint64_t)f->resp.content_length) {
+		/* on the disk as it came: committed once the last is down */
+		disk_stream_end(&f->stream);
+		fetch_drop_copy(f);
+	} else if (f->body != NULL && (f->resp.content_length < 0 ||
+	    (uint64_t)f->resp.content_length == f->body->len)) {
+		freeze_body(f);
+		struct store_obj *o = stored_object(t, &f->resp,
+		    f->stored_head, f->stored_head_len, f->body,
+		    f->request_time);
+		if (o != NULL)
+			tiers_store(s->tiers, o);
+		store_obj_unref(&o);
+	} else if (f->kind == FETCH_REVALIDATE && f->stream == NULL &&
+	    !stale_error_status(f->resp.status)) {
+		/* the new response is not storable: the old one is wrong (a
+		 * server's error says nothing of it: RFC 9111 4.3.3) */
+		tiers_invalidate(s->tiers, t->url.norm, t->url.len);
+	} else if (t->is_head && t->stale != NULL && f->resp.status == 200) {
+		head_updates_stored(f);
+	}
+	if (t->c == NULL)
+		stale_background_end(t, f->resp.status, t->code);
+	else
+		client_txn_done(t->c);
+}
