@@ -60,8 +60,10 @@
  * head only. A copy into memory cost more than the page cache's own
  * bytes save: 16 KB disk hits ran at 0.73x memory's with it (the read,
  * the checksum, the allocation, and the eviction of another body to make
- * room, all for each hit of a set larger than memory). Below this a copy
- * is cheaper than the second system call a file's bytes take to send.
+ * room, all for each hit of a set larger than memory). Below it the
+ * copy is kept: a file's bytes take a second system call to send, which
+ * a body of a page or two does not repay (the 8 KB line is a judgement;
+ * only 16 KB and 256 KB were measured, disk-bench.sh).
  */
 #define DISK_COPY_MAX (8u * 1024)
 #define DISK_THREADS 4

@@ -17,10 +17,11 @@
  * that promotions and writes do not wait behind a large send; four in
  * flight measured about 10 % more from a cold page cache.
  *
- * Smaller bodies on disk are sent whole: they were read whole, off the
- * loop, when they were promoted (or checked), so their pages are in the
- * cache unless the kernel has since taken them back; then a send of at
- * most DISKSEND_MIN bytes reads them on the loop.
+ * Smaller bodies on disk are sent whole: at their promotion the loop read
+ * their record's two ends without waiting, or an I/O thread brought their
+ * pages in (diskrw.c), so their pages are in the cache unless the kernel
+ * has since taken them back; then a send of at most DISKSEND_MIN bytes
+ * reads them on the loop.
  *
  * Ownership: the transaction owns its sender; a read in flight holds it
  * (and so the body and its file) until it is back, and frees it when
