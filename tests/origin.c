@@ -26,6 +26,11 @@
  *                    bytes change with each /__bump
  *   /te?coding=C     a body sent with "Transfer-Encoding: C" (raw bytes)
  *   /cut?size=N&at=M Content-Length N, then M bytes and a close
+ *   /extra?size=N&after=MS&junk=1
+ *                    a cacheable answer of Content-Length N followed by
+ *                    more than it said: a whole second response (a
+ *                    cacheable "POISON"), or with junk=1 bytes that are
+ *                    none; sent with the body, or MS ms after it
  *   /slow?ms=N       the response after N ms
  *   /hints           a 103 Early Hints, then 200
  *   /chunked         a chunked response
@@ -359,6 +364,36 @@ respond(struct conn *c)
 		evbuffer_add(out, b, (size_t)at);
 		free(b);
 		c->close_after = true;
+		return;
+	}
+	if (strcmp(c->path, "/extra") == 0) {
+		long size = qparam(c, "size", 1000), after = qparam(c, "after", 0);
+		char *b = malloc((size_t)size);
+		struct evbuffer *more = evbuffer_new();
+		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nCache-Control: "
+		    "max-age=60\r\nContent-Length: %ld\r\n\r\n", size);
+		fill(b, (size_t)size, "extra", 0);
+		evbuffer_add(out, b, (size_t)size);
+		free(b);
+		if (qparam(c, "junk", 0))
+			evbuffer_add_printf(more, "these bytes are past the "
+			    "end of the body\r\n");
+		else
+			evbuffer_add_printf(more, "HTTP/1.1 200 OK\r\n"
+			    "Cache-Control: max-age=600\r\nContent-Length: 6"
+			    "\r\n\r\nPOISON");
+		if (after <= 0) {
+			evbuffer_add_buffer(out, more);
+			evbuffer_free(more);
+			return;
+		}
+		struct timeval tv = {after / 1000, (after % 1000) * 1000};
+		if (c->rest != NULL)
+			evbuffer_free(c->rest);
+		c->rest = more;
+		if (c->resume == NULL)
+			c->resume = evtimer_new(base, on_resume, c);
+		evtimer_add(c->resume, &tv);
 		return;
 	}
 	if (strcmp(c->path, "/hints") == 0) {

@@ -8,16 +8,54 @@
  * of our own. Completed transfers are collected after every action.
  * Connections kept for reuse are closed once nothing has run for
  * CURLEV_IDLE_CLOSE_MS.
+ *
+ * Bytes on a kept connection. curl takes a kept connection for alive when
+ * a peek finds bytes on it, and sends the next request there: what an
+ * origin sent past the end of its answer (a second response, arriving a
+ * moment after the first) would be read as the next request's answer,
+ * and cached under that URL. (Excess that arrives in the read that ends
+ * the body curl sees itself, and closes that connection.) So each
+ * connection a transfer leaves behind whole is noted with its socket
+ * (struct curlev_kept), and before a request goes out on a kept one
+ * (CURLOPT_PREREQFUNCTION, which names the connection by its addresses,
+ * not its socket) the socket is peeked: if anything waits, the transfer
+ * is refused there, which makes curl close that connection, and started
+ * again on a new one (a new connection is never refused). Bytes found when
+ * a transfer ends are counted then, and not again at the refusal. Over
+ * TLS the bytes might be an alert rather than data: the connection is
+ * refused all the same, and counted only over plain HTTP. curl tells us
+ * of every close (CURLOPT_CLOSESOCKETFUNCTION), so a noted socket is
+ * never a closed one's number reused.
  */
 #include "curlev.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
 #include "clock.h"
 #include "loop.h"
+#include "ratelog.h"
 #include "sc_assert.h"
+
+/* connections curl may keep after a transfer, at most (more than the
+ * pool: one may end before curl closes the one it pushes out) */
+#define CURLEV_KEPT_MAX (2 * CURLEV_POOL_MAX)
+
+/* A connection whose last transfer ended whole, which curl may hand to
+ * the next one: its socket, under the addresses the prerequest callback
+ * names it by. */
+struct curlev_kept {
+	curl_socket_t fd;   /* CURL_SOCKET_BAD: a free entry */
+	long local_port, port;
+	char ip[48];
+	bool counted;       /* bytes past its answer counted already */
+};
 
 struct curlev {
 	struct event_base *base;
@@ -32,7 +70,115 @@ struct curlev {
 	struct curlev_xfer *pending, **pending_tail;
 	CURL *kept[CURLEV_EASY_KEEP];   /* easy handles, reset, for reuse */
 	unsigned nkept;
+	struct curlev_stats stats;
+	struct ratelog excess_log;
+	struct curlev_kept conns[CURLEV_KEPT_MAX];
 };
+
+static bool
+bytes_waiting(curl_socket_t fd)
+{
+	char c;
+
+	return fd != CURL_SOCKET_BAD &&
+	    recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+}
+
+static bool
+over_tls(CURL *easy)
+{
+	char *scheme = NULL;
+
+	curl_easy_getinfo(easy, CURLINFO_SCHEME, &scheme);
+	return scheme != NULL && strcasecmp(scheme, "https") == 0;
+}
+
+static void
+count_excess(struct curlev *o, const char *where)
+{
+	uint64_t skipped;
+
+	o->stats.excess++;
+	if (ratelog_due(&o->excess_log, &skipped))
+		fprintf(stderr, "sumcache: bytes past the end of an answer "
+		    "%s; that connection is closed, never used again (%llu "
+		    "more since the last line)\n", where,
+		    (unsigned long long)skipped);
+}
+
+/* CURLOPT_CLOSESOCKETFUNCTION: curl closes a connection, kept or not. */
+static int
+on_close_socket(void *arg, curl_socket_t fd)
+{
+	struct curlev *o = arg;
+
+	for (size_t i = 0; i < CURLEV_KEPT_MAX; i++)
+		if (o->conns[i].fd == fd)
+			o->conns[i].fd = CURL_SOCKET_BAD;
+	return close(fd);
+}
+
+/* The transfer ended whole: its connection, if curl keeps it, is noted
+ * for the next request's check, and bytes already on it are counted. */
+static void
+note_kept(struct curlev *o, CURL *easy)
+{
+	curl_socket_t fd = CURL_SOCKET_BAD;
+	struct curlev_kept *k = NULL;
+	char *ip = NULL, *url = NULL, where[300];
+
+	if (curl_easy_getinfo(easy, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK ||
+	    fd == CURL_SOCKET_BAD)
+		return;   /* closed: nothing kept */
+	for (size_t i = 0; i < CURLEV_KEPT_MAX && k == NULL; i++)
+		if (o->conns[i].fd == CURL_SOCKET_BAD)
+			k = &o->conns[i];
+	if (k == NULL)
+		return;   /* cannot be: curl keeps at most the pool */
+	k->fd = fd;
+	curl_easy_getinfo(easy, CURLINFO_PRIMARY_IP, &ip);
+	curl_easy_getinfo(easy, CURLINFO_PRIMARY_PORT, &k->port);
+	curl_easy_getinfo(easy, CURLINFO_LOCAL_PORT, &k->local_port);
+	snprintf(k->ip, sizeof(k->ip), "%s", ip != NULL ? ip : "");
+	k->counted = bytes_waiting(fd) && !over_tls(easy);
+	if (k->counted) {
+		curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url);
+		snprintf(where, sizeof(where), "from %s", url != NULL ? url :
+		    "?");
+		count_excess(o, where);
+	}
+}
+
+/* CURLOPT_PREREQFUNCTION: the request is about to go out. On a kept
+ * connection with bytes waiting it does not (curlev.c's opening). */
+static int
+on_prereq(void *arg, char *ip, char *local_ip, int port, int local_port)
+{
+	struct curlev_xfer *x = arg;
+	struct curlev_kept *k = NULL;
+	char where[80];
+
+	(void)local_ip;
+	for (size_t i = 0; i < CURLEV_KEPT_MAX && k == NULL; i++) {
+		struct curlev_kept *c = &x->o->conns[i];
+		if (c->fd != CURL_SOCKET_BAD && c->local_port == local_port &&
+		    c->port == port && strcmp(c->ip, ip) == 0)
+			k = c;
+	}
+	if (k == NULL)
+		return CURL_PREREQFUNC_OK;   /* a new connection */
+	curl_socket_t fd = k->fd;
+	k->fd = CURL_SOCKET_BAD;   /* in use: noted again when it ends */
+	if (!bytes_waiting(fd))
+		return CURL_PREREQFUNC_OK;
+	if (!k->counted && !over_tls(x->easy)) {
+		snprintf(where, sizeof(where), "waited on a kept connection "
+		    "to %s:%d", ip, port);
+		count_excess(x->o, where);
+	}
+	x->refused_conn = true;
+	return CURL_PREREQFUNC_ABORT;
+}
 
 static void
 stopped(struct curlev *o, struct curlev_xfer *x)
@@ -58,8 +204,20 @@ check_done(struct curlev *o)
 		CURLcode rc = msg->data.result;
 		struct curlev_xfer *x = NULL;
 		curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
-		curl_multi_remove_handle(o->multi, easy);
 		SC_ASSERT(x != NULL);
+		if (rc == CURLE_OK)
+			note_kept(o, easy);
+		curl_multi_remove_handle(o->multi, easy);
+		if (x->refused_conn && !x->retried) {
+			/* refused a kept connection: on a new one */
+			x->retried = true;
+			curl_easy_setopt(easy, CURLOPT_FRESH_CONNECT, 1L);
+			if (curl_multi_add_handle(o->multi, easy) == CURLM_OK)
+				continue;
+			rc = CURLE_FAILED_INIT;
+		}
+		if (x->retried)
+			curl_easy_setopt(easy, CURLOPT_FRESH_CONNECT, 0L);
 		stopped(o, x);
 		x->done(x->arg, rc);
 	}
@@ -206,6 +364,8 @@ curlev_new(struct event_base *base, long pool)
 	o->base = base;
 	o->pool = pool;
 	o->pending_tail = &o->pending;
+	for (size_t i = 0; i < CURLEV_KEPT_MAX; i++)
+		o->conns[i].fd = CURL_SOCKET_BAD;
 	o->multi = multi_new(o);
 	o->timer = evtimer_new(base, on_timer, o);
 	o->idle = evtimer_new(base, on_idle, o);
@@ -259,11 +419,23 @@ curlev_easy_done(struct curlev *o, CURL **easy)
 	o->kept[o->nkept++] = e;
 }
 
+const struct curlev_stats *
+curlev_stats(const struct curlev *o)
+{
+	return &o->stats;
+}
+
 int
 curlev_start(struct curlev *o, CURL *easy, struct curlev_xfer *x)
 {
 	curl_easy_setopt(easy, CURLOPT_PRIVATE, x);
+	curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, on_prereq);
+	curl_easy_setopt(easy, CURLOPT_PREREQDATA, x);
+	curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
+	curl_easy_setopt(easy, CURLOPT_CLOSESOCKETDATA, o);
+	x->o = o;
 	x->easy = easy;
+	x->refused_conn = x->retried = false;
 	x->pending = o->in_action;
 	if (x->pending) {
 		x->next_pending = NULL;

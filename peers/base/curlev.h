@@ -1,12 +1,14 @@
 /*
- * libcurl's multi-socket API driven by the libevent loop: every origin (and
- * later peer) transfer shares one multi handle, its connection cache and its
- * DNS cache, and never blocks the loop.
+ * libcurl's multi-socket API driven by the libevent loop: every origin and
+ * peer transfer shares one multi handle, its connection cache and its DNS
+ * cache, and never blocks the loop. A kept connection on which bytes wait
+ * is never used again (curlev.c says why curl alone does not see to it).
  */
 #ifndef CURLEV_H
 #define CURLEV_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <curl/curl.h>
 
@@ -20,10 +22,23 @@ struct curlev_xfer {
 	curlev_done_f *done;
 	void *arg;
 	/* curlev's own */
+	struct curlev *o;
 	bool running;   /* in the multi, or waiting to enter it */
 	bool pending;   /* started from inside a curl callback */
+	bool refused_conn;  /* a kept connection with bytes waiting was
+	                     * refused: the transfer goes on a new one */
+	bool retried;       /* and it has */
 	CURL *easy;
 	struct curlev_xfer *next_pending;
+};
+
+/* What curlev saw of its connections, counted in place for the caller's
+ * metrics (proxy/stats/metrics.h). */
+struct curlev_stats {
+	/* connections closed, never used again, because bytes had arrived
+	 * on them past the end of the last answer: an overlong body, a
+	 * second response, or (over TLS) possibly an alert */
+	uint64_t excess;
 };
 
 /* Connections kept for reuse, at most (the caller's descriptor plan may
@@ -45,6 +60,9 @@ void curlev_free(struct curlev **o);
  * start): the handle then enters the multi once curl has returned.
  */
 int curlev_start(struct curlev *o, CURL *easy, struct curlev_xfer *x);
+
+/* Borrowed for o's life. */
+const struct curlev_stats *curlev_stats(const struct curlev *o);
 
 /* Stops a transfer that has not finished; done is not called. */
 void curlev_cancel(struct curlev *o, CURL *easy);

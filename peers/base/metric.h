@@ -78,6 +78,10 @@ struct evbuffer;
 	    "Leaf certificates held in memory")                               \
 	X(ORIGIN_REQUESTS, counter, "sumcache_origin_requests_total", "",     \
 	    "Requests sent to origins")                                       \
+	X(UPSTREAM_EXCESS, counter, "sumcache_upstream_excess_total", "",     \
+	    "Connections to origins closed unused because bytes arrived on "  \
+	    "them past the end of an answer (an overlong body, a second "     \
+	    "response): never read as the next answer")                       \
 	X(COLLAPSED, counter, "sumcache_collapsed_total", "outcome",          \
 	    "Requests that found a fetch of their URL running: served from "  \
 	    "it, let go to fetch alone, let go at the wait's timeout, or "    \

@@ -18,6 +18,7 @@
 
 #include "budget.h"
 #include "client.h"
+#include "curlev.h"
 #include "discover.h"
 #include "disk.h"
 #include "icpsock.h"
@@ -84,7 +85,8 @@ pages_metrics_view(struct server *s, struct metrics_view *v)
 	    .store = store_stats(s->store), .budget = budget_stats(s->budget),
 	    .digest = s->digest != NULL ? sqdigest_stats(s->digest) : NULL,
 	    .disk = tiers_disk_stats(s->tiers),
-	    .leaves = s->tls != NULL ? tls_server_leaves(s->tls) : NULL};
+	    .leaves = s->tls != NULL ? tls_server_leaves(s->tls) : NULL,
+	    .curl = curlev_stats(s->curl)};
 }
 
 static void

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "budget.h"
+#include "curlev.h"
 #include "disk.h"
 #include "leaves.h"
 #include "sc_assert.h"
@@ -17,7 +18,8 @@
 #include "store.h"
 
 enum metrics_src {
-	SRC_OWN, SRC_STORE, SRC_BUDGET, SRC_DIGEST, SRC_DISK, SRC_LEAVES
+	SRC_OWN, SRC_STORE, SRC_BUDGET, SRC_DIGEST, SRC_DISK, SRC_LEAVES,
+	SRC_CURL
 };
 
 #define METRICS_TYPE_OWN struct metrics
@@ -26,6 +28,7 @@ enum metrics_src {
 #define METRICS_TYPE_DIGEST struct sqdigest_stats
 #define METRICS_TYPE_DISK struct disk_stats
 #define METRICS_TYPE_LEAVES struct leaves_stats
+#define METRICS_TYPE_CURL struct curlev_stats
 
 /* value() reads every row as a uint64_t: a row naming a field of
  * another type fails the build here, not the scrape. */
@@ -67,6 +70,8 @@ source(const struct metrics_view *v, enum metrics_src src)
 		return v->disk;
 	case SRC_LEAVES:
 		return v->leaves;
+	case SRC_CURL:
+		return v->curl;
 	}
 	return NULL;
 }

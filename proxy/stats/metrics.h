@@ -16,6 +16,7 @@
 #include "metric.h"
 
 struct budget_stats;
+struct curlev_stats;
 struct disk_stats;
 struct evbuffer;
 struct leaves_stats;
@@ -30,7 +31,8 @@ struct store_stats;
  * others are a lower room's stats, which that room keeps and nobody
  * copies (STORE: struct store_stats, BUDGET: budget_stats, DIGEST:
  * sqdigest_stats, DISK: disk_stats, LEAVES: interception's leaf cache,
- * cert/leaves.h; each read as zero when the node has none).
+ * cert/leaves.h, CURL: the upstream connections', peers/base/curlev.h;
+ * each read as zero when the node has none).
  * Every field read is a uint64_t (metrics.c checks). The family
  * (peers/base/metric.h) gives the name, type, label key and HELP; rows of one
  * family are adjacent. Rows with a status name are sampled for the
@@ -96,6 +98,7 @@ struct store_stats;
 	X(LEAVES, refused, TLS_LEAVES, "refused", NULL)                      \
 	X(LEAVES, cached, TLS_LEAVES_CACHED, NULL, "leaves_cached")          \
 	X(OWN, origin_requests, ORIGIN_REQUESTS, NULL, NULL)                 \
+	X(CURL, excess, UPSTREAM_EXCESS, NULL, NULL)                         \
 	X(OWN, collapsed_served, COLLAPSED, "served", NULL)                  \
 	X(OWN, collapsed_released, COLLAPSED, "released", NULL)              \
 	X(OWN, collapsed_timeout, COLLAPSED, "timeout", NULL)                \
@@ -165,6 +168,7 @@ struct store_stats;
 #define METRICS_FIELD_DIGEST(field)
 #define METRICS_FIELD_DISK(field)
 #define METRICS_FIELD_LEAVES(field)
+#define METRICS_FIELD_CURL(field)
 
 struct metrics {
 #define METRICS_FIELD(src, field, family, label, status)                     \
@@ -182,6 +186,7 @@ struct metrics_view {
 	const struct sqdigest_stats *digest;
 	const struct disk_stats *disk;
 	const struct leaves_stats *leaves;
+	const struct curlev_stats *curl;
 };
 
 /* Appends the Prometheus text exposition of v to out. */
