@@ -170,7 +170,8 @@ struct txn {
 	bool placed;          /* a peer asked us as the key's owner: the
 	                       * origin answers a miss, never another peer */
 	bool for_peer;        /* a peer asks (not counted as a client's) */
-	bool aborted;         /* failed mid-response: logged at the close */
+	enum log_cut cut;     /* failed mid-response (how): logged at the
+	                       * close */
 	struct timeval start;
 	/* the request body as it is read (serve/reqbody.c), or NULL; the
 	 * connection reads no next request while it is unread */

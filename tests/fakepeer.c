@@ -8,11 +8,13 @@
  *                              whose every bit is set: it claims every URL
  *   POST /sumcache/v1/...      (a push, an invalidation) answered 200 with
  *                              ANSWER_BYTES of forged access-log lines, or
- *                              204 when 0
+ *                              204 when 0 (or "slow")
  *   GET /__count               how many object requests came, as text
  *   anything else              an object request, as OBJECTS says:
  *                              "false"  504 (it has no copy) after DELAY_MS
  *                              "hang"   never answered
+ *                              "slow"   200, a body of ANSWER_BYTES in
+ *                                       ten parts, one every DELAY_MS
  *
  * Listens on 127.0.0.1. Test equipment: no model of robustness.
  */
@@ -37,12 +39,13 @@ struct conn {
 	size_t body_left;   /* of a POST's body, still to read */
 	bool answered;      /* its request is in */
 	bool replied;       /* its answer is queued: close once it is out */
+	size_t slow_left;   /* "slow": body bytes still to send */
 };
 
 static struct event_base *base;
 static char key[256];
 static char name[64];
-static bool hang;
+static bool hang, slow;
 static long delay_ms;
 static size_t answer_bytes;
 static unsigned objects_asked;
@@ -69,14 +72,38 @@ reply(struct conn *c, const char *status, const char *ctype,
 	evbuffer_add(out, body, len);
 }
 
+/* "slow": the next tenth of the body */
+static void
+slow_part(struct conn *c)
+{
+	static const char fill[] = "slowpeer";
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	size_t part = (answer_bytes + 9) / 10, sent = answer_bytes -
+	    c->slow_left;
+
+	for (size_t i = 0; i < part && c->slow_left > 0; i++, c->slow_left--)
+		evbuffer_add(out, &fill[(sent + i) % (sizeof(fill) - 1)], 1);
+	c->replied = c->slow_left == 0;
+}
+
 static void
 on_delay(evutil_socket_t fd, short what, void *arg)
 {
 	static const char no[] = "no copy\n";
+	struct conn *c = arg;
 
 	(void)fd;
 	(void)what;
-	reply(arg, "504 Gateway Timeout", "text/plain", no, sizeof(no) - 1);
+	if (!slow) {
+		reply(c, "504 Gateway Timeout", "text/plain", no,
+		    sizeof(no) - 1);
+		return;
+	}
+	slow_part(c);
+	if (c->slow_left > 0) {
+		struct timeval tv = {delay_ms / 1000, delay_ms % 1000 * 1000};
+		evtimer_add(c->delay, &tv);
+	}
 }
 
 /* ANSWER_BYTES of lines a log reader would take for the node's own. */
@@ -88,7 +115,8 @@ flood(struct conn *c)
 	struct evbuffer *out = bufferevent_get_output(c->bev);
 
 	c->replied = true;
-	if (answer_bytes == 0) {
+	/* "slow": ANSWER_BYTES is the objects' size */
+	if (answer_bytes == 0 || slow) {
 		evbuffer_add_printf(out, "HTTP/1.1 204 No Content\r\n\r\n");
 		return;
 	}
@@ -119,6 +147,13 @@ request(struct conn *c, const char *method, const char *target)
 			return;
 		struct timeval tv = {delay_ms / 1000, delay_ms % 1000 * 1000};
 		c->delay = evtimer_new(base, on_delay, c);
+		if (slow) {
+			evbuffer_add_printf(bufferevent_get_output(c->bev),
+			    "HTTP/1.1 200 OK\r\nCache-Control: max-age=60\r\n"
+			    "Content-Length: %zu\r\n\r\n", answer_bytes);
+			c->slow_left = answer_bytes;
+			slow_part(c);
+		}
 		evtimer_add(c->delay, &tv);
 	}
 }
@@ -226,7 +261,7 @@ int
 main(int argc, char **argv)
 {
 	if (argc != 7) {
-		fprintf(stderr, "usage: test-peer PORT KEYFILE NAME false|hang "
+		fprintf(stderr, "usage: test-peer PORT KEYFILE NAME false|hang|slow "
 		    "DELAY_MS ANSWER_BYTES\n");
 		return 2;
 	}
@@ -237,6 +272,7 @@ main(int argc, char **argv)
 	key[strcspn(key, "\n")] = '\0';
 	snprintf(name, sizeof(name), "%s", argv[3]);
 	hang = strcmp(argv[4], "hang") == 0;
+	slow = strcmp(argv[4], "slow") == 0;
 	delay_ms = strtol(argv[5], NULL, 10);
 	answer_bytes = strtoul(argv[6], NULL, 10);
 	make_summary();

@@ -177,13 +177,20 @@ double node_peer_metric(const struct node *nd, const char *family,
 /*
  * A misbehaving peer (tests/fakepeer.c) on a free port of 127.0.0.1, in
  * cl's cluster key, signing as name: it claims every URL; object requests
- * get a 504 after delay_ms ("false") or nothing ("hang"); pushes and
+ * get a 504 after delay_ms ("false"), nothing ("hang"), or a 200 of
+ * answer_bytes in ten parts delay_ms apart ("slow"); pushes and
  * invalidations get answer_bytes of forged log lines. Its output goes to
  * name.out in e's directory. Stop it with harness_stop.
  */
 pid_t fakepeer_start(const struct env *e, const struct cluster *cl,
     const char *name, const char *objects, int delay_ms, long answer_bytes,
     int *port);
+/* Node a of the cluster suite's CL alone, its one peer a fake peer z
+ * started as fakepeer_start says (objects, delay_ms, answer_bytes), with
+ * more -o values (NULL-terminated, or NULL); z's pid in *z, for the
+ * suite's end to stop. */
+struct node *node_with_fakepeer(const char *objects, int delay_ms,
+    long answer_bytes, const char *const *more, pid_t *z);
 
 /* Whether the file at path gets a line holding n1 and n2 (n2 may be
  * NULL) within ms: logs are written through buffers. */

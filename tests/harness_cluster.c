@@ -32,6 +32,27 @@ fakepeer_start(const struct env *e, const struct cluster *cl,
 	return pid;
 }
 
+struct node *
+node_with_fakepeer(const char *objects, int delay_ms, long answer_bytes,
+    const char *const *more, pid_t *z)
+{
+	static char zpeer[64];
+	static const char *opts[16];
+	int zport, n = 0;
+
+	cluster_init(&CE, &CL, 1, NULL, NULL);
+	*z = fakepeer_start(&CE, &CL, "z", objects, delay_ms, answer_bytes,
+	    &zport);
+	snprintf(zpeer, sizeof(zpeer), "peer=z 127.0.0.1:%d", zport);
+	opts[n++] = zpeer;
+	for (; more != NULL && *more != NULL && n < 15; more++)
+		opts[n++] = *more;
+	opts[n] = NULL;
+	CL.opts = opts;
+	node_start(&CE, &CL, 0);
+	return &CL.nodes[0];
+}
+
 void
 node_start(struct env *e, struct cluster *cl, int i)
 {

@@ -26,6 +26,11 @@
  *                    bytes change with each /__bump
  *   /te?coding=C     a body sent with "Transfer-Encoding: C" (raw bytes)
  *   /cut?size=N&at=M Content-Length N, then M bytes and a close
+ *   /steady?size=N&parts=P&step=MS&stall=K&max_age=N
+ *                    Content-Length N, the body in P parts, one every MS
+ *                    ms (the first at once); with stall=K, nothing
+ *                    more after K parts (the connection held open);
+ *                    no-store unless max_age is given
  *   /extra?size=N&after=MS&junk=1
  *                    a cacheable answer of Content-Length N followed by
  *                    more than it said: a whole second response (a
@@ -84,6 +89,9 @@ struct conn {
 	struct evbuffer *rest;  /* ?pause=: the body's second half */
 	struct event *resume;
 	struct event *delay;
+	struct event *steady;    /* /steady: the next part */
+	uint64_t steady_at, steady_size, steady_part;
+	long steady_ms, steady_stall, steady_sent;
 	char path[1024];
 	char query[1024];
 };
@@ -136,6 +144,8 @@ conn_free(struct conn *c)
 		event_free(c->delay);
 	if (c->resume)
 		event_free(c->resume);
+	if (c->steady)
+		event_free(c->steady);
 	if (c->rest)
 		evbuffer_free(c->rest);
 	evbuffer_free(c->body);
@@ -158,6 +168,33 @@ on_resume(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	bufferevent_write_buffer(c->bev, c->rest);
+}
+
+/* /steady's next part, and the timer for the one after */
+static void
+on_steady(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	char chunk[65536];
+	uint64_t n = c->steady_size - c->steady_at;
+	(void)fd;
+	(void)what;
+	if (n > c->steady_part)
+		n = c->steady_part;
+	for (uint64_t done = 0; done < n;) {
+		size_t k = n - done < sizeof(chunk) ? (size_t)(n - done) :
+		    sizeof(chunk);
+		fill(chunk, k, "steady", (size_t)(c->steady_at + done));
+		bufferevent_write(c->bev, chunk, k);
+		done += k;
+	}
+	c->steady_at += n;
+	c->steady_sent++;
+	if (c->steady_at == c->steady_size || (c->steady_stall > 0 &&
+	    c->steady_sent >= c->steady_stall))
+		return;
+	struct timeval tv = {c->steady_ms / 1000, (c->steady_ms % 1000) * 1000};
+	evtimer_add(c->steady, &tv);
 }
 
 static void
@@ -364,6 +401,27 @@ respond(struct conn *c)
 		evbuffer_add(out, b, (size_t)at);
 		free(b);
 		c->close_after = true;
+		return;
+	}
+	if (strcmp(c->path, "/steady") == 0) {
+		long max_age = qparam(c, "max_age", -1), parts = qparam(c,
+		    "parts", 10);
+		c->steady_size = (uint64_t)qparam(c, "size", 100000);
+		c->steady_part = (c->steady_size + (uint64_t)parts - 1) /
+		    (uint64_t)(parts > 0 ? parts : 1);
+		c->steady_ms = qparam(c, "step", 100);
+		c->steady_stall = qparam(c, "stall", 0);
+		c->steady_at = 0;
+		c->steady_sent = 0;
+		if (max_age >= 0)
+			snprintf(tmp, sizeof(tmp), "max-age=%ld", max_age);
+		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nCache-Control: "
+		    "%s\r\nContent-Length: %llu\r\n\r\n",
+		    max_age >= 0 ? tmp : "no-store",
+		    (unsigned long long)c->steady_size);
+		if (c->steady == NULL)
+			c->steady = evtimer_new(base, on_steady, c);
+		on_steady(-1, 0, c);
 		return;
 	}
 	if (strcmp(c->path, "/extra") == 0) {

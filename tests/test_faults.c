@@ -42,34 +42,12 @@ file_size(const char *path)
 	return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
-/* Node a with one peer, z, the fake peer behaving as told. */
-static struct node *
-node_with_liar(const char *objects, int delay_ms, long answer_bytes,
-    const char *const *more)
-{
-	static char zpeer[64];
-	static const char *opts[16];
-	int zport, n = 0;
-
-	cluster_init(&CE, &CL, 1, NULL, NULL);
-	liar = fakepeer_start(&CE, &CL, "z", objects, delay_ms, answer_bytes,
-	    &zport);
-	snprintf(zpeer, sizeof(zpeer), "peer=z 127.0.0.1:%d", zport);
-	opts[n++] = zpeer;
-	for (; more != NULL && *more != NULL && n < 15; more++)
-		opts[n++] = *more;
-	opts[n] = NULL;
-	CL.opts = opts;
-	node_start(&CE, &CL, 0);
-	return &CL.nodes[0];
-}
-
 /* A peer's answer to a push is a status: a body, however large, reaches
  * neither the node's stdout (where the access log goes by default) nor
  * its log; the peer is marked down for it. */
 Test(faults, a_peer_flooding_its_answers_writes_nothing_of_ours)
 {
-	struct node *a = node_with_liar("false", 0, 20L << 20, NULL);
+	struct node *a = node_with_fakepeer("false", 0, 20L << 20, NULL, &liar);
 
 	/* z comes up at its first pull (its summary is validly signed), and
 	 * is sent our full summary: z answers with 20 MB */
@@ -239,7 +217,7 @@ wait_peer_up(const struct node *nd, const char *peer)
  * node stops asking z, though z is the only claimant. */
 Test(faults, a_peer_whose_summary_claims_everything_stops_being_asked)
 {
-	struct node *a = node_with_liar("false", 300, 0, NULL);
+	struct node *a = node_with_fakepeer("false", 300, 0, NULL, &liar);
 
 	wait_peer_up(a, "z");
 	long t0 = harness_now_ms();
@@ -264,7 +242,7 @@ Test(faults, a_peer_whose_summary_claims_everything_stops_being_asked)
 Test(faults, a_peer_answering_pulls_but_not_requests_costs_a_timeout_a_period)
 {
 	const char *opts[] = {"peer_timeout=500ms", NULL};
-	struct node *a = node_with_liar("hang", 0, 0, opts);
+	struct node *a = node_with_fakepeer("hang", 0, 0, opts, &liar);
 
 	wait_peer_up(a, "z");
 	long t0 = harness_now_ms();

@@ -6,6 +6,7 @@
  * there.
  */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,4 +83,108 @@ Test(mixups, an_overlong_body_does_not_turn_the_next_answer_into_an_error)
 	next_answer_is_its_own(0, true, "junk-at-once");
 	next_answer_is_its_own(600, true, "junk-later");
 	cr_assert_geq(proxy_metric(&E, "sumcache_upstream_excess_total"), 1);
+}
+
+/* ---- timeouts count silence ---- */
+
+/* A body that keeps arriving, 300,000 bytes in ten parts 150 ms apart
+ * (1.35 s), under a 500 ms origin_timeout: cacheable (read by the crowd
+ * from the shared copy) or not (streamed to its one client), it comes
+ * whole, is logged whole, and the cacheable one is a hit next. */
+Test(mixups, origin_timeout_never_cuts_a_body_that_keeps_arriving)
+{
+	const char *opts[] = {"origin_timeout=500ms", NULL};
+	const char *urls[] = {"/steady?size=300000&step=150&max_age=60",
+	    "/steady?size=300000&step=150&n=nostore"};
+	struct resp r;
+
+	proxy_restart(&E, opts, SIGTERM);
+	for (int i = 0; i < 2; i++) {
+		proxy_get(&E, env_url(&E, urls[i]), NULL, &r);
+		cr_assert_eq(r.status, 200);
+		cr_assert(body_is(&r, "steady", 300000), "%s: %zu bytes of "
+		    "300000", urls[i], r.len);
+		resp_free(&r);
+		cr_assert(harness_file_has(E.log, "TCP_MISS/200", urls[i],
+		    2000), "%s logged whole", urls[i]);
+	}
+	proxy_get(&E, env_url(&E, urls[0]), NULL, &r);
+	cr_assert_str_eq(resp_header(&r, "X-Cache"), "HIT from test-node");
+	cr_assert(body_is(&r, "steady", 300000));
+	resp_free(&r);
+	cr_assert_eq(proxy_metric(&E, "sumcache_origin_errors_total{cause="
+	    "\"timeout\"}"), 0);
+	cr_assert_eq(proxy_metric(&E, "sumcache_client_aborts_total"), 0);
+}
+
+/* The same body stopping after three parts is cut 500 ms into the
+ * silence: the client gets a short answer and a close, the line says it
+ * timed out (Squid's _TIMEDOUT), and it is counted as a timeout, not as a
+ * client that left. */
+Test(mixups, a_body_cut_by_its_timeout_is_logged_as_timed_out)
+{
+	const char *opts[] = {"origin_timeout=500ms", NULL};
+	const char *urls[] = {"/steady?size=300000&step=100&stall=3&max_age=60",
+	    "/steady?size=300000&step=100&stall=3"};
+
+	proxy_restart(&E, opts, SIGTERM);
+	for (int i = 0; i < 2; i++) {
+		char req[256];
+		bool closed;
+		int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: "
+		    "x\r\n\r\n", env_url(&E, urls[i]));
+		char *got = raw_exchange(E.pport, req, (size_t)n, 3000,
+		    &closed);
+		cr_assert(closed, "%s: the cut answer ends in a close",
+		    urls[i]);
+		cr_assert(strstr(got, "Content-Length: 300000") != NULL);
+		cr_assert_lt(strlen(got), 300000);
+		free(got);
+		cr_assert(harness_file_has(E.log, "TCP_MISS_TIMEDOUT/200",
+		    urls[i], 2000), "%s logged as timed out", urls[i]);
+	}
+	cr_assert_eq(proxy_metric(&E, "sumcache_origin_errors_total{cause="
+	    "\"timeout\"}"), 2);
+	cr_assert_eq(proxy_metric(&E, "sumcache_client_aborts_total"), 0);
+}
+
+/* ---- a peer's body, under peer_timeout ---- */
+
+static pid_t fake;
+
+static void
+peer_down(void)
+{
+	if (fake > 0)
+		harness_stop(fake, SIGTERM, 5000);
+	fake = 0;
+	cluster_suite_down();
+}
+
+TestSuite(mixups_peer, .init = cluster_suite_up, .fini = peer_down,
+    .timeout = 60);
+
+/* Peer z claims every URL and sends 300,000 bytes in ten parts 150 ms
+ * apart: twice in a row, under a 500 ms peer_timeout, the remote hit
+ * arrives whole (today's node cut it at the timeout both times). */
+Test(mixups_peer, peer_timeout_never_cuts_a_remote_hit_that_keeps_arriving)
+{
+	const char *opts[] = {"peer_timeout=500ms", NULL};
+	struct node *a = node_with_fakepeer("slow", 150, 300000, opts, &fake);
+
+	cr_assert_eq(node_wait_metric(a, "sumcache_peer_up{peer=\"z\"}", 1,
+	    5000), 1);
+	for (int i = 0; i < 2; i++) {
+		struct resp r;
+		char path[64];
+		snprintf(path, sizeof(path), "/obj/remote%d?max_age=60", i);
+		node_get(a, env_url(&CE, path), &r);
+		cr_assert_eq(r.status, 200);
+		cr_assert(body_is(&r, "slowpeer", 300000), "remote hit %d: "
+		    "%zu bytes of 300000", i, r.len);
+		resp_free(&r);
+		cr_assert(harness_file_has(a->log, "TCP_MISS/200", path,
+		    2000));
+	}
+	cr_assert_eq(node_sent(a, "peer_request", "z"), 2);
 }

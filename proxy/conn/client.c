@@ -87,7 +87,7 @@ client_free(struct client *c)
 			bufferevent_disable(c->bev, EV_READ | EV_WRITE);
 		return;
 	}
-	if (c->txn != NULL && c->txn->aborted) {
+	if (c->txn != NULL && c->txn->cut != CUT_NONE) {
 		struct txn *t = c->txn;
 		size_t unsent = c->bev ? evbuffer_get_length(client_out(c)) : 0;
 		t->bytes_out -= unsent < t->bytes_out ? unsent : t->bytes_out;
@@ -216,13 +216,13 @@ client_close_after_output(struct client *c)
 }
 
 void
-client_fail(struct client *c)
+client_fail(struct client *c, enum log_cut why)
 {
 	struct txn *t = c->txn;
 
-	SC_ASSERT(t != NULL);
+	SC_ASSERT(t != NULL && why != CUT_NONE);
 	c->srv->client_ops->stop(t);
-	t->aborted = true;
+	t->cut = why;
 	client_close_after_output(c);
 }
 
@@ -530,7 +530,7 @@ static void
 client_left(struct client *c, struct txn *t)
 {
 	c->srv->m.client_aborts++;
-	t->aborted = true;
+	t->cut = CUT_ABORTED;
 	if (t->result == RESULT_INTERNAL && t->url.norm != NULL) {
 		t->result = RESULT_MISS;
 		if (t->code == SQ_NONE_NONE)

@@ -85,8 +85,9 @@ void client_txn_done(struct client *c);
 /* The response cannot be completed (origin died mid-body; the caller set
  * t->code): stop the transaction, flush what is queued and close, so the
  * client sees a message cut short of its framing, never a wrong one. The
- * transaction is logged at the close with the bytes really sent. */
-void client_fail(struct client *c);
+ * transaction is logged at the close with the bytes really sent, as cut
+ * the way why says (not CUT_NONE). */
+void client_fail(struct client *c, enum log_cut why);
 
 /* The request body must arrive whole within ms from now, not within
  * idle_timeout of each read (a peer's summary). */

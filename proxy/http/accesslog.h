@@ -9,9 +9,8 @@
 struct accesslog;
 
 /* Squid's result codes (the CODE of CODE/status), one name each. A
- * response that did not reach its end (the client left, or its source
- * failed mid-body) is logged with "_ABORTED" after its code, as Squid
- * logs it: accesslog_entry.aborted. */
+ * response that did not reach its end is logged with a suffix after its
+ * code, as Squid logs it: accesslog_entry.cut. */
 /* X(code, its Cache-Status parameters, RFC 9211) */
 #define SQUID_CODES(X)                                                         \
 	/* from the origin or a peer */                                       \
@@ -63,6 +62,16 @@ enum squid_hier {
 	SQ_NHIERS
 };
 
+/* How a response that did not reach its end was cut, in Squid's words:
+ * "_ABORTED" (the client left, or the source broke off: a reset, a close,
+ * a disk error) or "_TIMEDOUT" (the source fell silent for its timeout:
+ * origin_timeout or peer_timeout). */
+enum log_cut {
+	CUT_NONE = 0,
+	CUT_ABORTED = 1,
+	CUT_TIMEDOUT = 2,
+};
+
 const char *squid_code_name(enum squid_code c);
 /* The Cache-Status parameters (RFC 9211) of a response so answered. */
 const char *squid_code_cache_status(enum squid_code c);
@@ -73,7 +82,7 @@ struct accesslog_entry {
 	struct timeval end;
 	const char *client;  /* address text */
 	enum squid_code code;
-	bool aborted;        /* cut short: CODE_ABORTED */
+	enum log_cut cut;    /* cut short: CODE_ABORTED, CODE_TIMEDOUT */
 	int status;
 	uint64_t bytes;      /* sent to the client, head included */
 	const char *method;

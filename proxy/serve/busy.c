@@ -302,7 +302,7 @@ start_reading(struct busy *b, struct txn *t, struct busy_seat *st,
 	enum txn_result result = t->result;
 
 	if (st == NULL && (st = seat_new(t, NULL)) == NULL) {
-		client_fail(t->c);
+		client_fail(t->c, CUT_ABORTED);
 		return;
 	}
 	bool body = deliver_head(t, b->shape, leader ? t->code :
@@ -491,7 +491,8 @@ busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj)
 		uint64_t sent = st->sent;
 		busy_leave(t);
 		if (end != BUSY_DONE || obj == NULL) {
-			client_fail(t->c);
+			client_fail(t->c, end == BUSY_TIMED_OUT ? CUT_TIMEDOUT :
+			    CUT_ABORTED);
 			continue;
 		}
 		struct evbuffer *out = client_out(t->c);
@@ -503,7 +504,7 @@ busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj)
 		client_sent(t, (size_t)rest);
 		client_txn_done(t->c);
 	}
-	release_all(b, end == BUSY_UNSHARED || end == BUSY_FAILED);
+	release_all(b, end != BUSY_DONE && end != BUSY_LEADER_GONE);
 	store_obj_unref(&b->shape);
 	free(b);
 }

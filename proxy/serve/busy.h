@@ -67,6 +67,8 @@ enum busy_end {
 	BUSY_LEADER_GONE = 3, /* the leader left before the head: waiters
 	                       * look again (one of them leads the next) */
 	BUSY_FAILED = 4,      /* the body broke off: readers fail */
+	BUSY_TIMED_OUT = 5,   /* the source fell silent mid-body: readers
+	                       * fail, logged as timed out */
 };
 
 /*

@@ -94,7 +94,7 @@ on_warm(void *arg, uint64_t off, int err)
 		struct txn *t = ds->t;
 		ds->failed = true;
 		tiers_send_failed(t->srv->tiers, &t->c->sent);
-		client_fail(t->c);
+		client_fail(t->c, CUT_ABORTED);
 		return;
 	}
 	pump(ds);

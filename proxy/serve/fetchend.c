@@ -104,6 +104,16 @@ tls_refused(struct fetch *f, char *cause, size_t len)
 		    "the last line)\n", cause, (unsigned long long)skipped);
 }
 
+/* A source broke off (or fell silent) after the head: counted by which. */
+static void
+cut_mid_body(struct server *s, bool quiet)
+{
+	if (quiet)
+		s->m.origin_timeout++;
+	else
+		s->m.origin_protocol++;
+}
+
 void
 fetch_finish_error(struct fetch *f, CURLcode rc)
 {
@@ -111,11 +121,14 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 	struct server *s = f->srv;
 	char cause[512];
 	uint64_t skipped;
+	/* a silence, not a break: logged as such (never as a client that
+	 * left) */
+	bool quiet = rc == CURLE_OPERATION_TIMEDOUT;
 
 	if (f->shared) {
 		/* mid-body: every reader sees a truncated message */
-		s->m.origin_protocol++;
-		busy_close(&f->busy, BUSY_FAILED, NULL);
+		cut_mid_body(s, quiet);
+		busy_close(&f->busy, quiet ? BUSY_TIMED_OUT : BUSY_FAILED, NULL);
 		fetch_free(&f);
 		return;
 	}
@@ -137,8 +150,8 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 	}
 	if (f->head_done) {
 		/* mid-body: the client must see a truncated message */
-		s->m.origin_protocol++;
-		client_fail(t->c);
+		cut_mid_body(s, quiet);
+		client_fail(t->c, quiet ? CUT_TIMEDOUT : CUT_ABORTED);
 		return;
 	}
 	switch (rc) {

@@ -461,6 +461,7 @@ fetch_on_body(char *data, size_t size, size_t n, void *arg)
 		if (f->body->len + len > f->body->cap ||
 		    store_body_append(&f->body, data, len) < 0)
 			return 0;
+		fetch_heard(f);
 		busy_body(f->busy, f->body);
 		return len;
 	}

@@ -45,7 +45,7 @@ txn_account(struct txn *t)
 	struct server *s = t->srv;
 	struct accesslog_entry e = {
 		.start = t->start, .client = t->c != NULL ? t->c->addr : "-",
-		.code = t->code, .aborted = t->aborted,
+		.code = t->code, .cut = t->cut,
 		.status = t->status, .bytes = t->bytes_out,
 		.method = t->req.method ? t->req.method : "NONE",
 		.method_len = t->req.method ? (int)t->req.method_len : 4,
@@ -159,7 +159,7 @@ request_feed_body(struct txn *t, struct evbuffer *in)
 		if (t->status == 0)
 			deliver_error(t, 400, SQ_NONE_NONE, why, true);
 		else
-			client_fail(t->c);
+			client_fail(t->c, CUT_ABORTED);
 		return BODY_FEED_FAILED;
 	}
 	t->body_unread = t->body != NULL && !reqbody_done(t->body);
@@ -379,7 +379,7 @@ intercept(struct txn *t, const char *host, uint16_t port)
 	evbuffer_add(client_out(c), ok, sizeof(ok) - 1);
 	if (client_start_tls(c, host, port, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sumcache: tls: %s\n", err);
-		client_fail(c);
+		client_fail(c, CUT_ABORTED);
 		return;
 	}
 	t->result = RESULT_INTERNAL;
