@@ -130,6 +130,7 @@ struct client {
 	                       * (conn/tls.c) */
 	struct evbuffer_cb_entry *linger; /* closing under TLS: the socket's
 	                                   * output being watched to empty */
+	struct event *all_sent; /* client_wait_all_sent's, once asked */
 	struct disk_sent sent; /* the last body from the disk it was sent */
 	uint64_t accepted_ms; /* monotonic */
 	struct sockaddr_storage sa;

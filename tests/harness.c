@@ -3,12 +3,14 @@
  * (see harness.h; clusters of nodes are harness_cluster.c's). Paths of
  * the binaries come from CMake (SUMCACHE_BIN, ORIGIN_BIN).
  */
+#define _GNU_SOURCE /* memmem */
 #include "harness.h"
 #include "testrun.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -632,4 +634,38 @@ proxy_wait_metric(const struct env *e, const char *series, double want,
     int ms)
 {
 	return metric_wait_at("127.0.0.1", e->pport, series, want, ms);
+}
+
+bool
+harness_find_in_segments(const char *cache, const char *name, char *path,
+    size_t plen, off_t *at)
+{
+	char pattern[256] = "";
+	DIR *dir;
+	struct dirent *de;
+	bool found = false;
+
+	while (strlen(pattern) + strlen(name) < 64)
+		strcat(pattern, name);
+	cr_assert_not_null(dir = opendir(cache));
+	while (!found && (de = readdir(dir)) != NULL) {
+		if (strncmp(de->d_name, "seg-", 4) != 0)
+			continue;
+		snprintf(path, plen, "%s/%s", cache, de->d_name);
+		int fd = open(path, O_RDONLY);
+		struct stat st;
+		cr_assert(fd >= 0 && fstat(fd, &st) == 0);
+		char *p = malloc((size_t)st.st_size + 1);
+		cr_assert_eq(pread(fd, p, (size_t)st.st_size, 0), st.st_size);
+		char *hit = memmem(p, (size_t)st.st_size, pattern,
+		    strlen(pattern));
+		if (hit != NULL) {
+			*at = hit - p;
+			found = true;
+		}
+		free(p);
+		close(fd);
+	}
+	closedir(dir);
+	return found;
 }

@@ -197,6 +197,12 @@ struct node *node_with_fakepeer(const char *objects, int delay_ms,
 bool harness_file_has(const char *path, const char *n1, const char *n2,
     int ms);
 
+/* The segment file of the cache_dir at cache holding the body of the test
+ * origin's /obj/NAME (its first bytes: name repeated), and the body's
+ * offset there. */
+bool harness_find_in_segments(const char *cache, const char *name,
+    char *path, size_t plen, off_t *at);
+
 /* VmRSS of a process in KiB. */
 long proc_rss_kb(pid_t pid);
 

@@ -11,9 +11,11 @@
  * connection closed after its reply.
  */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -145,17 +147,31 @@ Test(https, trusted_origin_is_fetched_and_cached_by_scheme)
 
 /* ---- interception ---- */
 
+/* The options of the node up_intercepting_with started last, for a
+ * restart. */
+static const char *icpt_opts[16];
+
 /* A node intercepting the TLS origin's port (CA made by --make-ca in
- * e.dir/ca, the test CA trusted upstream), with more options. */
+ * e.dir/ca, the test CA trusted upstream), with more options (a
+ * NULL-terminated list, or NULL). */
 static void
-up_intercepting(const char *origin_cert, const char *more)
+up_intercepting_with(const char *origin_cert, const char *const *more)
 {
 	static char cert[400], key[400], ports[64], ca[400];
 	char cmd[600];
-	const char *opts[] = {"tls_intercept=*", cert, key, ports, ca, more,
-	    NULL};
+	int n = 0;
 
-	origin_dir(&e);
+	icpt_opts[n++] = "tls_intercept=*";
+	icpt_opts[n++] = cert;
+	icpt_opts[n++] = key;
+	icpt_opts[n++] = ports;
+	icpt_opts[n++] = ca;
+	for (; more != NULL && *more != NULL && n < 15; more++)
+		icpt_opts[n++] = *more;
+	icpt_opts[n] = NULL;
+
+	if (e.dir[0] == '\0')   /* a test may have made it for its options */
+		origin_dir(&e);
 	tlsfiles_write(e.dir);
 	snprintf(cmd, sizeof(cmd), "%s --make-ca %s/ca >/dev/null",
 	    SUMCACHE_BIN, e.dir);
@@ -168,7 +184,16 @@ up_intercepting(const char *origin_cert, const char *more)
 	snprintf(okey, sizeof(okey), "%s/%s.key", e.dir, origin_cert);
 	origin_start_tls(&e, crt, okey);
 	snprintf(ports, sizeof(ports), "connect_ports=%d", e.tport);
-	proxy_start(&e, opts);
+	proxy_start(&e, icpt_opts);
+}
+
+/* The same with one more option, or none. */
+static void
+up_intercepting(const char *origin_cert, const char *more)
+{
+	const char *opts[] = {more, NULL};
+
+	up_intercepting_with(origin_cert, opts);
 }
 
 struct got {
@@ -359,14 +384,21 @@ struct closed_read {
 
 /* "GET path" with "Connection: close" through an intercepted CONNECT,
  * read to the end: what came, and how the session ended. OpenSSL rather
- * than libcurl, which hides whether a close_notify came. */
+ * than libcurl, which hides whether a close_notify came. With midway,
+ * the client's receive buffer is small, and midway(arg) runs once 64 KB
+ * of the body have been read, 200 ms later; the client reads on if it
+ * returns true, and leaves if not. */
 static struct closed_read
-get_and_close(const char *path, const char *trust)
+get_and_close_midway(const char *path, const char *trust,
+    bool (*midway)(void *), void *arg)
 {
 	struct closed_read r = {0};
 	char req[600], buf[16384], head[4096];
 	size_t hlen = 0;
-	int fd = harness_connect(e.pport), n;
+	int fd = harness_connect(e.pport), n, rcv = 4096;
+
+	if (midway != NULL)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
 
 	n = snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%d HTTP/1.1\r\n"
 	    "Host: 127.0.0.1:%d\r\n\r\n", e.tport, e.tport);
@@ -397,6 +429,12 @@ get_and_close(const char *path, const char *trust)
 	while ((n = SSL_read(ssl, buf, sizeof(buf))) > 0) {
 		if (want >= 0) {
 			r.body += n;
+			if (midway != NULL && r.body >= 65536) {
+				usleep(200 * 1000);
+				if (!midway(arg))
+					break;
+				midway = NULL;
+			}
 			continue;
 		}
 		size_t k = (size_t)n < sizeof(resp) - 1 - have ? (size_t)n :
@@ -423,6 +461,12 @@ get_and_close(const char *path, const char *trust)
 	return r;
 }
 
+static struct closed_read
+get_and_close(const char *path, const char *trust)
+{
+	return get_and_close_midway(path, trust, NULL, NULL);
+}
+
 /* A reply the client asked to close after comes whole, miss or hit,
  * small or large, and the session ends with our close_notify: the
  * layer's records are written to the socket before it closes (they were
@@ -444,4 +488,94 @@ Test(https, closed_connection_gets_its_whole_reply_and_close_notify)
 			    paths[i]);
 		}
 	cr_assert_eq(origin_count(&e, "/obj/cbig", NULL), 1);
+}
+
+struct cut_at {
+	char path[600];
+	off_t at;
+};
+
+static bool
+cut_file(void *arg)
+{
+	const struct cut_at *c = arg;
+
+	cr_assert_eq(truncate(c->path, c->at), 0);
+	return true;
+}
+
+/*
+ * A body of 16 MB read back from disk, to an intercepted client (whose
+ * TLS layer reads every byte it encrypts; libevent mapped the segment
+ * file for it, and a file cut under the map would kill the node with
+ * SIGBUS): the segment is cut 1 MB into the body while the client reads
+ * slowly. The node lives, the answer ends short, the record is dropped,
+ * and the next answer is whole from the origin.
+ */
+Test(https, an_intercepted_disk_hit_cut_under_its_send_ends_short)
+{
+	char ours[400], dir[400];
+	const char *more[] = {dir, "max_memory_object_size=1MB",
+	    "cache_mem=4MB", NULL};
+	const char *obj = "/obj/tlsdisk?max_age=600&size=16777216";
+	struct cut_at cut;
+
+	origin_dir(&e);
+	snprintf(dir, sizeof(dir), "cache_dir=%s/cache 64MB", e.dir);
+	up_intercepting_with("good", more);
+	path(ours, sizeof(ours), "ca/ca.crt");
+	cr_assert(get_and_close(obj, ours).whole);
+	cr_assert_geq(proxy_wait_metric(&e, "sumcache_disk_objects", 1, 5000),
+	    1);
+	proxy_restart(&e, icpt_opts, SIGTERM);
+	cr_assert_geq(proxy_wait_metric(&e, "sumcache_disk_objects", 1,
+	    10000), 1);
+	char cache[420];
+	snprintf(cache, sizeof(cache), "%s/cache", e.dir);
+	cr_assert(harness_find_in_segments(cache, "tlsdisk", cut.path,
+	    sizeof(cut.path), &cut.at));
+	cut.at += 1 << 20;
+	struct closed_read r = get_and_close_midway(obj, ours, cut_file,
+	    &cut);
+	fprintf(stderr, "figure: an intercepted disk hit of 16 MB cut at "
+	    "1 MB: %lld bytes of body came\n", r.body);
+	cr_assert(!r.whole, "the whole length came");
+	cr_assert_eq(proxy_wait_metric(&e, "sumcache_disk_dropped_total{"
+	    "reason=\"short\"}", 1, 5000), 1, "the record was not dropped");
+	r = get_and_close(obj, ours);
+	cr_assert(r.whole, "the next answer is whole");
+	cr_assert_eq(origin_count(&e, "/obj/tlsdisk", NULL), 2);
+}
+
+static bool
+note_rss(void *arg)
+{
+	*(long *)arg = proc_rss_kb(e.proxy);
+	return false;
+}
+
+/*
+ * A hit of 64 MB to an intercepted client that reads 64 KB and stops:
+ * the TLS layer encrypts what its socket has room for, not the whole body
+ * at once (it did, and the node held the body's ciphertext: 64 MB for
+ * one slow client).
+ */
+Test(https, a_slow_intercepted_client_holds_no_more_than_its_buffers)
+{
+	char ours[400];
+	const char *more[] = {"max_memory_object_size=128MB", NULL};
+	const char *big = "/big?size=67108864&max_age=600";
+	long before, during = 0;
+
+	up_intercepting_with("good", more);
+	path(ours, sizeof(ours), "ca/ca.crt");
+	cr_assert(get_and_close(big, ours).whole);
+	before = proc_rss_kb(e.proxy);
+	struct closed_read r = get_and_close_midway(big, ours, note_rss,
+	    &during);
+	fprintf(stderr, "figure: a 64 MB hit to a slow intercepted client: "
+	    "RSS %ld -> %ld kB\n", before, during);
+	cr_assert(!r.whole && r.body >= 65536);
+	cr_assert_lt(during - before, 16 * 1024, "the node took %ld kB for "
+	    "one slow client", during - before);
 }

@@ -6,6 +6,9 @@
  * there.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,4 +190,46 @@ Test(mixups_peer, peer_timeout_never_cuts_a_remote_hit_that_keeps_arriving)
 		    2000));
 	}
 	cr_assert_eq(node_sent(a, "peer_request", "z"), 2);
+}
+
+/* ---- bodies kept in files ---- */
+
+/* A body of 300 KB is kept in a memfd and sent from it by reference: the
+ * memfd is sealed, so another process with the node's rights (through
+ * /proc) can neither cut nor change it, and the next hit is whole. */
+Test(mixups, a_memory_body_cannot_be_cut_by_another_hand)
+{
+	const char *u = env_url(&E, "/obj/sealed?max_age=600&size=300000");
+	char dir[64], link[512], path[600];
+	struct resp r;
+	int tried = 0;
+
+	proxy_get(&E, u, NULL, &r);
+	resp_free(&r);
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)E.proxy);
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	for (struct dirent *de; (de = readdir(d)) != NULL;) {
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		ssize_t n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (strncmp(link, "/memfd:sumcache-body", 20) != 0)
+			continue;
+		int fd = open(path, O_RDWR);
+		cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+		cr_assert_eq(ftruncate(fd, 1000), -1, "the memfd was cut");
+		cr_assert_eq(errno, EPERM);
+		cr_assert_eq(pwrite(fd, "x", 1, 10), -1, "the memfd was "
+		    "written");
+		close(fd);
+		tried++;
+	}
+	closedir(d);
+	cr_assert_eq(tried, 1, "%d memfds", tried);
+	proxy_get(&E, u, NULL, &r);
+	cr_assert_str_eq(resp_header(&r, "X-Cache"), "HIT from test-node");
+	cr_assert(body_is(&r, "sealed", 300000));
+	resp_free(&r);
 }

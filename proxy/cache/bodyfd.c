@@ -10,6 +10,11 @@
  * keeps the file open after the store has dropped the body, so eviction
  * never cuts a transfer short.
  *
+ * A memfd is sealed once written (no write, no change of size, by anyone):
+ * what is sent from it by reference is the body, whoever holds the file.
+ * A disk segment cannot be sealed; serve/disksend.c says how a send from
+ * one is kept honest.
+ *
  * A memfd's pages live in the kernel's shmem, outside our heap, but they
  * are charged to cache_mem exactly as heap bodies are (store_obj.charge),
  * and after eviction for as long as a chain still sends them: the store's
@@ -21,6 +26,7 @@
 #define _GNU_SOURCE /* memfd_create */
 #include "bodyfd.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -132,7 +138,8 @@ bool
 bodyfd_convert(struct store_body **bp, int fd_ceiling)
 {
 	struct store_body *b = *bp;
-	int fd = memfd_create("sumcache-body", MFD_CLOEXEC);
+	int fd = memfd_create("sumcache-body", MFD_CLOEXEC |
+	    MFD_ALLOW_SEALING);
 
 	if (fd < 0)
 		return false;
@@ -147,6 +154,14 @@ bodyfd_convert(struct store_body **bp, int fd_ceiling)
 			return false;
 		}
 		off += (size_t)n;
+	}
+	/* sealed: no hand (another process through /proc included) can
+	 * change or cut it under a send; the kernel's pages in flight and a
+	 * TLS layer's map of them stay the body's */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+	    F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+		close(fd);
+		return false;
 	}
 	/* on ENOMEM the body stays on the heap, fd closed */
 	struct bodyfd_file *f = bodyfd_file_open(fd, (int64_t)b->len);
@@ -180,6 +195,26 @@ bodyfd_send_part(struct store_body *b, struct evbuffer *out, uint64_t from,
 	store_body_ref(b);
 	evbuffer_add_reference(out, b->data + from, (size_t)len,
 	    store_body_release_cb, b);
+}
+
+bool
+bodyfd_copy_part(const struct store_body *b, struct evbuffer *out,
+    uint64_t from, uint64_t len)
+{
+	struct evbuffer_iovec v;
+
+	if (b->ext == NULL)
+		return evbuffer_add(out, b->data + from, (size_t)len) == 0;
+	if (len == 0)
+		return true;
+	if (evbuffer_reserve_space(out, (ev_ssize_t)len, &v, 1) < 1)
+		return false;
+	ssize_t got = pread(b->ext->fd, v.iov_base, (size_t)len,
+	    (off_t)((uint64_t)b->ext->off + from));
+	if (got != (ssize_t)len)
+		return false;
+	v.iov_len = (size_t)len;
+	return evbuffer_commit_space(out, &v, 1) == 0;
 }
 
 void

@@ -49,6 +49,11 @@ void bodyfd_send(struct store_body *b, struct evbuffer *out);
 /* The same for len bytes of the body from offset from. */
 void bodyfd_send_part(struct store_body *b, struct evbuffer *out,
     uint64_t from, uint64_t len);
+/* len bytes of the body from offset from, copied into out (read from its
+ * file when it is kept in one): false when the file ended first or the
+ * read failed, out then holding a part of them or none. */
+bool bodyfd_copy_part(const struct store_body *b, struct evbuffer *out,
+    uint64_t from, uint64_t len);
 /* len bytes of a body kept in a file, from body offset from. */
 void bodyfd_send_range(struct store_body *b, struct evbuffer *out,
     uint64_t from, uint64_t len);

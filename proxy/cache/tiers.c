@@ -407,6 +407,13 @@ tiers_sending(struct tiers *tr, const struct store_obj *o,
 		    .where = disk_ent_where(tr->disk, o->disk)};
 }
 
+bool
+tiers_send_intact(struct tiers *tr, const struct disk_sent *from)
+{
+	return from->e == 0 || tr->disk == NULL ||
+	    disk_trusted_at(tr->disk, from->e, from->where);
+}
+
 void
 tiers_send_failed(struct tiers *tr, const struct disk_sent *from)
 {

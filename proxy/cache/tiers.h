@@ -105,6 +105,14 @@ bool tiers_sendable(struct tiers *tr, struct store_obj *o);
 void tiers_sending(struct tiers *tr, const struct store_obj *o,
     struct disk_sent *out);
 /*
+ * Whether a body being sent from the disk may still be taken for its
+ * record: the record is still the one sent and its segment file is as
+ * this process left it (disk_trusted), or the record has gone from the
+ * index (evicted or replaced: the sender's descriptor still has its
+ * bytes). One fstat. True for a body that is not the disk's.
+ */
+bool tiers_send_intact(struct tiers *tr, const struct disk_sent *from);
+/*
  * A send of a body from the disk failed (an I/O error, or its file ended
  * first). The record is checked again now, off the request's path: when
  * it fails it leaves the cache and the summary at once (counted by why),

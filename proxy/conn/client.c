@@ -24,10 +24,12 @@
 #include "client.h"
 
 #include <arpa/inet.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -97,6 +99,8 @@ client_free(struct client *c)
 	if (c->linger != NULL)
 		evbuffer_remove_cb_entry(bufferevent_get_output(
 		    bufferevent_get_underlying(c->bev)), c->linger);
+	if (c->all_sent != NULL)
+		event_free(c->all_sent);
 	if (c->bev)
 		bufferevent_free(c->bev);
 	tls_conn_free(&c->tls);
@@ -506,6 +510,47 @@ on_read(struct bufferevent *bev, void *arg)
 		bufferevent_disable(c->bev, EV_READ);
 }
 
+bool
+client_all_sent(struct client *c)
+{
+	evutil_socket_t fd = bufferevent_getfd(c->bev);
+	int unsent = 0;
+
+	/* no socket (the unit tests' pair): nothing but the buffer */
+	return evbuffer_get_length(client_out(c)) == 0 && (fd < 0 ||
+	    ioctl(fd, SIOCOUTQNSD, &unsent) < 0 || unsent == 0);
+}
+
+/* The socket has sent all it held (TCP_NOTSENT_LOWAT of 1 made it
+ * writable only then), or failed: back to the kernel's own mark, and
+ * the transaction is told as at a drain. */
+static void
+on_all_sent(evutil_socket_t fd, short what, void *arg)
+{
+	struct client *c = arg;
+	int dflt = 0;
+
+	(void)what;
+	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &dflt, sizeof(dflt));
+	if (c->txn != NULL && !c->closing)
+		c->srv->client_ops->drained(c->txn);
+}
+
+void
+client_wait_all_sent(struct client *c)
+{
+	evutil_socket_t fd = bufferevent_getfd(c->bev);
+	int one = 1;
+
+	if (c->all_sent == NULL && (c->all_sent = event_new(c->srv->base, fd,
+	    EV_WRITE, on_all_sent, c)) == NULL) {
+		client_fail(c, CUT_ABORTED);
+		return;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &one, sizeof(one));
+	event_add(c->all_sent, NULL);
+}
+
 static void
 on_write(struct bufferevent *bev, void *arg)
 {
@@ -676,11 +721,17 @@ int
 client_start_tls(struct client *c, const char *host, uint16_t port,
     char *err, size_t elen)
 {
+	struct bufferevent *plain = c->bev;
 	struct bufferevent *bev = tls_server_wrap(c->srv->tls, c->srv->base,
-	    c->bev, host, port, &c->tls, err, elen);
+	    plain, host, port, &c->tls, err, elen);
 
 	if (bev == NULL)
 		return -1;
+	/* the layer encrypts what its socket has room for, no more: with
+	 * no mark it encrypted a whole body at once, and a slow client of a
+	 * 100 MB hit had the node hold 100 MB of its ciphertext */
+	bufferevent_setwatermark(plain, EV_WRITE, CLIENT_OUT_HIGH / 4,
+	    CLIENT_OUT_HIGH);
 	use_bev(c, bev);
 	return 0;
 }

@@ -73,6 +73,23 @@ struct evbuffer *client_out(struct client *c);
 uint64_t client_out_mark(struct client *c);
 void client_sent(struct txn *t, size_t n);
 
+/*
+ * Whether every byte queued for c has left this host: its output is
+ * empty and its socket's kernel buffer holds nothing unsent (what a body
+ * sent by reference from a file waits for before its last bytes:
+ * serve/disksend.c). When not, client_wait_all_sent has the client ops'
+ * drained called once it is so (or the socket fails); over a socket only
+ * (the kernel's TCP_NOTSENT_LOWAT).
+ */
+bool client_all_sent(struct client *c);
+/* Whether c speaks TLS (intercepted, or a peer link). */
+static inline bool
+client_is_tls(const struct client *c)
+{
+	return c->tls != NULL;
+}
+void client_wait_all_sent(struct client *c);
+
 /* A response of length bytes (-1: streamed, length unknown) begins. One
  * longer than CLIENT_BULK_MIN, or streamed, is bulk work for the loop
  * (loop.h) until the client starts its next request. */

@@ -95,9 +95,10 @@ object_fields_except(const struct store_obj *o, const char *name,
 
 /*
  * What t's Range asks of o, a 200 of length bytes: t->range is set for a
- * 206. Several ranges of a large body on disk would each need the
- * disk's sender (disksend.c), which sends one: above DISKSEND_MIN they
- * get the whole.
+ * 206. A body on disk goes out through the disk's sender (disksend.c),
+ * which sends one part; several ranges of it are copied (range_send),
+ * up to DISKSEND_COPY_WHOLE bytes in all, and beyond that get the whole
+ * (RFC 9110 14.2 lets a server ignore Range).
  */
 static enum range_verdict
 object_range(struct txn *t, const struct store_obj *o, uint64_t length)
@@ -115,7 +116,7 @@ object_range(struct txn *t, const struct store_obj *o, uint64_t length)
 	enum range_verdict v = range_plan(&t->req, length, etag, elen, lm, ct,
 	    ctl, &t->range);
 	if (v == RANGE_PARTIAL && t->range->n > 1 &&
-	    disksend_wanted(o->body) && t->range->total > DISKSEND_MIN) {
+	    disksend_wanted(o->body) && t->range->total > DISKSEND_COPY_WHOLE) {
 		range_plan_free(&t->range);
 		v = RANGE_WHOLE;
 	}
@@ -200,8 +201,8 @@ deliver_object(struct txn *t, struct store_obj *o,
 		t->srv->m.hit_disk++;
 	else
 		t->srv->m.hit_memory++;
-	/* a large body on disk goes by windows, read off the loop first;
-	 * the sender ends the transaction */
+	/* a body on disk goes through its sender, which ends the
+	 * transaction */
 	struct range_span whole = {0, o->body->len};
 	const struct range_span *part = t->range != NULL ? &t->range->span[0] :
 	    &whole;
@@ -214,10 +215,18 @@ deliver_object(struct txn *t, struct store_obj *o,
 	    part->len) == 0)
 		return;
 	uint64_t before = client_out_mark(t->c);
+	bool all = true;
 	if (body && t->range != NULL)
-		range_send(t->range, 0, o->body, out);
+		all = range_send(t->range, 0, o->body, out) ==
+		    t->range->total;
 	else if (body)
 		bodyfd_send(o->body, out);
 	client_sent(t, client_out_mark(t->c) - before);
+	if (!all) {
+		/* several ranges copied off a disk file that ended first */
+		tiers_send_failed(t->srv->tiers, &t->c->sent);
+		client_fail(t->c, CUT_ABORTED);
+		return;
+	}
 	client_txn_done(t->c);
 }

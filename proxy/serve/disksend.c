@@ -1,27 +1,41 @@
 /*
- * Sending a large body kept in a disk segment without the loop waiting for
- * the device.
+ * Sending a body kept in a disk segment: never the loop waiting for the
+ * device, and never bytes the file no longer holds presented as the
+ * object.
  *
- * A disk-tier body over DISKSEND_MIN is sent from its segment file with
- * sendfile, and sendfile on pages that are not in the page cache reads
- * them there and then, on the loop, stalling every other client. So the
- * body goes into the client's output a window at a time, and each window
- * is read once off the loop first (disk_warm), which leaves its pages in
- * the page cache for the loop's sendfile. The reads run up to AHEAD
- * windows ahead of what is queued, PARALLEL at a time, so the device
- * works while the socket drains; a window is queued when the output is
- * down to its low-water mark (the client's write callback).
- * A read is a look when the page cache holds the window (mincore), and
+ * The device. sendfile on pages that are not in the page cache reads them
+ * there and then, on the loop, stalling every other client. So a body
+ * over DISKSEND_MIN goes into the client's output a window at a time, and
+ * each window is read once off the loop first (disk_warm), which leaves
+ * its pages in the page cache for the loop's sendfile. The reads run up
+ * to AHEAD windows ahead of what is queued, PARALLEL at a time, so the
+ * device works while the socket drains; a window is queued when the
+ * output is down to its low-water mark (the client's write callback). A
+ * read is a look when the page cache holds the window (mincore), and
  * otherwise a map the kernel fills (MADV_POPULATE_READ): the bytes are
  * never copied out. PARALLEL stays at two of the four I/O threads, so
  * that promotions and writes do not wait behind a large send; four in
- * flight measured about 10 % more from a cold page cache.
+ * flight measured about 10 % more from a cold page cache. Smaller bodies
+ * were read at their promotion (diskrw.c), so their pages are in the
+ * cache unless the kernel has since taken them back.
  *
- * Smaller bodies on disk are sent whole: at their promotion the loop read
- * their record's two ends without waiting, or an I/O thread brought their
- * pages in (diskrw.c), so their pages are in the cache unless the kernel
- * has since taken them back; then a send of at most DISKSEND_MIN bytes
- * reads them on the loop.
+ * The file. sendfile hands the kernel references to the page cache's
+ * pages, not copies, and they stay references until the client has read
+ * them (on loopback, until it reads them out of its own socket). A
+ * segment file cut short meanwhile (by another hand: damage) has the
+ * kernel zero the cut part of the page holding the new end in place, and
+ * the client would read those zeros as the object's, at its full length.
+ * So the last COPY_TAIL bytes are not sent by reference: they are read
+ * (copied) and queued only once everything before them has left this
+ * host's kernel (client_all_sent), and only if the file still holds the
+ * record as it was checked (its size, and disk_trusted's stamp). When it
+ * does not, the answer is cut there: the client sees it end short and
+ * the connection close, never the whole length. A body of
+ * DISKSEND_COPY_WHOLE bytes or less, and any body for a TLS client (whose layer copies every
+ * byte anyway, and would otherwise map the file), is copied whole, a
+ * piece at a time as the output drains: the copy is the check. What
+ * remains exposed is a cut made after the tail was queued, in bytes the
+ * client had received but not yet read (its socket's receive buffer).
  *
  * Ownership: the transaction owns its sender; a read in flight holds it
  * (and so the body and its file) until it is back, and frees it when
@@ -30,6 +44,8 @@
 #include "disksend.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 
@@ -41,6 +57,9 @@
 #define AHEAD 4      /* windows read ahead of what is queued, at most */
 #define PARALLEL 2   /* reads in flight: the device works while the
                       * other's pages are copied */
+#define COPY_TAIL (4u * 1024)   /* held back, read when the rest is out */
+/* a copy tops the output up to this, as a collapsed reader's does */
+#define COPY_OUT (CLIENT_OUT_HIGH / 2)
 
 struct disksend {
 	struct txn *t;            /* NULL once the transaction is gone */
@@ -48,6 +67,8 @@ struct disksend {
 	bool failed;              /* a read failed: the send is cut */
 	uint64_t from, len;       /* the part of it sent (a range, or all);
 	                           * the offsets below count from from */
+	uint64_t by_ref;          /* [0, by_ref) goes by reference, the rest
+	                           * is copied once checked */
 	uint64_t queued;          /* bytes in the client's output so far */
 	uint64_t warmed;          /* bytes read ahead, from the start */
 	uint64_t asked;           /* bytes whose read was started */
@@ -73,6 +94,49 @@ window_read(struct disksend *ds, uint64_t rel)
 	}
 }
 
+/* The body cannot be sent as the object: the client sees the message
+ * end short, and the record is checked again, to leave the cache if it
+ * fails. */
+static void
+cut(struct disksend *ds)
+{
+	struct txn *t = ds->t;
+
+	ds->failed = true;
+	tiers_send_failed(t->srv->tiers, &t->c->sent);
+	client_fail(t->c, CUT_ABORTED);
+}
+
+/* Whether the file still holds the record as checked: long enough, and
+ * as this process left it (tiers_send_intact). */
+static bool
+intact(const struct disksend *ds)
+{
+	const struct store_ext *x = ds->body->ext;
+	struct stat st;
+
+	return fstat(x->fd, &st) == 0 && (uint64_t)st.st_size >=
+	    (uint64_t)x->off + ds->from + ds->len &&
+	    tiers_send_intact(ds->t->srv->tiers, &ds->t->c->sent);
+}
+
+/* Reads the next piece of the copied part into the output; false when
+ * the file ended first or the read failed. */
+static bool
+copy_piece(struct disksend *ds, struct evbuffer *out)
+{
+	uint64_t n = ds->len - ds->queued;
+	size_t queued = evbuffer_get_length(out);
+
+	if (n > COPY_OUT - queued)
+		n = COPY_OUT - queued;
+	if (!bodyfd_copy_part(ds->body, out, ds->from + ds->queued, n))
+		return false;
+	ds->queued += n;
+	client_sent(ds->t, (size_t)n);
+	return true;
+}
+
 static void
 on_warm(void *arg, uint64_t off, int err)
 {
@@ -89,15 +153,39 @@ on_warm(void *arg, uint64_t off, int err)
 	}
 	if (err != 0 && !ds->failed) {
 		/* the window cannot be read (a device error, or the file
-		 * was cut): the client sees the message end short, and the
-		 * record is checked again, to leave the cache if it fails */
-		struct txn *t = ds->t;
-		ds->failed = true;
-		tiers_send_failed(t->srv->tiers, &t->c->sent);
-		client_fail(t->c, CUT_ABORTED);
+		 * was cut) */
+		cut(ds);
 		return;
 	}
 	pump(ds);
+}
+
+/* The copied part: once what went by reference has left the host and
+ * the file still holds the record, pieces as the output drains. false
+ * while it waits (a drain, or the kernel), or when it cut the answer. */
+static bool
+pump_copy(struct disksend *ds, struct evbuffer *out)
+{
+	struct client *c = ds->t->c;
+
+	if (ds->queued == ds->by_ref && ds->by_ref > 0) {
+		if (!client_all_sent(c)) {
+			if (evbuffer_get_length(out) == 0)
+				client_wait_all_sent(c);
+			return false;
+		}
+		if (!intact(ds)) {
+			cut(ds);
+			return false;
+		}
+	}
+	while (ds->queued < ds->len && ds->queued < ds->warmed &&
+	    evbuffer_get_length(out) < COPY_OUT)
+		if (!copy_piece(ds, out)) {
+			cut(ds);
+			return false;
+		}
+	return true;
 }
 
 /* Queues what is read while the output is low; reads on ahead; ends the
@@ -110,16 +198,21 @@ pump(struct disksend *ds)
 	uint64_t len = ds->len;
 
 	for (;;) {
-		while (ds->queued < ds->warmed &&
+		while (ds->queued < ds->by_ref && ds->queued < ds->warmed &&
 		    evbuffer_get_length(out) <= CLIENT_OUT_HIGH / 4) {
 			uint64_t n = ds->warmed - ds->queued;
 			if (n > WINDOW)
 				n = WINDOW;
+			if (n > ds->by_ref - ds->queued)
+				n = ds->by_ref - ds->queued;
 			bodyfd_send_range(ds->body, out, ds->from + ds->queued,
 			    n);
 			ds->queued += n;
 			client_sent(t, n);
 		}
+		if (ds->queued >= ds->by_ref && ds->queued < len &&
+		    !pump_copy(ds, out))
+			return;
 		if (ds->queued == len) {
 			struct client *c = t->c;
 			disksend_free(&t->send);
@@ -145,7 +238,7 @@ pump(struct disksend *ds)
 bool
 disksend_wanted(const struct store_body *b)
 {
-	return b->ext != NULL && b->ext->on_disk && b->len > DISKSEND_MIN;
+	return b->ext != NULL && b->ext->on_disk;
 }
 
 int
@@ -160,6 +253,12 @@ disksend_start(struct txn *t, struct store_body *b, uint64_t from,
 	ds->body = store_body_ref(b);
 	ds->from = from;
 	ds->len = len;
+	if (!client_is_tls(t->c) && len > DISKSEND_COPY_WHOLE)
+		ds->by_ref = len - COPY_TAIL;
+	/* read at promotion: no reads ahead (window_read's bits count
+	 * windows) */
+	if (len <= DISKSEND_MIN)
+		ds->warmed = ds->asked = len;
 	t->send = ds;
 	pump(ds);
 	return 0;

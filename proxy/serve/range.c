@@ -401,7 +401,11 @@ range_send(const struct range_plan *p, uint64_t at, struct store_body *b,
 		uint64_t n = pc.len - into;
 		if (pc.text != NULL)
 			evbuffer_add(out, pc.text + into, (size_t)n);
-		else
+		else if (b->ext != NULL && b->ext->on_disk) {
+			/* copied: what the file no longer holds stops it */
+			if (!bodyfd_copy_part(b, out, pc.from + into, n))
+				break;
+		} else
 			bodyfd_send_part(b, out, pc.from + into, n);
 		at += n;
 		added += n;

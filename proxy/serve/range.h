@@ -90,7 +90,9 @@ uint64_t range_copy(const struct range_plan *p, uint64_t *at,
     struct evbuffer *out);
 
 /* Adds p's body from at to its end to out, its bytes by reference to
- * the complete body b (bodyfd_send_part). Returns the bytes added. */
+ * the complete body b (bodyfd_send_part), or copied from it when it is
+ * kept on disk. Returns the bytes added: fewer than the rest when the
+ * disk's file no longer holds them (the answer must then be cut). */
 uint64_t range_send(const struct range_plan *p, uint64_t at,
     struct store_body *b, struct evbuffer *out);
 

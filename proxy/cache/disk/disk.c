@@ -608,6 +608,13 @@ disk_ent_where(const struct disk *d, disk_ent e)
 }
 
 bool
+disk_trusted_at(struct disk *d, disk_ent e, uint64_t where)
+{
+	return !disk_ent_is(d, e, (uint32_t)(where >> 32), (uint32_t)where) ||
+	    disk_trusted(d, e);
+}
+
+bool
 disk_distrust(struct disk *d, disk_ent e, uint64_t where)
 {
 	if (e == 0 || !disk_ent_is(d, e, (uint32_t)(where >> 32),

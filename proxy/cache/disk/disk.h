@@ -203,6 +203,10 @@ bool disk_trusted(struct disk *d, disk_ent e);
 /* Where e's record is, to tell it from a later record of the same entry
  * (disk_distrust). */
 uint64_t disk_ent_where(const struct disk *d, disk_ent e);
+/* disk_trusted, for e's record at where; true when that record is gone
+ * (its segment evicted, or the entry replaced: what a sender holds open
+ * is no file of the index any more). */
+bool disk_trusted_at(struct disk *d, disk_ent e, uint64_t where);
 /*
  * Sending e's body from its file failed (an I/O error, or the file ended
  * first): if e is still the record at where, it is read and checked
