@@ -228,9 +228,9 @@ on_body(char *p, size_t size, size_t n, void *arg)
 }
 
 /* GET url through the proxy, as a browser would (CONNECT, then TLS),
- * trusting only the CA file trust. */
+ * trusting only the CA file trust, from the address from (NULL: any). */
 static struct got
-browse(const char *url, const char *trust)
+browse_from(const char *url, const char *trust, const char *from)
 {
 	struct got g = {0};
 	char proxy[64];
@@ -246,11 +246,19 @@ browse(const char *url, const char *trust)
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &g);
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
+	if (from != NULL)
+		curl_easy_setopt(h, CURLOPT_INTERFACE, from);
 	g.rc = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &g.status);
 	curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &g.version);
 	curl_easy_cleanup(h);
 	return g;
+}
+
+static struct got
+browse(const char *url, const char *trust)
+{
+	return browse_from(url, trust, NULL);
 }
 
 static void
@@ -259,27 +267,44 @@ path(char *out, size_t len, const char *name)
 	snprintf(out, len, "%s/%s", e.dir, name);
 }
 
-/* A client without our CA refuses our certificate: counted, and the
- * host is tunnelled from then on, so the client then reaches the origin
- * itself and verifies the origin's own certificate. */
-Test(https, client_refusing_our_ca_gets_the_host_spliced)
+/* A client without our CA (at 127.0.0.2) refuses our certificate:
+ * counted, and the host is tunnelled for that client from then on, so it
+ * then reaches the origin itself and verifies the origin's own
+ * certificate. Another client (at 127.0.0.1) that trusts our CA is still
+ * intercepted, and cached for: one refusal once switched interception
+ * off for every client of the host, and those trusting only our CA (apt's
+ * CaInfo, npm's cafile) then failed. */
+Test(https, client_refusing_our_ca_gets_the_host_spliced_for_itself)
 {
-	char url[200], testca[400];
+	char url[200], testca[400], ours[400], out[460];
 
 	up_intercepting("good", "tls_splice_after_reject=1h");
 	path(testca, sizeof(testca), "testca.crt");
+	path(ours, sizeof(ours), "ca/ca.crt");
 	snprintf(url, sizeof(url), "https://127.0.0.1:%d/obj/r?max_age=60",
 	    e.tport);
-	struct got g = browse(url, testca);
+	struct got g = browse_from(url, testca, "127.0.0.2");
 	cr_assert_eq(g.rc, CURLE_PEER_FAILED_VERIFICATION, "%d", g.rc);
 	cr_assert_eq(proxy_wait_metric(&e, "sumcache_tls_handshakes_total"
 	    "{result=\"rejected\"}", 1, 3000), 1);
-	g = browse(url, testca);
+	g = browse_from(url, testca, "127.0.0.2");
 	cr_assert_eq(g.rc, CURLE_OK, "spliced: the origin's certificate");
 	cr_assert_eq(g.status, 200);
 	cr_assert_eq(proxy_metric(&e, "sumcache_tls_connects_total"
 	    "{way=\"spliced\"}"), 1);
 	cr_assert_eq(proxy_metric(&e, "sumcache_tunnels_total"), 1);
+	snprintf(out, sizeof(out), "%s/sumcache.out", e.dir);
+	cr_assert(harness_file_has(out, "client 127.0.0.2 refused our "
+	    "certificate for 127.0.0.1", NULL, 2000));
+	for (int i = 0; i < 2; i++) {
+		g = browse_from(url, ours, "127.0.0.1");
+		cr_assert_eq(g.rc, CURLE_OK, "another client was spliced too "
+		    "(%d)", g.rc);
+		cr_assert(strstr(g.head, i == 0 ? "X-Cache: MISS" :
+		    "X-Cache: HIT") != NULL, "%s", g.head);
+	}
+	cr_assert_eq(proxy_metric(&e, "sumcache_tls_connects_total"
+	    "{way=\"spliced\"}"), 1);
 }
 
 Test(https, never_intercepted_host_is_tunnelled)

@@ -192,9 +192,10 @@ static const struct directive directives[] = {
 	    true, "hosts never intercepted, whatever tls_intercept says "
 	    "(banks, apps that pin their certificates)", LIVE},
 	{"tls_splice_after_reject", value_duration,
-	    OFF(tls_splice_after_reject_ms), "1h", false, "a host whose "
-	    "client refused our certificate (a pinned app, a machine without "
-	    "the CA) is tunnelled, not intercepted, for this long; 0: never",
+	    OFF(tls_splice_after_reject_ms), "1h", false, "a host a client "
+	    "refused our certificate for (a pinned app, a machine without "
+	    "the CA) is tunnelled, not intercepted, for that client's "
+	    "address, for this long; 0: never",
 	    LIVE},
 	{"tls_ca_cert", value_string, OFF(tls_ca_cert), NULL, false,
 	    "the CA certificate that signs intercepted hosts' leaves (PEM; "

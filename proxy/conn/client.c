@@ -723,7 +723,7 @@ client_start_tls(struct client *c, const char *host, uint16_t port,
 {
 	struct bufferevent *plain = c->bev;
 	struct bufferevent *bev = tls_server_wrap(c->srv->tls, c->srv->base,
-	    plain, host, port, &c->tls, err, elen);
+	    plain, c->addr, host, port, &c->tls, err, elen);
 
 	if (bev == NULL)
 		return -1;

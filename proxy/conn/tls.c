@@ -10,9 +10,15 @@
  * name while connecting to another is refused rather than guessed at.
  *
  * A client that refuses our certificate (a pinned app, a machine
- * without our CA) sends an alert during the handshake; its host is then
- * spliced (tunnelled) for tls_splice_after_reject, logged once, so the
- * app is not broken again on every connection.
+ * without our CA) sends an alert during the handshake; that host is then
+ * spliced (tunnelled) for that client's address, for
+ * tls_splice_after_reject, logged once, so the app is not broken again
+ * on every connection. Only for that address: one client without our CA
+ * must not switch interception off for every other (and any allowed
+ * client could). The table holds TLS_SPLICE_MAX pairs of address and
+ * host, by the hash of the two (a collision of 64-bit hashes would
+ * tunnel one more pair), found by probing a few slots; when those are
+ * all live, the pair that expires first makes room.
  *
  * Peer links are the other kind of TLS connection a node accepts: a
  * connection to its port whose first byte is a TLS handshake record
@@ -23,6 +29,7 @@
  */
 #include "tls.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +41,7 @@
 #include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <xxhash.h>
 
 #include "ca.h"
 #include "cert.h"
@@ -44,8 +52,9 @@
 #include "metrics.h"
 #include "ratelog.h"
 
+/* A client address that refused our certificate for a host. */
 struct splice {
-	char host[256];
+	uint64_t key;        /* splice_key of the two; 0: a free slot */
 	uint64_t until_ms;
 };
 
@@ -53,8 +62,7 @@ struct tls_server {
 	SSL_CTX *ctx;
 	struct ca *ca;
 	struct leaves *leaves;
-	struct splice splice[TLS_SPLICE_MAX];  /* a ring */
-	unsigned splice_next;
+	struct splice splice[TLS_SPLICE_MAX];
 	struct metrics *m;
 };
 
@@ -71,6 +79,8 @@ struct tls_conn {
 	bool handshaken;
 	char host[256];
 	char authority[270];
+	char client[64];      /* its address */
+	uint64_t splice_key;  /* of client and host */
 };
 
 /* ALPN: http/1.1 or nothing */
@@ -153,24 +163,68 @@ tls_server_free(struct tls_server **tsp)
 	free(ts);
 }
 
-static struct splice *
-spliced(struct tls_server *ts, const char *host, uint64_t now_ms)
+/* slots probed from a key's own */
+#define SPLICE_PROBES 8
+
+/* The key of a client address and a host, never 0 (a free slot). */
+static uint64_t
+splice_key(const char *client, const char *host)
 {
-	for (unsigned i = 0; i < TLS_SPLICE_MAX; i++)
-		if (ts->splice[i].until_ms > now_ms &&
-		    strcasecmp(ts->splice[i].host, host) == 0)
-			return &ts->splice[i];
-	return NULL;
+	char pair[64 + 1 + 256];
+	int n = snprintf(pair, sizeof(pair), "%s %s", client, host);
+
+	for (int i = (int)strlen(client) + 1; i < n; i++)
+		pair[i] = (char)tolower((unsigned char)pair[i]);
+	uint64_t k = XXH3_64bits(pair, (size_t)n);
+	return k != 0 ? k : 1;
+}
+
+static struct splice *
+splice_slot(struct tls_server *ts, uint64_t key, unsigned i)
+{
+	return &ts->splice[(key + i) % TLS_SPLICE_MAX];
+}
+
+static bool
+spliced(struct tls_server *ts, uint64_t key, uint64_t now_ms)
+{
+	for (unsigned i = 0; i < SPLICE_PROBES; i++) {
+		const struct splice *sp = splice_slot(ts, key, i);
+		if (sp->key == key && sp->until_ms > now_ms)
+			return true;
+	}
+	return false;
+}
+
+/* key's own slot, or a free or expired one, or the one of the probed
+ * that expires first. */
+static void
+splice_add(struct tls_server *ts, uint64_t key, uint64_t until_ms,
+    uint64_t now_ms)
+{
+	struct splice *at = NULL;
+
+	for (unsigned i = 0; i < SPLICE_PROBES; i++) {
+		struct splice *sp = splice_slot(ts, key, i);
+		if (sp->key == key) {
+			at = sp;
+			break;
+		}
+		if (at == NULL || (at->until_ms > now_ms && (sp->until_ms <=
+		    now_ms || sp->until_ms < at->until_ms)))
+			at = sp;
+	}
+	*at = (struct splice){.key = key, .until_ms = until_ms};
 }
 
 bool
 tls_server_wants(struct tls_server *ts, const struct conf *c,
-    const char *host, uint64_t now_ms)
+    const char *client, const char *host, uint64_t now_ms)
 {
 	if (!hostpat_match(&c->tls_intercept, host) ||
 	    hostpat_match(&c->tls_no_intercept, host))
 		return false;
-	if (spliced(ts, host, now_ms) != NULL) {
+	if (spliced(ts, splice_key(client, host), now_ms)) {
 		ts->m->tls_spliced++;
 		return false;
 	}
@@ -195,8 +249,8 @@ accept_over(struct event_base *base, struct bufferevent *plain, SSL *ssl)
 
 struct bufferevent *
 tls_server_wrap(struct tls_server *ts, struct event_base *base,
-    struct bufferevent *plain, const char *host, uint16_t port,
-    struct tls_conn **tcp, char *err, size_t elen)
+    struct bufferevent *plain, const char *client, const char *host,
+    uint16_t port, struct tls_conn **tcp, char *err, size_t elen)
 {
 	struct tls_conn *tc = calloc(1, sizeof(*tc));
 	X509 *leaf;
@@ -209,6 +263,8 @@ tls_server_wrap(struct tls_server *ts, struct event_base *base,
 	}
 	tc->ts = ts;
 	snprintf(tc->host, sizeof(tc->host), "%s", host);
+	snprintf(tc->client, sizeof(tc->client), "%s", client);
+	tc->splice_key = splice_key(client, host);
 	snprintf(tc->authority, sizeof(tc->authority),
 	    strchr(host, ':') != NULL ? "[%s]:%u" : "%s:%u", host,
 	    (unsigned)port);
@@ -331,15 +387,15 @@ tls_conn_event(const struct conf *c, struct tls_conn *tc,
 	}
 	ts->m->tls_handshake_rejected++;
 	if (c->tls_splice_after_reject_ms == 0 ||
-	    spliced(ts, tc->host, now_ms) != NULL)
+	    spliced(ts, tc->splice_key, now_ms))
 		return true;
-	struct splice *sp = &ts->splice[ts->splice_next++ % TLS_SPLICE_MAX];
-	snprintf(sp->host, sizeof(sp->host), "%s", tc->host);
-	sp->until_ms = now_ms + c->tls_splice_after_reject_ms;
-	fprintf(stderr, "sumcache: tls: a client refused our certificate for "
-	    "%s (%s): its connections are tunnelled for %u s\n", tc->host,
-	    ERR_reason_error_string(last) ? ERR_reason_error_string(last) :
-	    "alert", c->tls_splice_after_reject_ms / 1000);
+	splice_add(ts, tc->splice_key, now_ms + c->tls_splice_after_reject_ms,
+	    now_ms);
+	fprintf(stderr, "sumcache: tls: client %s refused our certificate "
+	    "for %s (%s): its connections to %s are tunnelled for %u s\n",
+	    tc->client, tc->host, ERR_reason_error_string(last) ?
+	    ERR_reason_error_string(last) : "alert", tc->host,
+	    c->tls_splice_after_reject_ms / 1000);
 	return true;
 }
 

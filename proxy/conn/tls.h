@@ -25,9 +25,9 @@ struct tls_conn;
 struct tls_link;
 struct tls_server;
 
-/* TLS_SPLICE_MAX hosts a client refused our certificate for are
- * tunnelled instead (tls_splice_after_reject) */
-#define TLS_SPLICE_MAX 256
+/* TLS_SPLICE_MAX pairs of a client address and a host it refused our
+ * certificate for are tunnelled instead (tls_splice_after_reject): 64 KB */
+#define TLS_SPLICE_MAX 4096
 #define TLS_LEAVES_MAX 4096
 
 /* The interception of c's tls_ca_cert/tls_ca_key, counting into m's
@@ -37,26 +37,28 @@ struct tls_server *tls_server_new(const struct conf *c, struct metrics *m,
     char *err, size_t elen);
 void tls_server_free(struct tls_server **ts);
 
-/* Whether a CONNECT to host is intercepted under c's lists: matched by
- * tls_intercept, not by tls_no_intercept, and no client refused our
- * certificate for it lately (then it is counted spliced). */
+/* Whether a CONNECT to host from the client at address client is
+ * intercepted under c's lists: matched by tls_intercept, not by
+ * tls_no_intercept, and that client did not refuse our certificate for
+ * it lately (then it is counted spliced). */
 bool tls_server_wants(struct tls_server *ts, const struct conf *c,
-    const char *host, uint64_t now_ms);
+    const char *client, const char *host, uint64_t now_ms);
 
 /*
  * A TLS server session for host (port: the CONNECT's) over plain, which
- * it takes: the bufferevent to read and write the clear text through,
- * and the connection's state in *tc. NULL with the reason in err (plain
- * is then still the caller's).
+ * it takes, for the client at address client: the bufferevent to read
+ * and write the clear text through, and the connection's state in *tc.
+ * NULL with the reason in err (plain is then still the caller's).
  */
 struct bufferevent *tls_server_wrap(struct tls_server *ts,
-    struct event_base *base, struct bufferevent *plain, const char *host,
-    uint16_t port, struct tls_conn **tc, char *err, size_t elen);
+    struct event_base *base, struct bufferevent *plain, const char *client,
+    const char *host, uint16_t port, struct tls_conn **tc, char *err,
+    size_t elen);
 
 /* The connection's event (what, as libevent gives it): the handshake's
  * end is counted; a client's refusal of our certificate splices its
- * host for c->tls_splice_after_reject. Whether the event ends the
- * connection (false: the handshake is done, go on). */
+ * host, for its address, for c->tls_splice_after_reject. Whether the
+ * event ends the connection (false: the handshake is done, go on). */
 bool tls_conn_event(const struct conf *c, struct tls_conn *tc,
     struct bufferevent *bev, short what, uint64_t now_ms);
 

@@ -403,7 +403,8 @@ connect_start(struct txn *t)
 		uint16_t port = u.port;
 		url_clear(&u);
 		if (tunnel_port_allowed(&s->conf, port) &&
-		    tls_server_wants(s->tls, &s->conf, host, mono_ms())) {
+		    tls_server_wants(s->tls, &s->conf, t->c->addr, host,
+		    mono_ms())) {
 			intercept(t, host, port);
 			return;
 		}
