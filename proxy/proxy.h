@@ -94,7 +94,9 @@ struct server {
 	struct event *signals[3]; /* TERM, INT, HUP */
 	struct event *flush_timer;
 	struct event *shutdown_timer;
-	struct ratelog origin_errlog; /* bad origin answers: a line a second */
+	struct ratelog_by origin_errlog; /* bad origin answers: a line a
+	                                  * second of each kind */
+	struct ratelog link_errlog;   /* peers' link certificates refused */
 	const struct client_ops *client_ops; /* what answers requests */
 	struct client *clients;       /* newest first */
 	struct client *oldest_client; /* the list's tail */

@@ -2,7 +2,7 @@
  * test-peer: a peer that misbehaves on purpose, for the e2e tests of what
  * a node must absorb from a peer it trusts (it holds the cluster key).
  *
- *   test-peer PORT KEYFILE NAME OBJECTS DELAY_MS ANSWER_BYTES
+ *   test-peer PORT KEYFILE NAME OBJECTS DELAY_MS ANSWER_BYTES [CERT KEY]
  *
  *   GET /sumcache/v1/summary   a validly signed full summary from NAME
  *                              whose every bit is set: it claims every URL
@@ -16,6 +16,10 @@
  *                              "slow"   200, a body of ANSWER_BYTES in
  *                                       ten parts, one every DELAY_MS
  *
+ * With CERT and KEY (PEM files), a connection whose first byte opens a
+ * TLS handshake (a node's peer link) is answered over TLS with that
+ * certificate; what comes through it is served (and counted) as above.
+ *
  * Listens on 127.0.0.1. Test equipment: no model of robustness.
  */
 #define _GNU_SOURCE /* strcasestr */
@@ -27,8 +31,10 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <openssl/ssl.h>
 
 #include "psum.h"
 #include "wire.h"
@@ -40,6 +46,7 @@ struct conn {
 	bool answered;      /* its request is in */
 	bool replied;       /* its answer is queued: close once it is out */
 	size_t slow_left;   /* "slow": body bytes still to send */
+	bool first_read;    /* its first bytes were looked at (TLS?) */
 };
 
 static struct event_base *base;
@@ -50,6 +57,7 @@ static long delay_ms;
 static size_t answer_bytes;
 static unsigned objects_asked;
 static struct sum_buf summary;
+static SSL_CTX *tls;        /* links: CERT and KEY, or NULL */
 
 static void
 conn_free(struct conn *c)
@@ -158,11 +166,43 @@ request(struct conn *c, const char *method, const char *target)
 	}
 }
 
+static void on_read(struct bufferevent *bev, void *arg);
+static void on_write(struct bufferevent *bev, void *arg);
+static void on_event(struct bufferevent *bev, short what, void *arg);
+
+/* A link's TLS handshake in the first bytes: the connection goes on
+ * through a TLS layer over its socket (which still holds those bytes). */
+static bool
+over_tls(struct conn *c)
+{
+	unsigned char first;
+	struct bufferevent *layer;
+
+	if (tls == NULL || evbuffer_copyout(bufferevent_get_input(c->bev),
+	    &first, 1) != 1 || first != 0x16)
+		return false;
+	layer = bufferevent_openssl_filter_new(base, c->bev, SSL_new(tls),
+	    BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+	bufferevent_setcb(layer, on_read, on_write, on_event, c);
+	bufferevent_enable(layer, EV_READ | EV_WRITE);
+	/* the handshake's first record is read already: no new event */
+	bufferevent_trigger(c->bev, EV_READ, BEV_TRIG_IGNORE_WATERMARKS |
+	    BEV_TRIG_DEFER_CALLBACKS);
+	c->bev = layer;
+	return true;
+}
+
 static void
 on_read(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
+
+	if (!c->first_read) {
+		c->first_read = true;
+		if (over_tls(c))
+			return;   /* the layer reads on */
+	}
 
 	if (c->body_left > 0) {
 		size_t n = evbuffer_get_length(in) < c->body_left ?
@@ -260,11 +300,15 @@ on_term(evutil_socket_t sig, short what, void *arg)
 int
 main(int argc, char **argv)
 {
-	if (argc != 7) {
+	if (argc != 7 && argc != 9) {
 		fprintf(stderr, "usage: test-peer PORT KEYFILE NAME false|hang|slow "
-		    "DELAY_MS ANSWER_BYTES\n");
+		    "DELAY_MS ANSWER_BYTES [CERT KEY]\n");
 		return 2;
 	}
+	if (argc == 9 && ((tls = SSL_CTX_new(TLS_server_method())) == NULL ||
+	    SSL_CTX_use_certificate_chain_file(tls, argv[7]) != 1 ||
+	    SSL_CTX_use_PrivateKey_file(tls, argv[8], SSL_FILETYPE_PEM) != 1))
+		return 1;
 	FILE *f = fopen(argv[2], "r");
 	if (f == NULL || fgets(key, sizeof(key), f) == NULL)
 		return 1;

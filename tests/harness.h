@@ -185,6 +185,11 @@ double node_peer_metric(const struct node *nd, const char *family,
 pid_t fakepeer_start(const struct env *e, const struct cluster *cl,
     const char *name, const char *objects, int delay_ms, long answer_bytes,
     int *port);
+/* The same answering a peer link over TLS with the certificate and key
+ * in these PEM files (NULL, NULL: no TLS). */
+pid_t fakepeer_start_tls(const struct env *e, const struct cluster *cl,
+    const char *name, const char *objects, int delay_ms, long answer_bytes,
+    const char *cert, const char *key, int *port);
 /* Node a of the cluster suite's CL alone, its one peer a fake peer z
  * started as fakepeer_start says (objects, delay_ms, answer_bytes), with
  * more -o values (NULL-terminated, or NULL); z's pid in *z, for the

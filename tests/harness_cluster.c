@@ -18,6 +18,15 @@ fakepeer_start(const struct env *e, const struct cluster *cl,
     const char *name, const char *objects, int delay_ms, long answer_bytes,
     int *port)
 {
+	return fakepeer_start_tls(e, cl, name, objects, delay_ms, answer_bytes,
+	    NULL, NULL, port);
+}
+
+pid_t
+fakepeer_start_tls(const struct env *e, const struct cluster *cl,
+    const char *name, const char *objects, int delay_ms, long answer_bytes,
+    const char *cert, const char *key, int *port)
+{
 	char portarg[16], delay[16], answer[24], out[320];
 
 	*port = harness_free_port();
@@ -26,7 +35,7 @@ fakepeer_start(const struct env *e, const struct cluster *cl,
 	snprintf(answer, sizeof(answer), "%ld", answer_bytes);
 	snprintf(out, sizeof(out), "%s/%s.out", e->dir, name);
 	char *argv[] = {PEER_BIN, portarg, (char *)cl->key_file, (char *)name,
-	    (char *)objects, delay, answer, NULL};
+	    (char *)objects, delay, answer, (char *)cert, (char *)key, NULL};
 	pid_t pid = harness_spawn(argv, out);
 	cr_assert(harness_wait_port(*port, 5000), "test-peer did not start");
 	return pid;

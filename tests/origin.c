@@ -49,6 +49,9 @@
  *   /__bump          a new generation of /big?gen=1 bodies and
  *                    /obj/?gen=1 ETags
  *   /__status?code=N /obj/ answers status N from now on (0: as asked)
+ *   /__drop?how=H    /obj/ requests are logged and never answered from
+ *                    now on: the connection closed (H close) or reset
+ *                    (H reset); H none: answered again
  *
  * With TLSPORT CERT KEY it also answers the same paths over TLS on
  * TLSPORT, with that certificate (the https tests' origin: one request
@@ -102,6 +105,7 @@ static unsigned revalidations;
 static unsigned connections;
 static unsigned generation;
 static long forced_status;  /* /__status */
+static char forced_drop[8]; /* /__drop: "close", "reset" or "" */
 
 static long
 qparam(const struct conn *c, const char *name, long dflt)
@@ -227,6 +231,14 @@ respond(struct conn *c)
 		generation++;
 		evbuffer_add_printf(out, "HTTP/1.1 204 No Content\r\n"
 		    "Cache-Control: no-store\r\n\r\n");
+		return;
+	}
+	if (strcmp(c->path, "/__drop") == 0) {
+		if (qstr(c, "how", forced_drop, sizeof(forced_drop)) == NULL ||
+		    strcmp(forced_drop, "none") == 0)
+			forced_drop[0] = '\0';
+		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Length: "
+		    "0\r\n\r\n");
 		return;
 	}
 	if (strcmp(c->path, "/__status") == 0) {
@@ -513,6 +525,10 @@ on_delay(evutil_socket_t fd, short what, void *arg)
 		drop(c, strcmp(how, "reset") == 0);
 		return;
 	}
+	if (forced_drop[0] != '\0' && strncmp(c->path, "/obj/", 5) == 0) {
+		drop(c, strcmp(forced_drop, "reset") == 0);
+		return;
+	}
 	if (strcmp(c->path, "/slow") != 0) {
 		c->delayed = true;
 		finish_request(c);
@@ -542,6 +558,10 @@ finish_request(struct conn *c)
 	long delay = qparam(c, "delay", 0);
 	if (c->delay != NULL && evtimer_pending(c->delay, NULL))
 		return;
+	/* /__drop: off this callback, which goes on reading c */
+	if (forced_drop[0] != '\0' && strncmp(c->path, "/obj/", 5) == 0 &&
+	    delay == 0)
+		delay = 1;
 	if (delay > 0 && !c->delayed) {
 		struct timeval tv = {delay / 1000, (delay % 1000) * 1000};
 		if (c->delay == NULL)

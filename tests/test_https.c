@@ -24,6 +24,7 @@
 
 #include "harness.h"
 #include "tlsfiles.h"
+#include "tlsrig.h"
 
 static struct env e;
 
@@ -147,44 +148,12 @@ Test(https, trusted_origin_is_fetched_and_cached_by_scheme)
 
 /* ---- interception ---- */
 
-/* The options of the node up_intercepting_with started last, for a
- * restart. */
-static const char *icpt_opts[16];
-
-/* A node intercepting the TLS origin's port (CA made by --make-ca in
- * e.dir/ca, the test CA trusted upstream), with more options (a
- * NULL-terminated list, or NULL). */
+/* A node intercepting the TLS origin's port, with more options (a
+ * NULL-terminated list, or NULL): tlsrig_up. */
 static void
 up_intercepting_with(const char *origin_cert, const char *const *more)
 {
-	static char cert[400], key[400], ports[64], ca[400];
-	char cmd[600];
-	int n = 0;
-
-	icpt_opts[n++] = "tls_intercept=*";
-	icpt_opts[n++] = cert;
-	icpt_opts[n++] = key;
-	icpt_opts[n++] = ports;
-	icpt_opts[n++] = ca;
-	for (; more != NULL && *more != NULL && n < 15; more++)
-		icpt_opts[n++] = *more;
-	icpt_opts[n] = NULL;
-
-	if (e.dir[0] == '\0')   /* a test may have made it for its options */
-		origin_dir(&e);
-	tlsfiles_write(e.dir);
-	snprintf(cmd, sizeof(cmd), "%s --make-ca %s/ca >/dev/null",
-	    SUMCACHE_BIN, e.dir);
-	cr_assert_eq(system(cmd), 0);
-	snprintf(cert, sizeof(cert), "tls_ca_cert=%s/ca/ca.crt", e.dir);
-	snprintf(key, sizeof(key), "tls_ca_key=%s/ca/ca.key", e.dir);
-	snprintf(ca, sizeof(ca), "tls_upstream_ca=%s/testca.crt", e.dir);
-	char crt[400], okey[400];
-	snprintf(crt, sizeof(crt), "%s/%s.crt", e.dir, origin_cert);
-	snprintf(okey, sizeof(okey), "%s/%s.key", e.dir, origin_cert);
-	origin_start_tls(&e, crt, okey);
-	snprintf(ports, sizeof(ports), "connect_ports=%d", e.tport);
-	proxy_start(&e, icpt_opts);
+	tlsrig_up(&e, origin_cert, more);
 }
 
 /* The same with one more option, or none. */
@@ -196,63 +165,10 @@ up_intercepting(const char *origin_cert, const char *more)
 	up_intercepting_with(origin_cert, opts);
 }
 
-struct got {
-	CURLcode rc;
-	long status;
-	long version;           /* CURL_HTTP_VERSION_* negotiated */
-	char head[2048];
-	size_t hlen;
-	size_t len;
-};
-
-static size_t
-on_head(char *p, size_t size, size_t n, void *arg)
-{
-	struct got *g = arg;
-	size_t k = size * n;
-
-	if (g->hlen + k < sizeof(g->head)) {
-		memcpy(g->head + g->hlen, p, k);
-		g->hlen += k;
-		g->head[g->hlen] = '\0';
-	}
-	return k;
-}
-
-static size_t
-on_body(char *p, size_t size, size_t n, void *arg)
-{
-	(void)p;
-	((struct got *)arg)->len += size * n;
-	return size * n;
-}
-
-/* GET url through the proxy, as a browser would (CONNECT, then TLS),
- * trusting only the CA file trust, from the address from (NULL: any). */
 static struct got
 browse_from(const char *url, const char *trust, const char *from)
 {
-	struct got g = {0};
-	char proxy[64];
-	CURL *h = curl_easy_init();
-
-	snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%d", e.pport);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_PROXY, proxy);
-	curl_easy_setopt(h, CURLOPT_CAINFO, trust);
-	curl_easy_setopt(h, CURLOPT_CAPATH, NULL);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_head);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, &g);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &g);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
-	if (from != NULL)
-		curl_easy_setopt(h, CURLOPT_INTERFACE, from);
-	g.rc = curl_easy_perform(h);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &g.status);
-	curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &g.version);
-	curl_easy_cleanup(h);
-	return g;
+	return tlsrig_browse(&e, url, trust, from);
 }
 
 static struct got
@@ -401,95 +317,17 @@ Test(https, intercepted_objects_are_cached)
 	cr_assert(found, "no hit of %s with its bytes in %s", big, e.log);
 }
 
-struct closed_read {
-	long long body;     /* bytes after the head */
-	bool whole;         /* a 200 whose Content-Length all came */
-	bool close_notify;  /* the session ended with the proxy's alert */
-};
-
-/* "GET path" with "Connection: close" through an intercepted CONNECT,
- * read to the end: what came, and how the session ended. OpenSSL rather
- * than libcurl, which hides whether a close_notify came. With midway,
- * the client's receive buffer is small, and midway(arg) runs once 64 KB
- * of the body have been read, 200 ms later; the client reads on if it
- * returns true, and leaves if not. */
 static struct closed_read
 get_and_close_midway(const char *path, const char *trust,
     bool (*midway)(void *), void *arg)
 {
-	struct closed_read r = {0};
-	char req[600], buf[16384], head[4096];
-	size_t hlen = 0;
-	int fd = harness_connect(e.pport), n, rcv = 4096;
-
-	if (midway != NULL)
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
-
-	n = snprintf(req, sizeof(req), "CONNECT 127.0.0.1:%d HTTP/1.1\r\n"
-	    "Host: 127.0.0.1:%d\r\n\r\n", e.tport, e.tport);
-	cr_assert_eq(write(fd, req, (size_t)n), n);
-	/* the proxy's answer, a byte at a time: TLS follows it */
-	while (hlen < 4 || memcmp(head + hlen - 4, "\r\n\r\n", 4) != 0) {
-		cr_assert_lt(hlen, sizeof(head));
-		cr_assert_eq(read(fd, head + hlen, 1), 1);
-		hlen++;
-	}
-	cr_assert(strncmp(head, "HTTP/1.1 200", 12) == 0, "%.*s", (int)hlen,
-	    head);
-
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-	cr_assert_eq(SSL_CTX_load_verify_locations(ctx, trust, NULL), 1);
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	SSL *ssl = SSL_new(ctx);
-	SSL_set_fd(ssl, fd);
-	SSL_set_tlsext_host_name(ssl, "127.0.0.1");
-	cr_assert_eq(SSL_connect(ssl), 1);
-	n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1:"
-	    "%d\r\nConnection: close\r\n\r\n", path, e.tport);
-	cr_assert_eq(SSL_write(ssl, req, n), n);
-
-	size_t have = 0;
-	long long want = -1;
-	char resp[8192];
-	while ((n = SSL_read(ssl, buf, sizeof(buf))) > 0) {
-		if (want >= 0) {
-			r.body += n;
-			if (midway != NULL && r.body >= 65536) {
-				usleep(200 * 1000);
-				if (!midway(arg))
-					break;
-				midway = NULL;
-			}
-			continue;
-		}
-		size_t k = (size_t)n < sizeof(resp) - 1 - have ? (size_t)n :
-		    sizeof(resp) - 1 - have;
-		memcpy(resp + have, buf, k);
-		have += k;
-		resp[have] = '\0';
-		char *end = strstr(resp, "\r\n\r\n"), *cl;
-		if (end == NULL)
-			continue;
-		cr_assert(strncmp(resp, "HTTP/1.1 200", 12) == 0, "%s", resp);
-		cl = strstr(resp, "\r\nContent-Length:");
-		cr_assert_not_null(cl, "%s", resp);
-		want = atoll(cl + 17);
-		r.body = (long long)(have - (size_t)(end + 4 - resp)) +
-		    (n - (int)k);
-	}
-	r.close_notify = SSL_get_error(ssl, n) == SSL_ERROR_ZERO_RETURN;
-	r.whole = want >= 0 && r.body == want;
-	ERR_clear_error();
-	SSL_free(ssl);
-	SSL_CTX_free(ctx);
-	close(fd);
-	return r;
+	return tlsrig_get(&e, path, trust, midway, arg);
 }
 
 static struct closed_read
 get_and_close(const char *path, const char *trust)
 {
-	return get_and_close_midway(path, trust, NULL, NULL);
+	return tlsrig_get(&e, path, trust, NULL, NULL);
 }
 
 /* A reply the client asked to close after comes whole, miss or hit,
@@ -552,7 +390,7 @@ Test(https, an_intercepted_disk_hit_cut_under_its_send_ends_short)
 	cr_assert(get_and_close(obj, ours).whole);
 	cr_assert_geq(proxy_wait_metric(&e, "sumcache_disk_objects", 1, 5000),
 	    1);
-	proxy_restart(&e, icpt_opts, SIGTERM);
+	proxy_restart(&e, tlsrig_opts(), SIGTERM);
 	cr_assert_geq(proxy_wait_metric(&e, "sumcache_disk_objects", 1,
 	    10000), 1);
 	char cache[420];

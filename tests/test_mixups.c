@@ -233,3 +233,42 @@ Test(mixups, a_memory_body_cannot_be_cut_by_another_hand)
 	cr_assert(body_is(&r, "sealed", 300000));
 	resp_free(&r);
 }
+
+/* ---- what the log says ---- */
+
+/*
+ * A stale copy that stale-if-error allows answers when the origin resets
+ * the revalidation: the log line says the client got the stale copy (it
+ * said "answered 502" while every client got a stale 200). A fault of
+ * another kind in the same second (a transfer coding the node cannot
+ * decode) has its line too: one limit for all hid it.
+ */
+Test(mixups, a_stale_answer_after_a_reset_is_logged_as_what_the_client_got)
+{
+	const char *u = env_url(&E, "/obj/sie?cc=max-age=1,stale-if-error=60");
+	struct resp r;
+	char out[300];
+
+	proxy_get(&E, u, NULL, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	usleep(1300 * 1000);
+	http_request(0, "GET", env_url(&E, "/__drop?how=reset"), NULL, NULL,
+	    0, false, &r);
+	resp_free(&r);
+	proxy_get(&E, env_url(&E, "/obj/sie?cc=max-age=1,stale-if-error=60"),
+	    NULL, &r);
+	cr_assert_eq(r.status, 200, "the stale copy answers");
+	cr_assert(body_is(&r, "sie", 100));
+	resp_free(&r);
+	proxy_get(&E, env_url(&E, "/te?coding=foo"), NULL, &r);
+	cr_assert_eq(r.status, 502);
+	resp_free(&r);
+	snprintf(out, sizeof(out), "%s/sumcache.out", E.dir);
+	cr_assert(harness_file_has(out, "/obj/sie", "answered with the stale "
+	    "copy (stale-if-error)", 2000), "the line does not say what the "
+	    "client got");
+	cr_assert(!harness_file_has(out, "/obj/sie", "answered 502", 0));
+	cr_assert(harness_file_has(out, "cannot decode", "answered 502",
+	    2000), "the second fault of the second was not logged");
+}

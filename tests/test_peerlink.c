@@ -64,9 +64,11 @@ trusting(void)
 	return opts;
 }
 
-/* The identity a node of the cluster whose key file is path derives. */
+/* The identity a node of the cluster whose key file is path derives,
+ * its certificate naming name (CLUSTER_LINK_NAME, as every node's, or
+ * another, as none's). */
 static struct cluster_id *
-identity_of(const char *path, const char *node)
+identity_named(const char *path, const char *node, const char *name)
 {
 	unsigned char key[256];
 	char err[256];
@@ -77,9 +79,16 @@ identity_of(const char *path, const char *node)
 	fclose(f);
 	while (n > 0 && (key[n - 1] == '\n' || key[n - 1] == '\r'))
 		n--;
-	struct cluster_id *id = cluster_id_new(key, n, node, err, sizeof(err));
+	struct cluster_id *id = cluster_id_new_named(key, n, node, name, err,
+	    sizeof(err));
 	cr_assert_not_null(id, "%s", err);
 	return id;
+}
+
+static struct cluster_id *
+identity_of(const char *path, const char *node)
+{
+	return identity_named(path, node, CLUSTER_LINK_NAME);
 }
 
 static size_t
@@ -92,10 +101,12 @@ sink(char *p, size_t size, size_t n, void *arg)
 
 /* A link to nd as a node would open it, trusting trust's CA and showing
  * mine's certificate (none if NULL), asking for target: the HTTP status,
- * or 0 if the TLS handshake or the exchange failed. */
+ * or 0 if the TLS handshake or the exchange failed (curl's words in err,
+ * if not NULL). */
 static long
-link_ask(const struct node *nd, const struct cluster_id *trust,
-    const struct cluster_id *mine, const char *target)
+link_ask_err(const struct node *nd, const struct cluster_id *trust,
+    const struct cluster_id *mine, const char *target,
+    char err[CURL_ERROR_SIZE])
 {
 	CURL *e = curl_easy_init();
 	char to[200];
@@ -122,11 +133,22 @@ link_ask(const struct node *nd, const struct cluster_id *trust,
 	}
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 5000L);
+	if (err != NULL) {
+		err[0] = '\0';
+		curl_easy_setopt(e, CURLOPT_ERRORBUFFER, err);
+	}
 	if (curl_easy_perform(e) == CURLE_OK)
 		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_cleanup(e);
 	curl_slist_free_all(connect_to);
 	return status;
+}
+
+static long
+link_ask(const struct node *nd, const struct cluster_id *trust,
+    const struct cluster_id *mine, const char *target)
+{
+	return link_ask_err(nd, trust, mine, target, NULL);
 }
 
 #define LINKS "sumcache_peer_links_total{result=\""
@@ -166,8 +188,13 @@ Test(peerlink, links_without_a_certificate_of_the_cluster_are_refused)
 	/* no certificate, then another cluster's: refused by A */
 	cr_expect_eq(link_ask(a, good, NULL, url), 0);
 	cr_expect_eq(node_wait_metric(a, LINKS "refused\"}", 1, 3000), 1);
-	cr_expect_eq(link_ask(a, good, foreign, url), 0);
+	char err[CURL_ERROR_SIZE];
+	cr_expect_eq(link_ask_err(a, good, foreign, url, err), 0);
 	cr_expect_eq(node_wait_metric(a, LINKS "refused\"}", 2, 3000), 2);
+	/* told why, by A's alert (it was thrown away with the socket, and
+	 * every refusal read "unexpected eof") */
+	cr_expect(strstr(err, "alert") != NULL, "the client was told: %s",
+	    err);
 	/* A's own certificate is not what another cluster trusts */
 	cr_expect_eq(link_ask(a, foreign, good, url), 0);
 	cr_expect(harness_file_has(a->out, "peer link refused", NULL, 3000),
@@ -405,4 +432,71 @@ Test(peerlink, icp_is_never_asked_about_https)
 	cr_assert_eq(r.status, 200);
 	resp_free(&r);
 	cr_expect_eq(node_metric(a, series), 1, "the http miss asked b");
+}
+
+/* A certificate the cluster CA signed, naming another name than the
+ * link's: A refuses it from a connecting node, counted and told. */
+Test(peerlink, a_link_certificate_naming_another_name_is_refused_by_its_node)
+{
+	char url[200], err[CURL_ERROR_SIZE];
+
+	cluster_start(&CE, &CL, 2, trusting(), NULL);
+	struct node *a = &CL.nodes[0];
+	struct cluster_id *good = identity_of(CL.key_file, "t");
+	struct cluster_id *misnamed = identity_named(CL.key_file, "t",
+	    "other.sumcache.invalid");
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/obj/mn?max_age=60",
+	    CE.tport);
+	cr_expect_eq(link_ask_err(a, good, misnamed, url, err), 0);
+	cr_expect_eq(node_wait_metric(a, LINKS "refused\"}", 1, 3000), 1);
+	cr_expect(strstr(err, "alert") != NULL, "the client was told: %s",
+	    err);
+	cr_expect_eq(origin_count(&CE, "/obj/mn", NULL), 0);
+	/* the same with the link's name is taken: the refusal was the
+	 * name's */
+	cr_expect_eq(link_ask(a, good, good, url), 200);
+	cluster_id_free(&good);
+	cluster_id_free(&misnamed);
+}
+
+/* Peer z holds the key and claims every URL, and its end of a link shows
+ * a certificate the cluster CA signed for another name: A never asks it
+ * for an https object (the origin answers), and counts and logs the
+ * refusal. */
+Test(peerlink, a_peer_whose_link_certificate_names_another_name_is_never_asked)
+{
+	char url[200], zpeer[64], crt[400], key[400];
+	const char *opts[] = {trusting()[0], zpeer, NULL};
+	int zport;
+
+	cluster_init(&CE, &CL, 1, NULL, NULL);
+	struct cluster_id *misnamed = identity_named(CL.key_file, "z",
+	    "other.sumcache.invalid");
+	snprintf(crt, sizeof(crt), "%s/z.crt", CE.dir);
+	snprintf(key, sizeof(key), "%s/z.key", CE.dir);
+	FILE *f = fopen(crt, "w");
+	cr_assert_not_null(f);
+	fwrite(misnamed->cert_pem, 1, misnamed->cert_pem_len, f);
+	fclose(f);
+	cr_assert_not_null(f = fopen(key, "w"));
+	fwrite(misnamed->key_pem, 1, misnamed->key_pem_len, f);
+	fclose(f);
+	cluster_id_free(&misnamed);
+	liar = fakepeer_start_tls(&CE, &CL, "z", "false", 0, 0, crt, key,
+	    &zport);
+	snprintf(zpeer, sizeof(zpeer), "peer=z 127.0.0.1:%d", zport);
+	CL.opts = opts;
+	node_start(&CE, &CL, 0);
+	struct node *a = &CL.nodes[0];
+	cr_assert_eq(node_wait_metric(a, "sumcache_peer_up{peer=\"z\"}", 1,
+	    5000), 1, "z never up");
+
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d/obj/zn?max_age=60",
+	    CE.tport);
+	free(get_200(a, url));
+	cr_expect_eq(origin_count(&CE, "/obj/zn", NULL), 1);
+	cr_expect_eq(objects_asked(zport), 0, "z was asked");
+	cr_expect_eq(node_metric(a, LINKS "refused_out\"}"), 1);
+	cr_expect(harness_file_has(a->out, "peer z: its link certificate was "
+	    "refused", NULL, 3000));
 }

@@ -69,8 +69,10 @@ struct evbuffer;
 	    "or failed otherwise")                                            \
 	X(PEER_LINKS, counter, "sumcache_peer_links_total", "result",         \
 	    "Peer links (TLS between cluster members) offered to this "       \
-	    "node: accepted, refused (no certificate of the cluster), and "   \
-	    "https requests of peers refused for coming over plain HTTP")     \
+	    "node: accepted, refused (no certificate of the cluster naming "  \
+	    "the link), and https requests of peers refused for coming over " \
+	    "plain HTTP; links this node opened whose peer's certificate it " \
+	    "refused (refused_out)")                                          \
 	X(TLS_LEAVES, counter, "sumcache_tls_leaves_total", "outcome",        \
 	    "Leaf certificates asked for: minted, reused from the cache, "    \
 	    "evicted from it, or refused (a host no leaf may name)")          \

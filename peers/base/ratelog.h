@@ -35,4 +35,34 @@ ratelog_due(struct ratelog *r, uint64_t *skipped)
 	return true;
 }
 
+/*
+ * The same limit kept apart for each kind of a family of events (a
+ * cause, a reason code), so that a fault of another kind in the same
+ * second gets its line too: one limit for all hid the second different
+ * fault in a row. RATELOG_KINDS kinds are told apart; beyond them, the
+ * kind whose last line is oldest gives up its place.
+ */
+#define RATELOG_KINDS 8
+
+struct ratelog_by {
+	uint64_t kind[RATELOG_KINDS];
+	struct ratelog r[RATELOG_KINDS];
+};
+
+static inline bool
+ratelog_due_for(struct ratelog_by *rb, uint64_t kind, uint64_t *skipped)
+{
+	unsigned at = 0;
+
+	for (unsigned i = 0; i < RATELOG_KINDS; i++) {
+		if (rb->kind[i] == kind && rb->r[i].last_ms != 0)
+			return ratelog_due(&rb->r[i], skipped);
+		if (rb->r[i].last_ms < rb->r[at].last_ms)
+			at = i;
+	}
+	rb->kind[at] = kind;
+	rb->r[at] = (struct ratelog){0};
+	return ratelog_due(&rb->r[at], skipped);
+}
+
 #endif

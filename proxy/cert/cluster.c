@@ -99,6 +99,14 @@ struct cluster_id *
 cluster_id_new(const unsigned char *key, size_t len, const char *node,
     char *err, size_t elen)
 {
+	return cluster_id_new_named(key, len, node, CLUSTER_LINK_NAME, err,
+	    elen);
+}
+
+struct cluster_id *
+cluster_id_new_named(const unsigned char *key, size_t len, const char *node,
+    const char *name, char *err, size_t elen)
+{
 	struct cluster_id *id = calloc(1, sizeof(*id));
 	EVP_PKEY *ca_key = NULL;
 	time_t now = time(NULL);
@@ -116,7 +124,7 @@ cluster_id_new(const unsigned char *key, size_t len, const char *node,
 	    .not_before = now - 86400, .not_after = now + 2 *
 	    CLUSTER_CERT_DAYS * 86400L};
 	snprintf(cn, sizeof(cn), "sumcache node %s", node);
-	struct cert_spec mine = {.cn = cn, .host = CLUSTER_LINK_NAME,
+	struct cert_spec mine = {.cn = cn, .host = name,
 	    .client_too = true, .not_before = now - 3600,
 	    .not_after = now + CLUSTER_CERT_DAYS * 86400L};
 	if ((id->ca = cert_build(&ca, ca_key, NULL, NULL, err, elen)) ==

@@ -36,6 +36,11 @@ struct cluster_id {
  */
 struct cluster_id *cluster_id_new(const unsigned char *key, size_t len,
     const char *node, char *err, size_t elen);
+/* The same with a certificate naming name instead of CLUSTER_LINK_NAME:
+ * what the tests mint to show that a link naming anything else is
+ * refused at both ends. */
+struct cluster_id *cluster_id_new_named(const unsigned char *key,
+    size_t len, const char *node, const char *name, char *err, size_t elen);
 void cluster_id_free(struct cluster_id **id);
 
 #endif

@@ -145,7 +145,15 @@ leaves_get(struct leaves *l, const char *host, char *err, size_t elen)
 
 	if (!cert_host_ok(host)) {
 		l->stats.refused++;
-		snprintf(err, elen, "no certificate may name this host");
+		/* a client's bytes: shown printable, and not all of them */
+		char shown[81];
+		size_t i;
+		for (i = 0; i + 1 < sizeof(shown) && host[i] != '\0'; i++)
+			shown[i] = host[i] > ' ' && host[i] < 127 ? host[i] :
+			    '?';
+		shown[i] = '\0';
+		snprintf(err, elen, "no certificate may name the host %s%s",
+		    shown, host[i] != '\0' ? "..." : "");
 		return NULL;
 	}
 	/* names are case-blind: one leaf for Example.ORG and example.org */

@@ -172,6 +172,27 @@ on_socket_drained(struct evbuffer *out, const struct evbuffer_cb_info *info,
 		client_free(arg);
 }
 
+/* Frees c once out, its socket's output under its TLS layer, is written
+ * (the layer's last records: a reply and close_notify, or a failed
+ * handshake's alert), or at the write timeout. */
+static void
+free_when_written(struct client *c, struct evbuffer *out)
+{
+	struct bufferevent *sock = bufferevent_get_underlying(c->bev);
+	struct timeval wto = tv_ms(c->srv->conf.idle_timeout_ms);
+
+	/* deferred: the callback frees the socket, which must not happen
+	 * inside libevent's write to it */
+	evbuffer_defer_callbacks(out, c->srv->base);
+	if (evbuffer_get_length(out) == 0 ||
+	    (c->linger = evbuffer_add_cb(out, on_socket_drained, c)) == NULL) {
+		client_free(c);
+		return;
+	}
+	/* the layer's timeouts watch its own output, which is empty */
+	bufferevent_set_timeouts(sock, NULL, &wto);
+}
+
 /*
  * c is closing and everything it had to say is through its bufferevent.
  * A plain connection has then written it to the socket: it closes. A TLS
@@ -188,22 +209,8 @@ client_close_now(struct client *c)
 		client_free(c);
 		return;
 	}
-	if (c->linger != NULL)
-		return;
-	struct bufferevent *sock = bufferevent_get_underlying(c->bev);
-	struct evbuffer *out = tls_conn_close(c->bev);
-	struct timeval wto = tv_ms(c->srv->conf.idle_timeout_ms);
-
-	/* deferred: the callback frees the socket, which must not happen
-	 * inside libevent's write to it */
-	evbuffer_defer_callbacks(out, c->srv->base);
-	if (evbuffer_get_length(out) == 0 ||
-	    (c->linger = evbuffer_add_cb(out, on_socket_drained, c)) == NULL) {
-		client_free(c);
-		return;
-	}
-	/* the layer's timeouts watch its own output, which is empty */
-	bufferevent_set_timeouts(sock, NULL, &wto);
+	if (c->linger == NULL)
+		free_when_written(c, tls_conn_close(c->bev));
 }
 
 /* Flush what is queued, then close. */
@@ -431,6 +438,16 @@ parse_one(struct client *c)
 	return 1;
 }
 
+/* How long c may wait for its next request: idle_timeout between
+ * requests; header_timeout for the first after an intercepted CONNECT
+ * while its handshake runs (a stalled handshake was held 60 s). */
+static uint32_t
+next_request_ms(const struct client *c)
+{
+	return c->tls != NULL && !tls_conn_handshaken(c->tls) ?
+	    c->srv->conf.header_timeout_ms : c->srv->conf.idle_timeout_ms;
+}
+
 static void
 client_next_request(struct client *c)
 {
@@ -440,7 +457,7 @@ client_next_request(struct client *c)
 		int rc = parse_one(c);
 		if (rc == 0 && !c->dead) {
 			if (!c->head_started)
-				timer_set(c, c->srv->conf.idle_timeout_ms);
+				timer_set(c, next_request_ms(c));
 			break;
 		}
 		if (rc < 0)
@@ -588,10 +605,27 @@ on_event(struct bufferevent *bev, short what, void *arg)
 {
 	struct client *c = arg;
 
-	/* under TLS: the handshake's end goes on; its failure is counted */
-	if (c->tls != NULL && !tls_conn_event(&c->srv->conf, c->tls, bev,
-	    what, mono_ms()))
+	/* under TLS: the handshake's end goes on; its failure is counted,
+	 * and the alert the layer wrote goes to the client before the
+	 * close (it was thrown away with the socket: every refusal looked
+	 * like "unexpected eof" to the client) */
+	switch (c->tls != NULL ? tls_conn_event(&c->srv->conf, c->tls, bev,
+	    what, mono_ms()) : TLS_EVENT_END) {
+	case TLS_EVENT_DONE:
 		return;
+	case TLS_EVENT_FAILED:
+		/* the layer has failed: nothing more of it is heard (its
+		 * events after the failure freed the connection under its
+		 * own callbacks), and the alert's write has a second */
+		c->closing = true;
+		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+		timer_set(c, 1000);
+		free_when_written(c, bufferevent_get_output(
+		    bufferevent_get_underlying(bev)));
+		return;
+	case TLS_EVENT_END:
+		break;
+	}
 	/* a write that ended (0) or failed with EIO was a file's read: the
 	 * disk body being sent is cut, and its record is checked again */
 	if ((what & BEV_EVENT_WRITING) && ((what & BEV_EVENT_EOF) ||
@@ -610,8 +644,12 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (c->closing)
+	if (c->closing) {
+		/* a failed handshake's alert did not go in its time */
+		if (c->linger != NULL)
+			client_free(c);
 		return;
+	}
 	if (c->txn != NULL) {
 		/* a request body stalled, or missed its deadline: a peer's
 		 * summary is counted as such, anything else is the client's

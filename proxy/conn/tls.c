@@ -64,12 +64,13 @@ struct tls_server {
 	struct leaves *leaves;
 	struct splice splice[TLS_SPLICE_MAX];
 	struct metrics *m;
+	struct ratelog_by fail_log;  /* by OpenSSL's reason */
 };
 
 struct tls_link {
 	SSL_CTX *ctx;
 	struct metrics *m;
-	struct ratelog refused_log;
+	struct ratelog_by refused_log;  /* by OpenSSL's reason */
 };
 
 /* one of ts and link: what the connection is */
@@ -80,6 +81,7 @@ struct tls_conn {
 	char host[256];
 	char authority[270];
 	char client[64];      /* its address */
+	char sni[64];         /* an SNI refused for naming another host */
 	uint64_t splice_key;  /* of client and host */
 };
 
@@ -103,12 +105,15 @@ on_alpn(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 static int
 on_sni(SSL *ssl, int *alert, void *arg)
 {
-	const struct tls_conn *tc = SSL_get_app_data(ssl);
+	struct tls_conn *tc = SSL_get_app_data(ssl);
 	const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
 
 	(void)arg;
 	if (name == NULL || strcasecmp(name, tc->host) == 0)
 		return SSL_TLSEXT_ERR_OK;
+	/* for the log: a client's bytes, shown printable */
+	for (size_t i = 0; i + 1 < sizeof(tc->sni) && name[i] != '\0'; i++)
+		tc->sni[i] = name[i] > ' ' && name[i] < 127 ? name[i] : '?';
 	*alert = SSL_AD_UNRECOGNIZED_NAME;
 	return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
@@ -162,6 +167,10 @@ tls_server_free(struct tls_server **tsp)
 	ca_free(&ts->ca);
 	free(ts);
 }
+
+/* fail_log's kind for a session that could not be set up (OpenSSL's
+ * reasons are below 2^31) */
+#define TLS_LOG_SETUP ((uint64_t)1 << 40)
 
 /* slots probed from a key's own */
 #define SPLICE_PROBES 8
@@ -256,6 +265,7 @@ tls_server_wrap(struct tls_server *ts, struct event_base *base,
 	X509 *leaf;
 	SSL *ssl = NULL;
 	struct bufferevent *bev;
+	uint64_t skipped;
 
 	if (tc == NULL) {
 		snprintf(err, elen, "out of memory");
@@ -289,6 +299,10 @@ fail:
 	ERR_clear_error();
 	SSL_free(ssl);
 	free(tc);
+	if (ratelog_due_for(&ts->fail_log, TLS_LOG_SETUP, &skipped))
+		fprintf(stderr, "sumcache: tls: cannot intercept for client %s: "
+		    "%s (%llu more of this kind since its last line)\n",
+		    client, err, (unsigned long long)skipped);
 	return NULL;
 }
 
@@ -327,8 +341,17 @@ left_after_ours(struct bufferevent *bev)
 	    st == TLS_ST_SW_SRVR_DONE;
 }
 
+/* OpenSSL's words for error e, or for none. */
+static const char *
+reason_text(unsigned long e, const char *none)
+{
+	const char *r = e != 0 ? ERR_reason_error_string(e) : NULL;
+
+	return r != NULL ? r : none;
+}
+
 /* A peer link's handshake is over, done or failed. */
-static void
+static enum tls_event
 link_event(struct tls_link *tl, struct bufferevent *bev, bool done)
 {
 	unsigned long e, last = 0;
@@ -336,21 +359,47 @@ link_event(struct tls_link *tl, struct bufferevent *bev, bool done)
 
 	if (done) {
 		tl->m->link_accepted++;
-		return;
+		return TLS_EVENT_DONE;
 	}
 	tl->m->link_refused++;
+	/* the first with a library says why (tls_conn_event) */
 	while ((e = bufferevent_get_openssl_error(bev)) != 0)
-		last = e;
-	/* anyone may knock with TLS: a line a second at most */
-	if (ratelog_due(&tl->refused_log, &skipped))
+		if (last == 0 && ERR_GET_LIB(e) != 0)
+			last = e;
+	/* anyone may knock with TLS: a line a second of each kind */
+	if (ratelog_due_for(&tl->refused_log, ERR_GET_REASON(last),
+	    &skipped))
 		fprintf(stderr, "sumcache: peer link refused: %s (%llu more "
-		    "since the last line)\n", last != 0 &&
-		    ERR_reason_error_string(last) != NULL ?
-		    ERR_reason_error_string(last) : "closed in the handshake",
+		    "of this kind since its last line)\n", reason_text(last,
+		    "closed in the handshake"), (unsigned long long)skipped);
+	return TLS_EVENT_FAILED;
+}
+
+/* An intercepted handshake failed with OpenSSL's error e (0: none), for
+ * why when given, else OpenSSL's words: a line a second for each kind,
+ * naming the client and the host. */
+static void
+log_failed(struct tls_server *ts, const struct tls_conn *tc,
+    unsigned long e, const char *why)
+{
+	uint64_t skipped;
+
+	if (ratelog_due_for(&ts->fail_log, e != 0 ? ERR_GET_REASON(e) : 0,
+	    &skipped))
+		fprintf(stderr, "sumcache: tls: handshake with client %s for "
+		    "%s failed: %s (%llu more of this kind since its last "
+		    "line)\n", tc->client, tc->host, why != NULL ? why :
+		    reason_text(e, "closed in the handshake"),
 		    (unsigned long long)skipped);
 }
 
 bool
+tls_conn_handshaken(const struct tls_conn *tc)
+{
+	return tc->handshaken;
+}
+
+enum tls_event
 tls_conn_event(const struct conf *c, struct tls_conn *tc,
     struct bufferevent *bev, short what, uint64_t now_ms)
 {
@@ -359,44 +408,50 @@ tls_conn_event(const struct conf *c, struct tls_conn *tc,
 	bool refused = false;
 
 	if (tc->handshaken)
-		return true;
-	if (ts == NULL) {
-		tc->handshaken = true;
-		link_event(tc->link, bev, what & BEV_EVENT_CONNECTED);
-		return !(what & BEV_EVENT_CONNECTED);
-	}
+		return TLS_EVENT_END;
+	tc->handshaken = true;      /* counted once */
+	if (ts == NULL)
+		return link_event(tc->link, bev, what & BEV_EVENT_CONNECTED);
 	if (what & BEV_EVENT_CONNECTED) {
-		tc->handshaken = true;
 		ts->m->tls_handshake_ok++;
-		return false;
+		return TLS_EVENT_DONE;
 	}
+	/* libevent adds SSL_get_error's code after the queue's errors: the
+	 * first of them with a library is the one that says why */
 	while ((e = bufferevent_get_openssl_error(bev)) != 0) {
 		refused = refused || refused_ours(e);
-		last = e;
+		if (last == 0 && ERR_GET_LIB(e) != 0)
+			last = e;
 	}
-	tc->handshaken = true;      /* counted once */
 	/* not spliced: a preconnect given up, or a client killed in the
 	 * handshake, closes so too, and would splice a host for an hour */
 	if (!refused && last == 0 && left_after_ours(bev)) {
 		ts->m->tls_handshake_closed++;
-		return true;
+		log_failed(ts, tc, 0, "it closed once it had our certificate");
+		return TLS_EVENT_FAILED;
 	}
 	if (!refused) {
+		char why[128];
 		ts->m->tls_handshake_failed++;
-		return true;
+		if (tc->sni[0] != '\0')
+			snprintf(why, sizeof(why), "its SNI named %s, not the "
+			    "CONNECT's host", tc->sni);
+		log_failed(ts, tc, last, tc->sni[0] != '\0' ? why : NULL);
+		return TLS_EVENT_FAILED;
 	}
 	ts->m->tls_handshake_rejected++;
 	if (c->tls_splice_after_reject_ms == 0 ||
-	    spliced(ts, tc->splice_key, now_ms))
-		return true;
+	    spliced(ts, tc->splice_key, now_ms)) {
+		log_failed(ts, tc, last, NULL);
+		return TLS_EVENT_FAILED;
+	}
 	splice_add(ts, tc->splice_key, now_ms + c->tls_splice_after_reject_ms,
 	    now_ms);
 	fprintf(stderr, "sumcache: tls: client %s refused our certificate "
 	    "for %s (%s): its connections to %s are tunnelled for %u s\n",
-	    tc->client, tc->host, ERR_reason_error_string(last) ?
-	    ERR_reason_error_string(last) : "alert", tc->host,
+	    tc->client, tc->host, reason_text(last, "alert"), tc->host,
 	    c->tls_splice_after_reject_ms / 1000);
-	return true;
+	return TLS_EVENT_FAILED;
 }
 
 const char *

@@ -55,12 +55,23 @@ struct bufferevent *tls_server_wrap(struct tls_server *ts,
     const char *host, uint16_t port, struct tls_conn **tc, char *err,
     size_t elen);
 
+/* What a connection's event means under its TLS layer. */
+enum tls_event {
+	TLS_EVENT_DONE = 0,    /* the handshake is done: go on */
+	TLS_EVENT_END = 1,     /* the connection ends (EOF, an error) */
+	TLS_EVENT_FAILED = 2,  /* the handshake failed: the connection ends
+	                        * once what the layer wrote (its alert) has
+	                        * reached the socket */
+};
+
 /* The connection's event (what, as libevent gives it): the handshake's
- * end is counted; a client's refusal of our certificate splices its
- * host, for its address, for c->tls_splice_after_reject. Whether the
- * event ends the connection (false: the handshake is done, go on). */
-bool tls_conn_event(const struct conf *c, struct tls_conn *tc,
+ * end is counted, and a failure logged (a line a second of each kind); a
+ * client's refusal of our certificate splices its host, for its address,
+ * for c->tls_splice_after_reject. */
+enum tls_event tls_conn_event(const struct conf *c, struct tls_conn *tc,
     struct bufferevent *bev, short what, uint64_t now_ms);
+/* Whether the handshake is over (done or failed). */
+bool tls_conn_handshaken(const struct tls_conn *tc);
 
 /* "host:port" of an intercepted CONNECT, for the URLs of the requests
  * inside; NULL on a peer link (its requests name absolute URLs). */

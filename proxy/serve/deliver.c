@@ -24,21 +24,10 @@
 #include "response.h"
 #include "tiers.h"
 
-void
-deliver_error(struct txn *t, int status, enum squid_code code,
-    const char *cause,
-    bool close)
-{
-	char body[512];
-
-	snprintf(body, sizeof(body), "sumcache: %d %s: %s\n", status,
-	    response_reason(status), cause);
-	deliver_text(t, status, code, RESULT_ERROR, body, close);
-}
-
-void
-deliver_text(struct txn *t, int status, enum squid_code code,
-    enum txn_result result, const char *text, bool close)
+/* A short text answer with the fields in more (whole lines, or NULL). */
+static void
+text_reply(struct txn *t, int status, enum squid_code code,
+    enum txn_result result, const char *more, const char *text, bool close)
 {
 	struct evbuffer *out = client_out(t->c);
 	uint64_t before = client_out_mark(t->c);
@@ -52,7 +41,7 @@ deliver_text(struct txn *t, int status, enum squid_code code,
 	snprintf(t->ctype, sizeof(t->ctype), "text/plain");
 	response_status(out, status, NULL, 0);
 	evbuffer_add_printf(out, "Content-Type: text/plain\r\n"
-	    "Cache-Control: no-store\r\n");
+	    "Cache-Control: no-store\r\n%s", more != NULL ? more : "");
 	/* a PURGE's answer is the node's own, no cache's doing */
 	response_end(t->srv, t, out, &(struct head_tail){.age = -1,
 	    .via = true, .length = (int64_t)n,
@@ -61,6 +50,36 @@ deliver_text(struct txn *t, int status, enum squid_code code,
 		evbuffer_add(out, text, n);
 	client_sent(t, client_out_mark(t->c) - before);
 	client_txn_done(t->c);
+}
+
+void
+deliver_text(struct txn *t, int status, enum squid_code code,
+    enum txn_result result, const char *text, bool close)
+{
+	text_reply(t, status, code, result, NULL, text, close);
+}
+
+void
+deliver_error(struct txn *t, int status, enum squid_code code,
+    const char *cause,
+    bool close)
+{
+	char body[512];
+
+	snprintf(body, sizeof(body), "sumcache: %d %s: %s\n", status,
+	    response_reason(status), cause);
+	deliver_text(t, status, code, RESULT_ERROR, body, close);
+}
+
+void
+deliver_not_allowed(struct txn *t, const char *allow, const char *cause)
+{
+	char body[512], field[128];
+
+	snprintf(body, sizeof(body), "sumcache: 405 %s: %s\n",
+	    response_reason(405), cause);
+	snprintf(field, sizeof(field), "Allow: %s\r\n", allow);
+	text_reply(t, 405, SQ_TCP_DENIED, RESULT_ERROR, field, body, false);
 }
 
 static bool

@@ -16,6 +16,10 @@ void deliver_error(struct txn *t, int status, enum squid_code code,
  * finishes t. */
 void deliver_text(struct txn *t, int status, enum squid_code code,
     enum txn_result result, const char *text, bool close);
+/* A 405 error for cause, with the Allow field RFC 9110 15.5.6 asks
+ * (allow: the methods, comma-separated). */
+void deliver_not_allowed(struct txn *t, const char *allow,
+    const char *cause);
 
 /* Answers from a stored object (304 when the client's conditionals
  * match); code is the access-log code. Finishes the transaction. */

@@ -41,6 +41,7 @@
 #include "pass.h"
 #include "placement.h"
 #include "range.h"
+#include "ratelog.h"
 #include "deliver.h"
 #include "reqbody.h"
 #include "request.h"
@@ -282,6 +283,23 @@ ask_for_range(struct fetch *f)
 	ask_again(f);
 }
 
+/* A peer's end of a link showed a certificate this node refuses (not
+ * the cluster CA's, or naming another than CLUSTER_LINK_NAME): nothing
+ * was asked of it; counted, and logged a line a second. */
+static void
+link_refused(struct fetch *f)
+{
+	struct server *s = f->srv;
+	uint64_t skipped;
+
+	s->m.link_out_refused++;
+	if (ratelog_due(&s->link_errlog, &skipped))
+		fprintf(stderr, "sumcache: peer %s: its link certificate was "
+		    "refused: %s (%llu more since the last line)\n",
+		    peer_spec(f->peer)->name, f->curl_err[0] ? f->curl_err :
+		    "no detail", (unsigned long long)skipped);
+}
+
 static void
 on_done(void *arg, CURLcode rc)
 {
@@ -294,6 +312,8 @@ on_done(void *arg, CURLcode rc)
 		return;
 	}
 	if (f->peer != NULL && !f->head_done) {
+		if (rc == CURLE_PEER_FAILED_VERIFICATION)
+			link_refused(f);
 		next_source(f, f->peer_refused ? PEER_FALSE_HIT : PEER_FAILED);
 		return;
 	}

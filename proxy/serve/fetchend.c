@@ -23,11 +23,35 @@
 #include "stale.h"
 #include "stored.h"
 
+/* Kinds of failure, each with its own line a second (ratelog_by). */
+enum fail_log {
+	FAIL_LOG_NONE = 0,      /* common enough to be counted only */
+	FAIL_LOG_TLS = 1,       /* | the verify result */
+	FAIL_LOG_PROTOCOL = 2,  /* | curl's code */
+};
+
+/* Writes cause's line, if its kind's second allows, saying what the
+ * client got. */
 static void
-fail_before_head(struct fetch *f, int status, const char *cause)
+log_failure(struct server *s, uint64_t kind, const char *cause,
+    const char *answered)
+{
+	uint64_t skipped;
+
+	if (kind != FAIL_LOG_NONE && ratelog_due_for(&s->origin_errlog, kind,
+	    &skipped))
+		fprintf(stderr, "sumcache: %s; answered %s (%llu more of this "
+		    "kind since its last line)\n", cause, answered,
+		    (unsigned long long)skipped);
+}
+
+static void
+fail_before_head(struct fetch *f, int status, const char *cause,
+    uint64_t log_kind)
 {
 	struct txn *t = f->t;
 	struct server *s = t->srv;
+	char code[8];
 
 	/* those waiting are answered the same, before the leader's answer
 	 * finishes it (its leaving would have them look again); an origin
@@ -36,6 +60,8 @@ fail_before_head(struct fetch *f, int status, const char *cause)
 	if (f->kind == FETCH_REVALIDATE)
 		s->m.revalidate_failed++;
 	if (t->c == NULL) {
+		log_failure(s, log_kind, cause, "nobody (a revalidation behind "
+		    "a stale answer, which stays)");
 		stale_background_end(t, status, SQ_TCP_REFRESH_FAIL_OLD);
 		return;
 	}
@@ -44,22 +70,25 @@ fail_before_head(struct fetch *f, int status, const char *cause)
 	 * not forbid it */
 	if (f->stale_instead || stale_on_error(t, true)) {
 		s->m.stale_if_error++;
+		log_failure(s, log_kind, cause, "with the stale copy "
+		    "(stale-if-error)");
 		deliver_object(t, t->stale, SQ_TCP_REFRESH_FAIL_OLD);
 		return;
 	}
+	snprintf(code, sizeof(code), "%d", status);
+	log_failure(s, log_kind, cause, code);
 	deliver_error(t, status, SQ_TCP_MISS, cause, false);
 }
 
 /* An https origin's certificate failed verification: counted by why
  * (OpenSSL's verdict; curl checks the name itself, after a chain OpenSSL
- * found good), logged a line a second, and said in cause. */
-static void
+ * found good), and said in cause. Its kind of log line. */
+static uint64_t
 tls_refused(struct fetch *f, char *cause, size_t len)
 {
 	struct server *s = f->srv;
 	long v = X509_V_OK;
 	const char *why;
-	uint64_t skipped;
 
 	curl_easy_getinfo(f->easy, CURLINFO_SSL_VERIFYRESULT, &v);
 	/* the chain was good; curl's own check of the name refused it */
@@ -99,9 +128,7 @@ tls_refused(struct fetch *f, char *cause, size_t len)
 	snprintf(cause, len, "the origin's certificate was refused: %s (%s; "
 	    "%s)", why, f->curl_err[0] ? f->curl_err : "no detail",
 	    f->t->url.norm);
-	if (ratelog_due(&s->origin_errlog, &skipped))
-		fprintf(stderr, "sumcache: %s; answered 502 (%llu more since "
-		    "the last line)\n", cause, (unsigned long long)skipped);
+	return (uint64_t)FAIL_LOG_TLS << 32 | (uint32_t)v;
 }
 
 /* A source broke off (or fell silent) after the head: counted by which. */
@@ -120,7 +147,6 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 	struct txn *t = f->t;
 	struct server *s = f->srv;
 	char cause[512];
-	uint64_t skipped;
 	/* a silence, not a break: logged as such (never as a client that
 	 * left) */
 	bool quiet = rc == CURLE_OPERATION_TIMEDOUT;
@@ -135,7 +161,7 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 	if (f->stale_instead) {
 		snprintf(cause, sizeof(cause), "origin answered %d (%s)",
 		    f->resp.status, t->url.norm);
-		fail_before_head(f, f->resp.status, cause);
+		fail_before_head(f, f->resp.status, cause, FAIL_LOG_NONE);
 		return;
 	}
 	if (f->client_done && t->c != NULL) {
@@ -155,34 +181,32 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 		return;
 	}
 	switch (rc) {
-	case CURLE_PEER_FAILED_VERIFICATION:
-		tls_refused(f, cause, sizeof(cause));
-		fail_before_head(f, 502, cause);
+	case CURLE_PEER_FAILED_VERIFICATION: {
+		uint64_t kind = tls_refused(f, cause, sizeof(cause));
+		fail_before_head(f, 502, cause, kind);
 		return;
+	}
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_COULDNT_RESOLVE_HOST:
 	case CURLE_SSL_CONNECT_ERROR:
 		s->m.origin_unreachable++;
 		snprintf(cause, sizeof(cause), "origin unreachable: %s (%s)",
 		    curl_easy_strerror(rc), t->url.norm);
-		fail_before_head(f, 502, cause);
+		fail_before_head(f, 502, cause, FAIL_LOG_NONE);
 		return;
 	case CURLE_OPERATION_TIMEDOUT:
 		s->m.origin_timeout++;
 		snprintf(cause, sizeof(cause), "origin timed out (%s)",
 		    t->url.norm);
-		fail_before_head(f, 504, cause);
+		fail_before_head(f, 504, cause, FAIL_LOG_NONE);
 		return;
 	default:
 		s->m.origin_protocol++;
 		snprintf(cause, sizeof(cause), "bad response from origin: %s "
 		    "(%s)", f->proto_error ? f->proto_error :
 		    curl_easy_strerror(rc), t->url.norm);
-		if (ratelog_due(&s->origin_errlog, &skipped))
-			fprintf(stderr, "sumcache: %s; answered 502 (%llu more "
-			    "since the last line)\n", cause,
-			    (unsigned long long)skipped);
-		fail_before_head(f, 502, cause);
+		fail_before_head(f, 502, cause, (uint64_t)FAIL_LOG_PROTOCOL <<
+		    32 | (uint32_t)rc);
 		return;
 	}
 }

@@ -27,6 +27,7 @@
 #include "disksend.h"
 #include "client.h"
 #include "fetch.h"
+#include "hostpat.h"
 #include "pages.h"
 #include "stale.h"
 #include "peers.h"
@@ -377,8 +378,8 @@ intercept(struct txn *t, const char *host, uint16_t port)
 	char err[512];
 
 	evbuffer_add(client_out(c), ok, sizeof(ok) - 1);
+	/* a refusal is logged below (a line a second) */
 	if (client_start_tls(c, host, port, err, sizeof(err)) < 0) {
-		fprintf(stderr, "sumcache: tls: %s\n", err);
 		client_fail(c, CUT_ABORTED);
 		return;
 	}
@@ -396,6 +397,14 @@ connect_start(struct txn *t)
 	const char *refusal;
 	struct url u;
 
+	/* inside an intercepted session (or a peer link) the client already
+	 * has its tunnel: a second would be intercepted again, a session in
+	 * a session */
+	if (client_is_tls(t->c)) {
+		deliver_not_allowed(t, "GET, HEAD, POST, PUT, DELETE, OPTIONS, "
+		    "PATCH", "CONNECT inside a TLS connection to this node");
+		return;
+	}
 	if (s->tls != NULL && url_parse_authority(t->req.target,
 	    t->req.target_len, &u, &refusal) == 0) {
 		char host[256];
@@ -437,6 +446,21 @@ url_parse_inside(struct txn *t, const char *authority, const char **why)
 	return rc;
 }
 
+/* An https URL in absolute form asks this node to make the TLS itself
+ * and read what comes back: for a host tls_no_intercept names (a bank,
+ * a pinned app) it is refused, as its CONNECT would be tunnelled, and
+ * nothing of it is ever cached. */
+static bool
+never_looked_into(const struct txn *t)
+{
+	char host[256];
+
+	if (!t->url.https)
+		return false;
+	url_host(&t->url, host, sizeof(host));
+	return hostpat_match(&t->srv->conf.tls_no_intercept, host);
+}
+
 void
 request_start(struct txn *t)
 {
@@ -470,6 +494,12 @@ request_start(struct txn *t)
 	 * from ourselves (every status page refresh a client miss) */
 	if (pages_answer_absolute(t))
 		return;
+	if (authority == NULL && never_looked_into(t)) {
+		deliver_error(t, 403, SQ_TCP_DENIED, "this node never looks "
+		    "into https for this host (tls_no_intercept): ask for it "
+		    "with CONNECT", false);
+		return;
+	}
 	if (purge_asked(t)) {
 		purge_request(t);
 		return;

@@ -92,6 +92,7 @@ struct store_stats;
 	X(OWN, link_accepted, PEER_LINKS, "accepted", "links_accepted")      \
 	X(OWN, link_refused, PEER_LINKS, "refused", "links_refused")         \
 	X(OWN, link_plain_refused, PEER_LINKS, "https_over_plain", NULL)     \
+	X(OWN, link_out_refused, PEER_LINKS, "refused_out", NULL)            \
 	X(LEAVES, minted, TLS_LEAVES, "minted", "leaves_minted")             \
 	X(LEAVES, reused, TLS_LEAVES, "reused", NULL)                        \
 	X(LEAVES, evicted, TLS_LEAVES, "evicted", NULL)                      \
