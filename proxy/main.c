@@ -18,6 +18,7 @@
 #include "accept.h"
 #include "budget.h"
 #include "ca.h"
+#include "hostpat.h"
 #include "manual.h"
 #include "metric.h"
 #include "peers.h"
@@ -55,22 +56,38 @@ man(const char *page)
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
-/* --make-ca DIR: the CA is named for this host, so a client's trust store
- * tells one cluster's CA from another's. */
+/* --make-ca DIR [--for PATTERN]...: the CA is named for this host, so a
+ * client's trust store tells one cluster's CA from another's; with
+ * --for, it may sign for those hosts only. */
 static int
-make_ca(const char *dir)
+make_ca(const char *dir, const struct hostpats *permit)
 {
 	char host[256] = "localhost", err[1024];
 
 	if (gethostname(host, sizeof(host) - 1) < 0)
 		snprintf(host, sizeof(host), "localhost");
-	if (ca_make(dir, host, err, sizeof(err)) < 0) {
+	if (ca_make(dir, host, permit, err, sizeof(err)) < 0) {
 		fprintf(stderr, "sumcache: --make-ca: %s\n", err);
 		return 1;
 	}
 	printf("sumcache: wrote %s/%s and %s/%s (mode 0600): name them in "
 	    "tls_ca_cert and tls_ca_key (proxy/README.md: HTTPS)\n", dir,
 	    CA_CERT_FILE, dir, CA_KEY_FILE);
+	if (permit->n == 0)
+		printf("sumcache: this CA may sign for any host: whoever reads "
+		    "%s/%s can pass for any site to every client that trusts "
+		    "it; --for PATTERN limits it to the hosts you intercept\n",
+		    dir, CA_KEY_FILE);
+	for (unsigned i = 0; i < permit->n; i++) {
+		/* what X.509 can say of a name: it and every name below */
+		const char *p = permit->p[i];
+		const char *name = strncmp(p, "*.", 2) == 0 ? p + 2 : p;
+		bool addr = strchr(name, ':') != NULL ||
+		    strspn(name, "0123456789.") == strlen(name);
+		printf("sumcache: it may sign for %s%s%s\n", addr ?
+		    "the address " : "", name, addr ? "" :
+		    " and every name below it");
+	}
 	return 0;
 }
 
@@ -83,11 +100,13 @@ main(int argc, char **argv)
 		{"policy", no_argument, NULL, 'P'},
 		{"metrics-list", no_argument, NULL, 'M'},
 		{"make-ca", required_argument, NULL, 'A'},
+		{"for", required_argument, NULL, 'F'},
 		{"man", required_argument, NULL, 'm'},
 		{NULL, 0, NULL, 0},
 	};
 	struct server s;
-	const char *file = NULL;
+	struct hostpats permit = {0};
+	const char *file = NULL, *make_ca_dir = NULL, *why;
 	char **ovr = calloc((size_t)argc, sizeof(*ovr));
 	int novr = 0, check = 0, policy = 0, opt, rc = 1;
 
@@ -114,7 +133,15 @@ main(int argc, char **argv)
 			free(ovr);
 			return 0;
 		}
-		case 'A': free(ovr); return make_ca(optarg);
+		case 'A': make_ca_dir = optarg; break;
+		case 'F':
+			if (hostpat_add(&permit, optarg, &why) < 0) {
+				fprintf(stderr, "sumcache: --for %s: %s\n",
+				    optarg, why);
+				free(ovr);
+				return 2;
+			}
+			break;
 		case 'm': free(ovr); return man(optarg);
 		case 'h': usage(stdout); free(ovr); return 0;
 		case 'V':
@@ -129,6 +156,18 @@ main(int argc, char **argv)
 		    argv[optind]);
 		free(ovr);
 		return 2;
+	}
+	if (make_ca_dir != NULL || permit.n > 0) {
+		free(ovr);
+		if (make_ca_dir == NULL) {
+			fprintf(stderr, "sumcache: --for goes with --make-ca "
+			    "DIR\n");
+			hostpat_clear(&permit);
+			return 2;
+		}
+		rc = make_ca(make_ca_dir, &permit);
+		hostpat_clear(&permit);
+		return rc;
 	}
 	s.conf_src = (struct server_conf_src){file, ovr, novr};
 	char err[1024];

@@ -22,6 +22,10 @@ const struct manual_option manual_options[] = {
 	{"--make-ca DIR", "write DIR/ca.crt and DIR/ca.key (mode 0600): a "
 	    "new CA for TLS interception; an existing one is never "
 	    "overwritten"},
+	{"--for PATTERN", "with --make-ca, repeatable: the CA may sign only "
+	    "for the hosts the patterns name (*.DOMAIN or a host name: that "
+	    "name and the names below it; or an IP address), in critical "
+	    "X.509 name constraints; without --for it may sign for any host"},
 	{"--man PAGE", "print the manual page sumcache.8 or sumcache.conf.5 "
 	    "(the build installs both) and exit"},
 	{"-h, --help", "print this list and every directive, and exit"},
@@ -34,7 +38,7 @@ void
 manual_usage(FILE *f)
 {
 	fprintf(f, "usage: sumcache [-c FILE] [-o NAME=VALUE]... [-t] "
-	    "[--policy]\n       sumcache --make-ca DIR\n");
+	    "[--policy]\n       sumcache --make-ca DIR [--for PATTERN]...\n");
 	for (size_t i = 0; i < manual_noptions; i++)
 		fprintf(f, "  %-16s %s\n", manual_options[i].flags,
 		    manual_options[i].help);

@@ -72,8 +72,9 @@ EOF
 nginx -p "$work" -c "$work/nginx.conf" &
 pids+=($!)
 
-# ---- the node: interception of localhost, with a CA of its own ----
-"$build/sumcache" --make-ca "$work/ca" >/dev/null
+# ---- the node: interception of localhost, with a CA of its own that
+# may sign for localhost alone (apt, GnuTLS, takes its name constraints) ----
+"$build/sumcache" --make-ca "$work/ca" --for localhost >/dev/null
 "$build/sumcache" -o node_name=apt -o "http_listen=127.0.0.1:$node_port" \
   -o "access_log=$work/access.log" -o "connect_ports=$tls_port" \
   -o tls_intercept=localhost -o "tls_ca_cert=$work/ca/ca.crt" \

@@ -73,8 +73,9 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
   -addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout "$dir/origin.key" \
   -out "$dir/origin.crt" 2>/dev/null
 # the nodes' interception CA: https://localhost/ is intercepted,
-# https://127.0.0.1/ tunnelled
-"$build/sumcache" --make-ca "$(pwd)/$dir/ca" >/dev/null
+# https://127.0.0.1/ tunnelled; it may sign for localhost alone (Chromium
+# takes its name constraints)
+"$build/sumcache" --make-ca "$(pwd)/$dir/ca" --for localhost >/dev/null
 spki=$(openssl x509 -in "$dir/origin.crt" -pubkey -noout |
   openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64)
 cat >"$dir/nginx.conf" <<EOF

@@ -22,7 +22,9 @@
 #include "ca.h"
 #include "cert.h"
 #include "cluster.h"
+#include "hostpat.h"
 #include "leaves.h"
+#include "nc.h"
 
 static char dir[] = "/tmp/sumcache-cert-XXXXXX";
 static char crt[128], key[128];
@@ -76,7 +78,7 @@ make_ca(void)
 	char d[128];
 
 	snprintf(d, sizeof(d), "%s/ca", dir);
-	cr_assert_eq(ca_make(d, "test", err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(ca_make(d, "test", NULL, err, sizeof(err)), 0, "%s", err);
 }
 
 static void
@@ -177,7 +179,7 @@ Test(cert, made_ca_loads_and_is_never_overwritten)
 	cr_assert_not_null(ca, "%s", err);
 	ca_free(&ca);
 	snprintf(d, sizeof(d), "%s/ca", dir);
-	cr_assert_eq(ca_make(d, "again", err, sizeof(err)), -1);
+	cr_assert_eq(ca_make(d, "again", NULL, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "never overwritten") != NULL, "%s", err);
 	ca = ca_load(crt, key, err, sizeof(err));
 	cr_assert_not_null(ca, "the refused second make harmed the first");
@@ -357,4 +359,159 @@ Test(cert, cluster_identities_verify_within_their_cluster_only)
 	cluster_id_free(&a);
 	cluster_id_free(&b);
 	cluster_id_free(&x);
+}
+
+/* ---- name constraints (--make-ca --for) ---- */
+
+/* A CA made for permit's patterns, loaded. */
+static struct ca *
+load_ca_for(const char *const *pats)
+{
+	struct hostpats hp = {0};
+	const char *why;
+	char d[128];
+
+	for (; *pats != NULL; pats++)
+		cr_assert_eq(hostpat_add(&hp, *pats, &why), 0, "%s", *pats);
+	snprintf(d, sizeof(d), "%s/ca", dir);
+	cr_assert_eq(ca_make(d, "test", &hp, err, sizeof(err)), 0, "%s", err);
+	hostpat_clear(&hp);
+	struct ca *ca = ca_load(crt, key, err, sizeof(err));
+	cr_assert_not_null(ca, "%s", err);
+	return ca;
+}
+
+/* A leaf for host signed by ca's key whatever its constraints say: what
+ * a thief holding ca.key would mint. */
+static X509 *
+forge_leaf(const struct ca *ca, EVP_PKEY *k, const char *host)
+{
+	struct cert_spec spec = {.cn = "forged", .host = host,
+	    .not_before = time(NULL) - 60, .not_after = time(NULL) + 86400};
+	X509 *x = cert_build(&spec, k, ca->cert, ca->key, err, sizeof(err));
+
+	cr_assert_not_null(x, "%s", err);
+	return x;
+}
+
+/* The CA permits names under example.org, mirror.example and 127.0.0.1:
+ * leaves for those verify, and leaves its own key signs for anything
+ * else (another site, another address) do not. The constraints are
+ * critical, as RFC 5280 asks. */
+Test(cert, a_ca_made_for_some_hosts_signs_for_those_only)
+{
+	const char *pats[] = {"*.example.org", "mirror.example", "127.0.0.1",
+	    NULL};
+	struct ca *ca = load_ca_for(pats);
+	struct leaves *l = leaves_new(ca, 8, err, sizeof(err));
+	cr_assert_not_null(l, "%s", err);
+	int crit = 0;
+	NAME_CONSTRAINTS *nc = X509_get_ext_d2i(ca->cert, NID_name_constraints,
+	    &crit, NULL);
+	cr_assert_not_null(nc);
+	cr_assert_eq(crit, 1, "name constraints not critical");
+	NAME_CONSTRAINTS_free(nc);
+
+	const char *inside[] = {"deb.example.org", "a.b.example.org",
+	    "example.org", "mirror.example", "x.mirror.example", "127.0.0.1"};
+	for (size_t i = 0; i < sizeof(inside) / sizeof(inside[0]); i++) {
+		X509 *x = leaves_get(l, inside[i], err, sizeof(err));
+		cr_assert_not_null(x, "%s", err);
+		cr_assert(verifies(ca, x, inside[i]), "%s", inside[i]);
+	}
+	EVP_PKEY *k = cert_new_key(err, sizeof(err));
+	const char *outside[] = {"bank.example", "example.org.evil.net",
+	    "notexample.org", "127.0.0.2", "::1"};
+	for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++) {
+		X509 *x = forge_leaf(ca, k, outside[i]);
+		cr_assert_not(verifies(ca, x, outside[i]), "a leaf for %s "
+		    "verified", outside[i]);
+		X509_free(x);
+	}
+	EVP_PKEY_free(k);
+	leaves_free(&l);
+	ca_free(&ca);
+}
+
+/* A CA for names only may sign for no address, and one for addresses
+ * only for no name. */
+Test(cert, a_ca_for_one_kind_of_name_signs_for_no_other)
+{
+	const char *names[] = {"*.example.org", NULL};
+	struct ca *ca = load_ca_for(names);
+	EVP_PKEY *k = cert_new_key(err, sizeof(err));
+	X509 *x = forge_leaf(ca, k, "10.0.0.1");
+	cr_assert_not(verifies(ca, x, "10.0.0.1"));
+	X509_free(x);
+	ca_free(&ca);
+	cr_assert_eq(unlink(crt), 0);
+	cr_assert_eq(unlink(key), 0);
+	const char *addrs[] = {"10.0.0.1", NULL};
+	ca = load_ca_for(addrs);
+	x = forge_leaf(ca, k, "deb.example.org");
+	cr_assert_not(verifies(ca, x, "deb.example.org"));
+	X509_free(x);
+	x = forge_leaf(ca, k, "10.0.0.1");
+	cr_assert(verifies(ca, x, "10.0.0.1"));
+	X509_free(x);
+	EVP_PKEY_free(k);
+	ca_free(&ca);
+}
+
+/* Which tls_intercept patterns a CA may sign for: all under no
+ * constraints; under some, those whose every host they permit. */
+Test(cert, intercept_patterns_are_checked_against_the_constraints)
+{
+	struct ca *any = load_made_ca();
+	cr_assert(nc_permits(any->cert, "*"));
+	cr_assert(nc_permits(any->cert, "bank.example"));
+	ca_free(&any);
+	cr_assert_eq(unlink(crt), 0);
+	cr_assert_eq(unlink(key), 0);
+
+	const char *pats[] = {"*.example.org", "mirror.example", "127.0.0.1",
+	    NULL};
+	struct ca *ca = load_ca_for(pats);
+	const char *yes[] = {"*.example.org", "example.org", "a.example.org",
+	    "*.a.example.org", "mirror.example", "*.mirror.example",
+	    "127.0.0.1"};
+	const char *no[] = {"*", "*.org", "org", "bank.example",
+	    "*.example", "notexample.org", "127.0.0.2", "::1"};
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		cr_assert(nc_permits(ca->cert, yes[i]), "%s", yes[i]);
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		cr_assert_not(nc_permits(ca->cert, no[i]), "%s", no[i]);
+	struct hostpats hp = {0};
+	const char *why;
+	cr_assert_eq(hostpat_add(&hp, "*.example.org", &why), 0);
+	cr_assert_eq(ca_check(crt, key, &hp, err, sizeof(err)), 0, "%s",
+	    err);
+	cr_assert_eq(hostpat_add(&hp, "*.bank.example", &why), 0);
+	cr_assert_eq(ca_check(crt, key, &hp, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "'*.bank.example'") != NULL && strstr(err,
+	    crt) != NULL && strstr(err, "DNS example.org") != NULL, "%s",
+	    err);
+	hostpat_clear(&hp);
+	ca_free(&ca);
+}
+
+/* --for '*' would be no constraint at all, and a name below an address
+ * none: both refused, nothing written. */
+Test(cert, patterns_that_constrain_nothing_are_refused)
+{
+	const char *bad[] = {"*", "*.10.0.0.1"};
+	char d[128];
+	struct stat st;
+
+	snprintf(d, sizeof(d), "%s/ca", dir);
+	for (size_t i = 0; i < 2; i++) {
+		struct hostpats hp = {0};
+		const char *why;
+		cr_assert_eq(hostpat_add(&hp, bad[i], &why), 0);
+		cr_assert_eq(ca_make(d, "test", &hp, err, sizeof(err)), -1,
+		    "%s", bad[i]);
+		cr_assert(strstr(err, "--for") != NULL, "%s", err);
+		hostpat_clear(&hp);
+	}
+	cr_assert_neq(stat(key, &st), 0, "a key was written");
 }

@@ -23,7 +23,12 @@ tlsrig_up(struct env *e, const char *origin_cert, const char *const *more)
 	char cmd[600], crt[400], okey[400];
 	int n = 0;
 
-	opts[n++] = "tls_intercept=*";
+	bool names_hosts = false;
+	for (const char *const *m = more; m != NULL && *m != NULL; m++)
+		names_hosts = names_hosts || strncmp(*m, "tls_intercept=",
+		    14) == 0;
+	if (!names_hosts)
+		opts[n++] = "tls_intercept=*";
 	opts[n++] = cert;
 	opts[n++] = key;
 	opts[n++] = ports;
@@ -35,8 +40,8 @@ tlsrig_up(struct env *e, const char *origin_cert, const char *const *more)
 	if (e->dir[0] == '\0')
 		origin_dir(e);
 	tlsfiles_write(e->dir);
-	snprintf(cmd, sizeof(cmd), "%s --make-ca %s/ca >/dev/null",
-	    SUMCACHE_BIN, e->dir);
+	snprintf(cmd, sizeof(cmd), "test -e %s/ca/ca.crt || %s --make-ca "
+	    "%s/ca >/dev/null", e->dir, SUMCACHE_BIN, e->dir);
 	cr_assert_eq(system(cmd), 0);
 	snprintf(cert, sizeof(cert), "tls_ca_cert=%s/ca/ca.crt", e->dir);
 	snprintf(key, sizeof(key), "tls_ca_key=%s/ca/ca.key", e->dir);

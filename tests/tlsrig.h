@@ -16,9 +16,10 @@
 #include "harness.h"
 
 /* A node intercepting e's TLS origin port (CA made by --make-ca in
- * e->dir/ca, the test CA trusted upstream), with more options (a
- * NULL-terminated list, or NULL). e->dir is made first unless a test
- * made it for its options. */
+ * e->dir/ca unless the test made one there, the test CA trusted
+ * upstream), with more options (a NULL-terminated list, or NULL;
+ * tls_intercept=* unless they name the hosts). e->dir is made first
+ * unless a test made it for its options. */
 void tlsrig_up(struct env *e, const char *origin_cert,
     const char *const *more);
 /* The options tlsrig_up started the node with, for a restart. */

@@ -53,7 +53,7 @@ main(int argc, char **argv)
 	snprintf(key, sizeof(key), "%s/%s", sub, CA_KEY_FILE);
 	struct ca *ca;
 	struct leaves *l;
-	if (ca_make(sub, "bench", err, sizeof(err)) < 0 ||
+	if (ca_make(sub, "bench", NULL, err, sizeof(err)) < 0 ||
 	    (ca = ca_load(crt, key, err, sizeof(err))) == NULL ||
 	    (l = leaves_new(ca, (size_t)n, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "leaf-bench: %s\n", err);

@@ -22,6 +22,7 @@
 #include <openssl/x509v3.h>
 
 #include "cert.h"
+#include "nc.h"
 
 /* Opens path for writing, new, with mode; the FILE or NULL with err. */
 static FILE *
@@ -61,9 +62,10 @@ finish(FILE *f, const char *path, int ok, char *err, size_t elen)
 }
 
 int
-ca_make(const char *dir, const char *name, char *err, size_t elen)
+ca_make(const char *dir, const char *name, const struct hostpats *permit,
+    char *err, size_t elen)
 {
-	char crt[4096], key[4096], cn[128];
+	char crt[4096], key[4096], cn[128], nc[HOSTPAT_MAX * 80];
 	time_t now = time(NULL);
 	struct cert_spec spec = {.cn = cn, .is_ca = true,
 	    .not_before = now - 3600,
@@ -72,6 +74,12 @@ ca_make(const char *dir, const char *name, char *err, size_t elen)
 	X509 *x = NULL;
 	FILE *f;
 	int rc = -1;
+
+	if (permit != NULL && permit->n > 0) {
+		if (nc_value(permit, nc, sizeof(nc), err, elen) < 0)
+			return -1;
+		spec.constraints = nc;
+	}
 
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		snprintf(err, elen, "%s: %s", dir, strerror(errno));
@@ -223,13 +231,24 @@ ca_free(struct ca **cap)
 }
 
 int
-ca_check(const char *cert_path, const char *key_path, char *err,
-    size_t elen)
+ca_check(const char *cert_path, const char *key_path,
+    const struct hostpats *intercept, char *err, size_t elen)
 {
 	struct ca *ca = ca_load(cert_path, key_path, err, elen);
+	char may[512];
 
 	if (ca == NULL)
 		return -1;
+	for (unsigned i = 0; intercept != NULL && i < intercept->n; i++) {
+		if (nc_permits(ca->cert, intercept->p[i]))
+			continue;
+		nc_describe(ca->cert, may, sizeof(may));
+		snprintf(err, elen, "tls_intercept '%s' names hosts the CA "
+		    "tls_ca_cert %s may not sign for (its name constraints "
+		    "permit %s)", intercept->p[i], cert_path, may);
+		ca_free(&ca);
+		return -1;
+	}
 	ca_free(&ca);
 	return 0;
 }

@@ -11,6 +11,8 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
+#include "hostpat.h"
+
 #define CA_CERT_FILE "ca.crt"
 #define CA_KEY_FILE "ca.key"
 #define CA_VALID_DAYS 3650
@@ -24,10 +26,13 @@ struct ca {
 /*
  * Writes dir/ca.crt and dir/ca.key (mode 0600): an ECDSA P-256 key and
  * its self-signed CA certificate, CN "sumcache CA <name>", valid for
- * CA_VALID_DAYS. Makes dir (0700) if need be; never overwrites a file.
- * 0, or -1 with the reason in err.
+ * CA_VALID_DAYS. With patterns in permit (NULL or none: any host), the
+ * certificate's name constraints permit only what they name (nc.h).
+ * Makes dir (0700) if need be; never overwrites a file. 0, or -1 with
+ * the reason in err.
  */
-int ca_make(const char *dir, const char *name, char *err, size_t elen);
+int ca_make(const char *dir, const char *name, const struct hostpats *permit,
+    char *err, size_t elen);
 
 /*
  * Loads the CA from cert_path and key_path and checks it: the key file is
@@ -43,8 +48,10 @@ void ca_free(struct ca **ca);
  * 0, or -1 with the reason in err. */
 int ca_bundle_check(const char *path, char *err, size_t elen);
 
-/* ca_load's checks alone, for -t (conf_hooks): 0 or -1 with err. */
-int ca_check(const char *cert_path, const char *key_path, char *err,
-    size_t elen);
+/* ca_load's checks, and that the CA may sign for every pattern of
+ * intercept (its name constraints permit it), for -t and start-up
+ * (conf_hooks): 0, or -1 with err naming the pattern and the CA. */
+int ca_check(const char *cert_path, const char *key_path,
+    const struct hostpats *intercept, char *err, size_t elen);
 
 #endif

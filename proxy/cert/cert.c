@@ -107,7 +107,9 @@ add_extensions(X509 *x, X509 *issuer, const struct cert_spec *spec)
 		return add_ext(x, &ctx, NID_basic_constraints,
 		    "critical,CA:TRUE,pathlen:0") &&
 		    add_ext(x, &ctx, NID_key_usage,
-		    "critical,keyCertSign,cRLSign");
+		    "critical,keyCertSign,cRLSign") &&
+		    (spec->constraints == NULL || add_ext(x, &ctx,
+		    NID_name_constraints, spec->constraints));
 	bool ip = inet_pton(AF_INET, spec->host, addr) == 1 ||
 	    inet_pton(AF_INET6, spec->host, addr) == 1;
 	snprintf(san, sizeof(san), "%s:%s", ip ? "IP" : "DNS", spec->host);

@@ -21,6 +21,8 @@ struct cert_spec {
 	bool is_ca;
 	bool client_too;         /* a leaf a TLS client presents as well
 	                          * (a node's on its peer links) */
+	const char *constraints; /* a CA's nameConstraints (nc_value), or
+	                          * NULL: it may sign for any host */
 	time_t not_before, not_after;
 };
 

@@ -8,6 +8,8 @@
  */
 #include "leaves.h"
 
+#include <arpa/inet.h>
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,8 +127,16 @@ mint(struct leaves *l, const char *host, char *err, size_t elen)
 	if (ASN1_TIME_to_tm(X509_get0_notAfter(l->ca->cert), &tm) == 1 &&
 	    (ca_end = timegm(&tm)) < f->not_after)
 		f->not_after = ca_end;
-	struct cert_spec spec = {.cn = f->host, .host = f->host,
-	    .not_before = now - 3600, .not_after = f->not_after};
+	/* an address is named in the subjectAltName alone: as a common
+	 * name it reads as a DNS name, which a CA's name constraints
+	 * refuse when they permit DNS names and this address (OpenSSL
+	 * checks a leaf's CN as one when it has no DNS name) */
+	unsigned char addr[16];
+	bool ip = inet_pton(AF_INET, host, addr) == 1 ||
+	    inet_pton(AF_INET6, host, addr) == 1;
+	struct cert_spec spec = {.cn = ip ? "sumcache leaf" : f->host,
+	    .host = f->host, .not_before = now - 3600,
+	    .not_after = f->not_after};
 	f->cert = cert_build(&spec, l->key, l->ca->cert, l->ca->key, err,
 	    elen);
 	if (f->cert == NULL) {

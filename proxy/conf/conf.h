@@ -37,10 +37,11 @@ struct conf_hooks {
 	 * sentence in err. */
 	int (*dir_check)(const char *path, uint64_t size, char *err,
 	    size_t elen);
-	/* The interception CA in these files can sign leaves: 0, or -1
-	 * with a sentence (naming the file) in err. */
-	int (*ca_check)(const char *cert, const char *key, char *err,
-	    size_t elen);
+	/* The interception CA in these files can sign leaves, for every
+	 * host intercept names: 0, or -1 with a sentence (naming the file)
+	 * in err. */
+	int (*ca_check)(const char *cert, const char *key,
+	    const struct hostpats *intercept, char *err, size_t elen);
 	/* path is a PEM file of CA certificates: 0, or -1 with a
 	 * sentence in err. */
 	int (*bundle_check)(const char *path, char *err, size_t elen);

@@ -32,7 +32,8 @@ tls_check(const struct conf *c, char *err, size_t elen)
 	if (c->hooks == NULL)
 		return 0;
 	if (ca_given && c->hooks->ca_check != NULL &&
-	    c->hooks->ca_check(c->tls_ca_cert, c->tls_ca_key, err, elen) < 0)
+	    c->hooks->ca_check(c->tls_ca_cert, c->tls_ca_key,
+	    &c->tls_intercept, err, elen) < 0)
 		return -1;
 	return 0;
 }
