@@ -4,14 +4,16 @@
  * needs, and counting what it receives (GET /__log).
  *
  *   /obj/NAME?max_age=N&size=N&etag=1&lm=1&nostore=1&private=1&cc=no-cache
- *            &status=N&age=V&expires=lower&pause=MS&gen=1
+ *            &status=N&age=V&expires=lower&pause=MS&gen=1&chunked=1
  *                    deterministic body (NAME over and over); answers
  *                    304 to a matching If-None-Match, 206 to a Range of
  *                    one "a-b" or "a-"; a 304 carries X-Revalidated: N;
  *                    status N instead of 200, "Age: V", an Expires an
  *                    hour ahead spelt in lower case; with pause, the
  *                    second half of the body MS ms after the first;
- *                    with gen=1 the ETag changes with each /__bump
+ *                    with gen=1 the ETag changes with each /__bump;
+ *                    with chunked=1 (a 200, no pause) the body goes in
+ *                    4 KB chunks, no Content-Length
  *   any path?delay=MS
  *                    the response after MS ms (logged then)
  *   any path?delay=MS&drop=close|reset
@@ -304,10 +306,16 @@ respond(struct conn *c)
 				to = size - 1;
 			}
 		}
+		bool chunked = qparam(c, "chunked", 0) && status == 200;
 		evbuffer_add_printf(out, "HTTP/1.1 %ld %s\r\nDate: %s\r\n"
-		    "Content-Type: application/octet-stream\r\n"
-		    "Content-Length: %ld\r\n", status, status == 200 ? "OK" :
-		    "Status", date, to - from + 1);
+		    "Content-Type: application/octet-stream\r\n", status,
+		    status == 200 ? "OK" : "Status", date);
+		if (chunked)
+			evbuffer_add_printf(out, "Transfer-Encoding: chunked"
+			    "\r\n");
+		else
+			evbuffer_add_printf(out, "Content-Length: %ld\r\n",
+			    to - from + 1);
 		if (status == 206)
 			evbuffer_add_printf(out, "Content-Range: bytes "
 			    "%ld-%ld/%ld\r\n", from, to, size);
@@ -342,6 +350,20 @@ respond(struct conn *c)
 			long pause = qparam(c, "pause", 0);
 			size_t now_n = pause > 0 ? (size_t)size / 2 : (size_t)size;
 			fill(b, (size_t)size, c->path + 5, (size_t)from);
+			if (chunked) {
+				/* chunks of 4 KB, every one at once */
+				for (size_t at = 0; at < (size_t)size;) {
+					size_t k = (size_t)size - at < 4096 ?
+					    (size_t)size - at : 4096;
+					evbuffer_add_printf(out, "%zx\r\n", k);
+					evbuffer_add(out, b + at, k);
+					evbuffer_add(out, "\r\n", 2);
+					at += k;
+				}
+				evbuffer_add(out, "0\r\n\r\n", 5);
+				free(b);
+				return;
+			}
 			evbuffer_add(out, b, now_n);
 			if (pause > 0) {
 				struct timeval tv = {pause / 1000,

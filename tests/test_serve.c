@@ -147,15 +147,18 @@ answer_waiters(struct busy **b, const char *body)
 	struct store_obj *whole = srig_object(URL, HEAD_FIELDS, body, 0, 60);
 	size_t len = strlen(body);
 	struct store_body *sofar = store_body_new(len);
+	struct busy_source src = {.copy = sofar, .length = (int64_t)len};
 
-	busy_share(*b, shape, len, NULL);
-	cr_assert(store_body_append(&sofar, body, len / 3) == 0);
-	busy_body(*b, sofar);
-	cr_assert(store_body_append(&sofar, body + len / 3,
+	busy_share(*b, shape, &src, NULL);
+	cr_assert(store_body_append(&src.copy, body, len / 3) == 0);
+	src.have = len / 3;
+	busy_body(*b);
+	cr_assert(store_body_append(&src.copy, body + len / 3,
 	    2 * len / 3 - len / 3) == 0);
-	busy_body(*b, sofar);
+	src.have = 2 * len / 3;
+	busy_body(*b);
 	busy_close(b, BUSY_DONE, whole);
-	store_body_unref(&sofar);
+	store_body_unref(&src.copy);
 	store_obj_unref(&shape);
 	store_obj_unref(&whole);
 }

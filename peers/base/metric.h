@@ -88,6 +88,10 @@ struct evbuffer;
 	    "Requests that found a fetch of their URL running: served from "  \
 	    "it, let go to fetch alone, let go at the wait's timeout, or "    \
 	    "answered with its failure (or a stale copy) when it failed")     \
+	X(COLLAPSED_TEES, counter, "sumcache_collapsed_tees_total", "",       \
+	    "Shared fetches of a body of unknown length that outgrew the "    \
+	    "memory it may hold: not stored, read by their clients from a "   \
+	    "window the slowest of them paces")                               \
 	X(TUNNELS, counter, "sumcache_tunnels_total", "",                     \
 	    "CONNECT tunnels opened")                                         \
 	X(TUNNEL_DENIED, counter, "sumcache_tunnel_denied_total", "",         \

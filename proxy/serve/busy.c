@@ -10,21 +10,31 @@
  * copy as it arrives (a reader). Requests arriving later join the same
  * way, and read from the first byte.
  *
- * Sharing needs the whole body in memory: the fetch's copy for the store,
- * of a known length, reserved whole from inflight_mem before the first
- * byte (fetch.c). Then the fetch never waits for a client. Every client,
- * the one that started the fetch (the leader) included, is a reader with
- * its own offset: a reader is given what its output has room for (a
- * bounded copy, so a slow reader holds no more than a hit's output), and
- * the rest when its output drains. So a slow reader never slows the
- * others, and the leader leaving does not stop the fetch: the object is
- * still stored. Once the fetch completes, each reader gets what it has
- * not read from the stored object, by reference, as a hit does.
+ * Sharing needs the body kept where every reader can read it at its own
+ * pace (struct busy_source, the fetch's): the fetch's copy for the store
+ * in memory (of a known length reserved whole from inflight_mem before
+ * the first byte, or of unknown length growing within it), or, for a
+ * body too large for memory, the disk's segment file as the body goes
+ * down (diskstream.c). Then the fetch never waits for a client. Every
+ * client, the one that started the fetch (the leader) included, is a
+ * reader with its own offset: a reader is given what its output has room
+ * for (a bounded copy, or pages of the file by reference, so a slow
+ * reader holds no more than a hit's output), and the rest when its
+ * output drains. So a slow reader never slows the others, and the leader
+ * leaving does not stop the fetch: the object is still stored. Once the
+ * fetch completes, each reader gets what it has not read from the stored
+ * object (or the file, through the disk's sender), by reference, as a
+ * hit does. A body of unknown length goes to HTTP/1.1 readers chunked.
  *
- * An answer that cannot be shared (not storable, of unknown length, too
- * large for memory) lets its waiters go: each fetches by itself and never
- * waits again (no_collapse), so an uncacheable URL costs one head's wait,
- * never a chain of them. A fetch that fails (no answer, or a server error)
+ * One case keeps no copy for all: a body of unknown length that outgrows
+ * what memory may hold for it is not stored, and the copy becomes a tee,
+ * a window past what the slowest reader has taken; the fetch waits for
+ * that reader when the window is full (busy_on_taken), as it waits for
+ * its one client when nobody shares it.
+ *
+ * An answer that cannot be shared (not storable) lets its waiters go:
+ * each fetches by itself and never waits again (no_collapse), so an
+ * uncacheable URL costs one head's wait, never a chain of them. A fetch that fails (no answer, or a server error)
  * is the waiters' answer too (busy_fail): a crowd on a failing origin
  * costs it one request, not one each, and each waiter is answered when
  * the one fetch fails, with a stale copy where the rules allow one. No
@@ -55,6 +65,7 @@
 
 #include "bodyfd.h"
 #include "client.h"
+#include "disksend.h"
 #include "clock.h"
 #include "range.h"
 #include "deliver.h"
@@ -78,8 +89,9 @@ struct busy {
 	struct busy_seat *waiting;  /* for the head */
 	struct busy_seat *readers;  /* being sent the body */
 	struct store_obj *shape;    /* once shared: head and metadata */
-	const struct store_body *body; /* the fetch's copy so far */
-	uint64_t length;
+	const struct busy_source *src; /* once shared: the fetch's */
+	void (*taken)(void *arg);   /* busy_on_taken's */
+	void *taken_arg;
 	size_t klen;
 	char key[];
 };
@@ -100,6 +112,8 @@ struct busy_seat {
 	busy_again_f *again;  /* a waiter let go goes on here */
 	uint64_t sent;        /* body bytes given to the client */
 	bool reading;         /* its head is out: it reads the body */
+	bool chunked;         /* its body goes in chunks (length unknown) */
+	bool by_ref;          /* file pages were sent it by reference */
 };
 
 struct busy_table *
@@ -265,31 +279,75 @@ reader_done(struct txn *t)
 	client_txn_done(t->c);
 }
 
+/* n more bytes of the body from src into st's output: from memory by
+ * copy; from the disk's file by reference, or copied for a TLS client
+ * (its layer reads every byte, and would otherwise map the file); framed
+ * as a chunk when the length is unknown. false when the file could not
+ * be read. */
+static bool
+take(struct busy_seat *st, const struct busy_source *src, uint64_t n,
+    struct evbuffer *out)
+{
+	struct txn *t = st->t;
+	uint64_t before = client_out_mark(t->c);
+	bool ok = true;
+
+	if (st->chunked)
+		evbuffer_add_printf(out, "%llx\r\n", (unsigned long long)n);
+	if (src->copy != NULL) {
+		ok = evbuffer_add(out, src->copy->data + (st->sent - src->base),
+		    (size_t)n) == 0;
+	} else if (client_is_tls(t->c)) {
+		ok = bodyfd_copy_part(src->file, out, st->sent, n);
+	} else {
+		bodyfd_send_range(src->file, out, st->sent, n);
+		st->by_ref = true;
+	}
+	if (st->chunked)
+		evbuffer_add(out, "\r\n", 2);
+	client_sent(t, client_out_mark(t->c) - before);
+	st->sent += n;
+	return ok;
+}
+
 /* Gives st's client what its output has room for of its answer's body
- * so far: the object's, or the ranges it asked for (range.c). */
+ * so far: the object's, or the ranges it asked for (range.c; of a body
+ * whole in memory only, busy_share). */
 static void
 pump(struct busy *b, struct busy_seat *st)
 {
 	struct txn *t = st->t;
+	const struct busy_source *src = b->src;
 	struct evbuffer *out = client_out(t->c);
 	size_t queued = evbuffer_get_length(out);
-	uint64_t have = b->body != NULL ? b->body->len : 0;
-	uint64_t end = t->range != NULL ? t->range->total : b->length;
+	uint64_t have = src->have;
+	int64_t end = t->range != NULL ? (int64_t)t->range->total :
+	    src->length;
 
 	if (queued < 2 * BUSY_OUT_LOW && t->range != NULL) {
 		client_sent(t, (size_t)range_copy(t->range, &st->sent,
-		    b->body != NULL ? b->body->data : NULL, 0, have,
-		    2 * BUSY_OUT_LOW - queued, out));
+		    src->copy->data, 0, have, 2 * BUSY_OUT_LOW - queued, out));
 	} else if (st->sent < have && queued < 2 * BUSY_OUT_LOW) {
 		uint64_t n = have - st->sent;
 		if (n > 2 * BUSY_OUT_LOW - queued)
 			n = 2 * BUSY_OUT_LOW - queued;
-		evbuffer_add(out, b->body->data + st->sent, (size_t)n);
-		client_sent(t, (size_t)n);
-		st->sent += n;
+		if (!take(st, src, n, out)) {
+			busy_leave(t);
+			client_fail(t->c, CUT_ABORTED);
+			return;
+		}
 	}
-	if (st->sent == end)
+	if (end >= 0 && st->sent == (uint64_t)end)
 		reader_done(t);
+}
+
+/* Whether t may read src: a range only of a body whole in memory (the
+ * others' ranges are read by range_copy off no copy). */
+static bool
+readable_by(const struct busy_source *src, const struct txn *t)
+{
+	return !range_asked(&t->req) || (src->copy != NULL &&
+	    src->length >= 0 && src->base == 0);
 }
 
 /* Writes t's head from the shared object, st its seat (NULL for one
@@ -306,7 +364,7 @@ start_reading(struct busy *b, struct txn *t, struct busy_seat *st,
 		return;
 	}
 	bool body = deliver_head(t, b->shape, leader ? t->code :
-	    SQ_TCP_CF_HIT, leader ? "MISS" : "HIT", (int64_t)b->length);
+	    SQ_TCP_CF_HIT, leader ? "MISS" : "HIT", b->src->length);
 	if (leader) {
 		t->result = result;
 	} else {
@@ -321,6 +379,7 @@ start_reading(struct busy *b, struct txn *t, struct busy_seat *st,
 	st->b = b;
 	st->reading = true;
 	st->sent = 0;
+	st->chunked = deliver_chunked(t, b->src->length);
 	seat_link(&b->readers, st);
 	pump(b, st);
 }
@@ -382,19 +441,21 @@ busy_join(struct txn *t, busy_again_f *again)
 		seat_link(&b->waiting, st);
 		return true;
 	}
-	/* the head is in: read from the first byte, if it is our variant */
-	if (!stored_vary_matches(b->shape, &t->req))
+	/* the head is in: read from the first byte, if it is our variant
+	 * and the source can give what it asks */
+	if (!stored_vary_matches(b->shape, &t->req) ||
+	    !readable_by(b->src, t))
 		return false;
 	start_reading(b, t, NULL, false);
 	return true;
 }
 
 void
-busy_share(struct busy *b, struct store_obj *shape, uint64_t length,
-    struct txn *leader)
+busy_share(struct busy *b, struct store_obj *shape,
+    const struct busy_source *src, struct txn *leader)
 {
 	b->shape = store_obj_ref(shape);
-	b->length = length;
+	b->src = src;
 	if (b->deadline != NULL)
 		evtimer_del(b->deadline);
 	if (leader != NULL)
@@ -405,7 +466,8 @@ busy_share(struct busy *b, struct store_obj *shape, uint64_t length,
 		next = st->next;
 		st->b = NULL;
 		st->prev = st->next = NULL;
-		if (stored_vary_matches(shape, &st->t->req))
+		if (stored_vary_matches(shape, &st->t->req) &&
+		    readable_by(src, st->t))
 			start_reading(b, st->t, st, false);
 		else
 			release(st, true);
@@ -419,15 +481,43 @@ busy_asking_peer(struct busy *b, bool asking)
 }
 
 void
-busy_body(struct busy *b, const struct store_body *body)
+busy_body(struct busy *b)
 {
 	struct busy_seat *st = b->readers, *next;
 
-	b->body = body;
 	for (; st != NULL; st = next) {
 		next = st->next;
 		pump(b, st);
 	}
+}
+
+uint64_t
+busy_slowest(const struct busy *b)
+{
+	uint64_t least = b->src->have;
+
+	for (const struct busy_seat *st = b->readers; st != NULL;
+	    st = st->next)
+		if (st->sent < least)
+			least = st->sent;
+	return least;
+}
+
+bool
+busy_waiting(const struct busy *b)
+{
+	for (const struct busy_seat *st = b->readers; st != NULL;
+	    st = st->next)
+		if (st->sent == b->src->have)
+			return true;
+	return false;
+}
+
+void
+busy_on_taken(struct busy *b, void (*taken)(void *arg), void *arg)
+{
+	b->taken = taken;
+	b->taken_arg = arg;
 }
 
 void
@@ -435,8 +525,12 @@ busy_drained(struct txn *t)
 {
 	struct busy_seat *st = t->seat;
 
-	if (st != NULL && st->b != NULL && st->reading)
-		pump(st->b, st);
+	if (st == NULL || st->b == NULL || !st->reading)
+		return;
+	struct busy *b = st->b;
+	pump(b, st);
+	if (b->taken != NULL)
+		b->taken(b->taken_arg);
 }
 
 void
@@ -472,6 +566,48 @@ busy_fail(struct busy **bp, int status, bool disconnected, const char *cause)
 	}
 }
 
+/*
+ * A reader (st: its seat as it was; it has left it) of a complete fetch
+ * is sent the rest of its body, from obj (the stored object) when there is one, else from the
+ * source (a tee's window, or the disk's file through the disk's sender,
+ * which ends t itself), and finished. false when there is nothing to
+ * send it from.
+ */
+static bool
+rest_of(const struct busy *b, const struct busy_seat *st,
+    struct store_obj *obj)
+{
+	const struct busy_source *src = b->src;
+	struct txn *t = st->t;
+	struct store_body *body = obj != NULL ? obj->body : src->copy != NULL ?
+	    src->copy : src->file;
+	uint64_t base = obj != NULL || src->copy == NULL ? 0 : src->base;
+	struct evbuffer *out = client_out(t->c);
+	uint64_t before = client_out_mark(t->c);
+
+	if (body == NULL)
+		return false;
+	uint64_t rest = base + body->len - st->sent;
+	if (t->range != NULL) {
+		range_send(t->range, st->sent, body, out);
+	} else if (st->chunked) {
+		if (rest > 0) {
+			evbuffer_add_printf(out, "%llx\r\n",
+			    (unsigned long long)rest);
+			bodyfd_send_part(body, out, st->sent - base, rest);
+			evbuffer_add(out, "\r\n", 2);
+		}
+		evbuffer_add(out, "0\r\n\r\n", 5);
+	} else if (disksend_wanted(body)) {
+		return disksend_start(t, body, st->sent, rest, st->by_ref) == 0;
+	} else {
+		bodyfd_send_part(body, out, st->sent - base, rest);
+	}
+	client_sent(t, client_out_mark(t->c) - before);
+	client_txn_done(t->c);
+	return true;
+}
+
 void
 busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj)
 {
@@ -483,26 +619,15 @@ busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj)
 	leave_table(b);
 	if (b->deadline != NULL)
 		event_free(b->deadline);
-	b->body = NULL;
 	struct busy_seat *st, *next;
 	for (st = b->readers; st != NULL; st = next) {
 		next = st->next;
 		struct txn *t = st->t;
-		uint64_t sent = st->sent;
+		struct busy_seat was = *st;
 		busy_leave(t);
-		if (end != BUSY_DONE || obj == NULL) {
+		if (end != BUSY_DONE || !rest_of(b, &was, obj))
 			client_fail(t->c, end == BUSY_TIMED_OUT ? CUT_TIMEDOUT :
 			    CUT_ABORTED);
-			continue;
-		}
-		struct evbuffer *out = client_out(t->c);
-		uint64_t rest = b->length - sent;
-		if (t->range != NULL)
-			rest = range_send(t->range, sent, obj->body, out);
-		else
-			bodyfd_send_part(obj->body, out, sent, rest);
-		client_sent(t, (size_t)rest);
-		client_txn_done(t->c);
 	}
 	release_all(b, end != BUSY_DONE && end != BUSY_LEADER_GONE);
 	store_obj_unref(&b->shape);

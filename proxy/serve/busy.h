@@ -40,28 +40,58 @@ typedef void busy_again_f(struct txn *t);
 bool busy_join(struct txn *t, busy_again_f *again);
 
 /*
- * The fetch's head arrived and its body will be kept in memory whole:
- * shape (a new reference is taken) is the object's head and metadata,
- * length its body's length. The leader (the txn that started the fetch,
- * NULL when gone) and every waiter whose request the answer fits get
- * their head and become readers; the others go on by themselves.
+ * What the readers of a shared fetch read: body bytes [0, have), taken
+ * from the fetch's copy in memory (copy holds bytes [base, base +
+ * copy->len): a tee drops what every reader has taken) or, for a body
+ * going to the disk as it arrives, from the segment file (file: a body
+ * on_disk). length is the body's, or -1 until the end. The fetch keeps
+ * it; busy borrows it from busy_share to busy_close.
  */
-void busy_share(struct busy *b, struct store_obj *shape, uint64_t length,
-    struct txn *leader);
+struct busy_source {
+	struct store_body *copy;
+	uint64_t base;
+	struct store_body *file;
+	uint64_t have;
+	int64_t length;
+};
+
+/*
+ * The fetch's head arrived and its body will be kept (in memory, or on
+ * the disk as it arrives): shape (a new reference is taken) is the
+ * object's head and metadata, src what its readers read. The leader (the
+ * txn that started the fetch, NULL when gone) and every waiter whose
+ * request the answer fits get their head and become readers; the others
+ * go on by themselves. A body of unknown length goes to each HTTP/1.1
+ * reader chunked (to HTTP/1.0 until the close); a waiter asking for a
+ * range of a body not in memory whole goes by itself.
+ */
+void busy_share(struct busy *b, struct store_obj *shape,
+    const struct busy_source *src, struct txn *leader);
 
 /* The fetch asks a peer now (or the origin): a peer's own question
  * must not wait for it, or two nodes each asking the other would wait
  * for each other until the peer timeout. */
 void busy_asking_peer(struct busy *b, bool asking);
 
-/* Body bytes were added to body (the fetch's copy, borrowed until the
- * next call): readers take what their output has room for. */
-void busy_body(struct busy *b, const struct store_body *body);
+/* The source has more (its copy may have moved): readers take what
+ * their output has room for. */
+void busy_body(struct busy *b);
+
+/* The fewest body bytes a reader has taken (a tee keeps what is past
+ * it), the source's have when none reads. */
+uint64_t busy_slowest(const struct busy *b);
+/* Whether a reader has taken all the source has (a disk stream then
+ * hands its partial piece to the disk). */
+bool busy_waiting(const struct busy *b);
+/* taken(arg) runs when readers have taken more (a tee's fetch, paused on
+ * a full window, reads on). */
+void busy_on_taken(struct busy *b, void (*taken)(void *arg), void *arg);
 
 /* How a fetch ends for those waiting on it or reading it. */
 enum busy_end {
 	BUSY_DONE = 1,        /* complete: obj, the stored object, has the
-	                       * rest of every reader's body */
+	                       * rest of every reader's body, or without it
+	                       * the source does */
 	BUSY_UNSHARED = 2,    /* an answer that cannot be shared, or an
 	                       * error: waiters fetch by themselves */
 	BUSY_LEADER_GONE = 3, /* the leader left before the head: waiters

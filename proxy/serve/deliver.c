@@ -200,11 +200,21 @@ deliver_head(struct txn *t, const struct store_obj *o,
 		range_fields(t->range, out);
 		length = (int64_t)t->range->total;
 	}
-	response_end(t->srv, t, out, &(struct head_tail){.age = age,
-	    .via = true, .x_cache = x_cache, .length = status != 304 &&
-	    status != 204 ? length : -1});
+	bool body = !t->is_head && status != 304 && status != 204;
+	struct head_tail tl = {.age = age, .via = true, .x_cache = x_cache,
+	    .length = status != 304 && status != 204 ? length : -1,
+	    .chunked = body && deliver_chunked(t, length)};
+	if (body && length < 0 && !tl.chunked)
+		t->keep_alive = false;  /* the close ends the body */
+	response_end(t->srv, t, out, &tl);
 	client_sent(t, client_out_mark(t->c) - before);
-	return !t->is_head && status != 304 && status != 204;
+	return body;
+}
+
+bool
+deliver_chunked(const struct txn *t, int64_t length)
+{
+	return length < 0 && t->req.version == 11;
 }
 
 void
@@ -231,7 +241,7 @@ deliver_object(struct txn *t, struct store_obj *o,
 		tiers_sending(t->srv->tiers, o, &t->c->sent);
 	if (body && disksend_wanted(o->body) && (t->range == NULL ||
 	    t->range->n == 1) && disksend_start(t, o->body, part->from,
-	    part->len) == 0)
+	    part->len, false) == 0)
 		return;
 	uint64_t before = client_out_mark(t->c);
 	bool all = true;

@@ -69,6 +69,8 @@ struct disksend {
 	                           * the offsets below count from from */
 	uint64_t by_ref;          /* [0, by_ref) goes by reference, the rest
 	                           * is copied once checked */
+	bool wait_sent;           /* and only once all before it has left
+	                           * this host (something went by reference) */
 	uint64_t queued;          /* bytes in the client's output so far */
 	uint64_t warmed;          /* bytes read ahead, from the start */
 	uint64_t asked;           /* bytes whose read was started */
@@ -168,7 +170,7 @@ pump_copy(struct disksend *ds, struct evbuffer *out)
 {
 	struct client *c = ds->t->c;
 
-	if (ds->queued == ds->by_ref && ds->by_ref > 0) {
+	if (ds->queued == ds->by_ref && ds->wait_sent) {
 		if (!client_all_sent(c)) {
 			if (evbuffer_get_length(out) == 0)
 				client_wait_all_sent(c);
@@ -243,7 +245,7 @@ disksend_wanted(const struct store_body *b)
 
 int
 disksend_start(struct txn *t, struct store_body *b, uint64_t from,
-    uint64_t len)
+    uint64_t len, bool after_ref)
 {
 	struct disksend *ds = calloc(1, sizeof(*ds));
 
@@ -255,6 +257,7 @@ disksend_start(struct txn *t, struct store_body *b, uint64_t from,
 	ds->len = len;
 	if (!client_is_tls(t->c) && len > DISKSEND_COPY_WHOLE)
 		ds->by_ref = len - COPY_TAIL;
+	ds->wait_sent = ds->by_ref > 0 || after_ref;
 	/* read at promotion: no reads ahead (window_read's bits count
 	 * windows) */
 	if (len <= DISKSEND_MIN)

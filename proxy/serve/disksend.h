@@ -29,10 +29,12 @@ bool disksend_wanted(const struct store_body *b);
  * this returns. A window that cannot be read, or a file that no longer
  * holds the record when the last bytes are due, cuts the response short
  * and has the record the client was told it sends (t->c->sent) checked
- * again (tiers_send_failed). -1, nothing sent, when out of memory.
+ * again (tiers_send_failed). after_ref: bytes of b before from went to
+ * the client by reference (a collapsed reader's), so the last bytes wait
+ * for them as for this send's own. -1, nothing sent, when out of memory.
  */
 int disksend_start(struct txn *t, struct store_body *b, uint64_t from,
-    uint64_t len);
+    uint64_t len, bool after_ref);
 /* The client's output is down to its low-water mark. */
 void disksend_drained(struct disksend *ds);
 /* The transaction is gone (or done): accepts NULL, clears *ds. */

@@ -124,6 +124,8 @@ fetch_free(struct fetch **fp)
 	curl_slist_free_all(f->connect_to);
 	if (f->timer)
 		event_free(f->timer);
+	if (f->stream_ev)
+		event_free(f->stream_ev);
 	if (f->headbuf)
 		evbuffer_free(f->headbuf);
 	http_head_clear(&f->resp);
@@ -132,6 +134,7 @@ fetch_free(struct fetch **fp)
 	busy_close(&f->busy, f->shared ? BUSY_FAILED : BUSY_LEADER_GONE, NULL);
 	store_obj_unref(&f->shape);
 	fetch_drop_copy(f);
+	store_body_unref(&f->src.file);
 	free(f->stored_head);
 	for (size_t i = 0; i < f->ncand; i++)
 		peers_put(&f->cand[i]);

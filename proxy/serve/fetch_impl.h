@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "busy.h"
 #include "curlev.h"
 #include "fetch.h"
 #include "peers.h"
@@ -83,6 +84,17 @@ struct fetch {
 	 * for none of them in particular */
 	struct busy *busy;
 	bool shared;
+	struct busy_source src;    /* once shared: what its readers read */
+	bool tee;                  /* the copy is a window, not kept
+	                            * (busy.c), of at most tee_room bytes */
+	size_t tee_room;
+	/* shared to the disk: its progress, taken off the disk's callback
+	 * (stream_ev); curl is done and the rest is going down
+	 * (finishing) */
+	struct event *stream_ev;
+	uint64_t stream_readable;
+	bool stream_failed;
+	bool finishing;
 	bool stale_instead;        /* a 5xx that stale-if-error covers */
 	/* a range request answered from the whole object (range.c) */
 	bool range_too_large;      /* beyond range_fetch_limit: asked
@@ -94,6 +106,10 @@ struct fetch {
 	struct store_obj *shape;   /* the object's head and metadata */
 	struct fetch *prev, *next; /* on s->shared_fetches once shared */
 };
+
+/* a tee's window at least: a few of curl's chunks past the slowest
+ * reader */
+#define TEE_ROOM (4 * FETCH_CHUNK)
 
 /* (Re)arms the silence timer for the source being asked. */
 void fetch_arm_timer(struct fetch *f);
@@ -113,5 +129,11 @@ void fetch_finish_error(struct fetch *f, CURLcode rc);
 /* The copy for the store is given up (or was stored): its reservation
  * goes back to inflight_mem. */
 void fetch_drop_copy(struct fetch *f);
+
+/* A tee's readers took more: the fetch reads on if there is room
+ * (fetchrecv.c, busy_on_taken). */
+void tee_taken(void *arg);
+/* The disk stream's progress, on the loop (fetchend.c). */
+void stream_progress(evutil_socket_t fd, short what, void *arg);
 
 #endif

@@ -14,6 +14,7 @@
 
 #include "bodyfd.h"
 #include "busy.h"
+#include "curlev.h"
 #include "client.h"
 #include "disk.h"
 #include "fetch_impl.h"
@@ -240,8 +241,55 @@ head_updates_stored(struct fetch *f)
 	store_obj_unref(&o);
 }
 
+/* A shared fetch to the disk cannot go on (the disk failed it): its
+ * readers see their bodies cut. */
+static void
+disk_failed(struct fetch *f)
+{
+	if (f->running)
+		curlev_cancel(f->srv->curl, f->easy);
+	f->running = false;
+	fetch_finish_error(f, CURLE_WRITE_ERROR);
+}
+
+/* The whole body is on the disk: the record is committed, and the
+ * readers get the rest from its file (the disk's sender). */
+static void
+finish_on_disk(struct fetch *f)
+{
+	disk_stream_end(&f->stream);
+	busy_close(&f->busy, BUSY_DONE, NULL);
+	fetch_free(&f);
+}
+
+void
+stream_progress(evutil_socket_t fd, short what, void *arg)
+{
+	struct fetch *f = arg;
+
+	(void)fd;
+	(void)what;
+	if (f->stream_failed) {
+		disk_failed(f);
+		return;
+	}
+	f->src.have = f->stream_readable;
+	busy_body(f->busy);
+	if (f->finishing) {
+		if (f->src.have == (uint64_t)f->src.length)
+			finish_on_disk(f);
+		return;
+	}
+	/* readers wait at the end of what is down: the partial piece goes
+	 * now (a few at a time: those in flight say when they are down) */
+	if (busy_waiting(f->busy) && disk_stream_flush(f->stream, false) < 0)
+		disk_failed(f);
+}
+
 /* A shared fetch is complete: the object is stored and its readers get
- * the rest of it from there. The fetch was nobody's: it frees itself. */
+ * the rest of it from there (a tee's from its window, one on its way to
+ * the disk from the file once the last of it is down). The fetch was
+ * nobody's: it frees itself. */
 static void
 finish_shared(struct fetch *f)
 {
@@ -250,7 +298,20 @@ finish_shared(struct fetch *f)
 
 	if (f->kind == FETCH_REVALIDATE)
 		s->m.revalidated_modified++;
-	if (f->body->len == f->body->cap) {
+	if (f->stream != NULL) {
+		f->finishing = true;
+		if (disk_stream_flush(f->stream, true) < 0)
+			disk_failed(f);
+		else if (f->src.have == (uint64_t)f->src.length)
+			finish_on_disk(f);
+		return;   /* stream_progress ends it */
+	}
+	if (f->tee) {
+		busy_close(&f->busy, BUSY_DONE, NULL);
+		fetch_free(&f);
+		return;
+	}
+	if (f->src.length < 0 || f->body->len == (size_t)f->src.length) {
 		freeze_body(f);
 		o = store_obj_with_body(f->shape, f->body);
 	}

@@ -22,9 +22,14 @@
  * bounded buffers), and a disk slower than the origin pauses the fetch
  * as a slow client does.
  *
- * A copy of known length, reserved whole, is shared (busy.c): every
- * client, the one that started the fetch too, reads it at its own pace,
- * and the fetch never pauses for any of them.
+ * A copy that will be stored is shared (busy.c): the memory copy (of
+ * known length, reserved whole, or of unknown length, growing), or the
+ * disk stream's file as the body goes down. Every client, the one that
+ * started the fetch too, reads it at its own pace, and the fetch never
+ * pauses for any of them; it pauses for the disk when the disk is
+ * slower. A copy of unknown length that outgrows what memory may hold is
+ * not stored after all: it becomes a tee (busy.c), a window the slowest
+ * reader holds the fetch to.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,22 +69,30 @@ fetch_drop_copy(struct fetch *f)
 
 /*
  * The copy may grow to need bytes: store_body_append's doubling makes its
- * capacity less than twice that, so twice is reserved. false (and the copy
- * dropped) when inflight_mem cannot hold it.
+ * capacity less than twice that, so twice is reserved. false when
+ * inflight_mem cannot hold it.
  */
 static bool
-reserve_copy(struct fetch *f, size_t need)
+reserve_copy_keep(struct fetch *f, size_t need)
 {
 	size_t want = need < 4096 ? 4096 : 2 * need;
 
 	if (want <= f->reserved)
 		return true;
-	if (!budget_take(f->srv->budget, want - f->reserved)) {
-		fetch_drop_copy(f);
+	if (!budget_take(f->srv->budget, want - f->reserved))
 		return false;
-	}
 	f->reserved = want;
 	return true;
+}
+
+/* The same, the copy dropped when it cannot grow. */
+static bool
+reserve_copy(struct fetch *f, size_t need)
+{
+	if (reserve_copy_keep(f, need))
+		return true;
+	fetch_drop_copy(f);
+	return false;
 }
 
 static void
@@ -140,11 +153,34 @@ start_stream(struct fetch *f, uint64_t clen)
 	store_obj_unref(&o);
 }
 
+/* The disk stream wrote more of the body, or failed: taken up on the
+ * loop, off the disk's callback, which may not end the stream
+ * (stream_progress, fetchend.c). */
+static void
+stream_written(void *arg, uint64_t readable, bool failed)
+{
+	struct fetch *f = arg;
+
+	f->stream_readable = readable;
+	f->stream_failed = f->stream_failed || failed;
+	event_active(f->stream_ev, 0, 0);
+}
+
+/* Whether the kept body can be its readers': in memory, or on its way
+ * to the disk (a range asked of that goes to the source, busy.c). */
+static bool
+shareable(const struct fetch *f)
+{
+	return f->body != NULL || (f->stream != NULL &&
+	    !range_asked(&f->t->req));
+}
+
 /*
- * The whole body will be in memory, of a known length: the fetch goes on
- * for every client that reads it (busy.c), the one that started it too,
- * which may be answered at once (its condition matched) or leave. false
- * when the object's shape cannot be made.
+ * The body will be kept, in memory or on the disk as it arrives (clen
+ * -1: of a length known at its end): the fetch goes on for every client
+ * that reads it (busy.c), the one that started it too, which may be
+ * answered at once (its condition matched) or leave. false when the
+ * object's shape or the stream's readers' body cannot be made.
  */
 static bool
 share(struct fetch *f, int64_t clen)
@@ -157,6 +193,18 @@ share(struct fetch *f, int64_t clen)
 	store_body_unref(&none);
 	if (f->shape == NULL)
 		return false;
+	f->src = (struct busy_source){.copy = f->body, .length = clen};
+	if (f->stream != NULL) {
+		f->stream_ev = event_new(f->srv->base, -1, 0, stream_progress,
+		    f);
+		f->src.file = disk_stream_body(f->stream);
+		if (f->stream_ev == NULL || f->src.file == NULL) {
+			store_obj_unref(&f->shape);
+			return false;
+		}
+		disk_stream_on_written(f->stream, stream_written, f);
+	}
+	busy_on_taken(f->busy, tee_taken, f);
 	f->shared = true;
 	f->t = NULL;
 	t->fetch = NULL;
@@ -165,11 +213,11 @@ share(struct fetch *f, int64_t clen)
 		f->next->prev = f;
 	f->srv->shared_fetches = f;
 	if (t->c != NULL) {
-		busy_share(f->busy, f->shape, (uint64_t)clen, t);
+		busy_share(f->busy, f->shape, &f->src, t);
 		return true;
 	}
 	/* a revalidation behind a stale answer: its own line, and done */
-	busy_share(f->busy, f->shape, (uint64_t)clen, NULL);
+	busy_share(f->busy, f->shape, &f->src, NULL);
 	stale_background_end(t, f->resp.status, t->code);
 	return true;
 }
@@ -294,7 +342,7 @@ final_head(struct fetch *f)
 	}
 	t->result = f->to == UPSTREAM_SIBLING || owner_hit ?
 	    RESULT_REMOTE_HIT : RESULT_MISS;
-	if (f->busy != NULL && f->body != NULL && clen >= 0 && share(f, clen))
+	if (f->busy != NULL && shareable(f) && share(f, clen))
 		return true;
 	/* not shared: whoever waits fetches alone, unless it is a server
 	 * error, which is their answer too */
@@ -446,6 +494,101 @@ fetch_on_header(char *buf, size_t size, size_t n, void *arg)
 
 static bool alone_for_the_store(struct fetch *f);
 
+/* Waits for the disk (or for a tee's slowest reader): curl keeps the
+ * chunk, and the silence timer rests. */
+static size_t
+pause_recv(struct fetch *f)
+{
+	f->recv_paused = true;
+	evtimer_del(f->timer);
+	return CURL_WRITEFUNC_PAUSE;
+}
+
+/* A shared body on its way to the disk: its readers read the file as it
+ * goes down (stream_progress tells them); those waiting at its end have
+ * the partial piece handed to the disk at once. */
+static size_t
+shared_to_disk(struct fetch *f, const char *data, size_t len)
+{
+	if (disk_stream_full(f->stream))
+		return pause_recv(f);
+	fetch_heard(f);
+	/* more than Content-Length said is not the object */
+	if (f->streamed + len > (uint64_t)f->src.length ||
+	    disk_stream_write(f->stream, data, len) < 0)
+		return 0;
+	f->streamed += len;
+	if (busy_waiting(f->busy) && disk_stream_flush(f->stream, false) < 0)
+		return 0;
+	return len;
+}
+
+/* The copy of unknown length may not grow to need: not stored after
+ * all, it becomes a tee (busy.c), a window of what it holds now or
+ * TEE_ROOM, whichever is more. false when even that cannot be had. */
+static bool
+become_tee(struct fetch *f)
+{
+	f->tee = true;
+	f->tee_room = f->body->cap > TEE_ROOM ? f->body->cap : TEE_ROOM;
+	f->srv->m.collapsed_tee++;
+	return reserve_copy_keep(f, f->tee_room);
+}
+
+/* A tee: what every reader has taken leaves the window. */
+static void
+tee_trim(struct fetch *f)
+{
+	struct store_body *b = f->body;
+	uint64_t drop = busy_slowest(f->busy) - f->src.base;
+
+	if (drop == 0)
+		return;
+	memmove(b->data, b->data + drop, b->len - (size_t)drop);
+	b->len -= (size_t)drop;
+	f->src.base += drop;
+}
+
+/* A shared body in memory: the copy grows (within what was reserved for
+ * a known length; as inflight_mem allows for an unknown one), or, a
+ * tee, slides past what every reader has taken. */
+static size_t
+shared_in_memory(struct fetch *f, const char *data, size_t len)
+{
+	struct store_body *b = f->body;
+	size_t need = b->len + len;
+
+	if (!f->tee && f->src.length >= 0 && need > b->cap)
+		return 0;   /* more than Content-Length said: not the object */
+	if (!f->tee && f->src.length < 0 && (need >
+	    f->srv->conf.max_memory_object_size || (need > b->cap &&
+	    !reserve_copy_keep(f, need))) && !become_tee(f))
+		return 0;
+	if (f->tee) {
+		tee_trim(f);
+		if (b->len + len > f->tee_room)
+			return pause_recv(f);
+	}
+	fetch_heard(f);
+	if (store_body_append(&f->body, data, len) < 0)
+		return 0;
+	f->src.copy = f->body;
+	f->src.have += len;
+	busy_body(f->busy);
+	return len;
+}
+
+void
+tee_taken(void *arg)
+{
+	struct fetch *f = arg;
+
+	/* room for curl's chunk again: it is delivered at once */
+	if (f->tee && f->recv_paused && f->body->len - (busy_slowest(f->busy) -
+	    f->src.base) + FETCH_CHUNK <= f->tee_room)
+		fetch_output_drained(f);
+}
+
 size_t
 fetch_on_body(char *data, size_t size, size_t n, void *arg)
 {
@@ -455,16 +598,9 @@ fetch_on_body(char *data, size_t size, size_t n, void *arg)
 
 	if (!f->head_done || f->not_modified)
 		return len;
-	if (f->shared) {
-		/* the copy was reserved whole: more than Content-Length said
-		 * is not the object */
-		if (f->body->len + len > f->body->cap ||
-		    store_body_append(&f->body, data, len) < 0)
-			return 0;
-		fetch_heard(f);
-		busy_body(f->busy, f->body);
-		return len;
-	}
+	if (f->shared)
+		return f->stream != NULL ? shared_to_disk(f, data, len) :
+		    shared_in_memory(f, data, len);
 	/* NULL once the client has its answer (alone_for_the_store) */
 	struct evbuffer *out = t->c != NULL ? client_out(t->c) : NULL;
 	if ((out != NULL && evbuffer_get_length(out) > FETCH_OUT_HIGH) ||

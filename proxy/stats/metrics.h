@@ -104,6 +104,7 @@ struct store_stats;
 	X(OWN, collapsed_released, COLLAPSED, "released", NULL)              \
 	X(OWN, collapsed_timeout, COLLAPSED, "timeout", NULL)                \
 	X(OWN, collapsed_failed, COLLAPSED, "failed", NULL)                  \
+	X(OWN, collapsed_tee, COLLAPSED_TEES, NULL, NULL)                    \
 	X(OWN, tunnels, TUNNELS, NULL, "tunnels")                            \
 	X(OWN, tunnel_denied, TUNNEL_DENIED, NULL, NULL)                     \
 	X(OWN, invalidations, INVALIDATIONS, NULL, NULL)                     \

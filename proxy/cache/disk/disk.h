@@ -148,6 +148,23 @@ void disk_stream_on_drained(struct disk_stream *ds, void (*drained)(void *arg),
     void *arg);
 void disk_stream_end(struct disk_stream **ds);
 void disk_stream_abort(struct disk_stream **ds);
+/*
+ * For readers while the stream is written (a collapsed fetch's clients):
+ * disk_stream_body is a new body of the record's bytes in the segment
+ * file (on_disk, by reference; NULL on ENOMEM), of which the first
+ * readable bytes are on the disk. written(arg, readable, failed) runs
+ * each time that prefix grows, and once when a write fails, until the
+ * stream is aborted or its mark is written; it runs inside the disk's
+ * completion, and must neither end nor abort the stream.
+ * disk_stream_flush hands the bytes of a partial piece to the disk now,
+ * for readers waiting at the end of what arrived (at most a few partial
+ * pieces in flight, unless last: the body's end); -1 when the stream has
+ * failed.
+ */
+struct store_body *disk_stream_body(const struct disk_stream *ds);
+void disk_stream_on_written(struct disk_stream *ds,
+    void (*written)(void *arg, uint64_t readable, bool failed), void *arg);
+int disk_stream_flush(struct disk_stream *ds, bool last);
 
 /* Up to max committed entries under key hash (store.c's XXH3-64 of the
  * key), newest first. */

@@ -24,6 +24,15 @@
  * stops feeding while disk_stream_full() and is told when the backlog
  * is down to half. A disk slower than the origin thus slows the fetch,
  * and memory stays bounded (DISK_STREAM_MEM a stream).
+ *
+ * Readers while it is written: the clients of a collapsed fetch read the
+ * body off the segment file as it goes down (disk_stream_body), up to the
+ * stream's readable prefix: the record's bytes on the disk with no gap
+ * from its start (pieces end in any order; those past a gap wait in
+ * ahead[]). The caller is told as the prefix grows (written), and may
+ * hand over a partial piece at once (disk_stream_flush) when its readers
+ * wait, so a slow origin's bytes reach them as they come, not a
+ * megabyte at a time.
  */
 #define _GNU_SOURCE
 #include "disk_impl.h"
@@ -33,9 +42,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bodyfd.h"
 #include "clock.h"
 #include "record.h"
 #include "sc_assert.h"
+
+/* partial pieces in flight at most (disk_stream_flush): with the full
+ * ones the backlog allows and the head, the pieces in flight stay under
+ * AHEAD_MAX */
+#define FLUSH_JOBS_MAX 4
+#define AHEAD_MAX (DISK_STREAM_HIGH / IO_CHUNK + 2 + FLUSH_JOBS_MAX + 4)
 
 struct disk_stream {
 	struct disk *d;
@@ -57,6 +73,13 @@ struct disk_stream {
 	bool mark_sent;
 	void (*drained)(void *arg);
 	void *arg;
+	/* the readable prefix (record offsets), and pieces done past a gap:
+	 * at most the pieces in flight (AHEAD_MAX) */
+	uint64_t done_to;
+	struct { uint64_t at, end; } ahead[AHEAD_MAX];
+	unsigned nahead;
+	void (*written)(void *arg, uint64_t readable, bool failed);
+	void *warg;
 };
 
 struct piece_job {
@@ -177,6 +200,46 @@ send_mark(struct disk_stream *ds)
 	stream_ended(ds);
 }
 
+/* Body bytes on the disk from the body's start, without a gap. */
+static uint64_t
+readable(const struct disk_stream *ds)
+{
+	uint64_t hlen = record_head_len(&ds->r);
+
+	if (ds->done_to <= hlen)
+		return 0;
+	return ds->done_to - hlen < ds->r.body_len ? ds->done_to - hlen :
+	    ds->r.body_len;
+}
+
+/* [at, end) of the record is on the disk: whether the readable prefix
+ * grew. */
+static bool
+note_written(struct disk_stream *ds, uint64_t at, uint64_t end)
+{
+	uint64_t was = ds->done_to;
+
+	if (at != ds->done_to) {
+		SC_ASSERT(ds->nahead < sizeof(ds->ahead) /
+		    sizeof(ds->ahead[0]));
+		ds->ahead[ds->nahead].at = at;
+		ds->ahead[ds->nahead].end = end;
+		ds->nahead++;
+		return false;
+	}
+	ds->done_to = end;
+	for (unsigned i = 0; i < ds->nahead;) {
+		if (ds->ahead[i].at != ds->done_to) {
+			i++;
+			continue;
+		}
+		ds->done_to = ds->ahead[i].end;
+		ds->ahead[i] = ds->ahead[--ds->nahead];
+		i = 0;
+	}
+	return ds->done_to > was;
+}
+
 static void
 done_piece(struct iopool_job *pj)
 {
@@ -186,11 +249,17 @@ done_piece(struct iopool_job *pj)
 	bool was_over = ds->backlog > DISK_STREAM_HIGH / 2;
 
 	d->stats.write_us += pc->j.us;
-	if (pc->j.err != 0 && ds->err == 0)
+	bool failed = pc->j.err != 0 && ds->err == 0;
+	if (failed)
 		ds->err = pc->j.err;
 	ds->jobs--;
 	ds->backlog -= pc->n;
 	free(pc->buf);
+	/* readers hear of body bytes only, and of the first failure */
+	if (!ds->aborted && !ds->mark_sent && ds->written != NULL &&
+	    (failed || (ds->err == 0 && note_written(ds, pc->at, pc->at +
+	    pc->n))))
+		ds->written(ds->warg, readable(ds), failed);
 	disk_job_end(&pc->j);
 	if (ds->jobs > 0)
 		goto more;
@@ -276,6 +345,47 @@ disk_stream_on_drained(struct disk_stream *ds, void (*drained)(void *arg),
 {
 	ds->drained = drained;
 	ds->arg = arg;
+}
+
+void
+disk_stream_on_written(struct disk_stream *ds,
+    void (*written)(void *arg, uint64_t readable, bool failed), void *arg)
+{
+	ds->written = written;
+	ds->warg = arg;
+}
+
+int
+disk_stream_flush(struct disk_stream *ds, bool last)
+{
+	if (ds->err != 0)
+		return -1;
+	/* those in flight say when they are down, and the caller asks
+	 * again then; the last partial piece goes whatever is in flight */
+	if (ds->fill == 0 || (!last && ds->jobs >= FLUSH_JOBS_MAX))
+		return 0;
+	uint8_t *part = ds->piece;
+	if ((ds->piece = malloc(IO_CHUNK)) == NULL || submit(ds, part,
+	    ds->fill) < 0) {
+		ds->err = ENOMEM;
+		if (ds->piece == NULL)
+			free(part);
+		return -1;
+	}
+	ds->fill = 0;
+	return 0;
+}
+
+struct store_body *
+disk_stream_body(const struct disk_stream *ds)
+{
+	struct bodyfd_file *f = disk_seg_file(ds->g);
+	struct store_body *b = f != NULL ? store_body_new(0) : NULL;
+
+	if (b != NULL && !bodyfd_share(&b, f, (int64_t)ds->off +
+	    (int64_t)record_head_len(&ds->r), (size_t)ds->r.body_len))
+		store_body_unref(&b);
+	return b;
 }
 
 int
