@@ -72,7 +72,10 @@ struct curlev {
 	unsigned nkept;
 	struct curlev_stats stats;
 	struct ratelog excess_log;
+	/* entries [0, nconns) may be in use: a miss scans the kept
+	 * connections there are, not the table's size */
 	struct curlev_kept conns[CURLEV_KEPT_MAX];
+	size_t nconns;
 };
 
 static bool
@@ -106,15 +109,24 @@ count_excess(struct curlev *o, const char *where)
 		    (unsigned long long)skipped);
 }
 
+/* k is no kept connection any more. */
+static void
+kept_forget(struct curlev *o, struct curlev_kept *k)
+{
+	k->fd = CURL_SOCKET_BAD;
+	while (o->nconns > 0 && o->conns[o->nconns - 1].fd == CURL_SOCKET_BAD)
+		o->nconns--;
+}
+
 /* CURLOPT_CLOSESOCKETFUNCTION: curl closes a connection, kept or not. */
 static int
 on_close_socket(void *arg, curl_socket_t fd)
 {
 	struct curlev *o = arg;
 
-	for (size_t i = 0; i < CURLEV_KEPT_MAX; i++)
+	for (size_t i = 0; i < o->nconns; i++)
 		if (o->conns[i].fd == fd)
-			o->conns[i].fd = CURL_SOCKET_BAD;
+			kept_forget(o, &o->conns[i]);
 	return close(fd);
 }
 
@@ -130,9 +142,11 @@ note_kept(struct curlev *o, CURL *easy)
 	if (curl_easy_getinfo(easy, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK ||
 	    fd == CURL_SOCKET_BAD)
 		return;   /* closed: nothing kept */
-	for (size_t i = 0; i < CURLEV_KEPT_MAX && k == NULL; i++)
+	for (size_t i = 0; i < o->nconns && k == NULL; i++)
 		if (o->conns[i].fd == CURL_SOCKET_BAD)
 			k = &o->conns[i];
+	if (k == NULL && o->nconns < CURLEV_KEPT_MAX)
+		k = &o->conns[o->nconns++];
 	if (k == NULL)
 		return;   /* cannot be: curl keeps at most the pool */
 	k->fd = fd;
@@ -159,7 +173,7 @@ on_prereq(void *arg, char *ip, char *local_ip, int port, int local_port)
 	char where[80];
 
 	(void)local_ip;
-	for (size_t i = 0; i < CURLEV_KEPT_MAX && k == NULL; i++) {
+	for (size_t i = 0; i < x->o->nconns && k == NULL; i++) {
 		struct curlev_kept *c = &x->o->conns[i];
 		if (c->fd != CURL_SOCKET_BAD && c->local_port == local_port &&
 		    c->port == port && strcmp(c->ip, ip) == 0)
@@ -168,10 +182,11 @@ on_prereq(void *arg, char *ip, char *local_ip, int port, int local_port)
 	if (k == NULL)
 		return CURL_PREREQFUNC_OK;   /* a new connection */
 	curl_socket_t fd = k->fd;
-	k->fd = CURL_SOCKET_BAD;   /* in use: noted again when it ends */
+	bool counted = k->counted;
+	kept_forget(x->o, k);      /* in use: noted again when it ends */
 	if (!bytes_waiting(fd))
 		return CURL_PREREQFUNC_OK;
-	if (!k->counted && !over_tls(x->easy)) {
+	if (!counted && !over_tls(x->easy)) {
 		snprintf(where, sizeof(where), "waited on a kept connection "
 		    "to %s:%d", ip, port);
 		count_excess(x->o, where);
