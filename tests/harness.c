@@ -669,3 +669,15 @@ harness_find_in_segments(const char *cache, const char *name, char *path,
 	closedir(dir);
 	return found;
 }
+
+void
+harness_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	cr_assert(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	if (rl.rlim_cur < 4096 && rl.rlim_max >= 4096) {
+		rl.rlim_cur = 4096;
+		cr_assert(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	}
+}

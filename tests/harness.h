@@ -196,6 +196,12 @@ pid_t fakepeer_start_tls(const struct env *e, const struct cluster *cl,
  * suite's end to stop. */
 struct node *node_with_fakepeer(const char *objects, int delay_ms,
     long answer_bytes, const char *const *more, pid_t *z);
+/* The same, z answering a peer link over TLS with the certificate and
+ * key in these PEM files (NULL: plain HTTP only), its port in *zport.
+ * The cluster (CL) must have been made by cluster_init, for its key. */
+struct node *node_with_fakepeer_tls(const char *objects, int delay_ms,
+    long answer_bytes, const char *cert, const char *key,
+    const char *const *more, pid_t *z, int *zport);
 
 /* Whether the file at path gets a line holding n1 and n2 (n2 may be
  * NULL) within ms: logs are written through buffers. */
@@ -207,6 +213,10 @@ bool harness_file_has(const char *path, const char *n1, const char *n2,
  * offset there. */
 bool harness_find_in_segments(const char *cache, const char *name,
     char *path, size_t plen, off_t *at);
+
+/* Room for a crowd of a thousand connections (RLIMIT_NOFILE of 4096),
+ * in the test and in the nodes it starts. */
+void harness_raise_nofile(void);
 
 /* VmRSS of a process in KiB. */
 long proc_rss_kb(pid_t pid);

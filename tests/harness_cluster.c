@@ -45,14 +45,25 @@ struct node *
 node_with_fakepeer(const char *objects, int delay_ms, long answer_bytes,
     const char *const *more, pid_t *z)
 {
-	static char zpeer[64];
-	static const char *opts[16];
-	int zport, n = 0;
+	int zport;
 
 	cluster_init(&CE, &CL, 1, NULL, NULL);
-	*z = fakepeer_start(&CE, &CL, "z", objects, delay_ms, answer_bytes,
-	    &zport);
-	snprintf(zpeer, sizeof(zpeer), "peer=z 127.0.0.1:%d", zport);
+	return node_with_fakepeer_tls(objects, delay_ms, answer_bytes, NULL,
+	    NULL, more, z, &zport);
+}
+
+struct node *
+node_with_fakepeer_tls(const char *objects, int delay_ms, long answer_bytes,
+    const char *cert, const char *key, const char *const *more, pid_t *z,
+    int *zport)
+{
+	static char zpeer[64];
+	static const char *opts[16];
+	int n = 0;
+
+	*z = fakepeer_start_tls(&CE, &CL, "z", objects, delay_ms, answer_bytes,
+	    cert, key, zport);
+	snprintf(zpeer, sizeof(zpeer), "peer=z 127.0.0.1:%d", *zport);
 	opts[n++] = zpeer;
 	for (; more != NULL && *more != NULL && n < 15; more++)
 		opts[n++] = *more;

@@ -203,6 +203,19 @@ on_steady(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(c->steady, &tv);
 }
 
+/* A 200's head for a body of len bytes, fresh for max_age seconds
+ * (no-store when negative). */
+static void
+head_of_length(struct evbuffer *out, long max_age, uint64_t len)
+{
+	char cc[32] = "no-store";
+
+	if (max_age >= 0)
+		snprintf(cc, sizeof(cc), "max-age=%ld", max_age);
+	evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nCache-Control: %s\r\n"
+	    "Content-Length: %llu\r\n\r\n", cc, (unsigned long long)len);
+}
+
 static void
 respond(struct conn *c)
 {
@@ -405,12 +418,7 @@ respond(struct conn *c)
 			    generation);
 		else
 			strcpy(c->big_fill, "big");
-		if (max_age >= 0)
-			snprintf(tmp, sizeof(tmp), "max-age=%ld", max_age);
-		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nCache-Control: "
-		    "%s\r\nContent-Length: %llu\r\n\r\n",
-		    max_age >= 0 ? tmp : "no-store",
-		    (unsigned long long)c->big_left);
+		head_of_length(out, max_age, c->big_left);
 		return; /* the body follows in on_write */
 	}
 	if (strcmp(c->path, "/te") == 0) {
@@ -447,12 +455,7 @@ respond(struct conn *c)
 		c->steady_stall = qparam(c, "stall", 0);
 		c->steady_at = 0;
 		c->steady_sent = 0;
-		if (max_age >= 0)
-			snprintf(tmp, sizeof(tmp), "max-age=%ld", max_age);
-		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nCache-Control: "
-		    "%s\r\nContent-Length: %llu\r\n\r\n",
-		    max_age >= 0 ? tmp : "no-store",
-		    (unsigned long long)c->steady_size);
+		head_of_length(out, max_age, c->steady_size);
 		if (c->steady == NULL)
 			c->steady = evtimer_new(base, on_steady, c);
 		on_steady(-1, 0, c);

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -110,20 +109,6 @@ crowd(int port, const char *u, int n, const char *name, size_t size, int ms)
 	return good;
 }
 
-/* Room for a crowd of a thousand connections, in the tests and in the
- * node they start. */
-static void
-raise_nofile(void)
-{
-	struct rlimit rl;
-
-	cr_assert(getrlimit(RLIMIT_NOFILE, &rl) == 0);
-	if (rl.rlim_cur < 4096 && rl.rlim_max >= 4096) {
-		rl.rlim_cur = 4096;
-		cr_assert(setrlimit(RLIMIT_NOFILE, &rl) == 0);
-	}
-}
-
 TestSuite(collapse, .timeout = 120);
 
 Test(collapse, a_crowd_costs_the_origin_one_request)
@@ -131,7 +116,7 @@ Test(collapse, a_crowd_costs_the_origin_one_request)
 	struct env e;
 	static const int sizes[] = {100, 1000};
 
-	raise_nofile();
+	harness_raise_nofile();
 	env_start(&e, NULL);
 	for (size_t k = 0; k < 2; k++) {
 		int n = sizes[k];
@@ -398,7 +383,7 @@ Test(collapse, a_crowd_on_a_failing_origin_costs_it_one_request)
 	    "status=503"};
 	struct env e;
 
-	raise_nofile();
+	harness_raise_nofile();
 	env_start(&e, NULL);
 	for (size_t k = 0; k < 3; k++) {
 		char path[128], name[32];
@@ -438,7 +423,7 @@ Test(collapse, a_crowd_on_a_failing_origin_gets_its_stale_copy)
 	struct resp r;
 	int fail, stale, none;
 
-	raise_nofile();
+	harness_raise_nofile();
 	env_start(&e, NULL);
 	proxy_get(&e, env_url(&e, path), NULL, &r);
 	cr_assert_eq(r.status, 200);

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -176,20 +175,6 @@ crowd(const char *u, int n, int ver10, const char *name, uint64_t size,
 	return good;
 }
 
-/* Room for a crowd of a thousand connections, in the test and in the
- * node it starts. */
-static void
-raise_nofile(void)
-{
-	struct rlimit rl;
-
-	cr_assert(getrlimit(RLIMIT_NOFILE, &rl) == 0);
-	if (rl.rlim_cur < 4096 && rl.rlim_max >= 4096) {
-		rl.rlim_cur = 4096;
-		cr_assert(setrlimit(RLIMIT_NOFILE, &rl) == 0);
-	}
-}
-
 static double
 served(void)
 {
@@ -206,7 +191,7 @@ Test(collapse_kept, a_crowd_on_a_chunked_answer_costs_one_request)
 	    "delay=1500";
 	struct resp r;
 
-	raise_nofile();
+	harness_raise_nofile();
 	env_start(&e, NULL);
 	long t0 = harness_now_ms();
 	int good = crowd(env_url(&e, path), 1000, 10, "chunky", 20000, 30000);
@@ -235,7 +220,7 @@ Test(collapse_kept, a_crowd_on_a_body_streamed_to_disk_costs_one_request)
 	const char *path = "/obj/ondisk?max_age=60&size=16000000&delay=1000";
 	struct resp r;
 
-	raise_nofile();
+	harness_raise_nofile();
 	origin_start(&e);
 	snprintf(dir, sizeof(dir), "cache_dir=%s/cache 256MB", e.dir);
 	proxy_start(&e, opts);

@@ -254,19 +254,15 @@ objects_asked(int port)
 
 Test(peerlink, a_peer_without_the_link_is_never_asked_in_clear)
 {
-	char url[200], zpeer[64];
-	const char *opts[] = {trusting()[0], zpeer, NULL};
+	char url[200];
 	int zport;
 	struct resp r;
 
 	/* z holds the key and claims every URL, but answers plain HTTP
 	 * only: the link to it fails, the origin answers */
 	cluster_init(&CE, &CL, 1, NULL, NULL);
-	liar = fakepeer_start(&CE, &CL, "z", "false", 0, 0, &zport);
-	snprintf(zpeer, sizeof(zpeer), "peer=z 127.0.0.1:%d", zport);
-	CL.opts = opts;
-	node_start(&CE, &CL, 0);
-	struct node *a = &CL.nodes[0];
+	struct node *a = node_with_fakepeer_tls("false", 0, 0, NULL, NULL,
+	    trusting(), &liar, &zport);
 	cr_assert_eq(node_wait_metric(a, "sumcache_peer_up{peer=\"z\"}", 1,
 	    5000), 1, "z never up");
 
@@ -465,8 +461,7 @@ Test(peerlink, a_link_certificate_naming_another_name_is_refused_by_its_node)
  * refusal. */
 Test(peerlink, a_peer_whose_link_certificate_names_another_name_is_never_asked)
 {
-	char url[200], zpeer[64], crt[400], key[400];
-	const char *opts[] = {trusting()[0], zpeer, NULL};
+	char url[200], crt[400], key[400];
 	int zport;
 
 	cluster_init(&CE, &CL, 1, NULL, NULL);
@@ -482,12 +477,8 @@ Test(peerlink, a_peer_whose_link_certificate_names_another_name_is_never_asked)
 	fwrite(misnamed->key_pem, 1, misnamed->key_pem_len, f);
 	fclose(f);
 	cluster_id_free(&misnamed);
-	liar = fakepeer_start_tls(&CE, &CL, "z", "false", 0, 0, crt, key,
-	    &zport);
-	snprintf(zpeer, sizeof(zpeer), "peer=z 127.0.0.1:%d", zport);
-	CL.opts = opts;
-	node_start(&CE, &CL, 0);
-	struct node *a = &CL.nodes[0];
+	struct node *a = node_with_fakepeer_tls("false", 0, 0, crt, key,
+	    trusting(), &liar, &zport);
 	cr_assert_eq(node_wait_metric(a, "sumcache_peer_up{peer=\"z\"}", 1,
 	    5000), 1, "z never up");
 
