@@ -24,12 +24,10 @@
 #include "client.h"
 
 #include <arpa/inet.h>
-#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -37,6 +35,7 @@
 
 #include "accept.h"
 #include "budget.h"
+#include "client_impl.h"
 #include "loop.h"
 #include "peers.h"
 #include "sc_assert.h"
@@ -77,7 +76,7 @@ timer_set(struct client *c, uint32_t ms)
 	evtimer_add(c->timer, &tv);
 }
 
-static void
+void
 client_free(struct client *c)
 {
 	struct server *s = c->srv;
@@ -117,113 +116,6 @@ client_free(struct client *c)
 	budget_conns(s->budget, s->m.active_clients);
 	free(c);
 	accept_conn_closed(s);
-}
-
-struct evbuffer *
-client_out(struct client *c)
-{
-	return bufferevent_get_output(c->bev);
-}
-
-static void
-set_bulk(struct client *c, bool bulk)
-{
-	/* refused while the event is active; the class is then the old one
-	 * for this response, which costs fairness, not correctness */
-	/* under TLS the class is the socket's (the layer's underlying
-	 * bufferevent): the layer's own callbacks stay in the default one,
-	 * or the socket's ready events would starve them for good */
-	struct bufferevent *under = bufferevent_get_underlying(c->bev);
-
-	if (c->bulk != bulk && bufferevent_priority_set(under != NULL ? under :
-	    c->bev, bulk ? LOOP_PRIO_BULK : LOOP_PRIO_DEFAULT) == 0)
-		c->bulk = bulk;
-}
-
-void
-client_response_begins(struct client *c, long long length)
-{
-	if (length < 0 || length > CLIENT_BULK_MIN)
-		set_bulk(c, true);
-}
-
-uint64_t
-client_out_mark(struct client *c)
-{
-	/* the output drains only from the loop (a socket's writes, and a
-	 * TLS layer's deferred callback), so between two marks taken in
-	 * one callback it grew by what was appended */
-	return evbuffer_get_length(client_out(c));
-}
-
-void
-client_sent(struct txn *t, size_t n)
-{
-	t->bytes_out += n;
-	t->srv->m.client_bytes_out += n;
-}
-
-static void
-on_socket_drained(struct evbuffer *out, const struct evbuffer_cb_info *info,
-    void *arg)
-{
-	(void)info;
-	if (evbuffer_get_length(out) == 0)
-		client_free(arg);
-}
-
-/* Frees c once out, its socket's output under its TLS layer, is written
- * (the layer's last records: a reply and close_notify, or a failed
- * handshake's alert), or at the write timeout. */
-static void
-free_when_written(struct client *c, struct evbuffer *out)
-{
-	struct bufferevent *sock = bufferevent_get_underlying(c->bev);
-	struct timeval wto = tv_ms(c->srv->conf.idle_timeout_ms);
-
-	/* deferred: the callback frees the socket, which must not happen
-	 * inside libevent's write to it */
-	evbuffer_defer_callbacks(out, c->srv->base);
-	if (evbuffer_get_length(out) == 0 ||
-	    (c->linger = evbuffer_add_cb(out, on_socket_drained, c)) == NULL) {
-		client_free(c);
-		return;
-	}
-	/* the layer's timeouts watch its own output, which is empty */
-	bufferevent_set_timeouts(sock, NULL, &wto);
-}
-
-/*
- * c is closing and everything it had to say is through its bufferevent.
- * A plain connection has then written it to the socket: it closes. A TLS
- * layer has only encrypted it into the socket's output, which a close
- * now would throw away (the reply of a "Connection: close" request was
- * lost so). The session ends with close_notify, without which a client
- * cannot tell a whole reply from a cut one (RFC 8446 6.1), and the socket
- * closes once its output is out, or at the write timeout.
- */
-static void
-client_close_now(struct client *c)
-{
-	if (c->tls == NULL || c->bev == NULL) {
-		client_free(c);
-		return;
-	}
-	if (c->linger == NULL)
-		free_when_written(c, tls_conn_close(c->bev));
-}
-
-/* Flush what is queued, then close. */
-static void
-client_close_after_output(struct client *c)
-{
-	c->closing = true;
-	evtimer_del(c->timer);
-	bufferevent_disable(c->bev, EV_READ);
-	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
-	/* inside the parse loop, the loop closes it on the way out */
-	if (evbuffer_get_length(client_out(c)) == 0 && !c->in_loop)
-		client_close_now(c);
 }
 
 void
@@ -379,7 +271,7 @@ parse_one(struct client *c)
 	if (!c->head_started) {
 		c->head_started = true;
 		timer_set(c, s->conf.header_timeout_ms);
-		set_bulk(c, false);
+		client_set_bulk(c, false);
 	}
 	size_t window = have < lim->max_head + 4 ? have : lim->max_head + 4;
 	const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)window);
@@ -527,47 +419,6 @@ on_read(struct bufferevent *bev, void *arg)
 		bufferevent_disable(c->bev, EV_READ);
 }
 
-bool
-client_all_sent(struct client *c)
-{
-	evutil_socket_t fd = bufferevent_getfd(c->bev);
-	int unsent = 0;
-
-	/* no socket (the unit tests' pair): nothing but the buffer */
-	return evbuffer_get_length(client_out(c)) == 0 && (fd < 0 ||
-	    ioctl(fd, SIOCOUTQNSD, &unsent) < 0 || unsent == 0);
-}
-
-/* The socket has sent all it held (TCP_NOTSENT_LOWAT of 1 made it
- * writable only then), or failed: back to the kernel's own mark, and
- * the transaction is told as at a drain. */
-static void
-on_all_sent(evutil_socket_t fd, short what, void *arg)
-{
-	struct client *c = arg;
-	int dflt = 0;
-
-	(void)what;
-	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &dflt, sizeof(dflt));
-	if (c->txn != NULL && !c->closing)
-		c->srv->client_ops->drained(c->txn);
-}
-
-void
-client_wait_all_sent(struct client *c)
-{
-	evutil_socket_t fd = bufferevent_getfd(c->bev);
-	int one = 1;
-
-	if (c->all_sent == NULL && (c->all_sent = event_new(c->srv->base, fd,
-	    EV_WRITE, on_all_sent, c)) == NULL) {
-		client_fail(c, CUT_ABORTED);
-		return;
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &one, sizeof(one));
-	event_add(c->all_sent, NULL);
-}
-
 static void
 on_write(struct bufferevent *bev, void *arg)
 {
@@ -620,7 +471,7 @@ on_event(struct bufferevent *bev, short what, void *arg)
 		c->closing = true;
 		bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
 		timer_set(c, 1000);
-		free_when_written(c, bufferevent_get_output(
+		client_free_when_written(c, bufferevent_get_output(
 		    bufferevent_get_underlying(bev)));
 		return;
 	case TLS_EVENT_END:
