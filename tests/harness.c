@@ -681,3 +681,23 @@ harness_raise_nofile(void)
 		cr_assert(setrlimit(RLIMIT_NOFILE, &rl) == 0);
 	}
 }
+
+double
+harness_cpu_seconds(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long ut = 0, st = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');
+	cr_assert_not_null(p);
+	/* fields 14 and 15, counted after the command's closing paren */
+	sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+	    &ut, &st);
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}

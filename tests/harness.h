@@ -218,6 +218,9 @@ bool harness_find_in_segments(const char *cache, const char *name,
  * in the test and in the nodes it starts. */
 void harness_raise_nofile(void);
 
+/* utime + stime of a process, in seconds. */
+double harness_cpu_seconds(pid_t pid);
+
 /* VmRSS of a process in KiB. */
 long proc_rss_kb(pid_t pid);
 

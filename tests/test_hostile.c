@@ -102,27 +102,6 @@ connect_to(int port, bool nonblocking)
 	return fd;
 }
 
-/* utime + stime of a process, in seconds */
-static double
-cpu_seconds(pid_t pid)
-{
-	char path[64], buf[1024];
-	unsigned long ut = 0, st = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	cr_assert_not_null(f);
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	const char *p = strrchr(buf, ')');
-	cr_assert_not_null(p);
-	/* fields 14 and 15, counted after the command's closing paren */
-	sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-	    &ut, &st);
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 static long
 file_size(const char *path)
 {
@@ -230,11 +209,11 @@ static void
 idle_flood(const char *out, const char *url, struct idle_flood *fl)
 {
 	long log0 = file_size(out);
-	double cpu0 = cpu_seconds(E.proxy);
+	double cpu0 = harness_cpu_seconds(E.proxy);
 
 	fl->fds = open_idle(E.pport, 200);
 	sleep(2);
-	fl->cpu = cpu_seconds(E.proxy) - cpu0;
+	fl->cpu = harness_cpu_seconds(E.proxy) - cpu0;
 	assert_served_quickly(&E, url);
 	fl->logged = file_size(out) - log0;
 	cr_expect_lt(fl->cpu, 0.5, "%.2f s of CPU in 2 s with 200 idle "

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,4 +272,51 @@ Test(mixups, a_stale_answer_after_a_reset_is_logged_as_what_the_client_got)
 	cr_assert(!harness_file_has(out, "/obj/sie", "answered 502", 0));
 	cr_assert(harness_file_has(out, "cannot decode", "answered 502",
 	    2000), "the second fault of the second was not logged");
+}
+
+/*
+ * A body of 256 KB read back from disk waits, for its last bytes, until
+ * the rest has left the host; its client resets the connection
+ * meanwhile. The wait ends with the connection (it once woke again and
+ * again on the dead socket, above the socket's own events, and the node
+ * spun, serving nobody).
+ */
+Test(mixups, a_client_gone_while_its_disk_body_waits_costs_nothing)
+{
+	char dir[400], req[300], buf[16384];
+	const char *opts[] = {"cache_mem=4MB", "max_memory_object_size=1MB",
+	    dir, NULL};
+	const char *u = env_url(&E, "/obj/waiter?max_age=600&size=262144");
+	struct resp r;
+
+	snprintf(dir, sizeof(dir), "cache_dir=%s/cache 64MB", E.dir);
+	proxy_restart(&E, opts, SIGTERM);
+	proxy_get(&E, u, NULL, &r);
+	resp_free(&r);
+	cr_assert_geq(proxy_wait_metric(&E, "sumcache_disk_objects", 1, 5000),
+	    1);
+	proxy_restart(&E, opts, SIGTERM);
+	cr_assert_geq(proxy_wait_metric(&E, "sumcache_disk_objects", 1, 10000),
+	    1);
+	for (int i = 0; i < 4; i++) {
+		int fd = harness_connect(E.pport), rcv = 4096;
+		struct linger l = {1, 0};
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+		int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x"
+		    "\r\n\r\n", u);
+		cr_assert_eq(send(fd, req, (size_t)n, 0), n);
+		cr_assert_gt(recv(fd, buf, sizeof(buf), 0), 0);
+		setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+		close(fd);
+	}
+	usleep(300 * 1000);
+	double cpu0 = harness_cpu_seconds(E.proxy);
+	usleep(1000 * 1000);
+	double spent = harness_cpu_seconds(E.proxy) - cpu0;
+	fprintf(stderr, "figure: 4 clients gone while their disk bodies "
+	    "waited: the node spent %.2f s of CPU in the next second\n", spent);
+	cr_assert_lt(spent, 0.2, "the node spun");
+	proxy_get(&E, u, NULL, &r);
+	cr_assert(body_is(&r, "waiter", 262144));
+	resp_free(&r);
 }

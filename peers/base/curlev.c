@@ -14,18 +14,21 @@
  * origin sent past the end of its answer (a second response, arriving a
  * moment after the first) would be read as the next request's answer,
  * and cached under that URL. (Excess that arrives in the read that ends
- * the body curl sees itself, and closes that connection.) So each
- * connection a transfer leaves behind whole is noted with its socket
- * (struct curlev_kept), and before a request goes out on a kept one
- * (CURLOPT_PREREQFUNCTION, which names the connection by its addresses,
- * not its socket) the socket is peeked: if anything waits, the transfer
- * is refused there, which makes curl close that connection, and started
- * again on a new one (a new connection is never refused). Bytes found when
- * a transfer ends are counted then, and not again at the refusal. Over
- * TLS the bytes might be an alert rather than data: the connection is
- * refused all the same, and counted only over plain HTTP. curl tells us
- * of every close (CURLOPT_CLOSESOCKETFUNCTION), so a noted socket is
- * never a closed one's number reused.
+ * the body curl sees itself, and closes that connection.) So before a
+ * request goes out on a kept connection (CURLOPT_PREREQFUNCTION) its
+ * socket is peeked: if anything waits, the transfer is refused there,
+ * which makes curl close that connection, and started again on a new one
+ * (a new connection is never refused). curl names the connection there
+ * by its addresses, not its socket, so every upstream connection is in
+ * a table of ours from its first request to its close (struct
+ * curlev_conn): curl opens its sockets through us
+ * (CURLOPT_OPENSOCKETFUNCTION), the first request's callback finds which
+ * of the transfer's sockets it is (its local port), and curl tells us of
+ * every close (CURLOPT_CLOSESOCKETFUNCTION), so an entry is never a
+ * closed socket's number reused. (Noting a connection when its transfer
+ * ends is too late: curl may hand it to the next transfer in the same
+ * pass.) Over TLS the bytes might be an alert rather than data: the
+ * connection is refused all the same, and counted only over plain HTTP.
  */
 #include "curlev.h"
 
@@ -33,6 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -43,18 +48,16 @@
 #include "ratelog.h"
 #include "sc_assert.h"
 
-/* connections curl may keep after a transfer, at most (more than the
- * pool: one may end before curl closes the one it pushes out) */
-#define CURLEV_KEPT_MAX (2 * CURLEV_POOL_MAX)
+/* buckets of the connections by local port */
+#define CURLEV_CONN_BUCKETS 256
 
-/* A connection whose last transfer ended whole, which curl may hand to
- * the next one: its socket, under the addresses the prerequest callback
- * names it by. */
-struct curlev_kept {
+/* An upstream connection, from its first request to its close: its
+ * socket, under the addresses the prerequest callback names it by. */
+struct curlev_conn {
 	curl_socket_t fd;   /* CURL_SOCKET_BAD: a free entry */
-	long local_port, port;
+	int local_port, port;
 	char ip[48];
-	bool counted;       /* bytes past its answer counted already */
+	int next;           /* in its bucket, or on the free list; -1 */
 };
 
 struct curlev {
@@ -72,10 +75,10 @@ struct curlev {
 	unsigned nkept;
 	struct curlev_stats stats;
 	struct ratelog excess_log;
-	/* entries [0, nconns) may be in use: a miss scans the kept
-	 * connections there are, not the table's size */
-	struct curlev_kept conns[CURLEV_KEPT_MAX];
-	size_t nconns;
+	/* every upstream connection (it grows as they do), by local port */
+	struct curlev_conn *conns;
+	int nconns, free_conn;
+	int bucket[CURLEV_CONN_BUCKETS];
 };
 
 static bool
@@ -109,84 +112,131 @@ count_excess(struct curlev *o, const char *where)
 		    (unsigned long long)skipped);
 }
 
-/* k is no kept connection any more. */
-static void
-kept_forget(struct curlev *o, struct curlev_kept *k)
+static int *
+bucket_of(struct curlev *o, int local_port)
 {
-	k->fd = CURL_SOCKET_BAD;
-	while (o->nconns > 0 && o->conns[o->nconns - 1].fd == CURL_SOCKET_BAD)
-		o->nconns--;
+	return &o->bucket[(unsigned)local_port % CURLEV_CONN_BUCKETS];
 }
 
-/* CURLOPT_CLOSESOCKETFUNCTION: curl closes a connection, kept or not. */
+static struct curlev_conn *
+conn_find(struct curlev *o, const char *ip, int port, int local_port)
+{
+	for (int i = *bucket_of(o, local_port); i >= 0; i = o->conns[i].next) {
+		struct curlev_conn *c = &o->conns[i];
+		if (c->local_port == local_port && c->port == port &&
+		    strcmp(c->ip, ip) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+/* A new connection's entry; NULL on ENOMEM (it goes unchecked). */
+static struct curlev_conn *
+conn_add(struct curlev *o, curl_socket_t fd, const char *ip, int port,
+    int local_port)
+{
+	if (o->free_conn < 0) {
+		int n = o->nconns == 0 ? 64 : 2 * o->nconns;
+		struct curlev_conn *more = realloc(o->conns, (size_t)n *
+		    sizeof(*more));
+		if (more == NULL)
+			return NULL;
+		o->conns = more;
+		for (int i = n - 1; i >= o->nconns; i--) {
+			o->conns[i] = (struct curlev_conn){.fd = CURL_SOCKET_BAD,
+			    .next = o->free_conn};
+			o->free_conn = i;
+		}
+		o->nconns = n;
+	}
+	int i = o->free_conn;
+	struct curlev_conn *c = &o->conns[i];
+	int *b = bucket_of(o, local_port);
+	o->free_conn = c->next;
+	*c = (struct curlev_conn){.fd = fd, .local_port = local_port,
+	    .port = port, .next = *b};
+	snprintf(c->ip, sizeof(c->ip), "%s", ip);
+	*b = i;
+	return c;
+}
+
+/* CURLOPT_CLOSESOCKETFUNCTION: curl closes a socket, its connection's
+ * entry goes. */
 static int
 on_close_socket(void *arg, curl_socket_t fd)
 {
 	struct curlev *o = arg;
 
-	for (size_t i = 0; i < o->nconns; i++)
-		if (o->conns[i].fd == fd)
-			kept_forget(o, &o->conns[i]);
+	for (int i = 0; i < o->nconns; i++) {
+		struct curlev_conn *c = &o->conns[i];
+		if (c->fd != fd)
+			continue;
+		int *p = bucket_of(o, c->local_port);
+		while (*p != i)
+			p = &o->conns[*p].next;
+		*p = c->next;
+		c->fd = CURL_SOCKET_BAD;
+		c->next = o->free_conn;
+		o->free_conn = i;
+		break;
+	}
 	return close(fd);
 }
 
-/* The transfer ended whole: its connection, if curl keeps it, is noted
- * for the next request's check, and bytes already on it are counted. */
-static void
-note_kept(struct curlev *o, CURL *easy)
+/* CURLOPT_OPENSOCKETFUNCTION: curl's socket, opened here so that the
+ * transfer knows it (a connection may try two: IPv6 and IPv4). */
+static curl_socket_t
+on_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
-	curl_socket_t fd = CURL_SOCKET_BAD;
-	struct curlev_kept *k = NULL;
-	char *ip = NULL, *url = NULL, where[300];
+	struct curlev_xfer *x = arg;
+	curl_socket_t fd = socket(a->family, a->socktype | SOCK_CLOEXEC,
+	    a->protocol);
 
-	if (curl_easy_getinfo(easy, CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK ||
-	    fd == CURL_SOCKET_BAD)
-		return;   /* closed: nothing kept */
-	for (size_t i = 0; i < o->nconns && k == NULL; i++)
-		if (o->conns[i].fd == CURL_SOCKET_BAD)
-			k = &o->conns[i];
-	if (k == NULL && o->nconns < CURLEV_KEPT_MAX)
-		k = &o->conns[o->nconns++];
-	if (k == NULL)
-		return;   /* cannot be: curl keeps at most the pool */
-	k->fd = fd;
-	curl_easy_getinfo(easy, CURLINFO_PRIMARY_IP, &ip);
-	curl_easy_getinfo(easy, CURLINFO_PRIMARY_PORT, &k->port);
-	curl_easy_getinfo(easy, CURLINFO_LOCAL_PORT, &k->local_port);
-	snprintf(k->ip, sizeof(k->ip), "%s", ip != NULL ? ip : "");
-	k->counted = bytes_waiting(fd) && !over_tls(easy);
-	if (k->counted) {
-		curl_easy_getinfo(easy, CURLINFO_EFFECTIVE_URL, &url);
-		snprintf(where, sizeof(where), "from %s", url != NULL ? url :
-		    "?");
-		count_excess(o, where);
-	}
+	(void)purpose;
+	if (fd != CURL_SOCKET_BAD)
+		x->opened[x->nopened++ % CURLEV_OPENED] = fd;
+	return fd;
 }
 
-/* CURLOPT_PREREQFUNCTION: the request is about to go out. On a kept
- * connection with bytes waiting it does not (curlev.c's opening). */
+/* Which of x's sockets is the new connection from local_port. */
+static curl_socket_t
+opened_at(const struct curlev_xfer *x, int local_port)
+{
+	for (unsigned i = 0; i < CURLEV_OPENED && i < x->nopened; i++) {
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		curl_socket_t fd = x->opened[i];
+		if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+			continue;
+		int p = ss.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)
+		    &ss)->sin_port) : ss.ss_family == AF_INET6 ?
+		    ntohs(((struct sockaddr_in6 *)&ss)->sin6_port) : -1;
+		if (p == local_port)
+			return fd;
+	}
+	return CURL_SOCKET_BAD;
+}
+
+/* CURLOPT_PREREQFUNCTION: the request is about to go out. A new
+ * connection enters the table; on a kept one with bytes waiting the
+ * request does not go (curlev.c's opening). */
 static int
 on_prereq(void *arg, char *ip, char *local_ip, int port, int local_port)
 {
 	struct curlev_xfer *x = arg;
-	struct curlev_kept *k = NULL;
+	struct curlev_conn *c = conn_find(x->o, ip, port, local_port);
 	char where[80];
 
 	(void)local_ip;
-	for (size_t i = 0; i < x->o->nconns && k == NULL; i++) {
-		struct curlev_kept *c = &x->o->conns[i];
-		if (c->fd != CURL_SOCKET_BAD && c->local_port == local_port &&
-		    c->port == port && strcmp(c->ip, ip) == 0)
-			k = c;
-	}
-	if (k == NULL)
-		return CURL_PREREQFUNC_OK;   /* a new connection */
-	curl_socket_t fd = k->fd;
-	bool counted = k->counted;
-	kept_forget(x->o, k);      /* in use: noted again when it ends */
-	if (!bytes_waiting(fd))
+	if (c == NULL) {
+		curl_socket_t fd = opened_at(x, local_port);
+		if (fd != CURL_SOCKET_BAD)
+			conn_add(x->o, fd, ip, port, local_port);
 		return CURL_PREREQFUNC_OK;
-	if (!counted && !over_tls(x->easy)) {
+	}
+	if (!bytes_waiting(c->fd))
+		return CURL_PREREQFUNC_OK;
+	if (!over_tls(x->easy)) {
 		snprintf(where, sizeof(where), "waited on a kept connection "
 		    "to %s:%d", ip, port);
 		count_excess(x->o, where);
@@ -220,8 +270,6 @@ check_done(struct curlev *o)
 		struct curlev_xfer *x = NULL;
 		curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&x);
 		SC_ASSERT(x != NULL);
-		if (rc == CURLE_OK)
-			note_kept(o, easy);
 		curl_multi_remove_handle(o->multi, easy);
 		if (x->refused_conn && !x->retried) {
 			/* refused a kept connection: on a new one */
@@ -379,8 +427,9 @@ curlev_new(struct event_base *base, long pool)
 	o->base = base;
 	o->pool = pool;
 	o->pending_tail = &o->pending;
-	for (size_t i = 0; i < CURLEV_KEPT_MAX; i++)
-		o->conns[i].fd = CURL_SOCKET_BAD;
+	o->free_conn = -1;
+	for (int i = 0; i < CURLEV_CONN_BUCKETS; i++)
+		o->bucket[i] = -1;
 	o->multi = multi_new(o);
 	o->timer = evtimer_new(base, on_timer, o);
 	o->idle = evtimer_new(base, on_idle, o);
@@ -407,6 +456,7 @@ curlev_free(struct curlev **op)
 		event_free(o->idle);
 	while (o->nkept > 0)
 		curl_easy_cleanup(o->kept[--o->nkept]);
+	free(o->conns);
 	free(o);
 }
 
@@ -448,9 +498,12 @@ curlev_start(struct curlev *o, CURL *easy, struct curlev_xfer *x)
 	curl_easy_setopt(easy, CURLOPT_PREREQDATA, x);
 	curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
 	curl_easy_setopt(easy, CURLOPT_CLOSESOCKETDATA, o);
+	curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+	curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, x);
 	x->o = o;
 	x->easy = easy;
 	x->refused_conn = x->retried = false;
+	x->nopened = 0;
 	x->pending = o->in_action;
 	if (x->pending) {
 		x->next_pending = NULL;

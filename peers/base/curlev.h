@@ -17,6 +17,9 @@ struct curlev;
 
 typedef void curlev_done_f(void *arg, CURLcode rc);
 
+/* a connection's attempts: IPv6 and IPv4, and another of each */
+#define CURLEV_OPENED 4
+
 /* Per-transfer completion hook; lives inside the caller's transfer state. */
 struct curlev_xfer {
 	curlev_done_f *done;
@@ -28,6 +31,9 @@ struct curlev_xfer {
 	bool refused_conn;  /* a kept connection with bytes waiting was
 	                     * refused: the transfer goes on a new one */
 	bool retried;       /* and it has */
+	curl_socket_t opened[CURLEV_OPENED];  /* sockets curl opened for
+	                                       * it, the last few */
+	unsigned nopened;
 	CURL *easy;
 	struct curlev_xfer *next_pending;
 };

@@ -140,18 +140,24 @@ client_all_sent(struct client *c)
 }
 
 /* The socket has sent all it held (TCP_NOTSENT_LOWAT of 1 made it
- * writable only then), or failed: back to the kernel's own mark, and
- * the transaction is told as at a drain. */
+ * writable only then), or failed (libevent reports an error or a hang-up
+ * as writable, and the bytes stay unsent): back to the kernel's own
+ * mark; the transaction goes on as at a drain, or the connection ends. */
 static void
 on_all_sent(evutil_socket_t fd, short what, void *arg)
 {
 	struct client *c = arg;
-	int dflt = 0;
+	int dflt = 0, unsent = 0;
 
 	(void)what;
 	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &dflt, sizeof(dflt));
-	if (c->txn != NULL && !c->closing)
-		c->srv->client_ops->drained(c->txn);
+	if (c->txn == NULL || c->closing)
+		return;
+	if (ioctl(fd, SIOCOUTQNSD, &unsent) < 0 || unsent > 0) {
+		client_fail(c, CUT_ABORTED);
+		return;
+	}
+	c->srv->client_ops->drained(c->txn);
 }
 
 void
@@ -165,6 +171,10 @@ client_wait_all_sent(struct client *c)
 		client_fail(c, CUT_ABORTED);
 		return;
 	}
+	/* the socket's own class: above it, a wait that is woken again and
+	 * again would starve the socket's reads (its error, or hang-up) */
+	(void)event_priority_set(c->all_sent, c->bulk ? LOOP_PRIO_BULK :
+	    LOOP_PRIO_DEFAULT);
 	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &one, sizeof(one));
 	event_add(c->all_sent, NULL);
 }
