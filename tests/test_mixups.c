@@ -320,3 +320,33 @@ Test(mixups, a_client_gone_while_its_disk_body_waits_costs_nothing)
 	cr_assert(body_is(&r, "waiter", 262144));
 	resp_free(&r);
 }
+
+/* The same body to a client that stops reading (its socket open): the
+ * wait is bounded by idle_timeout, and counted as the client's abort. */
+Test(mixups, a_client_that_stops_reading_a_disk_body_is_cut_at_idle_timeout)
+{
+	char dir[400], req[300], buf[16384];
+	const char *opts[] = {"cache_mem=4MB", "max_memory_object_size=1MB",
+	    "idle_timeout=1s", dir, NULL};
+	const char *u = env_url(&E, "/obj/stopper?max_age=600&size=262144");
+	struct resp r;
+
+	snprintf(dir, sizeof(dir), "cache_dir=%s/cache 64MB", E.dir);
+	proxy_restart(&E, opts, SIGTERM);
+	proxy_get(&E, u, NULL, &r);
+	resp_free(&r);
+	cr_assert_geq(proxy_wait_metric(&E, "sumcache_disk_objects", 1, 5000),
+	    1);
+	proxy_restart(&E, opts, SIGTERM);
+	cr_assert_geq(proxy_wait_metric(&E, "sumcache_disk_objects", 1, 10000),
+	    1);
+	int fd = harness_connect(E.pport), rcv = 4096;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n",
+	    u);
+	cr_assert_eq(send(fd, req, (size_t)n, 0), n);
+	cr_assert_gt(recv(fd, buf, sizeof(buf), 0), 0);
+	cr_assert_eq(proxy_wait_metric(&E, "sumcache_client_aborts_total", 1,
+	    4000), 1, "the client that stopped reading was held");
+	close(fd);
+}

@@ -78,8 +78,9 @@ void client_sent(struct txn *t, size_t n);
  * empty and its socket's kernel buffer holds nothing unsent (what a body
  * sent by reference from a file waits for before its last bytes:
  * serve/disksend.c). When not, client_wait_all_sent has the client ops'
- * drained called once it is so (or the socket fails); over a socket only
- * (the kernel's TCP_NOTSENT_LOWAT).
+ * drained called once it is so; the connection ends when the socket
+ * fails, or at idle_timeout if the client stops reading. Over a socket
+ * only (the kernel's TCP_NOTSENT_LOWAT).
  */
 bool client_all_sent(struct client *c);
 /* Whether c speaks TLS (intercepted, or a peer link). */

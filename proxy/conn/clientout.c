@@ -177,5 +177,9 @@ client_wait_all_sent(struct client *c)
 	    LOOP_PRIO_DEFAULT);
 	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &one, sizeof(one));
 	event_add(c->all_sent, NULL);
+	/* with its output empty the socket's write timeout is not armed: a
+	 * client that stops reading is cut at idle_timeout (on_timer) */
+	struct timeval tv = tv_ms(c->srv->conf.idle_timeout_ms);
+	evtimer_add(c->timer, &tv);
 }
 
