@@ -274,6 +274,39 @@ Test(mixups, a_stale_answer_after_a_reset_is_logged_as_what_the_client_got)
 	    2000), "the second fault of the second was not logged");
 }
 
+/* The node restarted with opts (a cache_dir among them) and u's body on
+ * its disk alone: fetched, the node restarted again. */
+static void
+only_on_disk(const char *const *opts, const char *u)
+{
+	struct resp r;
+
+	proxy_restart(&E, opts, SIGTERM);
+	proxy_get(&E, u, NULL, &r);
+	resp_free(&r);
+	cr_assert_geq(proxy_wait_metric(&E, "sumcache_disk_objects", 1, 5000),
+	    1);
+	proxy_restart(&E, opts, SIGTERM);
+	cr_assert_geq(proxy_wait_metric(&E, "sumcache_disk_objects", 1, 10000),
+	    1);
+}
+
+/* A client with a 4 KB receive buffer that asked for u and read its
+ * first bytes, and reads no more: its socket. */
+static int
+slow_reader(const char *u)
+{
+	char req[300], buf[16384];
+	int fd = harness_connect(E.pport), rcv = 4096;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n",
+	    u);
+	cr_assert_eq(send(fd, req, (size_t)n, 0), n);
+	cr_assert_gt(recv(fd, buf, sizeof(buf), 0), 0);
+	return fd;
+}
+
 /*
  * A body of 256 KB read back from disk waits, for its last bytes, until
  * the rest has left the host; its client resets the connection
@@ -283,31 +316,19 @@ Test(mixups, a_stale_answer_after_a_reset_is_logged_as_what_the_client_got)
  */
 Test(mixups, a_client_gone_while_its_disk_body_waits_costs_nothing)
 {
-	char dir[400], req[300], buf[16384];
+	char dir[400];
 	const char *opts[] = {"cache_mem=4MB", "max_memory_object_size=1MB",
 	    dir, NULL};
 	const char *u = env_url(&E, "/obj/waiter?max_age=600&size=262144");
 	struct resp r;
 
 	snprintf(dir, sizeof(dir), "cache_dir=%s/cache 64MB", E.dir);
-	proxy_restart(&E, opts, SIGTERM);
-	proxy_get(&E, u, NULL, &r);
-	resp_free(&r);
-	cr_assert_geq(proxy_wait_metric(&E, "sumcache_disk_objects", 1, 5000),
-	    1);
-	proxy_restart(&E, opts, SIGTERM);
-	cr_assert_geq(proxy_wait_metric(&E, "sumcache_disk_objects", 1, 10000),
-	    1);
+	only_on_disk(opts, u);
 	for (int i = 0; i < 4; i++) {
-		int fd = harness_connect(E.pport), rcv = 4096;
+		int fd = slow_reader(u);
 		struct linger l = {1, 0};
-		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
-		int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x"
-		    "\r\n\r\n", u);
-		cr_assert_eq(send(fd, req, (size_t)n, 0), n);
-		cr_assert_gt(recv(fd, buf, sizeof(buf), 0), 0);
 		setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-		close(fd);
+		close(fd);   /* a reset */
 	}
 	usleep(300 * 1000);
 	double cpu0 = harness_cpu_seconds(E.proxy);
@@ -325,27 +346,14 @@ Test(mixups, a_client_gone_while_its_disk_body_waits_costs_nothing)
  * wait is bounded by idle_timeout, and counted as the client's abort. */
 Test(mixups, a_client_that_stops_reading_a_disk_body_is_cut_at_idle_timeout)
 {
-	char dir[400], req[300], buf[16384];
+	char dir[400];
 	const char *opts[] = {"cache_mem=4MB", "max_memory_object_size=1MB",
 	    "idle_timeout=1s", dir, NULL};
 	const char *u = env_url(&E, "/obj/stopper?max_age=600&size=262144");
-	struct resp r;
 
 	snprintf(dir, sizeof(dir), "cache_dir=%s/cache 64MB", E.dir);
-	proxy_restart(&E, opts, SIGTERM);
-	proxy_get(&E, u, NULL, &r);
-	resp_free(&r);
-	cr_assert_geq(proxy_wait_metric(&E, "sumcache_disk_objects", 1, 5000),
-	    1);
-	proxy_restart(&E, opts, SIGTERM);
-	cr_assert_geq(proxy_wait_metric(&E, "sumcache_disk_objects", 1, 10000),
-	    1);
-	int fd = harness_connect(E.pport), rcv = 4096;
-	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
-	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n",
-	    u);
-	cr_assert_eq(send(fd, req, (size_t)n, 0), n);
-	cr_assert_gt(recv(fd, buf, sizeof(buf), 0), 0);
+	only_on_disk(opts, u);
+	int fd = slow_reader(u);
 	cr_assert_eq(proxy_wait_metric(&E, "sumcache_client_aborts_total", 1,
 	    4000), 1, "the client that stopped reading was held");
 	close(fd);
