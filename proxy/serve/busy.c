@@ -34,11 +34,12 @@
  *
  * An answer that cannot be shared (not storable) lets its waiters go:
  * each fetches by itself and never waits again (no_collapse), so an
- * uncacheable URL costs one head's wait, never a chain of them. A fetch that fails (no answer, or a server error)
- * is the waiters' answer too (busy_fail): a crowd on a failing origin
- * costs it one request, not one each, and each waiter is answered when
- * the one fetch fails, with a stale copy where the rules allow one. No
- * retry: a second try would cost the crowd the origin's timeout again.
+ * uncacheable URL costs one head's wait, never a chain of them. A fetch
+ * that fails (no answer, or a server error) is the waiters' answer too
+ * (busy_fail): a crowd on a failing origin costs it one request, not one
+ * each, and each waiter is answered when the one fetch fails, with a
+ * stale copy where the rules allow one. No retry: a second try would
+ * cost the crowd the origin's timeout again.
  * A waiter whose request selects another variant (Vary) goes by itself
  * too. The wait for the head is bounded by collapsed_forwarding_timeout,
  * counted from the fetch's start; then the waiters go by themselves and
@@ -568,10 +569,10 @@ busy_fail(struct busy **bp, int status, bool disconnected, const char *cause)
 
 /*
  * A reader (st: its seat as it was; it has left it) of a complete fetch
- * is sent the rest of its body, from obj (the stored object) when there is one, else from the
- * source (a tee's window, or the disk's file through the disk's sender,
- * which ends t itself), and finished. false when there is nothing to
- * send it from.
+ * is sent the rest of its body, from obj (the stored object) when there
+ * is one, else from the source (a tee's window, or the disk's file
+ * through the disk's sender, which ends t itself), and finished. false
+ * when there is nothing to send it from.
  */
 static bool
 rest_of(const struct busy *b, const struct busy_seat *st,

@@ -31,11 +31,12 @@
  * record as it was checked (its size, and disk_trusted's stamp). When it
  * does not, the answer is cut there: the client sees it end short and
  * the connection close, never the whole length. A body of
- * DISKSEND_COPY_WHOLE bytes or less, and any body for a TLS client (whose layer copies every
- * byte anyway, and would otherwise map the file), is copied whole, a
- * piece at a time as the output drains: the copy is the check. What
- * remains exposed is a cut made after the tail was queued, in bytes the
- * client had received but not yet read (its socket's receive buffer).
+ * DISKSEND_COPY_WHOLE bytes or less, and any body for a TLS client
+ * (whose layer copies every byte anyway, and would otherwise map the
+ * file), is copied whole, a piece at a time as the output drains: the
+ * copy is the check. What remains exposed is a cut made after the tail
+ * was queued, in bytes the client had received but not yet read (its
+ * socket's receive buffer).
  *
  * Ownership: the transaction owns its sender; a read in flight holds it
  * (and so the body and its file) until it is back, and frees it when
