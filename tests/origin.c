@@ -22,10 +22,11 @@
  *   /vary/NAME       Vary: Accept-Language, body names the language
  *   /echo            the request body back, X-Method, X-Body-Length,
  *                    X-Request-Chunked
- *   /big?size=N&max_age=N&gen=1
+ *   /big?size=N&max_age=N&gen=1&chunked=1
  *                    N bytes streamed as fast as the peer reads them;
  *                    no-store unless max_age is given; with gen=1 the
- *                    bytes change with each /__bump
+ *                    bytes change with each /__bump; with chunked=1 in
+ *                    64 KB chunks, no Content-Length
  *   /te?coding=C     a body sent with "Transfer-Encoding: C" (raw bytes)
  *   /cut?size=N&at=M Content-Length N, then M bytes and a close
  *   /steady?size=N&parts=P&step=MS&stall=K&max_age=N
@@ -48,6 +49,7 @@
  *   /__log           one line per request received: METHOD TARGET
  *                    [range=RANGE] COND
  *   /__conns         how many connections were accepted
+ *   /__open          how many are open now (this one included)
  *   /__bump          a new generation of /big?gen=1 bodies and
  *                    /obj/?gen=1 ETags
  *   /__status?code=N /obj/ answers status N from now on (0: as asked)
@@ -89,6 +91,7 @@ struct conn {
 	struct evbuffer *body;
 	uint64_t big_left;   /* bytes of /big still to send */
 	char big_fill[16];   /* and the pattern they repeat */
+	bool big_chunked;    /* in chunks */
 	bool close_after;    /* /cut: close once the output is sent */
 	bool delayed;        /* ?delay= has passed: answer now */
 	struct evbuffer *rest;  /* ?pause=: the body's second half */
@@ -105,6 +108,7 @@ static struct event_base *base;
 static struct evbuffer *reqlog;
 static unsigned revalidations;
 static unsigned connections;
+static unsigned open_conns;
 static unsigned generation;
 static long forced_status;  /* /__status */
 static char forced_drop[8]; /* /__drop: "close", "reset" or "" */
@@ -157,6 +161,7 @@ conn_free(struct conn *c)
 	evbuffer_free(c->body);
 	bufferevent_free(c->bev);
 	free(c);
+	open_conns--;
 }
 
 static void
@@ -203,17 +208,21 @@ on_steady(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(c->steady, &tv);
 }
 
-/* A 200's head for a body of len bytes, fresh for max_age seconds
- * (no-store when negative). */
+/* A 200's head for a body of len bytes (chunked, when chunked), fresh
+ * for max_age seconds (no-store when negative). */
 static void
-head_of_length(struct evbuffer *out, long max_age, uint64_t len)
+head_of_length(struct evbuffer *out, long max_age, uint64_t len,
+    bool chunked)
 {
-	char cc[32] = "no-store";
+	char cc[32] = "no-store", framing[48] = "Transfer-Encoding: chunked";
 
 	if (max_age >= 0)
 		snprintf(cc, sizeof(cc), "max-age=%ld", max_age);
+	if (!chunked)
+		snprintf(framing, sizeof(framing), "Content-Length: %llu",
+		    (unsigned long long)len);
 	evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nCache-Control: %s\r\n"
-	    "Content-Length: %llu\r\n\r\n", cc, (unsigned long long)len);
+	    "%s\r\n\r\n", cc, framing);
 }
 
 static void
@@ -262,8 +271,10 @@ respond(struct conn *c)
 		    "0\r\n\r\n");
 		return;
 	}
-	if (strcmp(c->path, "/__conns") == 0) {
-		int n = snprintf(tmp, sizeof(tmp), "%u", connections);
+	if (strcmp(c->path, "/__conns") == 0 ||
+	    strcmp(c->path, "/__open") == 0) {
+		int n = snprintf(tmp, sizeof(tmp), "%u", c->path[3] == 'c' ?
+		    connections : open_conns);
 		evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\nContent-Length: %d"
 		    "\r\n\r\n%s", n, tmp);
 		return;
@@ -418,7 +429,8 @@ respond(struct conn *c)
 			    generation);
 		else
 			strcpy(c->big_fill, "big");
-		head_of_length(out, max_age, c->big_left);
+		c->big_chunked = qparam(c, "chunked", 0);
+		head_of_length(out, max_age, c->big_left, c->big_chunked);
 		return; /* the body follows in on_write */
 	}
 	if (strcmp(c->path, "/te") == 0) {
@@ -455,7 +467,7 @@ respond(struct conn *c)
 		c->steady_stall = qparam(c, "stall", 0);
 		c->steady_at = 0;
 		c->steady_sent = 0;
-		head_of_length(out, max_age, c->steady_size);
+		head_of_length(out, max_age, c->steady_size, false);
 		if (c->steady == NULL)
 			c->steady = evtimer_new(base, on_steady, c);
 		on_steady(-1, 0, c);
@@ -685,8 +697,14 @@ on_write(struct bufferevent *bev, void *arg)
 		size_t n = c->big_left < sizeof(chunk) ? c->big_left :
 		    sizeof(chunk);
 		fill(chunk, n, c->big_fill, 0);
+		if (c->big_chunked)
+			evbuffer_add_printf(bufferevent_get_output(bev),
+			    "%zx\r\n", n);
 		bufferevent_write(bev, chunk, n);
 		c->big_left -= n;
+		if (c->big_chunked)
+			evbuffer_add_printf(bufferevent_get_output(bev),
+			    "\r\n%s", c->big_left == 0 ? "0\r\n\r\n" : "");
 	}
 	if (c->close_after && evbuffer_get_length(bufferevent_get_output(bev))
 	    == 0)
@@ -721,6 +739,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 		    BEV_OPT_CLOSE_ON_FREE);
 	c->body = evbuffer_new();
 	connections++;
+	open_conns++;
 	c->req.content_length = -1;
 	bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
 	bufferevent_setwatermark(c->bev, EV_WRITE, 65536, 0);

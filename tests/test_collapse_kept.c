@@ -327,3 +327,128 @@ Test(collapse_kept, readers_of_the_disk_copy_go_at_their_own_pace)
 	close(lead);
 	cr_assert_eq(origin_count(&e, "/steady", NULL), 1);
 }
+
+/* Sends a GET of u on a new connection to the node; the socket. */
+static int
+ask(const char *u)
+{
+	char req[512];
+	int fd = harness_connect(e.pport);
+	int k = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n"
+	    "Connection: close\r\n\r\n", u);
+
+	cr_assert_eq(send(fd, req, (size_t)k, MSG_NOSIGNAL), k);
+	return fd;
+}
+
+/* Reads the nfd sockets at once until each has given n bytes (head and
+ * framing included), at most ms; the fewest one gave. */
+static uint64_t
+read_at_least(const int *fd, int nfd, uint64_t n, int ms)
+{
+	char buf[65536];
+	uint64_t got[4] = {0}, least = 0;
+	long deadline = harness_now_ms() + ms;
+
+	cr_assert_leq(nfd, 4);
+	while (least < n && harness_now_ms() < deadline) {
+		struct pollfd p[4];
+		for (int i = 0; i < nfd; i++)
+			p[i] = (struct pollfd){fd[i], got[i] < n ? POLLIN : 0,
+			    0};
+		if (poll(p, (nfds_t)nfd, 100) <= 0)
+			continue;
+		least = UINT64_MAX;
+		for (int i = 0; i < nfd; i++) {
+			ssize_t r = p[i].revents != 0 ? recv(fd[i], buf,
+			    sizeof(buf), 0) : 0;
+			if (r < 0 || (r == 0 && p[i].revents != 0))
+				return 0;   /* closed before n */
+			got[i] += (uint64_t)r;
+			if (got[i] < least)
+				least = got[i];
+		}
+	}
+	return least;
+}
+
+/* The origin's connections open now, the query's own excluded. */
+static int
+origin_open(void)
+{
+	const char *q = "GET /__open HTTP/1.1\r\nHost: o\r\nConnection: "
+	    "close\r\n\r\n";
+	bool closed;
+	char *out = raw_exchange(e.oport, q, strlen(q), 3000, &closed);
+	char *body = out != NULL ? strstr(out, "\r\n\r\n") : NULL;
+
+	cr_assert_not_null(body);
+	int n = atoi(body + 4) - 1;
+	free(out);
+	return n;
+}
+
+/* A chunked body that outgrew memory is read through a window: once its
+ * first bytes have left it, a request for the URL cannot read them
+ * there. It fetches alone, and gets every byte right. */
+Test(collapse_kept, a_request_after_a_window_moved_on_fetches_alone)
+{
+	const char *opts[] = {"max_memory_object_size=1MB", NULL};
+	env_start(&e, opts);
+	const char *u = env_url(&e, "/obj/late?max_age=60&size=5000000&"
+	    "chunked=1");
+	int first = ask(u);
+	cr_assert_geq(read_at_least(&first, 1, 3000000, 10000), 3000000);
+	cr_assert_eq(proxy_metric(&e, "sumcache_collapsed_tees_total"), 1);
+	cr_assert_eq(crowd(u, 1, 0, "late", 5000000, 20000), 1,
+	    "the late request was not answered whole and right");
+	cr_assert_eq(origin_count(&e, "late", NULL), 2, "the late request "
+	    "read a window that had let its first bytes go");
+	close(first);
+}
+
+/* The slowest reader of a window holds the others back only while it
+ * stays: cut at idle_timeout for not reading, it lets them on. */
+Test(collapse_kept, the_slowest_reader_of_a_window_leaving_lets_the_others_on)
+{
+	const char *opts[] = {"max_memory_object_size=1MB", "idle_timeout=2s",
+	    NULL};
+	env_start(&e, opts);
+	const char *u = env_url(&e, "/obj/paced?max_age=60&size=40000000&"
+	    "chunked=1&delay=500");
+	int lag = ask(u);
+	usleep(100 * 1000);
+	long t0 = harness_now_ms();
+	int good = crowd(u, 2, 0, "paced", 40000000, 30000);
+	fprintf(stderr, "figure: two readers of a 40 MB window behind one "
+	    "that stopped reading (idle_timeout 2 s): %d whole in %ld ms\n",
+	    good, harness_now_ms() - t0);
+	cr_assert_eq(good, 2, "the readers were held by one that had gone");
+	cr_assert_eq(origin_count(&e, "paced", NULL), 1);
+	cr_assert_eq(proxy_metric(&e, "sumcache_collapsed_tees_total"), 1);
+	cr_assert_geq(proxy_metric(&e, "sumcache_client_aborts_total"), 1);
+	close(lag);
+}
+
+/* A window nobody reads any more stops its transfer: the body is not
+ * kept, and reading on would fetch it for no one (here a body of a
+ * terabyte). */
+Test(collapse_kept, a_window_nobody_reads_stops_its_transfer)
+{
+	const char *opts[] = {"max_memory_object_size=1MB", NULL};
+	env_start(&e, opts);
+	const char *u = env_url(&e, "/big?size=1000000000000&chunked=1&"
+	    "max_age=60&delay=500");
+	int fd[2] = {ask(u), ask(u)};
+	cr_assert_geq(read_at_least(fd, 2, 3000000, 10000), 3000000);
+	cr_assert_eq(proxy_metric(&e, "sumcache_collapsed_tees_total"), 1);
+	cr_assert_eq(origin_count(&e, "/big", NULL), 1);
+	cr_assert_eq(origin_open(), 1, "one transfer for both");
+	close(fd[0]);
+	close(fd[1]);
+	int open = 1;
+	for (long t0 = harness_now_ms(); open > 0 && harness_now_ms() - t0 <
+	    3000; usleep(50 * 1000))
+		open = origin_open();
+	cr_assert_eq(open, 0, "the origin still sends a body nobody reads");
+}

@@ -30,7 +30,10 @@
  * what memory may hold for it is not stored, and the copy becomes a tee,
  * a window past what the slowest reader has taken; the fetch waits for
  * that reader when the window is full (busy_on_taken), as it waits for
- * its one client when nobody shares it.
+ * its one client when nobody shares it, and reads on when the reader
+ * takes more or leaves. Once its first bytes have left the window it
+ * takes no newcomer (busy_unlist: the next request leads a fetch of its
+ * own), and when nobody reads it any more its fetch stops.
  *
  * An answer that cannot be shared (not storable) lets its waiters go:
  * each fetches by itself and never waits again (no_collapse), so an
@@ -204,9 +207,13 @@ busy_leave(struct txn *t)
 
 	if (st == NULL)
 		return;
+	struct busy *b = st->reading ? st->b : NULL;
 	seat_unlink(st);
 	t->seat = NULL;
 	free(st);
+	/* the slowest reader may have gone: a tee's window has room */
+	if (b != NULL && b->taken != NULL)
+		b->taken(b->taken_arg);
 }
 
 /* ---- waiters ---- */
@@ -521,6 +528,18 @@ busy_on_taken(struct busy *b, void (*taken)(void *arg), void *arg)
 	b->taken_arg = arg;
 }
 
+bool
+busy_read(const struct busy *b)
+{
+	return b->readers != NULL;
+}
+
+void
+busy_unlist(struct busy *b)
+{
+	leave_table(b);
+}
+
 void
 busy_drained(struct txn *t)
 {
@@ -617,6 +636,7 @@ busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj)
 	if (b == NULL)
 		return;
 	*bp = NULL;
+	b->taken = NULL;   /* the fetch ends: its readers leave for good */
 	leave_table(b);
 	if (b->deadline != NULL)
 		event_free(b->deadline);

@@ -83,9 +83,17 @@ uint64_t busy_slowest(const struct busy *b);
 /* Whether a reader has taken all the source has (a disk stream then
  * hands its partial piece to the disk). */
 bool busy_waiting(const struct busy *b);
-/* taken(arg) runs when readers have taken more (a tee's fetch, paused on
- * a full window, reads on). */
+/* taken(arg) runs when readers have taken more, or one has left (a
+ * tee's fetch, paused on a full window, reads on; with nobody reading it
+ * ends). It runs wherever a reader drains or is freed, inside another
+ * fetch's callbacks too: it should note the news, and act on the loop. */
 void busy_on_taken(struct busy *b, void (*taken)(void *arg), void *arg);
+/* Whether anyone reads b's body. */
+bool busy_read(const struct busy *b);
+/* No later request joins b: a tee has let its first bytes go, which a
+ * newcomer would read. The next one leads a fetch of its own, and its
+ * crowd joins that. */
+void busy_unlist(struct busy *b);
 
 /* How a fetch ends for those waiting on it or reading it. */
 enum busy_end {

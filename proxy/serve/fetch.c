@@ -124,8 +124,8 @@ fetch_free(struct fetch **fp)
 	curl_slist_free_all(f->connect_to);
 	if (f->timer)
 		event_free(f->timer);
-	if (f->stream_ev)
-		event_free(f->stream_ev);
+	if (f->wake)
+		event_free(f->wake);
 	if (f->headbuf)
 		evbuffer_free(f->headbuf);
 	http_head_clear(&f->resp);

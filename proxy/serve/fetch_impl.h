@@ -88,10 +88,12 @@ struct fetch {
 	bool tee;                  /* the copy is a window, not kept
 	                            * (busy.c), of at most tee_room bytes */
 	size_t tee_room;
-	/* shared to the disk: its progress, taken off the disk's callback
-	 * (stream_ev); curl is done and the rest is going down
+	/* news of the source taken up on the loop, off the callback that
+	 * brought it: a disk stream's progress (stream_progress), or a
+	 * tee's readers (tee_wake) */
+	struct event *wake;
+	/* shared to the disk: curl is done and the rest is going down
 	 * (finishing) */
-	struct event *stream_ev;
 	uint64_t stream_readable;
 	bool stream_failed;
 	bool finishing;
@@ -130,9 +132,6 @@ void fetch_finish_error(struct fetch *f, CURLcode rc);
  * goes back to inflight_mem. */
 void fetch_drop_copy(struct fetch *f);
 
-/* A tee's readers took more: the fetch reads on if there is room
- * (fetchrecv.c, busy_on_taken). */
-void tee_taken(void *arg);
 /* The disk stream's progress, on the loop (fetchend.c). */
 void stream_progress(evutil_socket_t fd, short what, void *arg);
 

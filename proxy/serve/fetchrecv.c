@@ -163,7 +163,7 @@ stream_written(void *arg, uint64_t readable, bool failed)
 
 	f->stream_readable = readable;
 	f->stream_failed = f->stream_failed || failed;
-	event_active(f->stream_ev, 0, 0);
+	event_active(f->wake, 0, 0);
 }
 
 /* Whether the kept body can be its readers': in memory, or on its way
@@ -195,16 +195,14 @@ share(struct fetch *f, int64_t clen)
 		return false;
 	f->src = (struct busy_source){.copy = f->body, .length = clen};
 	if (f->stream != NULL) {
-		f->stream_ev = event_new(f->srv->base, -1, 0, stream_progress,
-		    f);
+		f->wake = event_new(f->srv->base, -1, 0, stream_progress, f);
 		f->src.file = disk_stream_body(f->stream);
-		if (f->stream_ev == NULL || f->src.file == NULL) {
+		if (f->wake == NULL || f->src.file == NULL) {
 			store_obj_unref(&f->shape);
 			return false;
 		}
 		disk_stream_on_written(f->stream, stream_written, f);
 	}
-	busy_on_taken(f->busy, tee_taken, f);
 	f->shared = true;
 	f->t = NULL;
 	t->fetch = NULL;
@@ -523,6 +521,42 @@ shared_to_disk(struct fetch *f, const char *data, size_t len)
 	return len;
 }
 
+/* What a tee's window holds past its slowest reader. */
+static size_t
+tee_held(struct fetch *f)
+{
+	return f->body->len - (size_t)(busy_slowest(f->busy) - f->src.base);
+}
+
+/* A tee's news on the loop: with nobody reading, the transfer stops
+ * (the body is not kept: reading on would fetch it for no one); with
+ * room for curl's chunk again, the fetch reads on (the chunk is
+ * delivered at once). */
+static void
+tee_wake(evutil_socket_t fd, short what, void *arg)
+{
+	struct fetch *f = arg;
+
+	(void)fd;
+	(void)what;
+	if (!busy_read(f->busy)) {
+		fetch_free(&f);
+		return;
+	}
+	if (f->recv_paused && tee_held(f) + FETCH_CHUNK <= f->tee_room)
+		fetch_output_drained(f);
+}
+
+/* A tee's readers took more, or one left (busy_on_taken): wherever that
+ * happens, the fetch hears of it on the loop. */
+static void
+tee_taken(void *arg)
+{
+	struct fetch *f = arg;
+
+	event_active(f->wake, 0, 0);
+}
+
 /* The copy of unknown length may not grow to need: not stored after
  * all, it becomes a tee (busy.c), a window of what it holds now or
  * TEE_ROOM, whichever is more. false when even that cannot be had. */
@@ -532,10 +566,15 @@ become_tee(struct fetch *f)
 	f->tee = true;
 	f->tee_room = f->body->cap > TEE_ROOM ? f->body->cap : TEE_ROOM;
 	f->srv->m.collapsed_tee++;
-	return reserve_copy_keep(f, f->tee_room);
+	if (!reserve_copy_keep(f, f->tee_room) || (f->wake = event_new(
+	    f->srv->base, -1, 0, tee_wake, f)) == NULL)
+		return false;
+	busy_on_taken(f->busy, tee_taken, f);
+	return true;
 }
 
-/* A tee: what every reader has taken leaves the window. */
+/* A tee: what every reader has taken leaves the window, and with its
+ * first bytes gone no newcomer may join it (busy_unlist). */
 static void
 tee_trim(struct fetch *f)
 {
@@ -544,6 +583,8 @@ tee_trim(struct fetch *f)
 
 	if (drop == 0)
 		return;
+	if (f->src.base == 0)
+		busy_unlist(f->busy);
 	memmove(b->data, b->data + drop, b->len - (size_t)drop);
 	b->len -= (size_t)drop;
 	f->src.base += drop;
@@ -564,6 +605,11 @@ shared_in_memory(struct fetch *f, const char *data, size_t len)
 	    f->srv->conf.max_memory_object_size || (need > b->cap &&
 	    !reserve_copy_keep(f, need))) && !become_tee(f))
 		return 0;
+	if (f->tee && !busy_read(f->busy)) {
+		/* nobody reads it: tee_wake ends the transfer */
+		event_active(f->wake, 0, 0);
+		return pause_recv(f);
+	}
 	if (f->tee) {
 		tee_trim(f);
 		if (b->len + len > f->tee_room)
@@ -576,17 +622,6 @@ shared_in_memory(struct fetch *f, const char *data, size_t len)
 	f->src.have += len;
 	busy_body(f->busy);
 	return len;
-}
-
-void
-tee_taken(void *arg)
-{
-	struct fetch *f = arg;
-
-	/* room for curl's chunk again: it is delivered at once */
-	if (f->tee && f->recv_paused && f->body->len - (busy_slowest(f->busy) -
-	    f->src.base) + FETCH_CHUNK <= f->tee_room)
-		fetch_output_drained(f);
 }
 
 size_t
