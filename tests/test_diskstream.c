@@ -4,9 +4,18 @@
  * every byte, and read back whole; the stream holds the feeder back
  * rather than grow; one given up is never served, and a scan after a
  * crash steps over it to the records behind it; a newer copy of a
- * variant supersedes the older ones, whichever way each was written.
+ * variant supersedes the older ones, whichever way each was written;
+ * its readers hear of the bytes on the disk without a gap, and one write
+ * that stalls while later ones finish holds the feeder back.
+ *
+ * A stalled write is a real one made to wait: this binary's pwrite
+ * passes every call to the C library's, except, once armed, the next
+ * one (an I/O thread's), which waits for its release first.
  */
+#define _GNU_SOURCE /* RTLD_NEXT */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +23,31 @@
 
 #include <xxhash.h>
 
+#include "clock.h"
 #include "diskrig.h"
+
+static ssize_t (*libc_pwrite)(int, const void *, size_t, off_t);
+static atomic_bool stall_armed, stalled, stall_released;
+
+__attribute__((constructor)) static void
+find_libc_pwrite(void)
+{
+	libc_pwrite = (ssize_t (*)(int, const void *, size_t, off_t))dlsym(
+	    RTLD_NEXT, "pwrite");
+}
+
+ssize_t
+pwrite(int fd, const void *buf, size_t n, off_t off)
+{
+	bool armed = true;
+
+	if (atomic_compare_exchange_strong(&stall_armed, &armed, false)) {
+		atomic_store(&stalled, true);
+		while (!atomic_load(&stall_released))
+			usleep(1000);
+	}
+	return libc_pwrite(fd, buf, n, off);
+}
 
 static uint8_t
 byte_at(uint64_t k)
@@ -179,5 +212,99 @@ Test(diskstream, a_newer_copy_supersedes_the_older)
 	check_body(o, 700, 0);
 	store_obj_unref(&o);
 	cr_assert_eq(disk_stats(g.d)->dropped[DISK_DROP_REPLACED], 2);
+	rig_stop(&g);
+}
+
+struct heard {
+	int times;
+	uint64_t readable;
+	bool failed, went_back;
+};
+
+static void
+on_written(void *arg, uint64_t readable, bool failed)
+{
+	struct heard *h = arg;
+
+	h->times++;
+	h->went_back = h->went_back || readable < h->readable;
+	h->readable = readable;
+	h->failed = h->failed || failed;
+}
+
+/* Writes 64 KB of the pattern from at and hands the partial piece over
+ * at once, as a shared fetch does while its readers wait. */
+static void
+write_and_flush(struct disk_stream *ds, uint64_t at, uint64_t len)
+{
+	uint8_t buf[64 * 1024];
+	size_t k = len - at < sizeof(buf) ? (size_t)(len - at) : sizeof(buf);
+
+	for (size_t i = 0; i < k; i++)
+		buf[i] = byte_at(at + i);
+	cr_assert_eq(disk_stream_write(ds, buf, k), 0);
+	cr_assert_eq(disk_stream_flush(ds, false), 0);
+}
+
+/*
+ * The record's head is written by an I/O thread that stalls; the other
+ * threads write the body's pieces behind it meanwhile. Nothing is
+ * readable (the head is the gap), and the feeder is held back after a
+ * few pieces, however fast the later ones finish: it was fed on while
+ * the pieces out of order piled up past their table (the node
+ * aborted). Released, the stream goes on: every byte readable in
+ * order, the record committed and read back whole.
+ */
+Test(diskstream, a_stalled_write_holds_the_feeder_back_while_later_ones_end)
+{
+	struct rig g;
+	const char *key = "http://origin.example/stalled.iso";
+	const uint64_t len = 24u << 20;
+	struct heard h = {0};
+	int drained = 0;
+	uint64_t at = 0;
+
+	rig_start(&g, 128 << 20);
+	RUN_UNTIL(&g, g.ev.scanned == 1);
+	atomic_store(&stall_armed, true);
+	struct disk_stream *ds = begin(&g, key, len);
+	RUN_UNTIL(&g, atomic_load(&stalled));
+	disk_stream_on_written(ds, on_written, &h);
+	disk_stream_on_drained(ds, on_drained, &drained);
+	/* fed while not full, the loop turning between writes; full for a
+	 * second on end is held back */
+	for (long full_since = 0; at < len;) {
+		struct timeval tv = {0, 1000};
+		event_base_loopexit(g.base, &tv);
+		event_base_dispatch(g.base);
+		if (!disk_stream_full(ds)) {
+			full_since = 0;
+			write_and_flush(ds, at, len);
+			at += 64 * 1024 < len - at ? 64 * 1024 : len - at;
+		} else if (full_since == 0) {
+			full_since = (long)mono_ms();
+		} else if ((long)mono_ms() - full_since > 1000) {
+			break;
+		}
+	}
+	fprintf(stderr, "figure: a stalled head write: the feeder held back "
+	    "after %llu KB\n", (unsigned long long)(at >> 10));
+	cr_assert_lt(at, 16u << 20, "the feeder was never held back");
+	cr_assert_eq(h.readable, 0, "bytes after the gap were readable");
+	atomic_store(&stall_released, true);
+	while (at < len) {
+		RUN_UNTIL(&g, !disk_stream_full(ds));
+		write_and_flush(ds, at, len);
+		at += 64 * 1024 < len - at ? 64 * 1024 : len - at;
+	}
+	cr_assert_gt(drained, 0);
+	disk_stream_end(&ds);
+	RUN_UNTIL(&g, g.ev.found == 1);
+	cr_assert_eq(h.readable, len);
+	cr_assert(!h.failed);
+	cr_assert(!h.went_back, "the readable prefix went back");
+	struct store_obj *o = read_back(&g, key);
+	check_pattern(o, len);
+	store_obj_unref(&o);
 	rig_stop(&g);
 }

@@ -129,10 +129,10 @@ disk_ent disk_store(struct disk *d, struct store_obj *o, bool in_mem);
  * disk_stream_begin reserves it for o's key, head, varykey and meta, with
  * body_len bytes of body to come (o's own body is not read), and returns
  * NULL when it cannot now (too large, no room yet, out of memory).
- * disk_stream_write copies n bytes of the body; -1 when the stream has
- * failed, which the caller then aborts. While disk_stream_full, the
- * caller feeds no more; drained(arg) runs when the backlog is down to
- * half. disk_stream_end, once all body_len bytes are written, commits
+ * disk_stream_write copies n bytes of the body (at most a megabyte: a
+ * fetch's chunk); -1 when the stream has failed, which the caller then
+ * aborts. While disk_stream_full, the caller feeds no more; drained(arg)
+ * runs when the stream is down to half. disk_stream_end, once all body_len bytes are written, commits
  * the record when they are on the disk (found() then reports it);
  * disk_stream_abort gives it up. Both clear *ds; the stream is the
  * disk's after them. A stream holds at most DISK_STREAM_MEM bytes.

@@ -23,7 +23,10 @@
  * stream's backlog, at most DISK_STREAM_HIGH and one piece; the caller
  * stops feeding while disk_stream_full() and is told when the backlog
  * is down to half. A disk slower than the origin thus slows the fetch,
- * and memory stays bounded (DISK_STREAM_MEM a stream).
+ * and memory stays bounded (DISK_STREAM_MEM a stream). The pieces not
+ * yet in the readable prefix (below) are held to PIECES_OUT the same
+ * way: one slow write with later ones done past it must not have the
+ * caller feed on without bound.
  *
  * Readers while it is written: the clients of a collapsed fetch read the
  * body off the segment file as it goes down (disk_stream_body), up to the
@@ -47,11 +50,14 @@
 #include "record.h"
 #include "sc_assert.h"
 
-/* partial pieces in flight at most (disk_stream_flush): with the full
- * ones the backlog allows and the head, the pieces in flight stay under
- * AHEAD_MAX */
-#define FLUSH_JOBS_MAX 4
-#define AHEAD_MAX (DISK_STREAM_HIGH / IO_CHUNK + 2 + FLUSH_JOBS_MAX + 4)
+/* Pieces submitted and not yet in the readable prefix (in flight, or
+ * done past a gap): the stream is full from PIECES_OUT on, and a
+ * partial piece is handed over (disk_stream_flush) below FLUSH_OUT_MAX
+ * only. A write while not full adds at most one piece (at most IO_CHUNK
+ * bytes), and the end one more, so ahead[] never holds more than
+ * PIECES_OUT + 1. */
+#define PIECES_OUT 12
+#define FLUSH_OUT_MAX 4
 
 struct disk_stream {
 	struct disk *d;
@@ -73,10 +79,10 @@ struct disk_stream {
 	bool mark_sent;
 	void (*drained)(void *arg);
 	void *arg;
-	/* the readable prefix (record offsets), and pieces done past a gap:
-	 * at most the pieces in flight (AHEAD_MAX) */
+	/* the readable prefix (record offsets), and pieces done past a gap
+	 * (PIECES_OUT says why it is enough) */
 	uint64_t done_to;
-	struct { uint64_t at, end; } ahead[AHEAD_MAX];
+	struct { uint64_t at, end; } ahead[PIECES_OUT + 1];
 	unsigned nahead;
 	void (*written)(void *arg, uint64_t readable, bool failed);
 	void *warg;
@@ -220,6 +226,7 @@ note_written(struct disk_stream *ds, uint64_t at, uint64_t end)
 	uint64_t was = ds->done_to;
 
 	if (at != ds->done_to) {
+		/* held to PIECES_OUT + 1 by disk_stream_full */
 		SC_ASSERT(ds->nahead < sizeof(ds->ahead) /
 		    sizeof(ds->ahead[0]));
 		ds->ahead[ds->nahead].at = at;
@@ -240,13 +247,29 @@ note_written(struct disk_stream *ds, uint64_t at, uint64_t end)
 	return ds->done_to > was;
 }
 
+/* Pieces submitted and not yet readable. */
+static unsigned
+pieces_out(const struct disk_stream *ds)
+{
+	return ds->jobs + ds->nahead;
+}
+
+/* Whether a caller held back may feed again: the backlog down to half,
+ * and half the pieces out readable. */
+static bool
+has_room(const struct disk_stream *ds)
+{
+	return ds->backlog <= DISK_STREAM_HIGH / 2 &&
+	    pieces_out(ds) <= PIECES_OUT / 2;
+}
+
 static void
 done_piece(struct iopool_job *pj)
 {
 	struct piece_job *pc = (struct piece_job *)pj;
 	struct disk_stream *ds = pc->ds;
 	struct disk *d = ds->d;
-	bool was_over = ds->backlog > DISK_STREAM_HIGH / 2;
+	bool was_short = !has_room(ds);
 
 	d->stats.write_us += pc->j.us;
 	bool failed = pc->j.err != 0 && ds->err == 0;
@@ -276,9 +299,9 @@ done_piece(struct iopool_job *pj)
 		return;
 	}
 more:
-	/* the caller waits on a backlog now down to half */
-	if (!ds->ended && !ds->aborted && was_over &&
-	    ds->backlog <= DISK_STREAM_HIGH / 2 && ds->drained != NULL)
+	/* the caller waits on a stream now down to half */
+	if (!ds->ended && !ds->aborted && was_short && has_room(ds) &&
+	    ds->drained != NULL)
 		ds->drained(ds->arg);
 }
 
@@ -336,7 +359,7 @@ disk_stream_begin(struct disk *d, const struct store_obj *o,
 bool
 disk_stream_full(const struct disk_stream *ds)
 {
-	return ds->backlog >= DISK_STREAM_HIGH;
+	return ds->backlog >= DISK_STREAM_HIGH || pieces_out(ds) >= PIECES_OUT;
 }
 
 void
@@ -362,7 +385,7 @@ disk_stream_flush(struct disk_stream *ds, bool last)
 		return -1;
 	/* those in flight say when they are down, and the caller asks
 	 * again then; the last partial piece goes whatever is in flight */
-	if (ds->fill == 0 || (!last && ds->jobs >= FLUSH_JOBS_MAX))
+	if (ds->fill == 0 || (!last && pieces_out(ds) >= FLUSH_OUT_MAX))
 		return 0;
 	uint8_t *part = ds->piece;
 	if ((ds->piece = malloc(IO_CHUNK)) == NULL || submit(ds, part,
@@ -395,8 +418,8 @@ disk_stream_write(struct disk_stream *ds, const void *p, size_t n)
 
 	if (ds->err != 0)
 		return -1;
-	SC_ASSERT(ds->at - record_head_len(&ds->r) + ds->fill + n <=
-	    ds->r.body_len);
+	SC_ASSERT(n <= IO_CHUNK && ds->at - record_head_len(&ds->r) +
+	    ds->fill + n <= ds->r.body_len);
 	record_sum_add(ds->sum, p, n);
 	ds->backlog += n;
 	while (n > 0) {
