@@ -18,6 +18,7 @@
 #include "accept.h"
 #include "budget.h"
 #include "ca.h"
+#include "cert.h"
 #include "hostpat.h"
 #include "manual.h"
 #include "metric.h"
@@ -82,8 +83,7 @@ make_ca(const char *dir, const struct hostpats *permit)
 		/* what X.509 can say of a name: it and every name below */
 		const char *p = permit->p[i];
 		const char *name = strncmp(p, "*.", 2) == 0 ? p + 2 : p;
-		bool addr = strchr(name, ':') != NULL ||
-		    strspn(name, "0123456789.") == strlen(name);
+		bool addr = cert_host_is_ip(name);
 		printf("sumcache: it may sign for %s%s%s\n", addr ?
 		    "the address " : "", name, addr ? "" :
 		    " and every name below it");

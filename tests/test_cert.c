@@ -275,6 +275,13 @@ Test(cert, hosts_no_leaf_may_name_are_refused)
 		cr_assert_null(leaves_get(l, bad[i], err, sizeof(err)),
 		    "a leaf was minted for '%s'", bad[i]);
 	cr_assert_eq(leaves_stats(l)->refused, sizeof(bad) / sizeof(bad[0]));
+	/* the refusal names the host, printable and cut short */
+	cr_assert_null(leaves_get(l, "a.example\n", err, sizeof(err)));
+	cr_assert_str_eq(err, "no certificate may name the host a.example?");
+	cr_assert_null(leaves_get(l, long_name, err, sizeof(err)));
+	cr_assert_eq(strlen(err), strlen("no certificate may name the host ") +
+	    80, "%s", err);
+	cr_assert(strstr(err, "aaa...") != NULL, "%s", err);
 	cr_assert_eq(leaves_stats(l)->minted, 0);
 	leaves_free(&l);
 	ca_free(&ca);

@@ -43,13 +43,32 @@ cert_new_key(char *err, size_t elen)
 }
 
 bool
-cert_host_ok(const char *host)
+cert_host_is_ip(const char *host)
 {
 	unsigned char addr[16];
+
+	return inet_pton(AF_INET, host, addr) == 1 ||
+	    inet_pton(AF_INET6, host, addr) == 1;
+}
+
+void
+cert_host_shown(const char *host, char *out, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len && host[i] != '\0'; i++)
+		out[i] = host[i] > ' ' && host[i] < 127 ? host[i] : '?';
+	out[i] = '\0';
+	if (host[i] != '\0' && i >= 3)
+		memcpy(out + i - 3, "...", 3);
+}
+
+bool
+cert_host_ok(const char *host)
+{
 	size_t n = strlen(host);
 
-	if (inet_pton(AF_INET, host, addr) == 1 ||
-	    inet_pton(AF_INET6, host, addr) == 1)
+	if (cert_host_is_ip(host))
 		return true;
 	if (n == 0 || n > 253 || host[0] == '.' || host[0] == '-')
 		return false;
@@ -95,7 +114,6 @@ add_extensions(X509 *x, X509 *issuer, const struct cert_spec *spec)
 {
 	X509V3_CTX ctx;
 	char san[300];
-	unsigned char addr[16];
 
 	X509V3_set_ctx(&ctx, issuer, x, NULL, NULL, 0);
 	if (!add_ext(x, &ctx, NID_subject_key_identifier, "hash"))
@@ -110,9 +128,8 @@ add_extensions(X509 *x, X509 *issuer, const struct cert_spec *spec)
 		    "critical,keyCertSign,cRLSign") &&
 		    (spec->constraints == NULL || add_ext(x, &ctx,
 		    NID_name_constraints, spec->constraints));
-	bool ip = inet_pton(AF_INET, spec->host, addr) == 1 ||
-	    inet_pton(AF_INET6, spec->host, addr) == 1;
-	snprintf(san, sizeof(san), "%s:%s", ip ? "IP" : "DNS", spec->host);
+	snprintf(san, sizeof(san), "%s:%s", cert_host_is_ip(spec->host) ?
+	    "IP" : "DNS", spec->host);
 	return add_ext(x, &ctx, NID_basic_constraints, "critical,CA:FALSE") &&
 	    add_ext(x, &ctx, NID_key_usage, "critical,digitalSignature") &&
 	    add_ext(x, &ctx, NID_ext_key_usage, spec->client_too ?

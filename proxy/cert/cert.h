@@ -37,6 +37,12 @@ X509 *cert_build(const struct cert_spec *spec, EVP_PKEY *key,
 /* A host a leaf may be minted for: a DNS name of letters, digits,
  * hyphens and dots (at most 253), or an IPv4 or IPv6 literal. */
 bool cert_host_ok(const char *host);
+/* Whether host is an IPv4 or IPv6 literal: a certificate names it as an
+ * iPAddress, not a DNS name. */
+bool cert_host_is_ip(const char *host);
+/* A host a client sent, for a message: its printable bytes ('?' for the
+ * others), cut to fit len with "..." after. */
+void cert_host_shown(const char *host, char *out, size_t len);
 
 /* OpenSSL's latest error as text, in err after what (for messages). */
 void cert_ssl_error(const char *what, char *err, size_t elen);

@@ -8,8 +8,6 @@
  */
 #include "leaves.h"
 
-#include <arpa/inet.h>
-
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,10 +129,8 @@ mint(struct leaves *l, const char *host, char *err, size_t elen)
 	 * name it reads as a DNS name, which a CA's name constraints
 	 * refuse when they permit DNS names and this address (OpenSSL
 	 * checks a leaf's CN as one when it has no DNS name) */
-	unsigned char addr[16];
-	bool ip = inet_pton(AF_INET, host, addr) == 1 ||
-	    inet_pton(AF_INET6, host, addr) == 1;
-	struct cert_spec spec = {.cn = ip ? "sumcache leaf" : f->host,
+	struct cert_spec spec = {.cn = cert_host_is_ip(host) ?
+	    "sumcache leaf" : f->host,
 	    .host = f->host, .not_before = now - 3600,
 	    .not_after = f->not_after};
 	f->cert = cert_build(&spec, l->key, l->ca->cert, l->ca->key, err,
@@ -155,15 +151,10 @@ leaves_get(struct leaves *l, const char *host, char *err, size_t elen)
 
 	if (!cert_host_ok(host)) {
 		l->stats.refused++;
-		/* a client's bytes: shown printable, and not all of them */
 		char shown[81];
-		size_t i;
-		for (i = 0; i + 1 < sizeof(shown) && host[i] != '\0'; i++)
-			shown[i] = host[i] > ' ' && host[i] < 127 ? host[i] :
-			    '?';
-		shown[i] = '\0';
-		snprintf(err, elen, "no certificate may name the host %s%s",
-		    shown, host[i] != '\0' ? "..." : "");
+		cert_host_shown(host, shown, sizeof(shown));
+		snprintf(err, elen, "no certificate may name the host %s",
+		    shown);
 		return NULL;
 	}
 	/* names are case-blind: one leaf for Example.ORG and example.org */

@@ -111,9 +111,7 @@ on_sni(SSL *ssl, int *alert, void *arg)
 	(void)arg;
 	if (name == NULL || strcasecmp(name, tc->host) == 0)
 		return SSL_TLSEXT_ERR_OK;
-	/* for the log: a client's bytes, shown printable */
-	for (size_t i = 0; i + 1 < sizeof(tc->sni) && name[i] != '\0'; i++)
-		tc->sni[i] = name[i] > ' ' && name[i] < 127 ? name[i] : '?';
+	cert_host_shown(name, tc->sni, sizeof(tc->sni));   /* for the log */
 	*alert = SSL_AD_UNRECOGNIZED_NAME;
 	return SSL_TLSEXT_ERR_ALERT_FATAL;
 }
