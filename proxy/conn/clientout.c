@@ -74,9 +74,6 @@ on_socket_drained(struct evbuffer *out, const struct evbuffer_cb_info *info,
 		client_free(arg);
 }
 
-/* Frees c once out, its socket's output under its TLS layer, is written
- * (the layer's last records: a reply and close_notify, or a failed
- * handshake's alert), or at the write timeout. */
 void
 client_free_when_written(struct client *c, struct evbuffer *out)
 {

@@ -53,8 +53,8 @@ accesslog_write(struct accesslog *l, const struct accesslog_entry *e)
 	    (e->end.tv_usec - e->start.tv_usec) / 1000;
 	fprintf(l->f, "%ld.%03ld %6ld %s %s%s/%03d %llu %.*s %s - %s/%s %.*s\n",
 	    (long)e->end.tv_sec, (long)e->end.tv_usec / 1000, elapsed,
-	    e->client, squid_code_name(e->code), e->cut == CUT_TIMEDOUT ? "_TIMEDOUT" :
-	    e->cut == CUT_ABORTED ? "_ABORTED" : "",
+	    e->client, squid_code_name(e->code), e->cut == CUT_TIMEDOUT ?
+	    "_TIMEDOUT" : e->cut == CUT_ABORTED ? "_ABORTED" : "",
 	    e->status, (unsigned long long)e->bytes,
 	    e->method_len, e->method, e->url, squid_hier_name(e->hier), e->hier_host,
 	    e->content_type_len ? e->content_type_len : 1,

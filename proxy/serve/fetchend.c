@@ -14,7 +14,6 @@
 
 #include "bodyfd.h"
 #include "busy.h"
-#include "curlev.h"
 #include "client.h"
 #include "disk.h"
 #include "fetch_impl.h"
@@ -242,13 +241,10 @@ head_updates_stored(struct fetch *f)
 }
 
 /* A shared fetch to the disk cannot go on (the disk failed it): its
- * readers see their bodies cut. */
+ * readers see their bodies cut, and the transfer stops (fetch_free). */
 static void
 disk_failed(struct fetch *f)
 {
-	if (f->running)
-		curlev_cancel(f->srv->curl, f->easy);
-	f->running = false;
 	fetch_finish_error(f, CURLE_WRITE_ERROR);
 }
 
