@@ -104,7 +104,7 @@ main(int argc, char **argv)
 		{"man", required_argument, NULL, 'm'},
 		{NULL, 0, NULL, 0},
 	};
-	struct server s;
+	struct node s;
 	struct hostpats permit = {0};
 	const char *file = NULL, *make_ca_dir = NULL, *why;
 	char **ovr = calloc((size_t)argc, sizeof(*ovr));
@@ -201,7 +201,7 @@ main(int argc, char **argv)
 	}
 	fprintf(stderr, "sumcache %s: node %s listening on %s\n",
 	    SUMCACHE_VERSION, s.conf.node_name, s.conf.http_listen);
-	event_base_dispatch(s.base);
+	event_base_dispatch(s.worker->base);
 	fprintf(stderr, "sumcache: stopped\n");
 	rc = 0;
 out_curl:

@@ -1,6 +1,7 @@
 /*
- * Types shared by the daemon's modules: the server, a client connection and
- * the transaction (one request and its response) a client is running.
+ * Types shared by the daemon's modules: the node and its worker, a client
+ * connection and the transaction (one request and its response) a client
+ * is running.
  * Prototypes of each module live in its own header.
  */
 #ifndef PROXY_H
@@ -58,16 +59,32 @@ struct server_conf_src {
 	int novr;
 };
 
-/* The one mutable root; everything else hangs off it. */
-struct server {
-	struct event_base *base;
-	struct evdns_base *dns;
+/*
+ * A node and its workers. The node is what every worker shares: the
+ * configuration, the cache and its tiers, the summary and the peers,
+ * the certificates, the pass table, the memory budget. A worker is one
+ * event loop and what only that loop touches: its base, its resolver, its
+ * libcurl multi handle, its clients and tunnels, its timers, its counters
+ * and serve/'s state of the loop (busy fetches, background
+ * revalidations). A client connection lives on one worker its whole life.
+ *
+ * Who may touch what. Today a node runs one worker, on the thread that
+ * made the node, and that thread touches every field of both; the
+ * cluster's work (summaries, ICP, digests, discovery, invalidations),
+ * the signals and the node's timers run on that worker's loop too. The
+ * split says which fields a second worker would share: every field of
+ * struct node is written only at start, at a reload (between requests)
+ * or at the drain, by the first worker's thread; the objects it points
+ * to (store, tiers, peers, pass, budget, tls) are the node's and must
+ * guard themselves before a second worker may call them. Nothing in a
+ * struct worker is read by another thread.
+ */
+struct node {
 	struct conf conf;
 	struct server_conf_src conf_src;
 	struct http_limits limits;
 	struct store *store;
 	struct tiers *tiers;     /* memory over disk (tiers.c) */
-	struct curlev *curl;     /* origin and peer transfers */
 	struct peers *peers;     /* NULL with sharing none, placement none */
 	struct admit *admit;     /* placement hash: copies of others' keys */
 	struct discover *discover; /* peer_dns lookups, or NULL */
@@ -76,32 +93,16 @@ struct server {
 	struct sockaddr_storage listen_addr; /* http_listen, parsed */
 	int listen_len;
 	struct accesslog *log;
-	struct metrics m;
 	struct status *status;   /* samples for /sumcache/status */
-	struct evconnlistener *listener;
-	struct event *accept_retry;  /* a paused listener tries again */
-	uint64_t accept_paused_ms;   /* when it paused; 0 = accepting */
-	uint64_t accept_pause_logged_ms; /* the last pause's log line */
-	uint64_t accept_short_ms;    /* last accept short of descriptors */
 	unsigned max_connections;    /* clients and tunnels (accept.c) */
 	int body_fd_ceiling;         /* memfd bodies below this (bodyfd.c) */
 	unsigned curl_pool;          /* origin connections kept (accept.c) */
-	struct budget *budget;       /* in-flight copies, heap trimming */
-	struct busy_table *busy;     /* fetches others may join (busy.c) */
+	struct budget *budget;       /* in-flight copies, heap trims */
 	struct pass *pass;           /* URLs sent straight to the origin */
-	struct fetch *shared_fetches; /* shared: no client's (fetch.c) */
-	struct txn *background;      /* clientless revalidations (stale.c) */
 	struct event *signals[3]; /* TERM, INT, HUP */
 	struct event *flush_timer;
 	struct event *shutdown_timer;
-	struct ratelog_by origin_errlog; /* bad origin answers: a line a
-	                                  * second of each kind */
-	struct ratelog link_errlog;   /* peers' link certificates refused */
 	const struct client_ops *client_ops; /* what answers requests */
-	struct client *clients;       /* newest first */
-	struct client *oldest_client; /* the list's tail */
-	struct tunnel *tunnels;
-	unsigned ntunnels;
 	struct tls_server *tls;     /* interception (conn/tls.c), or NULL */
 	/* with peers and a cluster key: this node's certificate for peer
 	 * links (cert/cluster.h) and their server side, else NULL; https
@@ -111,10 +112,34 @@ struct server {
 	bool draining;
 	char via[160];   /* "1.1 node_name" */
 	char peer_source[80]; /* CURLOPT_INTERFACE for peers, or "" */
+	struct worker *worker; /* its one worker (server_init) */
+};
+
+struct worker {
+	struct node *node;
+	struct event_base *base;
+	struct evdns_base *dns;
+	struct curlev *curl;     /* origin and peer transfers */
+	struct metrics m;
+	struct evconnlistener *listener;
+	struct event *accept_retry;  /* a paused listener tries again */
+	uint64_t accept_paused_ms;   /* when it paused; 0 = accepting */
+	uint64_t accept_pause_logged_ms; /* the last pause's log line */
+	uint64_t accept_short_ms;    /* last accept short of descriptors */
+	struct busy_table *busy;     /* fetches others may join (busy.c) */
+	struct fetch *shared_fetches; /* shared: no client's (fetch.c) */
+	struct txn *background;      /* clientless revalidations (stale.c) */
+	struct ratelog_by origin_errlog; /* bad origin answers: a line a
+	                                  * second of each kind */
+	struct ratelog link_errlog;   /* peers' link certificates refused */
+	struct client *clients;       /* newest first */
+	struct client *oldest_client; /* the list's tail */
+	struct tunnel *tunnels;
+	unsigned ntunnels;
 };
 
 struct client {
-	struct server *srv;
+	struct worker *w;
 	struct bufferevent *bev;
 	struct client *prev, *next;
 	struct event *timer;  /* header, idle or body-stall timeout */
@@ -161,7 +186,7 @@ enum txn_result {
 };
 
 struct txn {
-	struct server *srv;
+	struct worker *w;
 	struct client *c;
 	struct http_head req;
 	struct url url;
@@ -202,7 +227,7 @@ struct txn {
 	bool range_whole;     /* its Range is answered from the whole
 	                       * object, fetched for the cache */
 	struct range_plan *range; /* the 206 it is sent, or NULL */
-	struct txn *bg_prev, *bg_next; /* on srv->background, with no c */
+	struct txn *bg_prev, *bg_next; /* on w->background, with no c */
 	/* for the access log and metrics */
 	enum txn_result result;
 	int status;

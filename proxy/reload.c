@@ -70,21 +70,22 @@ same_peer_dns(const struct conf *a, const struct conf *b)
 
 /* peer_dns, set, changed or dropped: a new lookup from now on. */
 static int
-redo_discover(struct server *s, const struct conf *next)
+redo_discover(struct worker *s, const struct conf *next)
 {
-	discover_free(&s->discover);
+	struct node *n = s->node;
+	discover_free(&n->discover);
 	if (next->peer_dns.host[0] == '\0') {
 		/* the peers it found leave with it */
-		peers_found(s->peers, &next->peer_dns, NULL, 0);
+		peers_found(n->peers, &next->peer_dns, NULL, 0);
 		return 0;
 	}
-	s->discover = discover_new(s->base, s->dns, s->peers,
+	n->discover = discover_new(s->base, s->dns, n->peers,
 	    &next->peer_dns, next->peer_dns_interval_ms);
-	return s->discover != NULL ? 0 : -1;
+	return n->discover != NULL ? 0 : -1;
 }
 
 static void
-refuse(struct server *s, const char *why)
+refuse(struct worker *s, const char *why)
 {
 	s->m.reloads_refused++;
 	fprintf(stderr, "sumcache: reload refused, the running configuration "
@@ -92,14 +93,15 @@ refuse(struct server *s, const char *why)
 }
 
 void
-reload_conf(struct server *s)
+reload_conf(struct worker *s)
 {
+	struct node *n = s->node;
 	struct conf next;
 	char err[1024];
 	struct accesslog *log = NULL;
 
 	memset(&next, 0, sizeof(next));
-	int kept = reload_read_conf(&next, &s->conf_src, &s->conf, err,
+	int kept = reload_read_conf(&next, &n->conf_src, &n->conf, err,
 	    sizeof(err));
 	if (kept < 0) {
 		refuse(s, err);
@@ -107,7 +109,7 @@ reload_conf(struct server *s)
 		return;
 	}
 	/* what may fail, first */
-	bool new_log = strcmp(next.access_log, s->conf.access_log) != 0;
+	bool new_log = strcmp(next.access_log, n->conf.access_log) != 0;
 	if (new_log && (log = accesslog_open(next.access_log)) == NULL) {
 		snprintf(err, sizeof(err), "access_log %s: %s",
 		    next.access_log, strerror(errno));
@@ -115,37 +117,37 @@ reload_conf(struct server *s)
 		conf_clear(&next);
 		return;
 	}
-	if (s->peers != NULL) {
-		struct peers_conf pc = server_peers_conf(s, &next);
-		if (peers_reconfigure(s->peers, &pc, next.peers, next.n_peers,
+	if (n->peers != NULL) {
+		struct peers_conf pc = server_peers_conf(s->node, &next);
+		if (peers_reconfigure(n->peers, &pc, next.peers, next.n_peers,
 		    err, sizeof(err)) < 0) {
 			accesslog_close(&log);
 			refuse(s, err);
 			conf_clear(&next);
 			return;
 		}
-		if (!same_peer_dns(&s->conf, &next) && redo_discover(s,
+		if (!same_peer_dns(&n->conf, &next) && redo_discover(s,
 		    &next) < 0)
 			fprintf(stderr, "sumcache: reload: peer_dns %s: cannot "
 			    "start its lookups\n", next.peer_dns.host);
 	}
 	/* from here nothing fails */
 	const char *changed[CONF_MAX_DIRECTIVES];
-	size_t nchanged = conf_changed(&s->conf, &next, changed,
+	size_t nchanged = conf_changed(&n->conf, &next, changed,
 	    CONF_MAX_DIRECTIVES);
 	if (new_log) {
-		accesslog_close(&s->log);
-		s->log = log;
-	} else if (accesslog_reopen(s->log) < 0) {
+		accesslog_close(&n->log);
+		n->log = log;
+	} else if (accesslog_reopen(n->log) < 0) {
 		fprintf(stderr, "sumcache: cannot reopen %s: %s\n",
-		    s->conf.access_log, strerror(errno));
+		    n->conf.access_log, strerror(errno));
 	}
-	if (s->icp != NULL)
-		icpsock_set_timeout(s->icp, next.icp_timeout_ms);
-	server_apply_limits(s, &next);
-	conf_adopt_restart_only(&s->conf, &next);
-	struct conf old = s->conf;
-	s->conf = next;
+	if (n->icp != NULL)
+		icpsock_set_timeout(n->icp, next.icp_timeout_ms);
+	server_apply_limits(s->node, &next);
+	conf_adopt_restart_only(&n->conf, &next);
+	struct conf old = n->conf;
+	n->conf = next;
 	conf_clear(&old);
 	s->m.reloads_applied++;
 	char list[512] = "";
@@ -153,7 +155,7 @@ reload_conf(struct server *s)
 		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s",
 		    i ? ", " : "", changed[i]);
 	fprintf(stderr, "sumcache: reloaded %s: %s%s; %d kept until a "
-	    "restart\n", s->conf_src.file ? s->conf_src.file :
+	    "restart\n", n->conf_src.file ? n->conf_src.file :
 	    "the command line", nchanged ? "changed " :
 	    "lists only (no single-valued directive changed)", list, kept);
 }

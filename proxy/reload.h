@@ -18,6 +18,6 @@ int reload_read_conf(struct conf *c, const struct server_conf_src *src,
 
 /* Reads s's configuration again and applies what can change live, or
  * refuses the whole of it (counted, logged; the running one stays). */
-void reload_conf(struct server *s);
+void reload_conf(struct worker *s);
 
 #endif

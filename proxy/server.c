@@ -54,7 +54,7 @@
 static void
 on_shutdown_timeout(evutil_socket_t fd, short what, void *arg)
 {
-	struct server *s = arg;
+	struct worker *s = arg;
 
 	(void)fd;
 	(void)what;
@@ -66,22 +66,23 @@ on_shutdown_timeout(evutil_socket_t fd, short what, void *arg)
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
-	struct server *s = arg;
+	struct worker *s = arg;
+	struct node *n = s->node;
 
 	(void)what;
 	if (sig == SIGHUP) {
 		/* the access log is reopened too: logrotate's postrotate */
-		if (!s->draining)
+		if (!n->draining)
 			reload_conf(s);
 		return;
 	}
-	if (s->draining)
+	if (n->draining)
 		return;
 	fprintf(stderr, "sumcache: signal %d: draining\n", (int)sig);
-	s->draining = true;
+	n->draining = true;
 	accept_stop(s);
-	struct timeval tv = tv_ms(s->conf.shutdown_timeout_ms);
-	evtimer_add(s->shutdown_timer, &tv);
+	struct timeval tv = tv_ms(n->conf.shutdown_timeout_ms);
+	evtimer_add(n->shutdown_timer, &tv);
 	client_drain_all(s);
 	/* nothing open: the drain is over now */
 	accept_conn_closed(s);
@@ -90,11 +91,11 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 static void
 on_flush(evutil_socket_t fd, short what, void *arg)
 {
-	struct server *s = arg;
+	struct worker *s = arg;
 
 	(void)fd;
 	(void)what;
-	accesslog_flush(s->log);
+	accesslog_flush(s->node->log);
 }
 
 /*
@@ -104,8 +105,9 @@ on_flush(evutil_socket_t fd, short what, void *arg)
  * wildcard the kernel's choice is the host's address anyway.
  */
 static void
-set_peer_source(struct server *s, const struct sockaddr *sa)
+set_peer_source(struct worker *s, const struct sockaddr *sa)
 {
+	struct node *n = s->node;
 	char ip[INET6_ADDRSTRLEN] = "";
 	const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
 	const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
@@ -115,19 +117,19 @@ set_peer_source(struct server *s, const struct sockaddr *sa)
 	else if (sa->sa_family == AF_INET6 &&
 	    !IN6_IS_ADDR_UNSPECIFIED(&sin6->sin6_addr))
 		evutil_inet_ntop(AF_INET6, &sin6->sin6_addr, ip, sizeof(ip));
-	s->peer_source[0] = '\0';
+	n->peer_source[0] = '\0';
 	if (ip[0] != '\0')
-		snprintf(s->peer_source, sizeof(s->peer_source), "host!%s", ip);
+		snprintf(n->peer_source, sizeof(n->peer_source), "host!%s", ip);
 }
 
 /* The resolver for CONNECT targets and peer_dns (curl resolves origins
  * itself): dns_nameservers, else the system's configuration. */
 static int
-dns_init(struct server *s)
+dns_init(struct worker *s)
 {
 	char buf[512], *save;
 
-	if (s->conf.dns_nameservers == NULL) {
+	if (s->node->conf.dns_nameservers == NULL) {
 		s->dns = evdns_base_new(s->base,
 		    EVDNS_BASE_INITIALIZE_NAMESERVERS);
 		if (s->dns == NULL)  /* no resolv.conf: numbers still work */
@@ -137,7 +139,7 @@ dns_init(struct server *s)
 	s->dns = evdns_base_new(s->base, 0);
 	if (s->dns == NULL)
 		return -1;
-	snprintf(buf, sizeof(buf), "%s", s->conf.dns_nameservers);
+	snprintf(buf, sizeof(buf), "%s", s->node->conf.dns_nameservers);
 	for (char *tok = strtok_r(buf, " \t,", &save); tok != NULL;
 	    tok = strtok_r(NULL, " \t,", &save))
 		if (evdns_base_nameserver_ip_add(s->dns, tok) != 0) {
@@ -155,11 +157,12 @@ dns_init(struct server *s)
  * us). Off with "none", or "auto" otherwise.
  */
 static int
-icp_init(struct server *s)
+icp_init(struct worker *s)
 {
-	const struct conf *c = &s->conf;
-	struct sockaddr_storage ss = s->listen_addr;
-	int len = s->listen_len;
+	struct node *n = s->node;
+	const struct conf *c = &n->conf;
+	struct sockaddr_storage ss = n->listen_addr;
+	int len = n->listen_len;
 	char err[256];
 	bool automatic = strcmp(c->icp_listen, "auto") == 0;
 
@@ -179,10 +182,10 @@ icp_init(struct server *s)
 		else
 			((struct sockaddr_in *)&ss)->sin_port = port;
 	}
-	s->icp = icpsock_new(s->base, s->peers, (struct sockaddr *)&ss,
+	n->icp = icpsock_new(s->base, n->peers, (struct sockaddr *)&ss,
 	    (socklen_t)len, c->icp_timeout_ms, request_icp_lookup, s, err,
 	    sizeof(err));
-	if (s->icp == NULL) {
+	if (n->icp == NULL) {
 		fprintf(stderr, "sumcache: icp_listen %s: %s\n", c->icp_listen,
 		    err);
 		return -1;
@@ -212,7 +215,7 @@ server_publish_conf(const struct conf *c)
 }
 
 struct peers_conf
-server_peers_conf(const struct server *s, const struct conf *c)
+server_peers_conf(const struct node *s, const struct conf *c)
 {
 	/* the largest summary a node like this one sends: its filter grows
 	 * to twice the objects it holds, and an object costs 128 bytes at
@@ -243,34 +246,35 @@ server_peers_conf(const struct server *s, const struct conf *c)
 }
 
 static int
-peers_init(struct server *s)
+peers_init(struct worker *s)
 {
-	const struct conf *c = &s->conf;
+	struct node *n = s->node;
+	const struct conf *c = &n->conf;
 	char err[512];
-	struct peers_conf pc = server_peers_conf(s, c);
+	struct peers_conf pc = server_peers_conf(s->node, c);
 
-	s->peers = peers_new(s->base, s->curl, &pc, c->peers, c->n_peers, err,
+	n->peers = peers_new(s->base, s->curl, &pc, c->peers, c->n_peers, err,
 	    sizeof(err));
-	if (s->peers == NULL) {
+	if (n->peers == NULL) {
 		fprintf(stderr, "sumcache: %s\n", err);
 		return -1;
 	}
-	if (c->sharing == SHARING_SUMMARY && feed_start(s->tiers, s->peers) < 0)
+	if (c->sharing == SHARING_SUMMARY && feed_start(n->tiers, n->peers) < 0)
 		return -1;
-	if (c->cluster_key != NULL && ((s->cluster = cluster_id_new(
+	if (c->cluster_key != NULL && ((n->cluster = cluster_id_new(
 	    c->cluster_key, c->cluster_key_len, c->node_name, err,
-	    sizeof(err))) == NULL || (s->link = tls_link_new(s->cluster,
+	    sizeof(err))) == NULL || (n->link = tls_link_new(n->cluster,
 	    &s->m, err, sizeof(err))) == NULL)) {
 		fprintf(stderr, "sumcache: peer links: %s\n", err);
 		return -1;
 	}
-	peers_start(s->peers);
+	peers_start(n->peers);
 	if (icp_init(s) < 0)
 		return -1;
 	if (c->peer_dns.host[0] != '\0') {
-		s->discover = discover_new(s->base, s->dns, s->peers,
+		n->discover = discover_new(s->base, s->dns, n->peers,
 		    &c->peer_dns, c->peer_dns_interval_ms);
-		if (s->discover == NULL)
+		if (n->discover == NULL)
 			return -1;
 	}
 	return 0;
@@ -307,69 +311,72 @@ new_base(void)
  * from c at start and at every reload (the bound is a gauge, so it is
  * stored, not worked out at each scrape). */
 void
-server_apply_limits(struct server *s, const struct conf *c)
+server_apply_limits(struct node *s, const struct conf *c)
 {
 	s->limits = (struct http_limits){
 		.max_line = c->max_request_line,
 		.max_head = c->max_header_size,
 		.max_fields = c->max_headers,
 	};
-	s->m.conn_mem_bound = client_buffers_bound(&s->limits) +
+	s->worker->m.conn_mem_bound = client_buffers_bound(&s->limits) +
 	    fetch_mem_bound();
 }
 
-int
-server_init(struct server *s)
+/* Starts the node of s, and s its one worker, from the node's conf. */
+static int
+start(struct worker *s)
 {
+	struct node *n = s->node;
 	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
 
-	snprintf(s->via, sizeof(s->via), "1.1 %s", s->conf.node_name);
-	server_apply_limits(s, &s->conf);
-	s->listen_len = sizeof(s->listen_addr);
-	if (evutil_parse_sockaddr_port(s->conf.http_listen,
-	    (struct sockaddr *)&s->listen_addr, &s->listen_len) < 0) {
+	snprintf(n->via, sizeof(n->via), "1.1 %s", n->conf.node_name);
+	server_apply_limits(s->node, &n->conf);
+	s->m.max_connections = n->max_connections;
+	n->listen_len = sizeof(n->listen_addr);
+	if (evutil_parse_sockaddr_port(n->conf.http_listen,
+	    (struct sockaddr *)&n->listen_addr, &n->listen_len) < 0) {
 		fprintf(stderr, "sumcache: http_listen %s: not an address:port\n",
-		    s->conf.http_listen);
+		    n->conf.http_listen);
 		return -1;
 	}
-	set_peer_source(s, (struct sockaddr *)&s->listen_addr);
+	set_peer_source(s, (struct sockaddr *)&n->listen_addr);
 	s->base = new_base();
 	if (s->base == NULL)
 		return -1;
 	if (dns_init(s) < 0)
 		return -1;
-	s->store = store_new(s->conf.cache_mem);
-	size_t inflight = s->conf.inflight_mem;
+	n->store = store_new(n->conf.cache_mem);
+	size_t inflight = n->conf.inflight_mem;
 	if (inflight == 0)
-		inflight = s->conf.max_memory_object_size > 64u << 20 ?
-		    s->conf.max_memory_object_size : 64u << 20;
-	s->budget = budget_new(s->base, inflight);
+		inflight = n->conf.max_memory_object_size > 64u << 20 ?
+		    n->conf.max_memory_object_size : 64u << 20;
+	n->budget = budget_new(s->base, inflight);
 	s->busy = busy_table_new();
-	s->pass = pass_new();
-	s->curl = curlev_new(s->base, (long)s->curl_pool);
-	s->log = accesslog_open(s->conf.access_log);
-	if (s->log == NULL) {
+	n->pass = pass_new();
+	s->curl = curlev_new(s->base, (long)n->curl_pool);
+	n->log = accesslog_open(n->conf.access_log);
+	if (n->log == NULL) {
 		fprintf(stderr, "sumcache: access_log %s: %s\n",
-		    s->conf.access_log, strerror(errno));
+		    n->conf.access_log, strerror(errno));
 		return -1;
 	}
-	if (s->dns == NULL || s->store == NULL || s->curl == NULL ||
-	    s->budget == NULL || s->busy == NULL || s->pass == NULL ||
-	    (s->tiers = tiers_open(s->base, s->store, &s->conf)) == NULL)
+	if (s->dns == NULL || n->store == NULL || s->curl == NULL ||
+	    n->budget == NULL || s->busy == NULL || n->pass == NULL ||
+	    (n->tiers = tiers_open(s->base, n->store, &n->conf)) == NULL)
 		return -1;
 	/* before the port opens: whoever sees it open may stop us, and a
 	 * SIGTERM must then be a clean exit, not the default's kill */
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		s->signals[i] = evsignal_new(s->base, sigs[i], on_signal, s);
-		if (s->signals[i] == NULL || evsignal_add(s->signals[i],
+		n->signals[i] = evsignal_new(s->base, sigs[i], on_signal, s);
+		if (n->signals[i] == NULL || evsignal_add(n->signals[i],
 		    NULL) < 0)
 			return -1;
 	}
-	s->client_ops = &request_client_ops;
+	n->client_ops = &request_client_ops;
 	/* with a CA, interception's lists may change on a reload */
-	if (s->conf.tls_ca_cert != NULL) {
+	if (n->conf.tls_ca_cert != NULL) {
 		char err[1024];
-		if ((s->tls = tls_server_new(&s->conf, &s->m, err,
+		if ((n->tls = tls_server_new(&n->conf, &s->m, err,
 		    sizeof(err))) == NULL) {
 			fprintf(stderr, "sumcache: %s\n", err);
 			return -1;
@@ -377,44 +384,58 @@ server_init(struct server *s)
 	}
 	if (accept_start(s) < 0)
 		return -1;
-	s->shutdown_timer = evtimer_new(s->base, on_shutdown_timeout, s);
-	s->flush_timer = event_new(s->base, -1, EV_PERSIST, on_flush, s);
-	if (s->shutdown_timer == NULL || s->flush_timer == NULL)
+	n->shutdown_timer = evtimer_new(s->base, on_shutdown_timeout, s);
+	n->flush_timer = event_new(s->base, -1, EV_PERSIST, on_flush, s);
+	if (n->shutdown_timer == NULL || n->flush_timer == NULL)
 		return -1;
 	struct timeval tv = tv_ms(250);
-	evtimer_add(s->flush_timer, &tv);
-	if (s->conf.digest_generation) {
+	evtimer_add(n->flush_timer, &tv);
+	if (n->conf.digest_generation) {
 		/* room for cache_mem of 1 KB objects: a digest past its
 		 * capacity fills up and Squid refuses one 65 % full */
-		uint64_t cap = s->conf.cache_mem / 1024 +
-		    s->conf.cache_dir_size / PUB_DISK_OBJECT_BYTES;
+		uint64_t cap = n->conf.cache_mem / 1024 +
+		    n->conf.cache_dir_size / PUB_DISK_OBJECT_BYTES;
 		uint32_t entries = cap < 1024 ? 1024 : cap > UINT32_MAX ?
 		    UINT32_MAX : (uint32_t)cap;
-		s->digest = sqdigest_new(s->tiers, entries,
-		    s->conf.digest_rebuild_period_ms);
-		if (s->digest == NULL)
+		n->digest = sqdigest_new(n->tiers, entries,
+		    n->conf.digest_rebuild_period_ms);
+		if (n->digest == NULL)
 			return -1;
 	}
-	if ((s->conf.sharing != SHARING_NONE || s->conf.placement_hash) &&
+	if ((n->conf.sharing != SHARING_NONE || n->conf.placement_hash) &&
 	    peers_init(s) < 0)
 		return -1;
 	/* a window of cache_mem's objects: memory is where a copy kept
 	 * for this node's clients is read from */
-	if (s->conf.placement_hash && (s->admit = admit_new(
-	    s->conf.placement_admit_hits, admit_window(s->conf.cache_mem))) ==
+	if (n->conf.placement_hash && (n->admit = admit_new(
+	    n->conf.placement_admit_hits, admit_window(n->conf.cache_mem))) ==
 	    NULL)
 		return -1;
 	/* what the disk kept, once everyone who counts objects listens */
-	tiers_start(s->tiers);
-	s->status = status_new(&(struct status_src){.base = s->base,
-	    .conf = &s->conf, .peers = s->peers, .view = status_view,
+	tiers_start(n->tiers);
+	n->status = status_new(&(struct status_src){.base = s->base,
+	    .conf = &n->conf, .peers = n->peers, .view = status_view,
 	    .arg = s});
-	return s->status == NULL ? -1 : 0;
+	return n->status == NULL ? -1 : 0;
 }
 
-void
-server_fini(struct server *s)
+int
+server_init(struct node *n)
 {
+	struct worker *w = calloc(1, sizeof(*w));
+
+	if (w == NULL)
+		return -1;
+	w->node = n;
+	n->worker = w;
+	return start(w);
+}
+
+/* Stops what start started, in the order the objects' events need. */
+static void
+stop(struct worker *s)
+{
+	struct node *n = s->node;
 	if (s->base != NULL) {
 		client_free_all(s);
 		tunnel_free_all(s);
@@ -422,36 +443,45 @@ server_fini(struct server *s)
 		stale_free_all(s);
 	}
 	busy_table_free(&s->busy);
-	pass_free(&s->pass);
+	pass_free(&n->pass);
 	/* may run one loop turn, so before anything its events touch */
-	discover_free(&s->discover);
-	icpsock_free(&s->icp);
-	for (size_t i = 0; i < sizeof(s->signals) / sizeof(s->signals[0]); i++)
-		if (s->signals[i])
-			event_free(s->signals[i]);
-	if (s->shutdown_timer)
-		event_free(s->shutdown_timer);
-	if (s->flush_timer)
-		event_free(s->flush_timer);
-	status_free(&s->status);
+	discover_free(&n->discover);
+	icpsock_free(&n->icp);
+	for (size_t i = 0; i < sizeof(n->signals) / sizeof(n->signals[0]); i++)
+		if (n->signals[i])
+			event_free(n->signals[i]);
+	if (n->shutdown_timer)
+		event_free(n->shutdown_timer);
+	if (n->flush_timer)
+		event_free(n->flush_timer);
+	status_free(&n->status);
 	accept_free(s);
-	tls_server_free(&s->tls);
-	tls_link_free(&s->link);
-	cluster_id_free(&s->cluster);
+	tls_server_free(&n->tls);
+	tls_link_free(&n->link);
+	cluster_id_free(&n->cluster);
 	/* the store's removals feed the summary, so the summary goes after
 	 * the store; transfers of both go before curl's multi; the disk's
 	 * last jobs report to the store */
-	tiers_close(&s->tiers);
-	store_free(&s->store);
-	sqdigest_free(&s->digest);
-	peers_free(&s->peers);
-	admit_free(&s->admit);
+	tiers_close(&n->tiers);
+	store_free(&n->store);
+	sqdigest_free(&n->digest);
+	peers_free(&n->peers);
+	admit_free(&n->admit);
 	curlev_free(&s->curl);
-	budget_free(&s->budget);
-	accesslog_close(&s->log);
+	budget_free(&n->budget);
+	accesslog_close(&n->log);
 	if (s->dns)
 		evdns_base_free(s->dns, 0);
 	if (s->base)
 		event_base_free(s->base);
-	conf_clear(&s->conf);
+}
+
+void
+server_fini(struct node *n)
+{
+	if (n->worker != NULL)
+		stop(n->worker);
+	free(n->worker);
+	n->worker = NULL;
+	conf_clear(&n->conf);
 }

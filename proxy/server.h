@@ -11,15 +11,15 @@
 
 /* Starts s from s->conf (read and checked). 0, or -1 with the cause
  * logged; server_fini frees what was started either way. */
-int server_init(struct server *s);
-void server_fini(struct server *s);
+int server_init(struct node *n);
+void server_fini(struct node *n);
 /* Sets s->limits and the connection memory bound from c. */
-void server_apply_limits(struct server *s, const struct conf *c);
+void server_apply_limits(struct node *n, const struct conf *c);
 
 /* The publisher's part of a configuration (summary/publisher.h). */
 struct pub_conf server_publish_conf(const struct conf *c);
 /* The peer table's part of c, for s's node (peers/peers.h). */
-struct peers_conf server_peers_conf(const struct server *s,
+struct peers_conf server_peers_conf(const struct node *n,
     const struct conf *c);
 
 #endif

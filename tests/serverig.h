@@ -14,7 +14,7 @@
 #include "proxy.h"
 
 struct srig {
-	struct server s;
+	struct node s;
 	struct bufferevent *user;  /* the client's end of the pair */
 };
 

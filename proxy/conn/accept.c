@@ -54,13 +54,13 @@
 #define CONN_SHARE_DEN 4
 
 static unsigned
-open_conns(const struct server *s)
+open_conns(const struct worker *s)
 {
 	return (unsigned)s->m.active_clients + s->ntunnels;
 }
 
 static void
-pause_listener(struct server *s, const char *why, uint64_t retry_ms)
+pause_listener(struct worker *s, const char *why, uint64_t retry_ms)
 {
 	struct timeval tv = tv_ms(retry_ms);
 
@@ -81,11 +81,11 @@ pause_listener(struct server *s, const char *why, uint64_t retry_ms)
 }
 
 static void
-resume_listener(struct server *s)
+resume_listener(struct worker *s)
 {
-	if (s->accept_paused_ms == 0 || s->draining)
+	if (s->accept_paused_ms == 0 || s->node->draining)
 		return;
-	if (open_conns(s) >= s->max_connections)
+	if (open_conns(s) >= s->node->max_connections)
 		return;
 	uint64_t paused = mono_ms() - s->accept_paused_ms;
 	if (paused >= RETRY_MS)
@@ -100,7 +100,7 @@ static void
 on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     int salen, void *arg)
 {
-	struct server *s = arg;
+	struct worker *s = arg;
 
 	(void)l;
 	(void)salen;
@@ -108,7 +108,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	/* the next accept needs a free slot: an idle connection gives up
 	 * its own, else accepting waits for a close, or for one to idle */
 	uint64_t retry_ms;
-	if (open_conns(s) >= s->max_connections &&
+	if (open_conns(s) >= s->node->max_connections &&
 	    !client_make_room(s, &retry_ms)) {
 		s->m.connection_limit_reached++;
 		pause_listener(s, "max_connections reached, none idle",
@@ -119,7 +119,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 static void
 on_accept_error(struct evconnlistener *l, void *arg)
 {
-	struct server *s = arg;
+	struct worker *s = arg;
 	int err = EVUTIL_SOCKET_ERROR();
 
 	(void)l;
@@ -144,14 +144,14 @@ on_accept_error(struct evconnlistener *l, void *arg)
 static void
 on_retry(evutil_socket_t fd, short what, void *arg)
 {
-	struct server *s = arg;
+	struct worker *s = arg;
 
 	(void)fd;
 	(void)what;
-	if (s->accept_paused_ms == 0 || s->draining)
+	if (s->accept_paused_ms == 0 || s->node->draining)
 		return;
 	uint64_t retry_ms;
-	if (open_conns(s) >= s->max_connections &&
+	if (open_conns(s) >= s->node->max_connections &&
 	    !client_make_room(s, &retry_ms)) {
 		struct timeval tv = tv_ms(retry_ms);
 		evtimer_add(s->accept_retry, &tv);
@@ -163,7 +163,7 @@ on_retry(evutil_socket_t fd, short what, void *arg)
 }
 
 int
-accept_plan(struct server *s)
+accept_plan(struct node *s)
 {
 	struct rlimit rl;
 	uint64_t nofile = 1024;
@@ -202,23 +202,23 @@ accept_plan(struct server *s)
 	}
 	s->max_connections = (unsigned)conns;
 	s->curl_pool = (unsigned)pool;
-	s->m.max_connections = conns;
 	s->body_fd_ceiling = (int)(nofile - reserve - 2 * conns);
 	return 0;
 }
 
 int
-accept_start(struct server *s)
+accept_start(struct worker *s)
 {
+	struct node *n = s->node;
 	s->accept_retry = evtimer_new(s->base, on_retry, s);
 	if (s->accept_retry == NULL)
 		return -1;
 	s->listener = evconnlistener_new_bind(s->base, on_accept, s,
 	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-	    1024, (struct sockaddr *)&s->listen_addr, s->listen_len);
+	    1024, (struct sockaddr *)&n->listen_addr, n->listen_len);
 	if (s->listener == NULL) {
 		fprintf(stderr, "sumcache: cannot listen on %s: %s\n",
-		    s->conf.http_listen, strerror(errno));
+		    n->conf.http_listen, strerror(errno));
 		return -1;
 	}
 	evconnlistener_set_error_cb(s->listener, on_accept_error);
@@ -226,16 +226,16 @@ accept_start(struct server *s)
 }
 
 void
-accept_conn_closed(struct server *s)
+accept_conn_closed(struct worker *s)
 {
 	resume_listener(s);
 	/* a drain ends with the last connection */
-	if (s->draining && s->clients == NULL && s->ntunnels == 0)
+	if (s->node->draining && s->clients == NULL && s->ntunnels == 0)
 		event_base_loopbreak(s->base);
 }
 
 void
-accept_stop(struct server *s)
+accept_stop(struct worker *s)
 {
 	if (s->accept_retry != NULL)
 		evtimer_del(s->accept_retry);
@@ -244,7 +244,7 @@ accept_stop(struct server *s)
 }
 
 void
-accept_free(struct server *s)
+accept_free(struct worker *s)
 {
 	if (s->listener)
 		evconnlistener_free(s->listener);

@@ -7,7 +7,8 @@
 
 #include <stdint.h>
 
-struct server;
+struct node;
+struct worker;
 
 /*
  * The descriptor plan for this process's limit (RLIMIT_NOFILE, raised to
@@ -16,18 +17,18 @@ struct server;
  * descriptor number a cached body may hold a memfd. 0, or -1 with the
  * reason on stderr when the limit cannot hold the configured connections.
  */
-int accept_plan(struct server *s);
+int accept_plan(struct node *n);
 
 /* Listens on http_listen. 0, or -1 with the reason on stderr. */
-int accept_start(struct server *s);
+int accept_start(struct worker *s);
 
 /* A client connection or tunnel closed: a paused listener resumes, and
  * a drain ends with the last of them. */
-void accept_conn_closed(struct server *s);
+void accept_conn_closed(struct worker *s);
 
 /* Stops accepting for good (drain). */
-void accept_stop(struct server *s);
+void accept_stop(struct worker *s);
 
-void accept_free(struct server *s);
+void accept_free(struct worker *s);
 
 #endif

@@ -54,7 +54,7 @@ static void client_next_request(struct client *c);
 static size_t
 input_cap(const struct client *c)
 {
-	return c->srv->limits.max_head + 4;
+	return c->w->node->limits.max_head + 4;
 }
 
 size_t
@@ -79,7 +79,8 @@ timer_set(struct client *c, uint32_t ms)
 void
 client_free(struct client *c)
 {
-	struct server *s = c->srv;
+	struct worker *s = c->w;
+	struct node *n = s->node;
 
 	/* the parse loop still holds c: it frees it on the way out */
 	if (c->in_loop) {
@@ -92,9 +93,9 @@ client_free(struct client *c)
 		struct txn *t = c->txn;
 		size_t unsent = c->bev ? evbuffer_get_length(client_out(c)) : 0;
 		t->bytes_out -= unsent < t->bytes_out ? unsent : t->bytes_out;
-		s->client_ops->account(t);
+		n->client_ops->account(t);
 	}
-	s->client_ops->free(&c->txn);
+	n->client_ops->free(&c->txn);
 	if (c->linger != NULL)
 		evbuffer_remove_cb_entry(bufferevent_get_output(
 		    bufferevent_get_underlying(c->bev)), c->linger);
@@ -113,7 +114,7 @@ client_free(struct client *c)
 	else
 		s->oldest_client = c->prev;
 	s->m.active_clients--;
-	budget_conns(s->budget, s->m.active_clients);
+	budget_conns(n->budget, s->m.active_clients);
 	free(c);
 	accept_conn_closed(s);
 }
@@ -124,7 +125,7 @@ client_fail(struct client *c, enum log_cut why)
 	struct txn *t = c->txn;
 
 	SC_ASSERT(t != NULL && why != CUT_NONE);
-	c->srv->client_ops->stop(t);
+	c->w->node->client_ops->stop(t);
 	t->cut = why;
 	client_close_after_output(c);
 }
@@ -136,7 +137,7 @@ client_txn_done(struct client *c)
 
 	/* once per transaction, by whoever finished it */
 	SC_ASSERT(t != NULL && t->c == c);
-	bool keep = t->keep_alive && !c->srv->draining;
+	bool keep = t->keep_alive && !c->w->node->draining;
 
 	/* the reply is whole: under TLS, its first record's worth is made
 	 * one piece, since the layer makes a record of each piece (status
@@ -149,8 +150,8 @@ client_txn_done(struct client *c)
 		    TLS_MAX_RECORD ? len : TLS_MAX_RECORD));
 	}
 
-	c->srv->client_ops->account(t);
-	c->srv->client_ops->free(&c->txn);
+	c->w->node->client_ops->account(t);
+	c->w->node->client_ops->free(&c->txn);
 	c->served = true;
 	c->body_deadline = false;
 	if (!keep) {
@@ -175,7 +176,7 @@ client_feed_body(struct client *c)
 	struct txn *t = c->txn;
 
 	SC_ASSERT(t != NULL);
-	enum body_feed rc = c->srv->client_ops->feed_body(t,
+	enum body_feed rc = c->w->node->client_ops->feed_body(t,
 	    bufferevent_get_input(c->bev));
 	/* the transaction may have finished meanwhile: then there is
 	 * nothing to hold */
@@ -197,7 +198,7 @@ client_reject(struct client *c, struct txn *t, int status, const char *why)
 {
 	c->txn = t;
 	t->keep_alive = false;
-	c->srv->client_ops->refuse(t, status, SQ_NONE_NONE, why, true);
+	c->w->node->client_ops->refuse(t, status, SQ_NONE_NONE, why, true);
 }
 
 static struct txn *
@@ -207,7 +208,7 @@ txn_new(struct client *c)
 
 	if (t == NULL)
 		return NULL;
-	t->srv = c->srv;
+	t->w = c->w;
 	t->c = c;
 	t->req.content_length = -1;
 	t->code = SQ_NONE_NONE;
@@ -236,12 +237,12 @@ static int
 start_link(struct client *c)
 {
 	char err[128];
-	struct bufferevent *bev = tls_link_wrap(c->srv->link, c->srv->base,
+	struct bufferevent *bev = tls_link_wrap(c->w->node->link, c->w->base,
 	    c->bev, &c->tls, err, sizeof(err));
 
 	if (bev == NULL) {
 		fprintf(stderr, "sumcache: %s\n", err);
-		c->srv->m.link_refused++;
+		c->w->m.link_refused++;
 		c->dead = true;
 		return -1;
 	}
@@ -254,13 +255,14 @@ start_link(struct client *c)
 static int
 parse_one(struct client *c)
 {
-	struct server *s = c->srv;
+	struct worker *s = c->w;
+	struct node *n = s->node;
 	struct evbuffer *in = bufferevent_get_input(c->bev);
-	const struct http_limits *lim = &s->limits;
+	const struct http_limits *lim = &n->limits;
 
 	/* a node of the cluster opening a peer link: its first bytes are
 	 * a TLS handshake, its requests come through it */
-	if (s->link != NULL && c->tls == NULL && !c->served &&
+	if (n->link != NULL && c->tls == NULL && !c->served &&
 	    c->scan == 0 && !c->head_started && tls_link_offered(in))
 		return start_link(c);
 	if (c->scan == 0)
@@ -270,7 +272,7 @@ parse_one(struct client *c)
 		return 0;
 	if (!c->head_started) {
 		c->head_started = true;
-		timer_set(c, s->conf.header_timeout_ms);
+		timer_set(c, n->conf.header_timeout_ms);
 		client_set_bulk(c, false);
 	}
 	size_t window = have < lim->max_head + 4 ? have : lim->max_head + 4;
@@ -319,14 +321,14 @@ parse_one(struct client *c)
 	if (!c->allowed) {
 		s->m.client_denied++;
 		t->keep_alive = false;
-		s->client_ops->refuse(t, 403, SQ_TCP_DENIED,
+		n->client_ops->refuse(t, 403, SQ_TCP_DENIED,
 		    "access denied: your address is not in the allow list",
 		    true);
 		return -1;
 	}
 	/* everything below may finish (and even close) synchronously; a
 	 * CONNECT may hand the socket to a tunnel (c is then dead) */
-	s->client_ops->start(t);
+	n->client_ops->start(t);
 	return 1;
 }
 
@@ -336,8 +338,10 @@ parse_one(struct client *c)
 static uint32_t
 next_request_ms(const struct client *c)
 {
+	const struct conf *conf = &c->w->node->conf;
+
 	return c->tls != NULL && !tls_conn_handshaken(c->tls) ?
-	    c->srv->conf.header_timeout_ms : c->srv->conf.idle_timeout_ms;
+	    conf->header_timeout_ms : conf->idle_timeout_ms;
 }
 
 static void
@@ -392,7 +396,7 @@ on_read(struct bufferevent *bev, void *arg)
 	}
 	if (t->body_unread) {
 		if (!c->body_deadline)
-			timer_set(c, c->srv->conf.idle_timeout_ms);
+			timer_set(c, c->w->node->conf.idle_timeout_ms);
 		/* the body may finish the transaction here (a summary POST
 		 * is answered at once) and even close the connection: hold
 		 * c as the parse loop does, and look at c->txn afresh */
@@ -431,7 +435,7 @@ on_write(struct bufferevent *bev, void *arg)
 		return;
 	}
 	if (c->txn != NULL)
-		c->srv->client_ops->drained(c->txn);
+		c->w->node->client_ops->drained(c->txn);
 	else
 		client_next_request(c);
 }
@@ -442,7 +446,7 @@ on_write(struct bufferevent *bev, void *arg)
 static void
 client_left(struct client *c, struct txn *t)
 {
-	c->srv->m.client_aborts++;
+	c->w->m.client_aborts++;
 	t->cut = CUT_ABORTED;
 	if (t->result == RESULT_INTERNAL && t->url.norm != NULL) {
 		t->result = RESULT_MISS;
@@ -460,7 +464,7 @@ on_event(struct bufferevent *bev, short what, void *arg)
 	 * and the alert the layer wrote goes to the client before the
 	 * close (it was thrown away with the socket: every refusal looked
 	 * like "unexpected eof" to the client) */
-	switch (c->tls != NULL ? tls_conn_event(&c->srv->conf, c->tls, bev,
+	switch (c->tls != NULL ? tls_conn_event(&c->w->node->conf, c->tls, bev,
 	    what, mono_ms()) : TLS_EVENT_END) {
 	case TLS_EVENT_DONE:
 		return;
@@ -481,7 +485,7 @@ on_event(struct bufferevent *bev, short what, void *arg)
 	 * disk body being sent is cut, and its record is checked again */
 	if ((what & BEV_EVENT_WRITING) && ((what & BEV_EVENT_EOF) ||
 	    EVUTIL_SOCKET_ERROR() == EIO) && c->sent.e != 0)
-		tiers_send_failed(c->srv->tiers, &c->sent);
+		tiers_send_failed(c->w->node->tiers, &c->sent);
 	if (c->txn != NULL && !c->closing)
 		client_left(c, c->txn);
 	client_free(c);
@@ -505,7 +509,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 		/* a request body stalled, or missed its deadline: a peer's
 		 * summary is counted as such, anything else is the client's
 		 * abort */
-		if (!c->srv->client_ops->stalled(c->txn))
+		if (!c->w->node->client_ops->stalled(c->txn))
 			client_left(c, c->txn);
 		client_free(c);
 		return;
@@ -514,7 +518,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 		client_free(c); /* idle keep-alive connection */
 		return;
 	}
-	c->srv->m.header_timeouts++;
+	c->w->m.header_timeouts++;
 	if ((t = txn_new(c)) == NULL) {
 		client_free(c);
 		return;
@@ -523,7 +527,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 }
 
 void
-client_accept(struct server *s, evutil_socket_t fd, const struct sockaddr *sa)
+client_accept(struct worker *s, evutil_socket_t fd, const struct sockaddr *sa)
 {
 	/* responses go out as soon as they are queued: with Nagle on, the
 	 * tail of a response waits for the client's delayed ACK (40 ms) */
@@ -543,14 +547,14 @@ client_accept(struct server *s, evutil_socket_t fd, const struct sockaddr *sa)
 static void
 use_bev(struct client *c, struct bufferevent *bev)
 {
-	struct timeval wto = tv_ms(c->srv->conf.idle_timeout_ms);
+	struct timeval wto = tv_ms(c->w->node->conf.idle_timeout_ms);
 
 	/* a TLS layer writes what a reply appended from the loop, once the
 	 * reply is whole; called at each append (libevent's way), it made
 	 * each of a head's pieces a record of its own */
 	if (c->tls != NULL)
 		evbuffer_defer_callbacks(bufferevent_get_output(bev),
-		    c->srv->base);
+		    c->w->base);
 	c->bev = bev;
 	bufferevent_setcb(bev, on_read, on_write, on_event, c);
 	/* libevent writes 16 KB per call by default; a hit of a few hundred
@@ -563,9 +567,10 @@ use_bev(struct client *c, struct bufferevent *bev)
 }
 
 void
-client_attach(struct server *s, struct bufferevent *bev,
+client_attach(struct worker *s, struct bufferevent *bev,
     const struct sockaddr *sa)
 {
+	struct node *n = s->node;
 	struct client *c = calloc(1, sizeof(*c));
 
 	if (c == NULL || (c->timer = evtimer_new(s->base, on_timer, c)) ==
@@ -574,13 +579,13 @@ client_attach(struct server *s, struct bufferevent *bev,
 		free(c);
 		return;
 	}
-	c->srv = s;
+	c->w = s;
 	c->bev = NULL;
 	c->accepted_ms = mono_ms();
 	/* configured peers may always talk to us: summaries and sibling
 	 * requests come from them */
-	c->allowed = acl_allows(&s->conf.allow, sa) ||
-	    (s->peers != NULL && peers_by_addr(s->peers, sa) != NULL);
+	c->allowed = acl_allows(&n->conf.allow, sa) ||
+	    (n->peers != NULL && peers_by_addr(n->peers, sa) != NULL);
 	memcpy(&c->sa, sa, sa->sa_family == AF_INET6 ?
 	    sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
 	if (sa->sa_family == AF_INET)
@@ -600,10 +605,10 @@ client_attach(struct server *s, struct bufferevent *bev,
 	s->clients = c;
 	s->m.client_connections++;
 	s->m.active_clients++;
-	budget_conns(s->budget, s->m.active_clients);
+	budget_conns(n->budget, s->m.active_clients);
 	use_bev(c, bev);
 	/* a connection that never sends a byte is closed quietly */
-	timer_set(c, s->conf.header_timeout_ms);
+	timer_set(c, n->conf.header_timeout_ms);
 }
 
 int
@@ -611,7 +616,7 @@ client_start_tls(struct client *c, const char *host, uint16_t port,
     char *err, size_t elen)
 {
 	struct bufferevent *plain = c->bev;
-	struct bufferevent *bev = tls_server_wrap(c->srv->tls, c->srv->base,
+	struct bufferevent *bev = tls_server_wrap(c->w->node->tls, c->w->base,
 	    plain, c->addr, host, port, &c->tls, err, elen);
 
 	if (bev == NULL)
@@ -658,7 +663,7 @@ idle_keep_alive(struct client *c)
 }
 
 bool
-client_make_room(struct server *s, uint64_t *retry_ms)
+client_make_room(struct worker *s, uint64_t *retry_ms)
 {
 	struct client *c = s->oldest_client, *slow = NULL;
 	uint64_t now = mono_ms();
@@ -690,7 +695,7 @@ client_make_room(struct server *s, uint64_t *retry_ms)
 }
 
 void
-client_drain_all(struct server *s)
+client_drain_all(struct worker *s)
 {
 	struct client *c = s->clients, *next;
 
@@ -702,7 +707,7 @@ client_drain_all(struct server *s)
 }
 
 void
-client_free_all(struct server *s)
+client_free_all(struct worker *s)
 {
 	while (s->clients != NULL)
 		client_free(s->clients);

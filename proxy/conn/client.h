@@ -56,12 +56,12 @@ size_t client_buffers_bound(const struct http_limits *l);
 
 /* A connection accepted on fd, from sa: it is served from now on (on
  * ENOMEM fd is closed). */
-void client_accept(struct server *s, evutil_socket_t fd,
+void client_accept(struct worker *s, evutil_socket_t fd,
     const struct sockaddr *sa);
 /* The same over bev, which the connection takes (freed on ENOMEM):
  * client_accept's second half, and how the unit tests serve a request
  * over a bufferevent pair, without a socket. */
-void client_attach(struct server *s, struct bufferevent *bev,
+void client_attach(struct worker *s, struct bufferevent *bev,
     const struct sockaddr *sa);
 
 /* The client's output buffer; what is added is counted in t->bytes_out by
@@ -145,13 +145,13 @@ bool client_on_link(const struct client *c);
  * (the oldest new one's grace ends), at most CLIENT_HEAD_GRACE_MS.
  */
 #define CLIENT_HEAD_GRACE_MS 250
-bool client_make_room(struct server *s, uint64_t *retry_ms);
+bool client_make_room(struct worker *s, uint64_t *retry_ms);
 
 /* Shutdown: close idle connections, make busy ones close after their
  * response. */
-void client_drain_all(struct server *s);
+void client_drain_all(struct worker *s);
 
 /* Closes every client at once (exit after the shutdown bound). */
-void client_free_all(struct server *s);
+void client_free_all(struct worker *s);
 
 #endif

@@ -62,7 +62,7 @@ void
 client_sent(struct txn *t, size_t n)
 {
 	t->bytes_out += n;
-	t->srv->m.client_bytes_out += n;
+	t->w->m.client_bytes_out += n;
 }
 
 static void
@@ -78,11 +78,11 @@ void
 client_free_when_written(struct client *c, struct evbuffer *out)
 {
 	struct bufferevent *sock = bufferevent_get_underlying(c->bev);
-	struct timeval wto = tv_ms(c->srv->conf.idle_timeout_ms);
+	struct timeval wto = tv_ms(c->w->node->conf.idle_timeout_ms);
 
 	/* deferred: the callback frees the socket, which must not happen
 	 * inside libevent's write to it */
-	evbuffer_defer_callbacks(out, c->srv->base);
+	evbuffer_defer_callbacks(out, c->w->base);
 	if (evbuffer_get_length(out) == 0 ||
 	    (c->linger = evbuffer_add_cb(out, on_socket_drained, c)) == NULL) {
 		client_free(c);
@@ -154,7 +154,7 @@ on_all_sent(evutil_socket_t fd, short what, void *arg)
 		client_fail(c, CUT_ABORTED);
 		return;
 	}
-	c->srv->client_ops->drained(c->txn);
+	c->w->node->client_ops->drained(c->txn);
 }
 
 void
@@ -163,7 +163,7 @@ client_wait_all_sent(struct client *c)
 	evutil_socket_t fd = bufferevent_getfd(c->bev);
 	int one = 1;
 
-	if (c->all_sent == NULL && (c->all_sent = event_new(c->srv->base, fd,
+	if (c->all_sent == NULL && (c->all_sent = event_new(c->w->base, fd,
 	    EV_WRITE, on_all_sent, c)) == NULL) {
 		client_fail(c, CUT_ABORTED);
 		return;
@@ -176,7 +176,7 @@ client_wait_all_sent(struct client *c)
 	event_add(c->all_sent, NULL);
 	/* with its output empty the socket's write timeout is not armed: a
 	 * client that stops reading is cut at idle_timeout (on_timer) */
-	struct timeval tv = tv_ms(c->srv->conf.idle_timeout_ms);
+	struct timeval tv = tv_ms(c->w->node->conf.idle_timeout_ms);
 	evtimer_add(c->timer, &tv);
 }
 

@@ -108,7 +108,7 @@ response_connection_field(struct txn *t, struct evbuffer *out)
 	/* unread request body would be parsed as the next request */
 	if (t->body_unread)
 		t->keep_alive = false;
-	if (t->srv->draining)
+	if (t->w->node->draining)
 		t->keep_alive = false;
 	if (!t->keep_alive)
 		evbuffer_add(out, "Connection: close\r\n", 19);
@@ -124,7 +124,7 @@ response_connection_field(struct txn *t, struct evbuffer *out)
  * peer answered.
  */
 static void
-cache_status(const struct server *s, const struct txn *t, char *buf,
+cache_status(const struct worker *s, const struct txn *t, char *buf,
     size_t cap, size_t *n)
 {
 	const char *params = squid_code_cache_status(t->code);
@@ -136,7 +136,7 @@ cache_status(const struct server *s, const struct txn *t, char *buf,
 	    t->hier == SQ_CD_SIBLING_HIT || t->hier == SQ_CARP))
 		more = "; detail=peer";
 	put_str(buf, cap, n, "Cache-Status: sumcache-");
-	put_str(buf, cap, n, s->conf.node_name);
+	put_str(buf, cap, n, s->node->conf.node_name);
 	put_mem(buf, cap, n, "; ", 2);
 	put_str(buf, cap, n, params);
 	put_str(buf, cap, n, more);
@@ -144,11 +144,11 @@ cache_status(const struct server *s, const struct txn *t, char *buf,
 }
 
 void
-response_end(const struct server *s, struct txn *t, struct evbuffer *out,
+response_end(const struct worker *s, struct txn *t, struct evbuffer *out,
     const struct head_tail *tl)
 {
 	/* the hit path's tail: composed once, added to out once */
-	char buf[64 + sizeof(s->via) + 2 * WIRE_MAX_SENDER + 192];
+	char buf[64 + sizeof(s->node->via) + 2 * WIRE_MAX_SENDER + 192];
 	size_t n = 0;
 
 	size_t cap = sizeof(buf);
@@ -161,14 +161,14 @@ response_end(const struct server *s, struct txn *t, struct evbuffer *out,
 	}
 	if (tl->via) {
 		put_str(buf, cap, &n, "Via: ");
-		put_str(buf, cap, &n, s->via);
+		put_str(buf, cap, &n, s->node->via);
 		put_mem(buf, cap, &n, "\r\n", 2);
 	}
 	if (tl->x_cache != NULL) {
 		put_str(buf, cap, &n, "X-Cache: ");
 		put_str(buf, cap, &n, tl->x_cache);
 		put_str(buf, cap, &n, " from ");
-		put_str(buf, cap, &n, s->conf.node_name);
+		put_str(buf, cap, &n, s->node->conf.node_name);
 		put_mem(buf, cap, &n, "\r\n", 2);
 	}
 	if (t != NULL && !tl->internal)

@@ -36,7 +36,7 @@ struct head_tail {
 
 /* The tail of a head for t (NULL: a connection that closes after it, as
  * a tunnel's). */
-void response_end(const struct server *s, struct txn *t,
+void response_end(const struct worker *s, struct txn *t,
     struct evbuffer *out, const struct head_tail *tl);
 
 /* t's Connection field, settling t->keep_alive: no reuse with request

@@ -34,7 +34,7 @@
 #define TUNNEL_HIGH (64 * 1024)
 
 struct tunnel {
-	struct server *srv;
+	struct worker *w;
 	struct tunnel *prev, *next;
 	struct bufferevent *side[2]; /* 0 client, 1 target */
 	struct event *timer;
@@ -50,11 +50,11 @@ struct tunnel {
 static void
 tunnel_free(struct tunnel *tn)
 {
-	struct server *s = tn->srv;
+	struct worker *s = tn->w;
 
 	evutil_gettimeofday(&tn->log.end, NULL);
 	tn->log.status = tn->status;
-	accesslog_write(s->log, &tn->log);
+	accesslog_write(s->node->log, &tn->log);
 	for (int i = 0; i < 2; i++)
 		if (tn->side[i])
 			bufferevent_free(tn->side[i]);
@@ -170,13 +170,13 @@ on_event(struct bufferevent *bev, short what, void *arg)
 		struct evbuffer *out = bufferevent_get_output(tn->side[0]);
 		response_status(out, tn->status, NULL, 0);
 		evbuffer_add_printf(out, "Content-Type: text/plain\r\n");
-		response_end(tn->srv, NULL, out, &(struct head_tail){.age = -1,
+		response_end(tn->w, NULL, out, &(struct head_tail){.age = -1,
 		    .length = n});
 		evbuffer_add(out, body, (size_t)n);
 		if (timeout)
-			tn->srv->m.origin_timeout++;
+			tn->w->m.origin_timeout++;
 		else
-			tn->srv->m.origin_unreachable++;
+			tn->w->m.origin_unreachable++;
 		bufferevent_free(tn->side[1]);
 		tn->side[1] = NULL;
 		tunnel_close(tn);
@@ -193,7 +193,7 @@ static void
 on_idle(evutil_socket_t fd, short what, void *arg)
 {
 	struct tunnel *tn = arg;
-	uint32_t ms = tn->srv->conf.tunnel_idle_timeout_ms;
+	uint32_t ms = tn->w->node->conf.tunnel_idle_timeout_ms;
 	time_t idle = time(NULL) - tn->last_activity;
 
 	(void)fd;
@@ -222,14 +222,15 @@ tunnel_port_allowed(const struct conf *c, uint16_t port)
 int
 tunnel_start(struct txn *t, enum squid_code *code, const char **why)
 {
-	struct server *s = t->srv;
+	struct worker *s = t->w;
+	struct node *n = s->node;
 	struct url u;
 
 	*code = SQ_NONE_NONE;
 	if (url_parse_authority(t->req.target, t->req.target_len, &u,
 	    why) < 0)
 		return 400;
-	if (!tunnel_port_allowed(&s->conf, u.port)) {
+	if (!tunnel_port_allowed(&n->conf, u.port)) {
 		s->m.tunnel_denied++;
 		url_clear(&u);
 		*code = SQ_TCP_DENIED;
@@ -242,7 +243,7 @@ tunnel_start(struct txn *t, enum squid_code *code, const char **why)
 		url_clear(&u);
 		return 503;
 	}
-	tn->srv = s;
+	tn->w = s;
 	tn->timer = evtimer_new(s->base, on_idle, tn);
 	tn->side[1] = bufferevent_socket_new(s->base, -1,
 	    BEV_OPT_CLOSE_ON_FREE);
@@ -284,9 +285,9 @@ tunnel_start(struct txn *t, enum squid_code *code, const char **why)
 	}
 	/* the client waits until the target answers */
 	bufferevent_disable(tn->side[0], EV_READ);
-	struct timeval tv = tv_ms(s->conf.tunnel_idle_timeout_ms);
+	struct timeval tv = tv_ms(n->conf.tunnel_idle_timeout_ms);
 	evtimer_add(tn->timer, &tv);
-	struct timeval cto = tv_ms(s->conf.connect_timeout_ms);
+	struct timeval cto = tv_ms(n->conf.connect_timeout_ms);
 	bufferevent_set_timeouts(tn->side[1], &cto, &cto);
 	/* a failure is reported through on_event, now or later */
 	bufferevent_socket_connect_hostname(tn->side[1], s->dns, AF_UNSPEC,
@@ -295,7 +296,7 @@ tunnel_start(struct txn *t, enum squid_code *code, const char **why)
 }
 
 void
-tunnel_free_all(struct server *s)
+tunnel_free_all(struct worker *s)
 {
 	while (s->tunnels != NULL)
 		tunnel_free(s->tunnels);

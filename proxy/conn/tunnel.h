@@ -18,6 +18,6 @@ int tunnel_start(struct txn *t, enum squid_code *code, const char **why);
 bool tunnel_port_allowed(const struct conf *c, uint16_t port);
 
 /* Closes every tunnel at once (exit after the shutdown bound). */
-void tunnel_free_all(struct server *s);
+void tunnel_free_all(struct worker *s);
 
 #endif

@@ -84,7 +84,7 @@
 struct busy {
 	struct busy *hnext;
 	struct busy_table *table;
-	struct server *s;
+	struct worker *s;
 	uint64_t hash;
 	bool in_table;
 	bool asking_peer;
@@ -229,7 +229,7 @@ release(struct busy_seat *st, bool alone)
 	busy_leave(t);
 	t->no_collapse = alone;
 	if (alone)
-		t->srv->m.collapsed_released++;
+		t->w->m.collapsed_released++;
 	again(t);
 }
 
@@ -267,7 +267,7 @@ on_deadline(evutil_socket_t fd, short what, void *arg)
 static bool
 arm_deadline(struct busy *b)
 {
-	uint64_t bound = b->s->conf.collapsed_forwarding_timeout_ms;
+	uint64_t bound = b->s->node->conf.collapsed_forwarding_timeout_ms;
 	uint64_t spent = mono_ms() - b->started_ms;
 
 	b->deadline = evtimer_new(b->s->base, on_deadline, b);
@@ -377,7 +377,7 @@ start_reading(struct busy *b, struct txn *t, struct busy_seat *st,
 		t->result = result;
 	} else {
 		t->result = RESULT_LOCAL_HIT;
-		t->srv->m.collapsed_served++;
+		t->w->m.collapsed_served++;
 	}
 	if (!body) {
 		busy_leave(t);
@@ -395,7 +395,7 @@ start_reading(struct busy *b, struct txn *t, struct busy_seat *st,
 /* ---- the fetch's side ---- */
 
 struct busy *
-busy_open(struct server *s, const struct txn *t)
+busy_open(struct worker *s, const struct txn *t)
 {
 	/* a range sent on to the origin is nobody else's answer */
 	if (!t->is_get || t->body != NULL || (!t->range_whole &&
@@ -419,7 +419,7 @@ busy_open(struct server *s, const struct txn *t)
 }
 
 bool
-busy_running(struct server *s, const char *key, size_t klen)
+busy_running(struct worker *s, const char *key, size_t klen)
 {
 	return *slot(s->busy, XXH3_64bits(key, klen), key, klen) != NULL;
 }
@@ -427,9 +427,9 @@ busy_running(struct server *s, const char *key, size_t klen)
 bool
 busy_join(struct txn *t, busy_again_f *again)
 {
-	struct server *s = t->srv;
+	struct worker *s = t->w;
 
-	if (s->conf.collapsed_forwarding_timeout_ms == 0 ||
+	if (s->node->conf.collapsed_forwarding_timeout_ms == 0 ||
 	    (!t->is_get && !t->is_head) || t->body != NULL ||
 	    t->no_collapse || t->reqcc.no_cache ||
 	    http_field_find(&t->req, "authorization") != NULL)
@@ -560,7 +560,7 @@ busy_fail(struct busy **bp, int status, bool disconnected, const char *cause)
 
 	if (b == NULL)
 		return;
-	struct server *s = b->s;
+	struct worker *s = b->s;
 	size_t clen = strlen(cause);
 	/* the waiters are taken off b first: busy_close frees it */
 	struct busy_seat *st = b->waiting, *next;

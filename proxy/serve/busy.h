@@ -24,7 +24,7 @@ void busy_table_free(struct busy_table **tp);
  * URL wait for it (when collapsed forwarding is on). NULL when t may not
  * share its answer, or on ENOMEM.
  */
-struct busy *busy_open(struct server *s, const struct txn *t);
+struct busy *busy_open(struct worker *s, const struct txn *t);
 
 /* What a waiter let go does next: looks in the store again, then goes
  * on (request.c's lookup). t may be finished before it returns. */
@@ -136,7 +136,7 @@ struct collapse_failure {
 };
 
 /* Whether a fetch of the URL key is running and may be joined. */
-bool busy_running(struct server *s, const char *key, size_t klen);
+bool busy_running(struct worker *s, const char *key, size_t klen);
 
 /* t's output drained: it reads on. */
 void busy_drained(struct txn *t);

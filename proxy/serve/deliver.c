@@ -43,7 +43,7 @@ text_reply(struct txn *t, int status, enum squid_code code,
 	evbuffer_add_printf(out, "Content-Type: text/plain\r\n"
 	    "Cache-Control: no-store\r\n%s", more != NULL ? more : "");
 	/* a PURGE's answer is the node's own, no cache's doing */
-	response_end(t->srv, t, out, &(struct head_tail){.age = -1,
+	response_end(t->w, t, out, &(struct head_tail){.age = -1,
 	    .via = true, .length = (int64_t)n,
 	    .internal = result == RESULT_ADMIN});
 	if (!t->is_head)
@@ -139,7 +139,7 @@ object_range(struct txn *t, const struct store_obj *o, uint64_t length)
 		range_plan_free(&t->range);
 		v = RANGE_WHOLE;
 	}
-	return range_count(&t->srv->m, v);
+	return range_count(&t->w->m, v);
 }
 
 void
@@ -151,7 +151,7 @@ deliver_unsatisfiable(struct txn *t, uint64_t length, const char *x_cache)
 	t->status = 416;
 	response_status(out, 416, NULL, 0);
 	range_unsatisfiable_field(length, out);
-	response_end(t->srv, t, out, &(struct head_tail){.age = -1,
+	response_end(t->w, t, out, &(struct head_tail){.age = -1,
 	    .via = true, .x_cache = x_cache, .length = 0});
 	client_sent(t, client_out_mark(t->c) - before);
 }
@@ -206,7 +206,7 @@ deliver_head(struct txn *t, const struct store_obj *o,
 	    .chunked = body && deliver_chunked(t, length)};
 	if (body && length < 0 && !tl.chunked)
 		t->keep_alive = false;  /* the close ends the body */
-	response_end(t->srv, t, out, &tl);
+	response_end(t->w, t, out, &tl);
 	client_sent(t, client_out_mark(t->c) - before);
 	return body;
 }
@@ -227,9 +227,9 @@ deliver_object(struct txn *t, struct store_obj *o,
 
 	t->result = RESULT_LOCAL_HIT;
 	if (t->disk_read)
-		t->srv->m.hit_disk++;
+		t->w->m.hit_disk++;
 	else
-		t->srv->m.hit_memory++;
+		t->w->m.hit_memory++;
 	/* a body on disk goes through its sender, which ends the
 	 * transaction */
 	struct range_span whole = {0, o->body->len};
@@ -238,7 +238,7 @@ deliver_object(struct txn *t, struct store_obj *o,
 	/* a send from the disk's file that fails has its record checked
 	 * (client.c, disksend.c) */
 	if (body)
-		tiers_sending(t->srv->tiers, o, &t->c->sent);
+		tiers_sending(t->w->node->tiers, o, &t->c->sent);
 	if (body && disksend_wanted(o->body) && (t->range == NULL ||
 	    t->range->n == 1) && disksend_start(t, o->body, part->from,
 	    part->len, false) == 0)
@@ -253,7 +253,7 @@ deliver_object(struct txn *t, struct store_obj *o,
 	client_sent(t, client_out_mark(t->c) - before);
 	if (!all) {
 		/* several ranges copied off a disk file that ended first */
-		tiers_send_failed(t->srv->tiers, &t->c->sent);
+		tiers_send_failed(t->w->node->tiers, &t->c->sent);
 		client_fail(t->c, CUT_ABORTED);
 		return;
 	}

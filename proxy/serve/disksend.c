@@ -106,7 +106,7 @@ cut(struct disksend *ds)
 	struct txn *t = ds->t;
 
 	ds->failed = true;
-	tiers_send_failed(t->srv->tiers, &t->c->sent);
+	tiers_send_failed(t->w->node->tiers, &t->c->sent);
 	client_fail(t->c, CUT_ABORTED);
 }
 
@@ -120,7 +120,7 @@ intact(const struct disksend *ds)
 
 	return fstat(x->fd, &st) == 0 && (uint64_t)st.st_size >=
 	    (uint64_t)x->off + ds->from + ds->len &&
-	    tiers_send_intact(ds->t->srv->tiers, &ds->t->c->sent);
+	    tiers_send_intact(ds->t->w->node->tiers, &ds->t->c->sent);
 }
 
 /* Reads the next piece of the copied part into the output; false when
@@ -228,7 +228,7 @@ pump(struct disksend *ds)
 		uint64_t at = ds->asked;
 		uint64_t n = len - at < WINDOW ? len - at : WINDOW;
 		ds->asked += n;
-		if (tiers_warm(t->srv->tiers, ds->body->ext->fd,
+		if (tiers_warm(t->w->node->tiers, ds->body->ext->fd,
 		    (uint64_t)ds->body->ext->off + ds->from + at, (size_t)n,
 		    on_warm, ds))
 			ds->reading++;

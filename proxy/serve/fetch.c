@@ -52,8 +52,8 @@
 static uint32_t
 silence_ms(const struct fetch *f)
 {
-	return f->peer != NULL ? f->srv->conf.peer_timeout_ms :
-	    f->srv->conf.origin_timeout_ms;
+	return f->peer != NULL ? f->w->node->conf.peer_timeout_ms :
+	    f->w->node->conf.origin_timeout_ms;
 }
 
 void
@@ -84,7 +84,7 @@ apply_pause(struct fetch *f)
 }
 
 void
-fetch_free_shared(struct server *s)
+fetch_free_shared(struct worker *s)
 {
 	while (s->shared_fetches != NULL) {
 		struct fetch *f = s->shared_fetches;
@@ -113,13 +113,13 @@ fetch_free(struct fetch **fp)
 		if (f->prev != NULL)
 			f->prev->next = f->next;
 		else
-			f->srv->shared_fetches = f->next;
+			f->w->shared_fetches = f->next;
 		if (f->next != NULL)
 			f->next->prev = f->prev;
 	}
 	if (f->running)
-		curlev_cancel(f->srv->curl, f->easy);
-	curlev_easy_done(f->srv->curl, &f->easy);
+		curlev_cancel(f->w->curl, f->easy);
+	curlev_easy_done(f->w->curl, &f->easy);
 	curl_slist_free_all(f->hdrs);
 	curl_slist_free_all(f->connect_to);
 	if (f->timer)
@@ -212,7 +212,7 @@ peer_outcome(struct fetch *f, enum peer_outcome outcome)
 	curl_easy_getinfo(f->easy, CURLINFO_HEADER_SIZE, &head);
 	curl_easy_getinfo(f->easy, CURLINFO_SIZE_DOWNLOAD_T, &down);
 	curl_easy_getinfo(f->easy, CURLINFO_TOTAL_TIME, &secs);
-	peers_fetch_done(f->srv->peers, f->peer, outcome, secs * 1000,
+	peers_fetch_done(f->w->node->peers, f->peer, outcome, secs * 1000,
 	    (uint64_t)req, (uint64_t)head + (uint64_t)down);
 }
 
@@ -245,7 +245,7 @@ replace_owner(struct fetch *f)
 	f->owner_replaced = true;
 	f->peer = NULL;
 	peers_put(&f->owner);
-	f->owner = peers_owner(f->srv->peers, t->url.norm, t->url.len);
+	f->owner = peers_owner(f->w->node->peers, t->url.norm, t->url.len);
 	f->owner_asked = false;
 	if (f->owner == NULL)
 		f->keep_copy = true;
@@ -259,7 +259,7 @@ static void
 next_source(struct fetch *f, enum peer_outcome outcome)
 {
 	if (f->to == UPSTREAM_OWNER) {
-		f->srv->m.owner_failed++;
+		f->w->m.owner_failed++;
 		if (outcome == PEER_FALSE_HIT)
 			outcome = PEER_OWNER;
 	}
@@ -277,7 +277,7 @@ ask_for_range(struct fetch *f)
 {
 	f->range_too_large = false;
 	f->t->range_whole = false;
-	f->srv->m.range_passed++;
+	f->w->m.range_passed++;
 	busy_close(&f->busy, BUSY_UNSHARED, NULL);
 	if (f->to == UPSTREAM_OWNER)
 		f->owner_asked = false;
@@ -292,7 +292,7 @@ ask_for_range(struct fetch *f)
 static void
 link_refused(struct fetch *f)
 {
-	struct server *s = f->srv;
+	struct worker *s = f->w;
 	uint64_t skipped;
 
 	s->m.link_out_refused++;
@@ -342,7 +342,7 @@ on_silence(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(f->timer, &tv);
 		return;
 	}
-	curlev_cancel(f->srv->curl, f->easy);
+	curlev_cancel(f->w->curl, f->easy);
 	f->running = false;
 	if (f->peer != NULL && !f->head_done) {
 		next_source(f, PEER_FAILED);
@@ -357,10 +357,10 @@ on_silence(evutil_socket_t fd, short what, void *arg)
 static bool
 peer_eligible(const struct txn *t, enum fetch_kind kind)
 {
-	return t->srv->peers != NULL && kind == FETCH_MISS &&
+	return t->w->node->peers != NULL && kind == FETCH_MISS &&
 	    (t->is_get || t->is_head) && t->body == NULL &&
 	    !t->reqcc.no_cache && !t->looped && !t->placed &&
-	    (!t->url.https || t->srv->cluster != NULL);
+	    (!t->url.https || t->w->node->cluster != NULL);
 }
 
 /* Whether p may be asked for f's object: an https one only of a
@@ -444,7 +444,8 @@ static int
 attempt(struct fetch *f)
 {
 	struct txn *t = f->t;
-	struct server *s = t->srv;
+	struct worker *s = t->w;
+	struct node *n = s->node;
 
 	next_peer(f);
 	if (f->busy != NULL)
@@ -461,7 +462,7 @@ attempt(struct fetch *f)
 	CURL *e = f->easy;
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	if (f->peer != NULL && t->url.https) {
-		if (link_to(f, e, s->cluster, f->peer, t->url.norm) < 0)
+		if (link_to(f, e, n->cluster, f->peer, t->url.norm) < 0)
 			return -1;
 	} else {
 		/* a peer is asked as a proxy; the origin directly, never
@@ -470,16 +471,16 @@ attempt(struct fetch *f)
 		curl_easy_setopt(e, CURLOPT_PROXY, f->peer ?
 		    peer_proxy_url(f->peer) : "");
 	}
-	if (f->peer != NULL && s->peer_source[0] != '\0')
-		curl_easy_setopt(e, CURLOPT_INTERFACE, s->peer_source);
+	if (f->peer != NULL && n->peer_source[0] != '\0')
+		curl_easy_setopt(e, CURLOPT_INTERFACE, n->peer_source);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	/* an https origin is verified, always: the system's trust, and
 	 * tls_upstream_ca's beside it (OpenSSL reads both); a peer link's
 	 * end, against the cluster CA alone (link_to) */
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
-	if (s->conf.tls_upstream_ca != NULL && f->to == UPSTREAM_ORIGIN) {
-		curl_easy_setopt(e, CURLOPT_CAINFO, s->conf.tls_upstream_ca);
+	if (n->conf.tls_upstream_ca != NULL && f->to == UPSTREAM_ORIGIN) {
+		curl_easy_setopt(e, CURLOPT_CAINFO, n->conf.tls_upstream_ca);
 		curl_easy_setopt(e, CURLOPT_CAPATH, FETCH_SYSTEM_CA_DIR);
 	}
 	f->curl_err[0] = '\0';
@@ -487,7 +488,7 @@ attempt(struct fetch *f)
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(f->peer ?
-	    s->conf.peer_connect_timeout_ms : s->conf.connect_timeout_ms));
+	    n->conf.peer_connect_timeout_ms : n->conf.connect_timeout_ms));
 	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)FETCH_CHUNK);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, f->hdrs);
 	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, fetch_on_header);
@@ -549,12 +550,13 @@ on_icp_answer(void *arg, struct peer *hit)
 int
 fetch_start(struct txn *t, enum fetch_kind kind)
 {
-	struct server *s = t->srv;
+	struct worker *s = t->w;
+	struct node *n = s->node;
 	struct fetch *f = calloc(1, sizeof(*f));
 
 	if (f == NULL)
 		return -1;
-	f->srv = s;
+	f->w = s;
 	f->t = t;
 	f->kind = kind;
 	f->resp.content_length = -1;
@@ -564,7 +566,7 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 	if (f->timer == NULL || f->headbuf == NULL)
 		goto fail;
 	/* a URL whose last answer could not be stored: the origin at once */
-	bool pass = kind == FETCH_MISS && pass_marked(s->pass, t->url.norm,
+	bool pass = kind == FETCH_MISS && pass_marked(n->pass, t->url.norm,
 	    t->url.len, mono_ms());
 	if (pass)
 		s->m.passed++;
@@ -574,22 +576,22 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 		s->m.range_passed++;
 	f->keep_copy = true;
 	if (!pass && peer_eligible(t, kind)) {
-		if (s->conf.placement_hash) {
-			f->owner = peers_owner(s->peers, t->url.norm,
+		if (n->conf.placement_hash) {
+			f->owner = peers_owner(n->peers, t->url.norm,
 			    t->url.len);
-			f->keep_copy = f->owner == NULL || admit_keep(s->admit,
+			f->keep_copy = f->owner == NULL || admit_keep(n->admit,
 			    place_hash(t->url.norm, t->url.len));
 		}
-		if (s->conf.sharing == SHARING_SUMMARY) {
-			f->ncand = peers_candidates(s->peers, t->url.norm,
+		if (n->conf.sharing == SHARING_SUMMARY) {
+			f->ncand = peers_candidates(n->peers, t->url.norm,
 			    t->url.len, f->owner, f->cand,
-			    s->conf.peers_asked);
-		} else if (s->conf.sharing == SHARING_ICP && s->icp != NULL &&
+			    n->conf.peers_asked);
+		} else if (n->conf.sharing == SHARING_ICP && n->icp != NULL &&
 		    !t->url.https) {
 			/* ICP names http URLs only (request_icp_lookup) */
 			/* the answer starts the first source (no query out:
 			 * no live peer, so the origin at once) */
-			f->icpq = icpsock_ask(s->icp, t->url.norm, t->url.len,
+			f->icpq = icpsock_ask(n->icp, t->url.norm, t->url.len,
 			    on_icp_answer, f);
 			if (f->icpq != NULL) {
 				t->fetch = f;

@@ -31,6 +31,6 @@ size_t fetch_mem_bound(void);
 void fetch_free(struct fetch **f);
 
 /* Frees the shared fetches still running (at exit). */
-void fetch_free_shared(struct server *s);
+void fetch_free_shared(struct worker *s);
 
 #endif

@@ -35,7 +35,7 @@
 #define FETCH_UPLOAD_BUFFER (64 * 1024)
 
 struct fetch {
-	struct server *srv;
+	struct worker *w;
 	struct txn *t;             /* NULL once shared: the readers' */
 	enum fetch_kind kind;
 	CURL *easy;

@@ -33,7 +33,7 @@ enum fail_log {
 /* Writes cause's line, if its kind's second allows, saying what the
  * client got. */
 static void
-log_failure(struct server *s, uint64_t kind, const char *cause,
+log_failure(struct worker *s, uint64_t kind, const char *cause,
     const char *answered)
 {
 	uint64_t skipped;
@@ -50,7 +50,7 @@ fail_before_head(struct fetch *f, int status, const char *cause,
     uint64_t log_kind)
 {
 	struct txn *t = f->t;
-	struct server *s = t->srv;
+	struct worker *s = t->w;
 	char code[8];
 
 	/* those waiting are answered the same, before the leader's answer
@@ -86,7 +86,7 @@ fail_before_head(struct fetch *f, int status, const char *cause,
 static uint64_t
 tls_refused(struct fetch *f, char *cause, size_t len)
 {
-	struct server *s = f->srv;
+	struct worker *s = f->w;
 	long v = X509_V_OK;
 	const char *why;
 
@@ -133,7 +133,7 @@ tls_refused(struct fetch *f, char *cause, size_t len)
 
 /* A source broke off (or fell silent) after the head: counted by which. */
 static void
-cut_mid_body(struct server *s, bool quiet)
+cut_mid_body(struct worker *s, bool quiet)
 {
 	if (quiet)
 		s->m.origin_timeout++;
@@ -145,7 +145,7 @@ void
 fetch_finish_error(struct fetch *f, CURLcode rc)
 {
 	struct txn *t = f->t;
-	struct server *s = f->srv;
+	struct worker *s = f->w;
 	char cause[512];
 	/* a silence, not a break: logged as such (never as a client that
 	 * left) */
@@ -217,7 +217,7 @@ static void
 freeze_body(struct fetch *f)
 {
 	if (f->body->len < BODYFD_MIN ||
-	    !bodyfd_convert(&f->body, f->srv->body_fd_ceiling))
+	    !bodyfd_convert(&f->body, f->w->node->body_fd_ceiling))
 		store_body_shrink(&f->body);
 }
 
@@ -228,15 +228,16 @@ static void
 head_updates_stored(struct fetch *f)
 {
 	struct txn *t = f->t;
-	struct server *s = f->srv;
+	struct worker *s = f->w;
 
 	if (!stored_head_agrees(t->stale, &f->resp)) {
-		tiers_invalidate(s->tiers, t->url.norm, t->url.len);
+		tiers_invalidate(s->node->tiers, t->url.norm,
+		    t->url.len);
 		return;
 	}
 	struct store_obj *o = stored_refresh(t, &f->resp, f->request_time);
 	if (o != NULL)
-		tiers_store(s->tiers, o);
+		tiers_store(s->node->tiers, o);
 	store_obj_unref(&o);
 }
 
@@ -289,7 +290,7 @@ stream_progress(evutil_socket_t fd, short what, void *arg)
 static void
 finish_shared(struct fetch *f)
 {
-	struct server *s = f->srv;
+	struct worker *s = f->w;
 	struct store_obj *o = NULL;
 
 	if (f->kind == FETCH_REVALIDATE)
@@ -312,7 +313,7 @@ finish_shared(struct fetch *f)
 		o = store_obj_with_body(f->shape, f->body);
 	}
 	if (o != NULL)
-		tiers_store(s->tiers, o);
+		tiers_store(s->node->tiers, o);
 	busy_close(&f->busy, o != NULL ? BUSY_DONE : BUSY_FAILED, o);
 	store_obj_unref(&o);
 	fetch_free(&f);
@@ -322,7 +323,8 @@ void
 fetch_finish_ok(struct fetch *f)
 {
 	struct txn *t = f->t;
-	struct server *s = f->srv;
+	struct worker *s = f->w;
+	struct node *n = s->node;
 
 	if (f->shared) {
 		finish_shared(f);
@@ -333,7 +335,7 @@ fetch_finish_ok(struct fetch *f)
 		    f->request_time);
 		s->m.revalidated_unmodified++;
 		if (o != NULL)
-			tiers_store(s->tiers, o);
+			tiers_store(n->tiers, o);
 		/* who waited finds the refreshed copy */
 		busy_close(&f->busy, BUSY_DONE, NULL);
 		if (t->c == NULL) {
@@ -369,13 +371,13 @@ fetch_finish_ok(struct fetch *f)
 		    f->stored_head, f->stored_head_len, f->body,
 		    f->request_time);
 		if (o != NULL)
-			tiers_store(s->tiers, o);
+			tiers_store(n->tiers, o);
 		store_obj_unref(&o);
 	} else if (f->kind == FETCH_REVALIDATE && f->stream == NULL &&
 	    !stale_error_status(f->resp.status)) {
 		/* the new response is not storable: the old one is wrong (a
 		 * server's error says nothing of it: RFC 9111 4.3.3) */
-		tiers_invalidate(s->tiers, t->url.norm, t->url.len);
+		tiers_invalidate(n->tiers, t->url.norm, t->url.len);
 	} else if (t->is_head && t->stale != NULL && f->resp.status == 200) {
 		head_updates_stored(f);
 	}

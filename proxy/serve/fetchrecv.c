@@ -60,10 +60,10 @@ fetch_drop_copy(struct fetch *f)
 {
 	disk_stream_abort(&f->stream);
 	if (f->body != NULL && f->body->refs == 1)
-		budget_freed(f->srv->budget, f->body->cap);
+		budget_freed(f->w->node->budget, f->body->cap);
 	store_body_unref(&f->body);
 	if (f->reserved > 0)
-		budget_give(f->srv->budget, f->reserved);
+		budget_give(f->w->node->budget, f->reserved);
 	f->reserved = 0;
 }
 
@@ -79,7 +79,7 @@ reserve_copy_keep(struct fetch *f, size_t need)
 
 	if (want <= f->reserved)
 		return true;
-	if (!budget_take(f->srv->budget, want - f->reserved))
+	if (!budget_take(f->w->node->budget, want - f->reserved))
 		return false;
 	f->reserved = want;
 	return true;
@@ -135,16 +135,16 @@ static void
 start_stream(struct fetch *f, uint64_t clen)
 {
 	struct txn *t = f->t;
-	struct server *s = t->srv;
+	struct worker *s = t->w;
 	struct store_body *none = store_body_new(0);
 	struct store_obj *o = none != NULL && keep_head(f) ? stored_object(t,
 	    &f->resp, f->stored_head, f->stored_head_len, none,
 	    f->request_time) : NULL;
 
 	store_body_unref(&none);
-	if (o != NULL && budget_take(s->budget, DISK_STREAM_MEM)) {
+	if (o != NULL && budget_take(s->node->budget, DISK_STREAM_MEM)) {
 		f->reserved = DISK_STREAM_MEM;
-		f->stream = tiers_stream(s->tiers, o, clen);
+		f->stream = tiers_stream(s->node->tiers, o, clen);
 		if (f->stream != NULL)
 			disk_stream_on_drained(f->stream, stream_drained, f);
 		else
@@ -195,7 +195,7 @@ share(struct fetch *f, int64_t clen)
 		return false;
 	f->src = (struct busy_source){.copy = f->body, .length = clen};
 	if (f->stream != NULL) {
-		f->wake = event_new(f->srv->base, -1, 0, stream_progress, f);
+		f->wake = event_new(f->w->base, -1, 0, stream_progress, f);
 		f->src.file = disk_stream_body(f->stream);
 		if (f->wake == NULL || f->src.file == NULL) {
 			store_obj_unref(&f->shape);
@@ -206,10 +206,10 @@ share(struct fetch *f, int64_t clen)
 	f->shared = true;
 	f->t = NULL;
 	t->fetch = NULL;
-	f->next = f->srv->shared_fetches;
+	f->next = f->w->shared_fetches;
 	if (f->next != NULL)
 		f->next->prev = f;
-	f->srv->shared_fetches = f;
+	f->w->shared_fetches = f;
 	if (t->c != NULL) {
 		busy_share(f->busy, f->shape, &f->src, t);
 		return true;
@@ -234,7 +234,7 @@ fetched_range(struct fetch *f, int64_t clen)
 	    "last-modified");
 	const struct http_field *ct = http_field_find(&f->resp,
 	    "content-type");
-	return range_count(&t->srv->m, range_plan(&t->req, (uint64_t)clen,
+	return range_count(&t->w->m, range_plan(&t->req, (uint64_t)clen,
 	    et != NULL ? et->value : NULL, et != NULL ? et->vlen : 0,
 	    lm != NULL ? http_date_parse(lm->value, lm->vlen) : -1,
 	    ct != NULL ? ct->value : NULL, ct != NULL ? ct->vlen : 0,
@@ -271,15 +271,15 @@ static void
 note_pass(const struct fetch *f, bool cacheable)
 {
 	const struct txn *t = f->t;
-	struct server *s = t->srv;
+	struct worker *s = t->w;
 
 	if (f->kind != FETCH_MISS || !t->is_get)
 		return;
 	if (cacheable)
-		pass_clear(s->pass, t->url.norm, t->url.len);
+		pass_clear(s->node->pass, t->url.norm, t->url.len);
 	else if (f->resp.status < 500 && !t->reqcc.no_store &&
 	    http_field_find(&t->req, "authorization") == NULL)
-		pass_note(s->pass, t->url.norm, t->url.len, mono_ms());
+		pass_note(s->node->pass, t->url.norm, t->url.len, mono_ms());
 }
 
 /* Decides storing and writes the client's head. false aborts the fetch. */
@@ -287,7 +287,7 @@ static bool
 final_head(struct fetch *f)
 {
 	struct txn *t = f->t;
-	struct server *s = t->srv;
+	struct worker *s = t->w;
 	const struct http_head *resp = &f->resp;
 	struct cc respcc;
 	const char *why;
@@ -305,8 +305,8 @@ final_head(struct fetch *f)
 	int64_t clen = has_te ? -1 : resp->content_length;
 	bool proxy_only = f->peer != NULL && peer_spec(f->peer)->proxy_only;
 	bool cacheable = cachectl_storable(&t->req, &t->reqcc, resp, &respcc,
-	    refresh_find(&s->conf.refresh, t->url.norm), &why) &&
-	    (clen < 0 || (uint64_t)clen <= s->conf.max_object_size);
+	    refresh_find(&s->node->conf.refresh, t->url.norm), &why) &&
+	    (clen < 0 || (uint64_t)clen <= s->node->conf.max_object_size);
 	note_pass(f, cacheable);
 	bool storable = f->kind != FETCH_FORWARD && t->is_get && !proxy_only &&
 	    cacheable;
@@ -320,10 +320,10 @@ final_head(struct fetch *f)
 			s->m.owner_copy_passed++;
 	}
 	if (storable && clen > 0 &&
-	    (uint64_t)clen > s->conf.max_memory_object_size) {
+	    (uint64_t)clen > s->node->conf.max_memory_object_size) {
 		start_stream(f, (uint64_t)clen);
-	} else if (storable && budget_take(s->budget, clen > 0 ? (size_t)clen :
-	    0)) {
+	} else if (storable && budget_take(s->node->budget,
+	    clen > 0 ? (size_t)clen : 0)) {
 		/* a known length is reserved exactly: the copy never grows */
 		f->reserved = clen > 0 ? (size_t)clen : 0;
 		f->body = store_body_new(clen > 0 ? (size_t)clen : 0);
@@ -356,7 +356,8 @@ final_head(struct fetch *f)
 		 * hold is dropped; one that may not be stored makes the
 		 * stale copy wrong, unless it is a server's error */
 		if (!storable && !stale_error_status(resp->status))
-			tiers_invalidate(s->tiers, t->url.norm, t->url.len);
+			tiers_invalidate(s->node->tiers, t->url.norm,
+			    t->url.len);
 		f->proto_error = "not kept (a revalidation behind a stale "
 		    "answer)";
 		return false;
@@ -465,7 +466,7 @@ fetch_on_header(char *buf, size_t size, size_t n, void *arg)
 	}
 	if (f->t->range_whole && f->resp.status == 200 && (te ||
 	    f->resp.content_length < 0 || (uint64_t)f->resp.content_length >
-	    f->srv->conf.range_fetch_limit)) {
+	    f->w->node->conf.range_fetch_limit)) {
 		/* too large (or of unknown size) to wait for whole: the
 		 * range goes to the source instead (fetch.c) */
 		f->range_too_large = true;
@@ -565,9 +566,9 @@ become_tee(struct fetch *f)
 {
 	f->tee = true;
 	f->tee_room = f->body->cap > TEE_ROOM ? f->body->cap : TEE_ROOM;
-	f->srv->m.collapsed_tee++;
+	f->w->m.collapsed_tee++;
 	if (!reserve_copy_keep(f, f->tee_room) || (f->wake = event_new(
-	    f->srv->base, -1, 0, tee_wake, f)) == NULL)
+	    f->w->base, -1, 0, tee_wake, f)) == NULL)
 		return false;
 	busy_on_taken(f->busy, tee_taken, f);
 	return true;
@@ -602,7 +603,7 @@ shared_in_memory(struct fetch *f, const char *data, size_t len)
 	if (!f->tee && f->src.length >= 0 && need > b->cap)
 		return 0;   /* more than Content-Length said: not the object */
 	if (!f->tee && f->src.length < 0 && (need >
-	    f->srv->conf.max_memory_object_size || (need > b->cap &&
+	    f->w->node->conf.max_memory_object_size || (need > b->cap &&
 	    !reserve_copy_keep(f, need))) && !become_tee(f))
 		return 0;
 	if (f->tee && !busy_read(f->busy)) {
@@ -669,7 +670,7 @@ fetch_on_body(char *data, size_t size, size_t n, void *arg)
 	}
 	if (f->body != NULL) {
 		size_t need = f->body->len + len;
-		if (need > f->srv->conf.max_object_size ||
+		if (need > f->w->node->conf.max_object_size ||
 		    (need > f->body->cap && !reserve_copy(f, need)) ||
 		    store_body_append(&f->body, data, len) < 0)
 			fetch_drop_copy(f);

@@ -48,7 +48,7 @@ internal_head(struct txn *t, int status, const char *ctype,
 	evbuffer_add_printf(out, "Cache-Control: no-store\r\n%s", extra);
 	if (status != 204)
 		evbuffer_add_printf(out, "Content-Type: %s\r\n", ctype);
-	response_end(t->srv, t, out, &(struct head_tail){.age = -1,
+	response_end(t->w, t, out, &(struct head_tail){.age = -1,
 	    .length = status != 204 ? (int64_t)len : -1, .internal = true});
 }
 
@@ -79,32 +79,34 @@ internal_buffer(struct txn *t, const char *ctype, struct evbuffer *buf)
 }
 
 void
-pages_metrics_view(struct server *s, struct metrics_view *v)
+pages_metrics_view(struct worker *s, struct metrics_view *v)
 {
+	struct node *n = s->node;
 	*v = (struct metrics_view){.own = &s->m,
-	    .store = store_stats(s->store), .budget = budget_stats(s->budget),
-	    .digest = s->digest != NULL ? sqdigest_stats(s->digest) : NULL,
-	    .disk = tiers_disk_stats(s->tiers),
-	    .leaves = s->tls != NULL ? tls_server_leaves(s->tls) : NULL,
+	    .store = store_stats(n->store), .budget = budget_stats(n->budget),
+	    .digest = n->digest != NULL ? sqdigest_stats(n->digest) : NULL,
+	    .disk = tiers_disk_stats(n->tiers),
+	    .leaves = n->tls != NULL ? tls_server_leaves(n->tls) : NULL,
 	    .curl = curlev_stats(s->curl)};
 }
 
 static void
 serve_metrics(struct txn *t)
 {
-	struct server *s = t->srv;
+	struct worker *s = t->w;
+	struct node *n = s->node;
 	struct evbuffer *body = evbuffer_new();
 	struct metrics_view v;
 
 	pages_metrics_view(s, &v);
 	if (body != NULL) {
 		metrics_render(&v, body);
-		if (s->peers != NULL)
-			peers_render_metrics(s->peers, body);
-		if (s->discover != NULL)
-			discover_render_metrics(s->discover, body);
-		if (s->icp != NULL)
-			icpsock_render_metrics(s->icp, body);
+		if (n->peers != NULL)
+			peers_render_metrics(n->peers, body);
+		if (n->discover != NULL)
+			discover_render_metrics(n->discover, body);
+		if (n->icp != NULL)
+			icpsock_render_metrics(n->icp, body);
 	}
 	internal_buffer(t, "text/plain; version=0.0.4", body);
 }
@@ -131,7 +133,7 @@ serve_status_json(struct txn *t)
 	struct evbuffer *body = evbuffer_new();
 
 	if (body != NULL)
-		status_render_json(t->srv->status, body);
+		status_render_json(t->w->node->status, body);
 	internal_buffer(t, "application/json", body);
 }
 
@@ -151,7 +153,7 @@ static void
 serve_summary_pull(struct txn *t)
 {
 	struct sum_buf b = {0};
-	int status = peers_pull_response(t->srv->peers,
+	int status = peers_pull_response(t->w->node->peers,
 	    (const struct sockaddr *)&t->c->sa, &b);
 
 	if (status == 200)
@@ -173,7 +175,7 @@ read_peer_post(struct txn *t, enum peer_post kind)
 		deliver_error(t, 503, SQ_NONE_NONE, "out of memory", true);
 		return;
 	}
-	client_body_deadline(t->c, t->srv->conf.peer_timeout_ms);
+	client_body_deadline(t->c, t->w->node->conf.peer_timeout_ms);
 	client_feed_body(t->c);
 }
 
@@ -183,12 +185,13 @@ read_peer_post(struct txn *t, enum peer_post kind)
 static void
 start_summary_push(struct txn *t)
 {
-	struct server *s = t->srv;
+	struct worker *s = t->w;
+	struct node *n = s->node;
 	const struct sockaddr *from = (const struct sockaddr *)&t->c->sa;
 	const char *why;
 
-	if (peers_by_addr(s->peers, from) == NULL) {
-		peers_refused(s->peers, REJ_NOT_PEER, t->c->addr);
+	if (peers_by_addr(n->peers, from) == NULL) {
+		peers_refused(n->peers, REJ_NOT_PEER, t->c->addr);
 		internal_text(t, 403, "not a configured peer");
 		return;
 	}
@@ -197,7 +200,7 @@ start_summary_push(struct txn *t)
 		return;
 	}
 	uint64_t len = (uint64_t)t->req.content_length;
-	int status = peers_receive_begin(s->peers, from, t->c->addr, len,
+	int status = peers_receive_begin(n->peers, from, t->c->addr, len,
 	    &why);
 	if (status != 0) {
 		internal_text(t, status, why);
@@ -211,9 +214,9 @@ start_summary_push(struct txn *t)
 static void
 start_invalidation(struct txn *t)
 {
-	struct server *s = t->srv;
+	struct worker *s = t->w;
 
-	if (peers_by_addr(s->peers, (const struct sockaddr *)&t->c->sa) ==
+	if (peers_by_addr(s->node->peers, (const struct sockaddr *)&t->c->sa) ==
 	    NULL) {
 		internal_text(t, 403, "not a configured peer");
 		return;
@@ -232,13 +235,13 @@ start_invalidation(struct txn *t)
 static bool
 drop_for_peer(void *arg, const char *url, size_t len)
 {
-	struct server *s = arg;
+	struct worker *s = arg;
 	struct url u;
 	const char *why;
 
 	if (url_parse_absolute(url, len, &u, &why) < 0)
 		return false;
-	s->m.invalidations += tiers_invalidate(s->tiers, u.norm, u.len);
+	s->m.invalidations += tiers_invalidate(s->node->tiers, u.norm, u.len);
 	url_clear(&u);
 	return true;
 }
@@ -247,7 +250,7 @@ void
 pages_peer_post_end(struct txn *t)
 {
 	if (t->peer_post == PEER_POST_SUMMARY)
-		peers_receive_end(t->srv->peers,
+		peers_receive_end(t->w->node->peers,
 		    (const struct sockaddr *)&t->c->sa,
 		    (uint64_t)t->req.content_length);
 }
@@ -263,15 +266,15 @@ pages_peer_post_arrived(struct txn *t)
 	 * refuses it, as any message it cannot decode */
 	uint8_t *msg = t->body != NULL ? reqbody_take_block(t->body) : NULL;
 	int status = t->peer_post == PEER_POST_INVALIDATION ?
-	    peers_receive_invalidation(t->srv->peers, from, msg, len,
-	    drop_for_peer, t->srv, &why) :
-	    peers_receive(t->srv->peers, from, msg != NULL ? msg : empty,
+	    peers_receive_invalidation(t->w->node->peers, from, msg, len,
+	    drop_for_peer, t->w, &why) :
+	    peers_receive(t->w->node->peers, from, msg != NULL ? msg : empty,
 	    len, &why);
 
 	/* large: give it back now rather than when the connection goes */
 	free(msg);
 	if (t->peer_post == PEER_POST_SUMMARY)
-		budget_freed(t->srv->budget, len);
+		budget_freed(t->w->node->budget, len);
 	if (status == 204)
 		internal_reply(t, 204, NULL, NULL, 0);
 	else
@@ -282,11 +285,12 @@ pages_peer_post_arrived(struct txn *t)
 static void
 serve_digest(struct txn *t)
 {
-	struct server *s = t->srv;
+	struct worker *s = t->w;
+	struct node *n = s->node;
 	time_t made, expires;
 	char lm[64], ex[64];
-	const struct sum_buf *b = s->digest == NULL ? NULL :
-	    sqdigest_get(s->digest, time(NULL), &made, &expires);
+	const struct sum_buf *b = n->digest == NULL ? NULL :
+	    sqdigest_get(n->digest, time(NULL), &made, &expires);
 
 	if (b == NULL) {
 		deliver_error(t, 404, SQ_NONE_NONE, "no cache digest here "
@@ -307,8 +311,8 @@ serve_digest(struct txn *t)
 	if (!t->is_head)
 		evbuffer_add(out, b->p, b->len);
 	s->m.digests_served++;
-	if (s->peers != NULL && !t->is_head)
-		peers_digest_served(s->peers,
+	if (n->peers != NULL && !t->is_head)
+		peers_digest_served(n->peers,
 		    (const struct sockaddr *)&t->c->sa, b->len);
 	client_sent(t, client_out_mark(t->c) - before);
 	client_txn_done(t->c);
@@ -322,8 +326,9 @@ serve_digest(struct txn *t)
 static bool
 names_us(const struct txn *t)
 {
-	const struct server *s = t->srv;
-	const struct sockaddr_storage *a = &s->listen_addr;
+	const struct worker *s = t->w;
+	struct node *n = s->node;
+	const struct sockaddr_storage *a = &n->listen_addr;
 	uint16_t port = ntohs(a->ss_family == AF_INET6 ?
 	    ((const struct sockaddr_in6 *)a)->sin6_port :
 	    ((const struct sockaddr_in *)a)->sin_port);
@@ -337,10 +342,10 @@ names_us(const struct txn *t)
 		hl -= 2;
 	}
 	/* peer_source is "host!IP" exactly when we listen on one address */
-	const char *ip = s->peer_source[0] ? s->peer_source + 5 : NULL;
+	const char *ip = n->peer_source[0] ? n->peer_source + 5 : NULL;
 	return ip == NULL || (strlen(ip) == hl && memcmp(ip, h, hl) == 0) ||
-	    (strlen(s->conf.node_name) == hl &&
-	    strncasecmp(s->conf.node_name, h, hl) == 0);
+	    (strlen(n->conf.node_name) == hl &&
+	    strncasecmp(n->conf.node_name, h, hl) == 0);
 }
 
 /* Pages that only read (GET or HEAD). A Squid sibling asks for the
@@ -389,7 +394,7 @@ pages_answer(struct txn *t, const char *p, size_t n)
 		return;
 	}
 	if (http_token_eq(p, n, "/sumcache/v1/summary")) {
-		if (t->srv->conf.sharing != SHARING_SUMMARY)
+		if (t->w->node->conf.sharing != SHARING_SUMMARY)
 			deliver_error(t, 404, SQ_NONE_NONE, "this node shares "
 			    "no summary (sharing none)", false);
 		else if (t->is_get)
@@ -402,7 +407,7 @@ pages_answer(struct txn *t, const char *p, size_t n)
 		return;
 	}
 	if (http_token_eq(p, n, "/sumcache/v1/invalidate")) {
-		if (t->srv->peers == NULL)
+		if (t->w->node->peers == NULL)
 			deliver_error(t, 404, SQ_NONE_NONE, "this node has no "
 			    "peers", false);
 		else if (http_token_eq(t->req.method, t->req.method_len,

@@ -25,6 +25,6 @@ void pages_peer_post_end(struct txn *t);
 /* Where /metrics and the status page read s's counters: its own, and the
  * stats the store, budget, digest and disk tier keep (borrowed, until
  * the loop runs again). */
-void pages_metrics_view(struct server *s, struct metrics_view *v);
+void pages_metrics_view(struct worker *s, struct metrics_view *v);
 
 #endif

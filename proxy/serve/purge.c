@@ -27,10 +27,10 @@ purge_asked(const struct txn *t)
 void
 purge_request(struct txn *t)
 {
-	struct server *s = t->srv;
+	struct worker *s = t->w;
 	char body[64];
 
-	if (!acl_allows(&s->conf.purge_allow,
+	if (!acl_allows(&s->node->conf.purge_allow,
 	    (const struct sockaddr *)&t->c->sa)) {
 		s->m.purge_denied++;
 		deliver_error(t, 403, SQ_TCP_DENIED, "PURGE is not allowed "

@@ -43,7 +43,7 @@
 void
 txn_account(struct txn *t)
 {
-	struct server *s = t->srv;
+	struct worker *s = t->w;
 	struct accesslog_entry e = {
 		.start = t->start, .client = t->c != NULL ? t->c->addr : "-",
 		.code = t->code, .cut = t->cut,
@@ -77,7 +77,7 @@ txn_account(struct txn *t)
 		}
 	}
 	evutil_gettimeofday(&e.end, NULL);
-	accesslog_write(s->log, &e);
+	accesslog_write(s->node->log, &e);
 }
 
 void
@@ -109,7 +109,7 @@ txn_free(struct txn **tp)
 enum icp_op
 request_icp_lookup(void *arg, const char *url, size_t len)
 {
-	struct server *s = arg;
+	struct worker *s = arg;
 	struct url u;
 	const char *why;
 
@@ -118,10 +118,11 @@ request_icp_lookup(void *arg, const char *url, size_t len)
 		return ICP_OP_ERR;
 	}
 	/* any variant: ICP cannot say which one the asker wants */
-	struct store_obj *o = store_lookup(s->store, u.norm, u.len, NULL,
+	struct store_obj *o = store_lookup(s->node->store, u.norm, u.len, NULL,
 	    NULL);
 	struct store_meta m;
-	int on_disk = o != NULL ? 1 : tiers_peek(s->tiers, u.norm, u.len, &m);
+	int on_disk = o != NULL ? 1 :
+	    tiers_peek(s->node->tiers, u.norm, u.len, &m);
 	url_clear(&u);
 	if (o != NULL) {
 		m = o->meta;
@@ -143,7 +144,7 @@ request_body_stalled(struct txn *t)
 {
 	if (t->peer_post != PEER_POST_SUMMARY)
 		return false;
-	peers_receive_slow(t->srv->peers, t->c->addr);
+	peers_receive_slow(t->w->node->peers, t->c->addr);
 	return true;
 }
 
@@ -154,7 +155,7 @@ request_feed_body(struct txn *t, struct evbuffer *in)
 
 	if (t->body_unread && reqbody_feed(t->body, in, &why) ==
 	    REQBODY_BAD) {
-		t->srv->m.parse_errors++;
+		t->w->m.parse_errors++;
 		/* once a response is under way, only a close can tell the
 		 * client */
 		if (t->status == 0)
@@ -268,22 +269,23 @@ disk_read_done(void *arg)
 static void
 lookup(struct txn *t)
 {
-	struct server *s = t->srv;
-	struct store_obj *o = store_lookup(s->store, t->url.norm, t->url.len,
+	struct worker *s = t->w;
+	struct node *n = s->node;
+	struct store_obj *o = store_lookup(n->store, t->url.norm, t->url.len,
 	    stored_vary_matches, &t->req);
 
 	/* a body left in the disk's file that changed: read and checked
 	 * again below */
-	if (o != NULL && !tiers_sendable(s->tiers, o))
+	if (o != NULL && !tiers_sendable(n->tiers, o))
 		store_obj_unref(&o);
 	if (o == NULL && !t->disk_read) {
-		switch (tiers_read(s->tiers, t->url.norm, t->url.len,
+		switch (tiers_read(n->tiers, t->url.norm, t->url.len,
 		    disk_read_done, t, &t->disk_wait)) {
 		case TIERS_NONE:
 			break;
 		case TIERS_READ:
 			t->disk_read = true;
-			o = store_lookup(s->store, t->url.norm, t->url.len,
+			o = store_lookup(n->store, t->url.norm, t->url.len,
 			    stored_vary_matches, &t->req);
 			break;
 		case TIERS_WAIT:
@@ -392,7 +394,8 @@ intercept(struct txn *t, const char *host, uint16_t port)
 static void
 connect_start(struct txn *t)
 {
-	struct server *s = t->srv;
+	struct worker *s = t->w;
+	struct node *n = s->node;
 	enum squid_code code;
 	const char *refusal;
 	struct url u;
@@ -405,14 +408,14 @@ connect_start(struct txn *t)
 		    "PATCH", "CONNECT inside a TLS connection to this node");
 		return;
 	}
-	if (s->tls != NULL && url_parse_authority(t->req.target,
+	if (n->tls != NULL && url_parse_authority(t->req.target,
 	    t->req.target_len, &u, &refusal) == 0) {
 		char host[256];
 		url_host(&u, host, sizeof(host));
 		uint16_t port = u.port;
 		url_clear(&u);
-		if (tunnel_port_allowed(&s->conf, port) &&
-		    tls_server_wants(s->tls, &s->conf, t->c->addr, host,
+		if (tunnel_port_allowed(&n->conf, port) &&
+		    tls_server_wants(n->tls, &n->conf, t->c->addr, host,
 		    mono_ms())) {
 			intercept(t, host, port);
 			return;
@@ -458,7 +461,7 @@ never_looked_into(const struct txn *t)
 	if (!t->url.https)
 		return false;
 	url_host(&t->url, host, sizeof(host));
-	return hostpat_match(&t->srv->conf.tls_no_intercept, host);
+	return hostpat_match(&t->w->node->conf.tls_no_intercept, host);
 }
 
 void
@@ -486,7 +489,7 @@ request_start(struct txn *t)
 	if ((authority != NULL ? url_parse_inside(t, authority, &why) :
 	    url_parse_absolute(t->req.target, t->req.target_len, &t->url,
 	    &why)) < 0) {
-		t->srv->m.parse_errors++;
+		t->w->m.parse_errors++;
 		deliver_error(t, 400, SQ_NONE_NONE, why, false);
 		return;
 	}
@@ -505,19 +508,19 @@ request_start(struct txn *t)
 		return;
 	}
 	cc_parse(&t->req, true, &t->reqcc);
-	t->range_whole = t->srv->conf.range_fetch_limit > 0 &&
+	t->range_whole = t->w->node->conf.range_fetch_limit > 0 &&
 	    range_asked(&t->req);
 	/* PROTOCOLS.md 4: a request that has been through us goes to the
 	 * origin, never to a peer again */
 	bool proxied;
-	t->looped = via_names(&t->req, t->srv->conf.node_name, &proxied);
+	t->looped = via_names(&t->req, t->w->node->conf.node_name, &proxied);
 	if (t->looped)
-		t->srv->m.forwarding_loops++;
+		t->w->m.forwarding_loops++;
 	/* a peer's request came through a proxy (Via) from a peer's
 	 * address: the client hit ratio leaves it out, or every remote hit
 	 * would count twice, once as a local hit where it was served */
-	t->for_peer = proxied && t->srv->peers != NULL &&
-	    peers_by_addr(t->srv->peers,
+	t->for_peer = proxied && t->w->node->peers != NULL &&
+	    peers_by_addr(t->w->node->peers,
 	    (const struct sockaddr *)&t->c->sa) != NULL;
 	/* a peer asks us as the key's owner: one hop, never two (a
 	 * client's field counts for nothing) */
@@ -526,7 +529,7 @@ request_start(struct txn *t)
 	/* an https object is a peer's over a peer link only, which
 	 * authenticated both ends: in clear, anyone on the path reads it */
 	if (t->for_peer && t->url.https && !client_on_link(t->c)) {
-		t->srv->m.link_plain_refused++;
+		t->w->m.link_plain_refused++;
 		deliver_error(t, 403, SQ_TCP_DENIED, "an https object is "
 		    "served to peers over a peer link only", true);
 		return;

@@ -82,7 +82,7 @@ background_txn(const struct txn *t, struct store_obj *o)
 
 	if (b == NULL)
 		return NULL;
-	b->srv = t->srv;
+	b->w = t->w;
 	b->req.content_length = -1;
 	b->hier = SQ_HIER_NONE;
 	b->is_get = true;
@@ -91,11 +91,11 @@ background_txn(const struct txn *t, struct store_obj *o)
 	b->result = RESULT_MISS;
 	evutil_gettimeofday(&b->start, NULL);
 	/* on the list before anything can fail: txn_free takes it off */
-	b->bg_next = t->srv->background;
+	b->bg_next = t->w->background;
 	if (b->bg_next != NULL)
 		b->bg_next->bg_prev = b;
-	t->srv->background = b;
-	if (http_parse_request(t->req.buf, t->req.len, &t->srv->limits,
+	t->w->background = b;
+	if (http_parse_request(t->req.buf, t->req.len, &t->w->node->limits,
 	    &b->req, &why) < 0 || url_parse_absolute(b->req.target,
 	    b->req.target_len, &b->url, &why) < 0) {
 		txn_free(&b);
@@ -126,15 +126,15 @@ stale_forget(struct txn *t)
 {
 	if (t->bg_prev != NULL)
 		t->bg_prev->bg_next = t->bg_next;
-	else if (t->srv->background == t)
-		t->srv->background = t->bg_next;
+	else if (t->w->background == t)
+		t->w->background = t->bg_next;
 	if (t->bg_next != NULL)
 		t->bg_next->bg_prev = t->bg_prev;
 	t->bg_prev = t->bg_next = NULL;
 }
 
 void
-stale_free_all(struct server *s)
+stale_free_all(struct worker *s)
 {
 	while (s->background != NULL) {
 		struct txn *t = s->background;
@@ -145,7 +145,7 @@ stale_free_all(struct server *s)
 void
 stale_refresh_behind(const struct txn *t, struct store_obj *o)
 {
-	struct server *s = t->srv;
+	struct worker *s = t->w;
 	const char *v;
 	size_t vl;
 

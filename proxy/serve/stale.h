@@ -35,7 +35,7 @@ void stale_background_end(struct txn *t, int status, enum squid_code code);
 void stale_forget(struct txn *t);
 
 /* Frees the revalidations still running (at exit). */
-void stale_free_all(struct server *s);
+void stale_free_all(struct worker *s);
 
 /* Whether t's stale copy (t->stale) may answer in place of an error:
  * disconnected when the origin could not be reached at all. */

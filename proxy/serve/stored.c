@@ -69,15 +69,16 @@ stored_fields_copy(const struct http_head *resp, size_t *len)
 }
 
 unsigned
-stored_drop_everywhere(struct server *s, const char *url, size_t len)
+stored_drop_everywhere(struct worker *s, const char *url, size_t len)
 {
-	if (s->peers != NULL)
-		peers_invalidate(s->peers, url, len);
-	return tiers_invalidate(s->tiers, url, len);
+	struct node *n = s->node;
+	if (n->peers != NULL)
+		peers_invalidate(n->peers, url, len);
+	return tiers_invalidate(n->tiers, url, len);
 }
 
 static void
-invalidate_one(struct server *s, const struct url *base, const char *v,
+invalidate_one(struct worker *s, const struct url *base, const char *v,
     size_t vl)
 {
 	struct url u;
@@ -109,7 +110,7 @@ invalidate_one(struct server *s, const struct url *base, const char *v,
 void
 stored_invalidate(const struct txn *t, const struct http_head *resp)
 {
-	struct server *s = t->srv;
+	struct worker *s = t->w;
 	static const char *const safe[] = {"GET", "HEAD", "OPTIONS", "TRACE"};
 
 	if (resp->status >= 400)
@@ -154,7 +155,7 @@ stored_object(const struct txn *t, const struct http_head *resp,
 		.response_time = now,
 		.initial_age = cachectl_initial_age(resp, request_time, now),
 		.lifetime = cachectl_lifetime(resp, &respcc,
-		    refresh_find(&t->srv->conf.refresh, t->url.norm), now),
+		    refresh_find(&t->w->node->conf.refresh, t->url.norm), now),
 		.must_revalidate = respcc.must_revalidate,
 		.no_cache = respcc.no_cache,
 	};

@@ -50,7 +50,7 @@ bool stored_head_agrees(const struct store_obj *o,
 /* Drops every variant of url (normalized) from both tiers, and has the
  * cluster's peers drop theirs (peers_invalidate). Returns how many
  * objects left this node. */
-unsigned stored_drop_everywhere(struct server *s, const char *url,
+unsigned stored_drop_everywhere(struct worker *s, const char *url,
     size_t len);
 
 /* After t's unsafe request got resp (below 400): its URL and the same-host

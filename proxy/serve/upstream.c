@@ -172,7 +172,7 @@ upstream_fields(const struct txn *t, bool revalidate, bool whole,
     enum upstream_to to)
 {
 	const struct http_head *req = &t->req;
-	enum forwarded_for mode = t->srv->conf.forwarded_for;
+	enum forwarded_for mode = t->w->node->conf.forwarded_for;
 	struct curl_slist *l = NULL;
 	bool ok = true;
 
@@ -185,7 +185,8 @@ upstream_fields(const struct txn *t, bool revalidate, bool whole,
 			continue;
 		ok = add_field(&l, fl->name, fl->nlen, fl->value, fl->vlen);
 	}
-	ok = ok && add_field(&l, "Via", 3, t->srv->via, strlen(t->srv->via));
+	const char *via = t->w->node->via;
+	ok = ok && add_field(&l, "Via", 3, via, strlen(via));
 	/* a revalidation behind a stale answer has no client to name: the
 	 * fields go as they came */
 	if (ok && t->c != NULL && client_field(mode) != NULL)
