@@ -115,7 +115,9 @@ struct node {
 	struct worker *worker; /* its one worker (server_init) */
 };
 
+#define WORKER_MAGIC 0x138dda71u
 struct worker {
+	unsigned magic;         /* WORKER_MAGIC (SC_CAST) */
 	struct node *node;
 	struct event_base *base;
 	struct evdns_base *dns;
@@ -138,7 +140,9 @@ struct worker {
 	unsigned ntunnels;
 };
 
+#define CLIENT_MAGIC 0x0a3aee49u
 struct client {
+	unsigned magic;         /* CLIENT_MAGIC (SC_CAST) */
 	struct worker *w;
 	struct bufferevent *bev;
 	struct client *prev, *next;
@@ -185,7 +189,9 @@ enum txn_result {
 	RESULT_ADMIN = 5,    /* a PURGE: logged, not a client's request */
 };
 
+#define TXN_MAGIC 0xe338e970u
 struct txn {
+	unsigned magic;         /* TXN_MAGIC (SC_CAST) */
 	struct worker *w;
 	struct client *c;
 	struct http_head req;

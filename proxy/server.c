@@ -43,6 +43,7 @@
 #include "peers.h"
 #include "reload.h"
 #include "request.h"
+#include "sc_assert.h"
 #include "sqdigest.h"
 #include "stale.h"
 #include "status.h"
@@ -54,7 +55,7 @@
 static void
 on_shutdown_timeout(evutil_socket_t fd, short what, void *arg)
 {
-	struct worker *s = arg;
+	struct worker *s = SC_CAST(struct worker, arg, WORKER_MAGIC);
 
 	(void)fd;
 	(void)what;
@@ -66,7 +67,7 @@ on_shutdown_timeout(evutil_socket_t fd, short what, void *arg)
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
-	struct worker *s = arg;
+	struct worker *s = SC_CAST(struct worker, arg, WORKER_MAGIC);
 	struct node *n = s->node;
 
 	(void)what;
@@ -91,7 +92,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 static void
 on_flush(evutil_socket_t fd, short what, void *arg)
 {
-	struct worker *s = arg;
+	struct worker *s = SC_CAST(struct worker, arg, WORKER_MAGIC);
 
 	(void)fd;
 	(void)what;
@@ -426,6 +427,7 @@ server_init(struct node *n)
 
 	if (w == NULL)
 		return -1;
+	w->magic = WORKER_MAGIC;
 	w->node = n;
 	n->worker = w;
 	return start(w);
@@ -479,8 +481,10 @@ stop(struct worker *s)
 void
 server_fini(struct node *n)
 {
-	if (n->worker != NULL)
+	if (n->worker != NULL) {
 		stop(n->worker);
+		n->worker->magic = 0;
+	}
 	free(n->worker);
 	n->worker = NULL;
 	conf_clear(&n->conf);

@@ -52,7 +52,9 @@
 /* a burst is over when connections fell to half their peak, by this many */
 #define BURST_MIN 64
 
+#define BUDGET_MAGIC 0xdc1afab8u
 struct budget {
+	unsigned magic;         /* BUDGET_MAGIC (SC_CAST) */
 	struct budget_stats stats;
 	struct event *trim_ev;
 	struct event *look_ev;  /* the heap's free bytes, looked at */
@@ -66,7 +68,7 @@ struct budget {
 static void
 on_trim(evutil_socket_t fd, short what, void *arg)
 {
-	struct budget *b = arg;
+	struct budget *b = SC_CAST(struct budget, arg, BUDGET_MAGIC);
 	struct timeval again = tv_ms(FOLLOW_UP_MS);
 
 	(void)fd;
@@ -101,7 +103,7 @@ schedule_trim(struct budget *b)
 static void
 on_look(evutil_socket_t fd, short what, void *arg)
 {
-	struct budget *b = arg;
+	struct budget *b = SC_CAST(struct budget, arg, BUDGET_MAGIC);
 	size_t free_now = mallinfo2().fordblks;
 
 	(void)fd;
@@ -120,6 +122,7 @@ budget_new(struct event_base *base, size_t inflight_max)
 
 	if (b == NULL)
 		return NULL;
+	b->magic = BUDGET_MAGIC;
 	b->stats.inflight_max = inflight_max;
 	b->trim_ev = evtimer_new(base, on_trim, b);
 	b->look_ev = event_new(base, -1, EV_PERSIST, on_look, b);
@@ -144,6 +147,7 @@ budget_free(struct budget **bp)
 		event_free(b->trim_ev);
 	if (b->look_ev != NULL)
 		event_free(b->look_ev);
+	b->magic = 0;
 	free(b);
 }
 

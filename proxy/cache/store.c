@@ -356,6 +356,17 @@ store_observe(struct store *s, const struct store_observer *ob)
 	return 0;
 }
 
+void
+store_unobserve(struct store *s, const void *arg)
+{
+	unsigned kept = 0;
+
+	for (unsigned i = 0; i < s->nobs; i++)
+		if (s->obs[i].arg != arg)
+			s->obs[kept++] = s->obs[i];
+	s->nobs = kept;
+}
+
 const struct store_stats *
 store_stats(const struct store *s)
 {

@@ -195,6 +195,9 @@ void store_free(struct store **s);
 /* Adds an observer; at most STORE_MAX_OBSERVERS. Returns 0 or -1. */
 #define STORE_MAX_OBSERVERS 4
 int store_observe(struct store *s, const struct store_observer *ob);
+/* Removes the observers whose arg is arg: one that goes before the store
+ * hears nothing after (store_free's STORE_CLOSED included). */
+void store_unobserve(struct store *s, const void *arg);
 
 typedef bool store_match_f(const struct store_obj *o, void *arg);
 

@@ -42,6 +42,7 @@
 #include "client.h"
 #include "curlev.h"
 #include "proxy.h"
+#include "sc_assert.h"
 
 #define FIXED_FDS 32
 #define RETRY_MS 1000
@@ -100,7 +101,7 @@ static void
 on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
     int salen, void *arg)
 {
-	struct worker *s = arg;
+	struct worker *s = SC_CAST(struct worker, arg, WORKER_MAGIC);
 
 	(void)l;
 	(void)salen;
@@ -119,7 +120,7 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 static void
 on_accept_error(struct evconnlistener *l, void *arg)
 {
-	struct worker *s = arg;
+	struct worker *s = SC_CAST(struct worker, arg, WORKER_MAGIC);
 	int err = EVUTIL_SOCKET_ERROR();
 
 	(void)l;
@@ -144,7 +145,7 @@ on_accept_error(struct evconnlistener *l, void *arg)
 static void
 on_retry(evutil_socket_t fd, short what, void *arg)
 {
-	struct worker *s = arg;
+	struct worker *s = SC_CAST(struct worker, arg, WORKER_MAGIC);
 
 	(void)fd;
 	(void)what;

@@ -115,6 +115,7 @@ client_free(struct client *c)
 		s->oldest_client = c->prev;
 	s->m.active_clients--;
 	budget_conns(n->budget, s->m.active_clients);
+	c->magic = 0;
 	free(c);
 	accept_conn_closed(s);
 }
@@ -208,6 +209,7 @@ txn_new(struct client *c)
 
 	if (t == NULL)
 		return NULL;
+	t->magic = TXN_MAGIC;
 	t->w = c->w;
 	t->c = c;
 	t->req.content_length = -1;
@@ -382,7 +384,7 @@ client_next_request(struct client *c)
 static void
 on_read(struct bufferevent *bev, void *arg)
 {
-	struct client *c = arg;
+	struct client *c = SC_CAST(struct client, arg, CLIENT_MAGIC);
 	struct txn *t = c->txn;
 
 	(void)bev;
@@ -426,7 +428,7 @@ on_read(struct bufferevent *bev, void *arg)
 static void
 on_write(struct bufferevent *bev, void *arg)
 {
-	struct client *c = arg;
+	struct client *c = SC_CAST(struct client, arg, CLIENT_MAGIC);
 
 	(void)bev;
 	if (c->closing) {
@@ -458,7 +460,7 @@ client_left(struct client *c, struct txn *t)
 static void
 on_event(struct bufferevent *bev, short what, void *arg)
 {
-	struct client *c = arg;
+	struct client *c = SC_CAST(struct client, arg, CLIENT_MAGIC);
 
 	/* under TLS: the handshake's end goes on; its failure is counted,
 	 * and the alert the layer wrote goes to the client before the
@@ -494,7 +496,7 @@ on_event(struct bufferevent *bev, short what, void *arg)
 static void
 on_timer(evutil_socket_t fd, short what, void *arg)
 {
-	struct client *c = arg;
+	struct client *c = SC_CAST(struct client, arg, CLIENT_MAGIC);
 	struct txn *t;
 
 	(void)fd;
@@ -579,6 +581,7 @@ client_attach(struct worker *s, struct bufferevent *bev,
 		free(c);
 		return;
 	}
+	c->magic = CLIENT_MAGIC;
 	c->w = s;
 	c->bev = NULL;
 	c->accepted_ms = mono_ms();

@@ -19,6 +19,7 @@
 #include "client_impl.h"
 #include "clock.h"
 #include "loop.h"
+#include "sc_assert.h"
 #include "tls.h"
 
 struct evbuffer *
@@ -143,7 +144,7 @@ client_all_sent(struct client *c)
 static void
 on_all_sent(evutil_socket_t fd, short what, void *arg)
 {
-	struct client *c = arg;
+	struct client *c = SC_CAST(struct client, arg, CLIENT_MAGIC);
 	int dflt = 0, unsent = 0;
 
 	(void)what;

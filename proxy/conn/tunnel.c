@@ -28,12 +28,15 @@
 #include "client.h"
 #include "loop.h"
 #include "response.h"
+#include "sc_assert.h"
 
 /* per direction; with a read's worth past it, less than a client's bound
  * (client_buffers_bound) for both */
 #define TUNNEL_HIGH (64 * 1024)
 
+#define TUNNEL_MAGIC 0x96afcff5u
 struct tunnel {
+	unsigned magic;         /* TUNNEL_MAGIC (SC_CAST) */
 	struct worker *w;
 	struct tunnel *prev, *next;
 	struct bufferevent *side[2]; /* 0 client, 1 target */
@@ -65,6 +68,7 @@ tunnel_free(struct tunnel *tn)
 		s->tunnels = tn->next;
 	if (tn->next)
 		tn->next->prev = tn->prev;
+	tn->magic = 0;
 	free(tn);
 	s->ntunnels--;
 	accept_conn_closed(s);
@@ -104,7 +108,7 @@ side_of(struct tunnel *tn, struct bufferevent *bev)
 static void
 on_read(struct bufferevent *bev, void *arg)
 {
-	struct tunnel *tn = arg;
+	struct tunnel *tn = SC_CAST(struct tunnel, arg, TUNNEL_MAGIC);
 	int i = side_of(tn, bev);
 	struct bufferevent *other = tn->side[!i];
 	struct evbuffer *in = bufferevent_get_input(bev);
@@ -119,7 +123,7 @@ on_read(struct bufferevent *bev, void *arg)
 static void
 on_write(struct bufferevent *bev, void *arg)
 {
-	struct tunnel *tn = arg;
+	struct tunnel *tn = SC_CAST(struct tunnel, arg, TUNNEL_MAGIC);
 	int i = side_of(tn, bev);
 
 	tn->last_activity = time(NULL);
@@ -135,7 +139,7 @@ on_write(struct bufferevent *bev, void *arg)
 static void
 on_event(struct bufferevent *bev, short what, void *arg)
 {
-	struct tunnel *tn = arg;
+	struct tunnel *tn = SC_CAST(struct tunnel, arg, TUNNEL_MAGIC);
 	int i = side_of(tn, bev);
 
 	if (what & BEV_EVENT_CONNECTED) {
@@ -192,7 +196,7 @@ on_event(struct bufferevent *bev, short what, void *arg)
 static void
 on_idle(evutil_socket_t fd, short what, void *arg)
 {
-	struct tunnel *tn = arg;
+	struct tunnel *tn = SC_CAST(struct tunnel, arg, TUNNEL_MAGIC);
 	uint32_t ms = tn->w->node->conf.tunnel_idle_timeout_ms;
 	time_t idle = time(NULL) - tn->last_activity;
 
@@ -243,6 +247,7 @@ tunnel_start(struct txn *t, enum squid_code *code, const char **why)
 		url_clear(&u);
 		return 503;
 	}
+	tn->magic = TUNNEL_MAGIC;
 	tn->w = s;
 	tn->timer = evtimer_new(s->base, on_idle, tn);
 	tn->side[1] = bufferevent_socket_new(s->base, -1,

@@ -81,7 +81,9 @@
  * at which its drain callback asks for more */
 #define BUSY_OUT_LOW (CLIENT_OUT_HIGH / 4)
 
+#define BUSY_MAGIC 0x956f5c71u
 struct busy {
+	unsigned magic;         /* BUSY_MAGIC (SC_CAST) */
 	struct busy *hnext;
 	struct busy_table *table;
 	struct worker *s;
@@ -162,6 +164,8 @@ seat_new(struct txn *t, busy_again_f *again)
 {
 	struct busy_seat *st = calloc(1, sizeof(*st));
 
+	/* a txn waits at one fetch at a time */
+	SC_ASSERT(t->seat == NULL);
 	if (st != NULL) {
 		st->t = t;
 		st->again = again;
@@ -251,7 +255,7 @@ release_all(struct busy *b, bool alone)
 static void
 on_deadline(evutil_socket_t fd, short what, void *arg)
 {
-	struct busy *b = arg;
+	struct busy *b = SC_CAST(struct busy, arg, BUSY_MAGIC);
 
 	(void)fd;
 	(void)what;
@@ -404,6 +408,7 @@ busy_open(struct worker *s, const struct txn *t)
 	struct busy *b = calloc(1, sizeof(*b) + t->url.len);
 	if (b == NULL)
 		return NULL;
+	b->magic = BUSY_MAGIC;
 	b->s = s;
 	b->table = s->busy;
 	b->klen = t->url.len;
@@ -652,5 +657,6 @@ busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj)
 	}
 	release_all(b, end != BUSY_DONE && end != BUSY_LEADER_GONE);
 	store_obj_unref(&b->shape);
+	b->magic = 0;
 	free(b);
 }

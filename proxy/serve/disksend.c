@@ -52,6 +52,7 @@
 
 #include "bodyfd.h"
 #include "client.h"
+#include "sc_assert.h"
 #include "tiers.h"
 
 #define WINDOW (2u << 20)
@@ -62,7 +63,9 @@
 /* a copy tops the output up to this, as a collapsed reader's does */
 #define COPY_OUT (CLIENT_OUT_HIGH / 2)
 
+#define DISKSEND_MAGIC 0x26e7581au
 struct disksend {
+	unsigned magic;         /* DISKSEND_MAGIC (SC_CAST) */
 	struct txn *t;            /* NULL once the transaction is gone */
 	struct store_body *body;  /* a reference: its file stays open */
 	bool failed;              /* a read failed: the send is cut */
@@ -143,13 +146,14 @@ copy_piece(struct disksend *ds, struct evbuffer *out)
 static void
 on_warm(void *arg, uint64_t off, int err)
 {
-	struct disksend *ds = arg;
+	struct disksend *ds = SC_CAST(struct disksend, arg, DISKSEND_MAGIC);
 
 	ds->reading--;
 	window_read(ds, off - (uint64_t)ds->body->ext->off - ds->from);
 	if (ds->t == NULL) {
 		if (ds->reading == 0) {
 			store_body_unref(&ds->body);
+			ds->magic = 0;
 			free(ds);
 		}
 		return;
@@ -252,6 +256,7 @@ disksend_start(struct txn *t, struct store_body *b, uint64_t from,
 
 	if (ds == NULL)
 		return -1;
+	ds->magic = DISKSEND_MAGIC;
 	ds->t = t;
 	ds->body = store_body_ref(b);
 	ds->from = from;
@@ -263,6 +268,8 @@ disksend_start(struct txn *t, struct store_body *b, uint64_t from,
 	 * windows) */
 	if (len <= DISKSEND_MIN)
 		ds->warmed = ds->asked = len;
+	/* one body a txn: its windows are the only ones going out */
+	SC_ASSERT(t->send == NULL);
 	t->send = ds;
 	pump(ds);
 	return 0;
@@ -286,5 +293,6 @@ disksend_free(struct disksend **dsp)
 	if (ds->reading > 0)
 		return; /* the last on_warm frees it */
 	store_body_unref(&ds->body);
+	ds->magic = 0;
 	free(ds);
 }

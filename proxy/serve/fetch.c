@@ -108,6 +108,7 @@ fetch_free(struct fetch **fp)
 
 	if (f == NULL)
 		return;
+	SC_ASSERT(f->magic == FETCH_MAGIC);
 	*fp = NULL;
 	if (f->shared) {
 		if (f->prev != NULL)
@@ -141,13 +142,14 @@ fetch_free(struct fetch **fp)
 	if (f->owner != NULL)
 		peers_put(&f->owner);
 	icpsock_cancel(&f->icpq);
+	f->magic = 0;
 	free(f);
 }
 
 static size_t
 on_read_body(char *buf, size_t size, size_t n, void *arg)
 {
-	struct fetch *f = arg;
+	struct fetch *f = SC_CAST(struct fetch, arg, FETCH_MAGIC);
 	struct txn *t = f->t;
 	size_t had = reqbody_waiting(t->body);
 	size_t got = reqbody_read(t->body, buf, size * n);
@@ -306,7 +308,7 @@ link_refused(struct fetch *f)
 static void
 on_done(void *arg, CURLcode rc)
 {
-	struct fetch *f = arg;
+	struct fetch *f = SC_CAST(struct fetch, arg, FETCH_MAGIC);
 
 	f->running = false;
 	evtimer_del(f->timer);
@@ -332,7 +334,7 @@ on_done(void *arg, CURLcode rc)
 static void
 on_silence(evutil_socket_t fd, short what, void *arg)
 {
-	struct fetch *f = arg;
+	struct fetch *f = SC_CAST(struct fetch, arg, FETCH_MAGIC);
 	uint64_t quiet = mono_ms() - f->heard_ms;
 
 	(void)fd;
@@ -536,7 +538,7 @@ attempt(struct fetch *f)
 static void
 on_icp_answer(void *arg, struct peer *hit)
 {
-	struct fetch *f = arg;
+	struct fetch *f = SC_CAST(struct fetch, arg, FETCH_MAGIC);
 
 	f->icpq = NULL;
 	if (hit != NULL) {
@@ -556,6 +558,7 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 
 	if (f == NULL)
 		return -1;
+	f->magic = FETCH_MAGIC;
 	f->w = s;
 	f->t = t;
 	f->kind = kind;
@@ -594,6 +597,7 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 			f->icpq = icpsock_ask(n->icp, t->url.norm, t->url.len,
 			    on_icp_answer, f);
 			if (f->icpq != NULL) {
+				SC_ASSERT(t->fetch == NULL);
 				t->fetch = f;
 				return 0;
 			}
@@ -601,6 +605,8 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 	}
 	if (attempt(f) < 0)
 		goto fail;
+	/* one fetch a txn: a second would leave the first's body unread */
+	SC_ASSERT(t->fetch == NULL);
 	t->fetch = f;
 	const struct http_field *ex = http_field_find(&t->req, "expect");
 	if (ex != NULL && t->body != NULL && t->req.version == 11 &&

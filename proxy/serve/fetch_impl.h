@@ -34,7 +34,9 @@
  * for a request with a body */
 #define FETCH_UPLOAD_BUFFER (64 * 1024)
 
+#define FETCH_MAGIC 0xe3658966u
 struct fetch {
+	unsigned magic;         /* FETCH_MAGIC (SC_CAST) */
 	struct worker *w;
 	struct txn *t;             /* NULL once shared: the readers' */
 	enum fetch_kind kind;

@@ -20,6 +20,7 @@
 #include "ratelog.h"
 #include "deliver.h"
 #include "request.h"
+#include "sc_assert.h"
 #include "stale.h"
 #include "stored.h"
 
@@ -262,7 +263,7 @@ finish_on_disk(struct fetch *f)
 void
 stream_progress(evutil_socket_t fd, short what, void *arg)
 {
-	struct fetch *f = arg;
+	struct fetch *f = SC_CAST(struct fetch, arg, FETCH_MAGIC);
 
 	(void)fd;
 	(void)what;

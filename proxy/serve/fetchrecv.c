@@ -49,6 +49,7 @@
 #include "pass.h"
 #include "request.h"
 #include "response.h"
+#include "sc_assert.h"
 #include "stale.h"
 #include "stored.h"
 #include "tiers.h"
@@ -159,7 +160,7 @@ start_stream(struct fetch *f, uint64_t clen)
 static void
 stream_written(void *arg, uint64_t readable, bool failed)
 {
-	struct fetch *f = arg;
+	struct fetch *f = SC_CAST(struct fetch, arg, FETCH_MAGIC);
 
 	f->stream_readable = readable;
 	f->stream_failed = f->stream_failed || failed;
@@ -403,7 +404,7 @@ final_head(struct fetch *f)
 size_t
 fetch_on_header(char *buf, size_t size, size_t n, void *arg)
 {
-	struct fetch *f = arg;
+	struct fetch *f = SC_CAST(struct fetch, arg, FETCH_MAGIC);
 	size_t len = size * n;
 	const char *why;
 
@@ -536,7 +537,7 @@ tee_held(struct fetch *f)
 static void
 tee_wake(evutil_socket_t fd, short what, void *arg)
 {
-	struct fetch *f = arg;
+	struct fetch *f = SC_CAST(struct fetch, arg, FETCH_MAGIC);
 
 	(void)fd;
 	(void)what;
@@ -553,7 +554,7 @@ tee_wake(evutil_socket_t fd, short what, void *arg)
 static void
 tee_taken(void *arg)
 {
-	struct fetch *f = arg;
+	struct fetch *f = SC_CAST(struct fetch, arg, FETCH_MAGIC);
 
 	event_active(f->wake, 0, 0);
 }
@@ -628,7 +629,7 @@ shared_in_memory(struct fetch *f, const char *data, size_t len)
 size_t
 fetch_on_body(char *data, size_t size, size_t n, void *arg)
 {
-	struct fetch *f = arg;
+	struct fetch *f = SC_CAST(struct fetch, arg, FETCH_MAGIC);
 	struct txn *t = f->t;
 	size_t len = size * n;
 

@@ -27,6 +27,7 @@
 #include "reqbody.h"
 #include "request.h"
 #include "response.h"
+#include "sc_assert.h"
 #include "sqdigest.h"
 #include "store.h"
 #include "status.h"
@@ -235,7 +236,7 @@ start_invalidation(struct txn *t)
 static bool
 drop_for_peer(void *arg, const char *url, size_t len)
 {
-	struct worker *s = arg;
+	struct worker *s = SC_CAST(struct worker, arg, WORKER_MAGIC);
 	struct url u;
 	const char *why;
 

@@ -29,6 +29,7 @@
 #include "fetch.h"
 #include "hostpat.h"
 #include "pages.h"
+#include "sc_assert.h"
 #include "stale.h"
 #include "peers.h"
 #include "purge.h"
@@ -87,6 +88,7 @@ txn_free(struct txn **tp)
 
 	if (t == NULL)
 		return;
+	SC_ASSERT(t->magic == TXN_MAGIC);
 	*tp = NULL;
 	if (t->c == NULL)
 		stale_forget(t);
@@ -101,6 +103,7 @@ txn_free(struct txn **tp)
 	store_obj_unref(&t->stale);
 	http_head_clear(&t->req);
 	url_clear(&t->url);
+	t->magic = 0;
 	free(t);
 }
 
@@ -109,7 +112,7 @@ txn_free(struct txn **tp)
 enum icp_op
 request_icp_lookup(void *arg, const char *url, size_t len)
 {
-	struct worker *s = arg;
+	struct worker *s = SC_CAST(struct worker, arg, WORKER_MAGIC);
 	struct url u;
 	const char *why;
 
@@ -259,7 +262,7 @@ static void lookup(struct txn *t);
 static void
 disk_read_done(void *arg)
 {
-	struct txn *t = arg;
+	struct txn *t = SC_CAST(struct txn, arg, TXN_MAGIC);
 
 	t->disk_wait = NULL;
 	t->disk_read = true;
@@ -279,6 +282,7 @@ lookup(struct txn *t)
 	if (o != NULL && !tiers_sendable(n->tiers, o))
 		store_obj_unref(&o);
 	if (o == NULL && !t->disk_read) {
+		SC_ASSERT(t->disk_wait == NULL);
 		switch (tiers_read(n->tiers, t->url.norm, t->url.len,
 		    disk_read_done, t, &t->disk_wait)) {
 		case TIERS_NONE:

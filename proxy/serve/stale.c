@@ -82,6 +82,7 @@ background_txn(const struct txn *t, struct store_obj *o)
 
 	if (b == NULL)
 		return NULL;
+	b->magic = TXN_MAGIC;
 	b->w = t->w;
 	b->req.content_length = -1;
 	b->hier = SQ_HIER_NONE;

@@ -16,6 +16,7 @@
 #include "metrics.h"
 #include "peers.h"
 #include "ratelog.h"
+#include "sc_assert.h"
 
 #define STATUS_SAMPLES 720
 
@@ -34,7 +35,9 @@ struct sample {
 	uint64_t v[F_COUNT];
 };
 
+#define STATUS_MAGIC 0xa27056f7u
 struct status {
+	unsigned magic;         /* STATUS_MAGIC (SC_CAST) */
 	struct status_src src;
 	struct event *timer;
 	uint64_t started_ms;
@@ -71,7 +74,7 @@ take(struct status *st, struct sample *out)
 static void
 on_sample(evutil_socket_t fd, short what, void *arg)
 {
-	struct status *st = arg;
+	struct status *st = SC_CAST(struct status, arg, STATUS_MAGIC);
 
 	(void)fd;
 	(void)what;
@@ -89,6 +92,7 @@ status_new(const struct status_src *src)
 
 	if (st == NULL)
 		return NULL;
+	st->magic = STATUS_MAGIC;
 	st->src = *src;
 	st->started_ms = wall_ms();
 	st->timer = event_new(src->base, -1, EV_PERSIST, on_sample, st);
@@ -109,6 +113,7 @@ status_free(struct status **pst)
 		return;
 	if (st->timer)
 		event_free(st->timer);
+	st->magic = 0;
 	free(st);
 	*pst = NULL;
 }

@@ -23,4 +23,19 @@
 
 #define SC_NEVER(why) SC_ASSERT(!(why))
 
+/*
+ * An object handed through a void * (a callback's or an event's argument)
+ * carries a magic number in its first field, magic, set when it is made
+ * and cleared when it is freed. Where it comes back, SC_CAST checks it
+ * (Varnish's CAST_OBJ_NOTNULL): a pointer to another kind of object, or
+ * to one already freed, stops there instead of being used.
+ *   struct fetch *f = SC_CAST(struct fetch, arg, FETCH_MAGIC);
+ */
+#define SC_CAST(type, from, want)                                              \
+	({                                                                     \
+		type *sc_cast_ = (from);                                       \
+		SC_ASSERT(sc_cast_ != NULL && sc_cast_->magic == (want));      \
+		sc_cast_;                                                      \
+	})
+
 #endif

@@ -23,7 +23,9 @@ struct queue {
 	struct iopool_job *head, *tail;
 };
 
+#define IOPOOL_MAGIC 0x84060c46u
 struct iopool {
+	unsigned magic;         /* IOPOOL_MAGIC (SC_CAST) */
 	pthread_mutex_t lock;
 	pthread_cond_t work;
 	struct queue todo, finished;
@@ -57,7 +59,7 @@ take_all(struct queue *q)
 static void *
 worker(void *arg)
 {
-	struct iopool *p = arg;
+	struct iopool *p = SC_CAST(struct iopool, arg, IOPOOL_MAGIC);
 
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
@@ -115,6 +117,7 @@ iopool_new(struct event_base *base, unsigned threads)
 
 	if (p == NULL)
 		return NULL;
+	p->magic = IOPOOL_MAGIC;
 	if (threads == 0)
 		threads = 1;
 	if (threads > IOPOOL_MAX_THREADS)
@@ -166,6 +169,7 @@ iopool_free(struct iopool **pp)
 		close(p->efd);
 	pthread_cond_destroy(&p->work);
 	pthread_mutex_destroy(&p->lock);
+	p->magic = 0;
 	free(p);
 }
 

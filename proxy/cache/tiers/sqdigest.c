@@ -10,11 +10,14 @@
 #include "cbf.h"
 #include "claims.h"
 #include "digest.h"
+#include "sc_assert.h"
 #include "store.h"
 #include "sumkey.h"
 #include "tiers.h"
 
+#define SQDIGEST_MAGIC 0x963f3894u
 struct sqdigest {
+	unsigned magic;         /* SQDIGEST_MAGIC (SC_CAST) */
 	struct cbf *f;           /* counts the claimed keys */
 	struct claims *claims;   /* every key stored, claimed or not */
 	struct sumkey_hasher *md5;
@@ -31,7 +34,7 @@ struct sqdigest {
 static void
 on_added(void *arg, const char *key, size_t klen, uint64_t expires_ms)
 {
-	struct sqdigest *d = arg;
+	struct sqdigest *d = SC_CAST(struct sqdigest, arg, SQDIGEST_MAGIC);
 	uint64_t until = claims_until(expires_ms, 1000ull * d->period_s);
 	struct sumkey k;
 	struct claim *c;
@@ -44,7 +47,7 @@ on_added(void *arg, const char *key, size_t klen, uint64_t expires_ms)
 static void
 on_removed(void *arg, const char *key, size_t klen)
 {
-	struct sqdigest *d = arg;
+	struct sqdigest *d = SC_CAST(struct sqdigest, arg, SQDIGEST_MAGIC);
 	struct sumkey k;
 	struct claim gone;
 
@@ -60,6 +63,7 @@ sqdigest_new(struct tiers *tr, uint32_t capacity, uint32_t period_ms)
 
 	if (d == NULL)
 		return NULL;
+	d->magic = SQDIGEST_MAGIC;
 	d->capacity = capacity;
 	d->period_s = period_ms / 1000 ? period_ms / 1000 : 1;
 	uint64_t m = 8ull * digest_mask_size(capacity, SQDIGEST_BITS_PER_ENTRY);
@@ -88,6 +92,7 @@ sqdigest_free(struct sqdigest **dp)
 	claims_free(&d->claims);
 	sumkey_hasher_free(&d->md5);
 	free(d->body.p);
+	d->magic = 0;
 	free(d);
 }
 

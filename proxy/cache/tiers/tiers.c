@@ -68,7 +68,9 @@
 #define DISK_COPY_MAX (8u * 1024)
 #define DISK_THREADS 4
 
+#define TIERS_MAGIC 0x66660879u
 struct tiers {
+	unsigned magic;         /* TIERS_MAGIC (SC_CAST) */
 	struct store *store;
 	const struct conf *conf;
 	struct disk *disk;       /* NULL: memory only */
@@ -76,7 +78,9 @@ struct tiers {
 	unsigned nobs;
 };
 
+#define TIERS_WAIT_MAGIC 0x3a818b9fu
 struct tiers_wait {
+	unsigned magic;         /* TIERS_WAIT_MAGIC (SC_CAST) */
 	struct tiers *tr;
 	void (*done)(void *arg);
 	void *arg;               /* NULL once cancelled */
@@ -104,7 +108,7 @@ left(struct tiers *tr, const char *key, size_t klen)
 static void
 mem_inserted(void *arg, struct store_obj *o)
 {
-	struct tiers *tr = arg;
+	struct tiers *tr = SC_CAST(struct tiers, arg, TIERS_MAGIC);
 
 	if (o->disk != 0) {
 		/* promoted: the cache had it all along */
@@ -117,7 +121,7 @@ mem_inserted(void *arg, struct store_obj *o)
 static void
 mem_removed(void *arg, struct store_obj *o, enum store_exit why)
 {
-	struct tiers *tr = arg;
+	struct tiers *tr = SC_CAST(struct tiers, arg, TIERS_MAGIC);
 
 	switch (why) {
 	case STORE_CLOSED:
@@ -166,7 +170,7 @@ static bool from_disk(const struct store_obj *o);
 static void
 disk_relinked(void *arg, uint64_t hash, disk_ent e, disk_ent to)
 {
-	struct tiers *tr = arg;
+	struct tiers *tr = SC_CAST(struct tiers, arg, TIERS_MAGIC);
 	struct store_obj *o = store_find_hash(tr->store, hash, linked_to,
 	    &e);
 
@@ -184,7 +188,7 @@ disk_relinked(void *arg, uint64_t hash, disk_ent e, disk_ent to)
 static void
 disk_stale(void *arg, uint64_t hash, disk_ent e)
 {
-	struct tiers *tr = arg;
+	struct tiers *tr = SC_CAST(struct tiers, arg, TIERS_MAGIC);
 	struct store_obj *o = store_find_hash(tr->store, hash, linked_to,
 	    &e);
 
@@ -195,7 +199,7 @@ disk_stale(void *arg, uint64_t hash, disk_ent e)
 static void
 disk_scanned(void *arg)
 {
-	struct tiers *tr = arg;
+	struct tiers *tr = SC_CAST(struct tiers, arg, TIERS_MAGIC);
 	const struct disk_stats *st = disk_stats(tr->disk);
 
 	fprintf(stderr, "sumcache: cache_dir %s: %llu objects (%llu MB) "
@@ -225,6 +229,7 @@ tiers_open(struct event_base *base, struct store *store,
 		free(tr);
 		return NULL;
 	}
+	tr->magic = TIERS_MAGIC;
 	tr->store = store;
 	tr->conf = conf;
 	if (conf->cache_dir == NULL)
@@ -268,6 +273,8 @@ tiers_close(struct tiers **trp)
 	*trp = NULL;
 	/* the last reads and writes report to observers that still exist */
 	disk_close(&tr->disk);
+	store_unobserve(tr->store, tr);
+	tr->magic = 0;
 	free(tr);
 }
 
@@ -313,13 +320,14 @@ wait_release(struct tiers_wait *w)
 		return;
 	if (w->arg != NULL)
 		w->done(w->arg);
+	w->magic = 0;
 	free(w);
 }
 
 static void
 on_read(void *arg, struct store_obj *o)
 {
-	struct tiers_wait *w = arg;
+	struct tiers_wait *w = SC_CAST(struct tiers_wait, arg, TIERS_WAIT_MAGIC);
 	struct store *store = w->tr->store;
 
 	/* another request may have promoted it meanwhile; an object memory
@@ -347,7 +355,7 @@ tiers_read(struct tiers *tr, const char *key, size_t klen,
 	if (w == NULL)
 		return TIERS_NONE;
 	/* one more than the reads: reads done at once do not call done */
-	*w = (struct tiers_wait){tr, done, arg, n + 1};
+	*w = (struct tiers_wait){TIERS_WAIT_MAGIC, tr, done, arg, n + 1};
 	size_t mem_max = tr->conf->max_memory_object_size < DISK_COPY_MAX ?
 	    tr->conf->max_memory_object_size : DISK_COPY_MAX;
 	for (unsigned i = 0; i < n; i++)
