@@ -25,7 +25,6 @@ claim_note(struct claim_record *r, enum claim_outcome o, uint64_t now_ms)
 	    r->skip_ms * 2 > CLAIM_SKIP_MAX_MS ? CLAIM_SKIP_MAX_MS :
 	    r->skip_ms * 2;
 	r->skip_until_ms = now_ms + r->skip_ms;
-	r->skips++;
 	return true;
 }
 
@@ -38,7 +37,7 @@ claim_skipped(const struct claim_record *r, uint64_t now_ms)
 void
 claim_renew(struct claim_record *r)
 {
-	*r = (struct claim_record){.skips = r->skips};
+	*r = (struct claim_record){0};
 }
 
 bool

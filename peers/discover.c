@@ -136,8 +136,8 @@ discover_free(struct discover **dp)
 void
 discover_render_metrics(const struct discover *d, struct evbuffer *out)
 {
-	metric_head(out, MF_DNS_LOOKUPS);
-	metric_u64(out, MF_DNS_LOOKUPS, (const char *[]){"ok"}, d->ok);
-	metric_u64(out, MF_DNS_LOOKUPS, (const char *[]){"error"}, d->failed);
-	metric_single_u64(out, MF_DNS_ADDRESSES, d->addresses);
+	metric_head(out, PF(DNS_LOOKUPS));
+	metric_u64(out, PF(DNS_LOOKUPS), (const char *[]){"ok"}, d->ok);
+	metric_u64(out, PF(DNS_LOOKUPS), (const char *[]){"error"}, d->failed);
+	metric_single_u64(out, PF(DNS_ADDRESSES), d->addresses);
 }

@@ -532,12 +532,12 @@ icpsock_free(struct icpsock **isp)
 void
 icpsock_render_metrics(const struct icpsock *is, struct evbuffer *out)
 {
-	metric_head(out, MF_ICP_DROPPED);
+	metric_head(out, PF(ICP_DROPPED));
 	for (int r = 1; r < ICP_NERRS + 3; r++)
-		metric_u64(out, MF_ICP_DROPPED, &drop_names[r], is->dropped[r]);
-	metric_head(out, MF_ICP_ANSWERS);
+		metric_u64(out, PF(ICP_DROPPED), &drop_names[r], is->dropped[r]);
+	metric_head(out, PF(ICP_ANSWERS));
 	for (int k = 0; k < ANS_NKINDS; k++)
-		metric_u64(out, MF_ICP_ANSWERS, &answer_names[k],
+		metric_u64(out, PF(ICP_ANSWERS), &answer_names[k],
 		    is->answered[k]);
-	metric_single_u64(out, MF_ICP_TIMEOUTS, is->timeouts);
+	metric_single_u64(out, PF(ICP_TIMEOUTS), is->timeouts);
 }

@@ -164,7 +164,7 @@ refuse(struct peers *ps, const struct sockaddr *from, int status,
 	char who[INET6_ADDRSTRLEN] = "?";
 	uint64_t skipped;
 
-	ps->inval_refused++;
+	ps->count.inval_refused++;
 	if (!ratelog_due(&ps->inval_refuse_log, &skipped))
 		return status;
 	evutil_inet_ntop(from->sa_family, from->sa_family == AF_INET6 ?
@@ -230,8 +230,8 @@ peers_receive_invalidation(struct peers *ps, const struct sockaddr *from,
 	peers_count(p, IPM_RECEIVED, IPM_INVALIDATION, len);
 	for (size_t i = 0; i < w.nurls; i++)
 		if (!drop(arg, w.urls[i], strlen(w.urls[i])))
-			ps->inval_bad_urls++;
-	ps->inval_applied++;
+			ps->count.inval_bad_urls++;
+	ps->count.inval_applied++;
 	wire_invalidation_clear(&w);
 	return 204;
 }

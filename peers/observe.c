@@ -5,6 +5,7 @@
  */
 #include "peers_impl.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,12 +65,9 @@ peer_view(const struct peer *p, uint64_t now_ms, struct peer_view *v)
 		.age_s = p->sum_updated_ms ?
 		    (double)(now_ms - p->sum_updated_ms) / 1000 : -1,
 		.rtt_s = p->rtt_ms / 1000,
-		.remote_hits = p->remote_hits,
-		.false_hits = p->false_hits,
+		.count = p->count,
 		.false_rate = p->claims.false_rate,
 		.skipped = claim_skipped(&p->claims, now_ms),
-		.skips = p->claims.skips,
-		.downs = p->downs,
 	};
 	for (int d = 0; d < 2; d++)
 		for (int t = 0; t < IPM_NTYPES; t++) {
@@ -97,7 +95,8 @@ peers_traffic(const struct peers *ps, uint64_t msgs[2][IPM_NTYPES],
 static void
 render_traffic(const struct peers *ps, struct evbuffer *out, bool msgs)
 {
-	enum metric_family f = msgs ? MF_IPM_MESSAGES : MF_IPM_BYTES;
+	const struct metric_family_info *f = msgs ? PF(IPM_MESSAGES) :
+	    PF(IPM_BYTES);
 
 	metric_head(out, f);
 	for (size_t i = 0; i <= ps->n; i++) {
@@ -140,45 +139,102 @@ gauge_value(const struct peer_view *pv, enum peer_gauge g)
 	}
 }
 
+const struct metric_family_info peer_families[PF_COUNT] = {
+	PEER_FAMILIES(METRIC_FAMILY_INFO)
+};
+
+
+/* The rows of PEERS_COUNTERS and PEER_COUNTERS, as data: where each is
+ * kept, its family and its label value. */
+struct counter_row {
+	size_t off;
+	const struct metric_family_info *family;
+	const char *label;        /* PEERS_COUNTERS' own; NULL: none, or the
+	                           * peer's name (PEER_COUNTERS) */
+};
+static const struct counter_row peers_rows[] = {
+#define PEERS_ROW(field, family, label)                                        \
+	{offsetof(struct peers_counters, field), PF(family), label},
+	PEERS_COUNTERS(PEERS_ROW)
+#undef PEERS_ROW
+};
+static const struct counter_row peer_rows[] = {
+#define PEER_ROW(field, family)                                                \
+	{offsetof(struct peer_counters, field), PF(family), NULL},
+	PEER_COUNTERS(PEER_ROW)
+#undef PEER_ROW
+};
+
+static uint64_t
+counter_at(const void *counters, const struct counter_row *r)
+{
+	return *(const uint64_t *)((const char *)counters + r->off);
+}
+
+void
+peerstats_render(const struct peers *ps, struct evbuffer *out)
+{
+	const struct metric_family_info *prev = NULL;
+
+	for (size_t i = 0; i < sizeof(peers_rows) / sizeof(peers_rows[0]);
+	    i++) {
+		const struct counter_row *r = &peers_rows[i];
+		if (r->family != prev)
+			metric_head(out, r->family);
+		prev = r->family;
+		metric_u64(out, r->family, r->label != NULL ? &r->label : NULL,
+		    counter_at(&ps->count, r));
+	}
+	for (size_t i = 0; i < sizeof(peer_rows) / sizeof(peer_rows[0]); i++) {
+		const struct counter_row *r = &peer_rows[i];
+		metric_head(out, r->family);
+		for (size_t j = 0; j < ps->n; j++)
+			if (!ps->v[j]->self)
+				metric_u64(out, r->family, (const char *[]){
+				    ps->v[j]->spec.name},
+				    counter_at(&ps->v[j]->count, r));
+	}
+}
+
 void
 peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 {
-	static const enum metric_family gauges[PG_COUNT] = {
-		MF_PEER_UP, MF_PEER_SUM_EPOCH, MF_PEER_SUM_SEQUENCE,
-		MF_PEER_SUM_FILL, MF_PEER_SUM_FPR, MF_PEER_SUM_AGE,
-		MF_PEER_SUM_ENTRIES, MF_PEER_SUM_CHECKSUM, MF_PEER_RTT,
-		MF_PEER_CLAIM_FALSE_RATE, MF_PEER_CLAIMS_SKIPPED,
+	static const struct metric_family_info *const gauges[PG_COUNT] = {
+		PF(PEER_UP), PF(PEER_SUM_EPOCH), PF(PEER_SUM_SEQUENCE),
+		PF(PEER_SUM_FILL), PF(PEER_SUM_FPR), PF(PEER_SUM_AGE),
+		PF(PEER_SUM_ENTRIES), PF(PEER_SUM_CHECKSUM), PF(PEER_RTT),
+		PF(PEER_CLAIM_FALSE_RATE), PF(PEER_CLAIMS_SKIPPED),
 	};
 	const struct cbf *f = pub_filter(ps->pub);
 	struct pub_stats st;
 	uint64_t now = mono_ms();
 
 	pub_stats(ps->pub, &st);
-	metric_head(out, MF_SUM_PUBLICATIONS);
-	metric_u64(out, MF_SUM_PUBLICATIONS, (const char *[]){"full"},
+	metric_head(out, PF(SUM_PUBLICATIONS));
+	metric_u64(out, PF(SUM_PUBLICATIONS), (const char *[]){"full"},
 	    st.fulls);
-	metric_u64(out, MF_SUM_PUBLICATIONS, (const char *[]){"delta"},
+	metric_u64(out, PF(SUM_PUBLICATIONS), (const char *[]){"delta"},
 	    st.deltas);
-	metric_head(out, MF_SUM_REJECTED);
+	metric_head(out, PF(SUM_REJECTED));
 	for (int r = 0; r < REJ_NREASONS; r++)
-		metric_u64(out, MF_SUM_REJECTED, &reject_names[r],
+		metric_u64(out, PF(SUM_REJECTED), &reject_names[r],
 		    ps->rejected[r]);
-	metric_single_u64(out, MF_SUM_RECEIVING, ps->held);
-	metric_single_u64(out, MF_SUM_MAX_SIZE, ps->conf.max_message);
-	metric_single_u64(out, MF_SUM_ENTRIES, f->entries);
-	metric_single_u64(out, MF_SUM_BITS, f->m);
-	metric_single_u64(out, MF_SUM_EPOCH, f->epoch);
-	metric_single_u64(out, MF_SUM_SEQUENCE, st.seq);
+	metric_single_u64(out, PF(SUM_RECEIVING), ps->held);
+	metric_single_u64(out, PF(SUM_MAX_SIZE), ps->conf.max_message);
+	metric_single_u64(out, PF(SUM_ENTRIES), f->entries);
+	metric_single_u64(out, PF(SUM_BITS), f->m);
+	metric_single_u64(out, PF(SUM_EPOCH), f->epoch);
+	metric_single_u64(out, PF(SUM_SEQUENCE), st.seq);
 	/* the top 53 bits of the XXH64, exact as a float */
-	metric_single_u64(out, MF_SUM_CHECKSUM,
+	metric_single_u64(out, PF(SUM_CHECKSUM),
 	    sum_published_checksum(f) >> 11);
-	metric_single_u64(out, MF_SUM_PENDING, f->changes);
-	metric_single_u64(out, MF_SUM_REBUILDS, st.rebuilds);
-	metric_single_u64(out, MF_SUM_EXPIRED, st.expired);
-	metric_single_u64(out, MF_SUM_KEYS, st.keys);
-	metric_single_u64(out, MF_SUM_TABLE_BYTES, st.table_bytes);
-	metric_single_u64(out, MF_SUM_SATURATIONS, f->saturations);
-	metric_single_u64(out, MF_SUM_BAD_REMOVES, f->bad_removes);
+	metric_single_u64(out, PF(SUM_PENDING), f->changes);
+	metric_single_u64(out, PF(SUM_REBUILDS), st.rebuilds);
+	metric_single_u64(out, PF(SUM_EXPIRED), st.expired);
+	metric_single_u64(out, PF(SUM_KEYS), st.keys);
+	metric_single_u64(out, PF(SUM_TABLE_BYTES), st.table_bytes);
+	metric_single_u64(out, PF(SUM_SATURATIONS), f->saturations);
+	metric_single_u64(out, PF(SUM_BAD_REMOVES), f->bad_removes);
 
 	render_traffic(ps, out, true);
 	render_traffic(ps, out, false);
@@ -194,33 +250,5 @@ peers_render_metrics(const struct peers *ps, struct evbuffer *out)
 			    ps->v[i]->spec.name}, gauge_value(&pv, g));
 		}
 	}
-	metric_head(out, MF_PEER_REMOTE_HITS);
-	for (size_t i = 0; i < ps->n; i++)
-		if (!ps->v[i]->self)
-			metric_u64(out, MF_PEER_REMOTE_HITS, (const char *[]){
-			    ps->v[i]->spec.name}, ps->v[i]->remote_hits);
-	metric_head(out, MF_PEER_CLAIM_FALSE_HITS);
-	for (size_t i = 0; i < ps->n; i++)
-		if (!ps->v[i]->self)
-			metric_u64(out, MF_PEER_CLAIM_FALSE_HITS,
-			    (const char *[]){ps->v[i]->spec.name},
-			    ps->v[i]->false_hits);
-	metric_head(out, MF_PEER_CLAIM_SKIPS);
-	for (size_t i = 0; i < ps->n; i++)
-		if (!ps->v[i]->self)
-			metric_u64(out, MF_PEER_CLAIM_SKIPS, (const char *[]){
-			    ps->v[i]->spec.name}, ps->v[i]->claims.skips);
-	metric_head(out, MF_PEER_DOWNS);
-	for (size_t i = 0; i < ps->n; i++)
-		if (!ps->v[i]->self)
-			metric_u64(out, MF_PEER_DOWNS, (const char *[]){
-			    ps->v[i]->spec.name}, ps->v[i]->downs);
-	metric_single_u64(out, MF_PEER_FALSE_HITS, ps->false_hits);
-	metric_head(out, MF_PEER_INVALIDATIONS);
-	metric_u64(out, MF_PEER_INVALIDATIONS, (const char *[]){"applied"},
-	    ps->inval_applied);
-	metric_u64(out, MF_PEER_INVALIDATIONS, (const char *[]){"refused"},
-	    ps->inval_refused);
-	metric_u64(out, MF_PEER_INVALIDATIONS, (const char *[]){"bad_url"},
-	    ps->inval_bad_urls);
+	peerstats_render(ps, out);
 }

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 
 #include "cbf.h"
+#include "peerstats.h"
 #include "psum.h"
 #include "publisher.h"
 #include "wire.h"
@@ -101,7 +102,6 @@ struct claim_record {
 	unsigned false_run;      /* false hits since its last hit */
 	unsigned skip_ms;        /* its last skip's length; 0 since a hit */
 	uint64_t skip_until_ms;  /* its claims are not followed before */
-	uint64_t skips;          /* skips begun, ever */
 };
 enum claim_outcome {
 	CLAIM_HIT = 0,     /* it had the object */
@@ -115,7 +115,7 @@ bool claim_note(struct claim_record *r, enum claim_outcome o,
 bool claim_skipped(const struct claim_record *r, uint64_t now_ms);
 /* The peer started anew (a summary of a new epoch: a restart, or a
  * rebuild): what its earlier summaries and requests earned it is
- * forgotten, but for the count of skips. */
+ * forgotten. */
 void claim_renew(struct claim_record *r);
 
 /* Inter-proxy traffic, by DESIGN.md's type label. */
@@ -137,24 +137,7 @@ enum ipm_dir {
 	IPM_RECEIVED = 1,
 };
 
-/* Why a summary message was refused (the reason label of
- * sumcache_summary_rejected_total). */
-enum reject {
-	REJ_NOT_PEER = 0,   /* source address or sender is no configured peer */
-	REJ_BAD_MAC,
-	REJ_MALFORMED,      /* envelope, fields or payload */
-	REJ_TOO_BIG,
-	REJ_OLD,            /* (epoch, seq) not newer than what we hold */
-	REJ_DUPLICATE,      /* exactly the full summary we hold */
-	REJ_PARAMS,         /* hash scheme differs from ours */
-	REJ_GAP,            /* delta that does not follow: we pull */
-	REJ_CHECKSUM,       /* decoded array differs from the sender's */
-	REJ_BUSY,           /* a body from that peer is still arriving */
-	REJ_NO_ROOM,        /* bodies in flight hold max_held bytes already */
-	REJ_SLOW,           /* body not received within the peer timeout */
-	REJ_VERSION,        /* another protocol version (wire.h) */
-	REJ_NREASONS
-};
+/* Why a summary message was refused: enum reject (peerstats.h). */
 
 /* A peer, as modules outside peers/ see it: through the accessors
  * below (table.c owns its fields). */
@@ -375,12 +358,9 @@ struct peer_view {
 	uint64_t entries;   /* objects the peer said it holds */
 	double age_s;       /* since its summary last changed; -1 never */
 	double rtt_s;       /* smoothed; 0 not measured */
-	uint64_t remote_hits;
-	uint64_t false_hits;  /* asked for what its summary claimed, it lacked */
-	double false_rate;    /* claim_note's moving average of them */
+	struct peer_counters count; /* PEER_COUNTERS (peerstats.h) */
+	double false_rate;    /* claim_note's moving average of false hits */
 	bool skipped;         /* its claims are not followed now */
-	uint64_t skips;       /* times they stopped being followed */
-	uint64_t downs;
 	uint64_t messages, bytes;  /* both directions, every type */
 };
 void peer_view(const struct peer *p, uint64_t now_ms, struct peer_view *v);

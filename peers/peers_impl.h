@@ -44,11 +44,9 @@ struct peer {
 	bool receiving;                /* a summary body from its address */
 	uint64_t msgs[2][IPM_NTYPES];
 	uint64_t bytes[2][IPM_NTYPES];
-	uint64_t remote_hits;
-	uint64_t false_hits;
+	struct peer_counters count;    /* PEER_COUNTERS (peerstats.h) */
 	struct claim_record claims;    /* how asking it has gone */
 	uint64_t inval_us;             /* time of its last invalidation taken */
-	uint64_t downs;
 	struct peers *owner;
 	/* a peer found through peer_dns is known by its address until its
 	 * first signed message names it; it leaves when DNS stops listing
@@ -104,7 +102,7 @@ struct peers {
 	uint8_t *key;
 	struct peer **v;              /* the table: configured, then found */
 	size_t n, cap;
-	uint64_t false_hits;
+	struct peers_counters count;  /* PEERS_COUNTERS (peerstats.h) */
 	/* traffic of peers that left the table, so totals never go down */
 	uint64_t gone_msgs[2][IPM_NTYPES];
 	uint64_t gone_bytes[2][IPM_NTYPES];
@@ -129,14 +127,11 @@ struct peers {
 	uint64_t inval_us;            /* time of our last invalidation */
 	uint64_t started_us;          /* wall clock at peers_new: older
 	                               * invalidations are refused */
-	uint64_t inval_applied, inval_refused;
 	struct ratelog inval_refuse_log;
-	uint64_t inval_bad_urls;      /* in applied ones, not URLs */
 	struct ratelog inval_log;     /* URLs too long to send */
 	uint64_t serials;             /* peers ever added */
 };
 
-extern const char *const reject_names[REJ_NREASONS];
 
 /* table.c */
 void peer_mark_up(struct peer *p);

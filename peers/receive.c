@@ -27,8 +27,9 @@
 #include "sc_assert.h"
 
 const char *const reject_names[REJ_NREASONS] = {
-	"not_peer", "bad_mac", "malformed", "too_big", "old", "duplicate",
-	"params", "gap", "checksum", "busy", "no_room", "slow", "version",
+#define REJECT_NAME(id, label) label,
+	SUMMARY_REJECTS(REJECT_NAME)
+#undef REJECT_NAME
 };
 
 int

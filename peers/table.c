@@ -51,7 +51,7 @@ void
 peer_mark_down(struct peer *p, const char *why)
 {
 	if (p->up) {
-		p->downs++;
+		p->count.downs++;
 		fprintf(stderr, "sumcache: peer %s (%s:%u) down: %s\n",
 		    p->spec.name, p->spec.host, p->spec.port, why);
 	}
@@ -489,6 +489,7 @@ note_claim(struct peer *p, enum claim_outcome o)
 {
 	if (!claim_note(&p->claims, o, mono_ms()))
 		return;
+	p->count.claim_skips++;
 	fprintf(stderr, "sumcache: peer %s: %s; its claims are not followed "
 	    "for %.1f s\n", p->spec.name, o == CLAIM_FAILED ? "a request "
 	    "failed" : "its claims keep proving false",
@@ -502,12 +503,12 @@ peers_fetch_done(struct peers *ps, struct peer *p, enum peer_outcome outcome,
 	peers_count(p, IPM_SENT, IPM_PEER_REQUEST, req_bytes);
 	switch (outcome) {
 	case PEER_HIT:
-		p->remote_hits++;
+		p->count.remote_hits++;
 		note_claim(p, CLAIM_HIT);
 		break;
 	case PEER_FALSE_HIT:
-		ps->false_hits++;
-		p->false_hits++;
+		ps->count.false_hits++;
+		p->count.false_hits++;
 		note_claim(p, CLAIM_FALSE);
 		break;
 	case PEER_FAILED:

@@ -125,7 +125,7 @@ main(int argc, char **argv)
 			struct evbuffer *b = evbuffer_new();
 			if (b == NULL)
 				return 1;
-			metric_reference(b);
+			metrics_reference(b);
 			while (evbuffer_get_length(b) > 0 &&
 			    evbuffer_write(b, STDOUT_FILENO) > 0)
 				;

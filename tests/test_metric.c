@@ -1,7 +1,8 @@
 /*
- * The metric families (peers/base/metric.h): proxy/README.md's reference is the
- * table printed, every family is well formed, and the proxy's counters
- * render with HELP and TYPE before their samples.
+ * The metric families (proxy/stats/families.h, peers/peerstats.h):
+ * proxy/README.md's reference is the tables printed, every family is well
+ * formed, and the proxy's counters render with HELP and TYPE before their
+ * samples.
  */
 #include <criterion/criterion.h>
 #include <stdbool.h>
@@ -14,6 +15,7 @@
 #include "disk.h"
 #include "metric.h"
 #include "metrics.h"
+#include "peerstats.h"
 #include "store.h"
 
 static char *
@@ -46,7 +48,7 @@ Test(metric, readme_reference_is_the_table)
 	*z = '\0';
 
 	struct evbuffer *b = evbuffer_new();
-	metric_reference(b);
+	metrics_reference(b);
 	char *want = buffer_text(b);
 	cr_assert_str_eq(a, want, "proxy/README.md's metric list differs from "
 	    "METRIC_FAMILIES: paste build/sumcache --metrics-list");
@@ -54,10 +56,18 @@ Test(metric, readme_reference_is_the_table)
 	evbuffer_free(b);
 }
 
+/* Every family, the proxy's then the peers': i-th of n. */
+static const struct metric_family_info *
+family_at(int i)
+{
+	return i < MF_COUNT ? &proxy_families[i] :
+	    &peer_families[i - MF_COUNT];
+}
+
 Test(metric, families_are_well_formed)
 {
-	for (int f = 0; f < MF_COUNT; f++) {
-		const struct metric_family_info *m = metric_family(f);
+	for (int f = 0; f < MF_COUNT + PF_COUNT; f++) {
+		const struct metric_family_info *m = family_at(f);
 		size_t len = strlen(m->name);
 		cr_assert(strncmp(m->name, "sumcache_", 9) == 0, "%s", m->name);
 		cr_assert(m->help[0] != '\0', "%s has no HELP", m->name);
@@ -69,7 +79,7 @@ Test(metric, families_are_well_formed)
 			cr_assert(strcmp(m->type, "gauge") == 0 && !total,
 			    "%s: a gauge, not named as a counter", m->name);
 		for (int g = 0; g < f; g++)
-			cr_assert_str_neq(m->name, metric_family(g)->name);
+			cr_assert_str_neq(m->name, family_at(g)->name);
 	}
 }
 
@@ -177,7 +187,7 @@ Test(metric, label_values_are_escaped)
 	struct evbuffer *b = evbuffer_new();
 	const char *v[] = {"a\"b\\c"};
 
-	metric_u64(b, MF_PEER_DOWNS, v, 2);
+	metric_u64(b, PF(PEER_DOWNS), v, 2);
 	char *text = buffer_text(b);
 	cr_assert_str_eq(text,
 	    "sumcache_peer_downs_total{peer=\"a\\\"b\\\\c\"} 2\n");

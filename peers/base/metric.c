@@ -10,25 +10,9 @@
 
 #include "sc_assert.h"
 
-static const struct metric_family_info families[MF_COUNT] = {
-#define METRIC_FAMILY_INFO(id, type, name, labels, help)                       \
-	{name, #type, labels, help},
-	METRIC_FAMILIES(METRIC_FAMILY_INFO)
-#undef METRIC_FAMILY_INFO
-};
-
-const struct metric_family_info *
-metric_family(enum metric_family f)
-{
-	SC_ASSERT((unsigned)f < MF_COUNT);
-	return &families[f];
-}
-
 void
-metric_head(struct evbuffer *out, enum metric_family f)
+metric_head(struct evbuffer *out, const struct metric_family_info *m)
 {
-	const struct metric_family_info *m = metric_family(f);
-
 	evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", m->name,
 	    m->help, m->name, m->type);
 }
@@ -49,10 +33,9 @@ label_value(struct evbuffer *out, const char *v)
 
 /* "name{k1="v1",k2="v2"} " for family f. */
 static void
-series(struct evbuffer *out, enum metric_family f, const char *const *values)
-{
-	const struct metric_family_info *m = metric_family(f);
-	const char *k = m->labels;
+series(struct evbuffer *out, const struct metric_family_info *m,
+    const char *const *values)
+{	const char *k = m->labels;
 
 	evbuffer_add(out, m->name, strlen(m->name));
 	if (*k != '\0') {
@@ -73,7 +56,7 @@ series(struct evbuffer *out, enum metric_family f, const char *const *values)
 }
 
 void
-metric_u64(struct evbuffer *out, enum metric_family f,
+metric_u64(struct evbuffer *out, const struct metric_family_info *f,
     const char *const *values, uint64_t v)
 {
 	series(out, f, values);
@@ -81,7 +64,7 @@ metric_u64(struct evbuffer *out, enum metric_family f,
 }
 
 void
-metric_f64(struct evbuffer *out, enum metric_family f,
+metric_f64(struct evbuffer *out, const struct metric_family_info *f,
     const char *const *values, double v)
 {
 	series(out, f, values);
@@ -89,19 +72,26 @@ metric_f64(struct evbuffer *out, enum metric_family f,
 }
 
 void
-metric_single_u64(struct evbuffer *out, enum metric_family f, uint64_t v)
+metric_single_u64(struct evbuffer *out, const struct metric_family_info *f,
+    uint64_t v)
 {
 	metric_head(out, f);
 	metric_u64(out, f, NULL, v);
 }
 
 void
-metric_reference(struct evbuffer *out)
+metric_reference_head(struct evbuffer *out)
 {
 	evbuffer_add_printf(out, "| family | type | labels | what it counts |\n"
 	    "|---|---|---|---|\n");
-	for (int f = 0; f < MF_COUNT; f++) {
-		const struct metric_family_info *m = &families[f];
+}
+
+void
+metric_reference(struct evbuffer *out, const struct metric_family_info *fams,
+    size_t n)
+{
+	for (size_t f = 0; f < n; f++) {
+		const struct metric_family_info *m = &fams[f];
 		evbuffer_add_printf(out, "| `%s` | %s | %s | %s |\n", m->name,
 		    m->type, *m->labels ? m->labels : "", m->help);
 	}

@@ -13,6 +13,7 @@
 #include "curlev.h"
 #include "disk.h"
 #include "leaves.h"
+#include "peerstats.h"
 #include "sc_assert.h"
 #include "sqdigest.h"
 #include "store.h"
@@ -38,8 +39,12 @@ enum metrics_src {
 METRICS_TABLE(METRICS_IS_U64)
 #undef METRICS_IS_U64
 
+const struct metric_family_info proxy_families[MF_COUNT] = {
+	PROXY_FAMILIES(METRIC_FAMILY_INFO)
+};
+
 struct metric_row {
-	enum metric_family family;
+	const struct metric_family_info *family;
 	const char *label;    /* the family's one label value, or NULL */
 	const char *status;   /* the status page's name, or NULL */
 	enum metrics_src src;
@@ -48,7 +53,7 @@ struct metric_row {
 
 static const struct metric_row rows[] = {
 #define METRICS_ROW(src, field, family, label, status)                       \
-	{MF_##family, label, status, SRC_##src,                              \
+	{MF(family), label, status, SRC_##src,                              \
 	    offsetof(METRICS_TYPE_##src, field)},
 	METRICS_TABLE(METRICS_ROW)
 #undef METRICS_ROW
@@ -87,9 +92,9 @@ value(const struct metrics_view *v, const struct metric_row *r)
 
 /* A family named in seconds has rows kept in microseconds. */
 static bool
-in_seconds(enum metric_family f)
+in_seconds(const struct metric_family_info *f)
 {
-	const char *name = metric_family(f)->name;
+	const char *name = f->name;
 	size_t n = strlen(name);
 
 	return (n > 8 && strcmp(name + n - 8, "_seconds") == 0) ||
@@ -99,13 +104,13 @@ in_seconds(enum metric_family f)
 void
 metrics_render(const struct metrics_view *v, struct evbuffer *out)
 {
-	int prev = -1;
+	const struct metric_family_info *prev = NULL;
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct metric_row *r = &rows[i];
-		if ((int)r->family != prev) {
+		if (r->family != prev) {
 			metric_head(out, r->family);
-			prev = (int)r->family;
+			prev = r->family;
 		}
 		const char *const *label = r->label ? &r->label : NULL;
 		if (in_seconds(r->family))
@@ -136,4 +141,12 @@ metrics_status_fields(const struct metrics_view *v,
 		values[n++] = value(v, &rows[i]);
 	}
 	return n;
+}
+
+void
+metrics_reference(struct evbuffer *out)
+{
+	metric_reference_head(out);
+	metric_reference(out, proxy_families, MF_COUNT);
+	metric_reference(out, peer_families, PF_COUNT);
 }

@@ -1,7 +1,7 @@
 /*
  * The proxy's counters and gauges, declared once: METRICS_TABLE drives
  * struct metrics, the /metrics rendering and the status page's samples;
- * the families they belong to (name, type, HELP) are peers/base/metric.h's
+ * the families they belong to (name, type, HELP) are families.h's
  * table. Adding a counter is its row here and its increment: the row
  * makes the field of struct metrics, or names the field of the lower
  * room's stats struct that room already keeps (and one row there for a
@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "families.h"
 #include "metric.h"
 
 struct budget_stats;
@@ -34,7 +35,7 @@ struct store_stats;
  * cert/leaves.h, CURL: the upstream connections', peers/base/curlev.h;
  * each read as zero when the node has none).
  * Every field read is a uint64_t (metrics.c checks). The family
- * (peers/base/metric.h) gives the name, type, label key and HELP; rows of one
+ * (families.h) gives the name, type, label key and HELP; rows of one
  * family are adjacent. Rows with a status name are sampled for the
  * status page's charts under that name; adjacent rows of one name are
  * sampled as their sum (a family's total, where the page shows no
@@ -199,5 +200,9 @@ void metrics_render(const struct metrics_view *v, struct evbuffer *out);
  * most max). */
 size_t metrics_status_fields(const struct metrics_view *v,
     const char **names, uint64_t *values, size_t max);
+
+/* proxy/README.md's metric reference (sumcache --metrics-list): every
+ * family, the proxy's then the peers' (peers/peerstats.h). */
+void metrics_reference(struct evbuffer *out);
 
 #endif

@@ -179,9 +179,9 @@ json_peers(struct evbuffer *out, struct peers *ps)
 		    pv.has_summary ? "true" : "false",
 		    (unsigned long long)pv.epoch, (unsigned long long)pv.seq,
 		    (unsigned long long)pv.entries, pv.fill, pv.fpr, pv.age_s,
-		    pv.rtt_s, (unsigned long long)pv.remote_hits,
-		    (unsigned long long)pv.false_hits, pv.false_rate,
-		    (unsigned long long)pv.downs,
+		    pv.rtt_s, (unsigned long long)pv.count.remote_hits,
+		    (unsigned long long)pv.count.false_hits, pv.false_rate,
+		    (unsigned long long)pv.count.downs,
 		    (unsigned long long)pv.messages,
 		    (unsigned long long)pv.bytes);
 	}
