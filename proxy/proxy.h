@@ -51,6 +51,7 @@ struct budget;
 struct admit;
 struct client_ops;
 struct busy_seat;
+struct writer_ops;
 
 /* Where the configuration comes from: read at start and on SIGHUP. */
 struct server_conf_src {
@@ -134,6 +135,8 @@ struct worker {
 	struct ratelog_by origin_errlog; /* bad origin answers: a line a
 	                                  * second of each kind */
 	struct ratelog link_errlog;   /* peers' link certificates refused */
+	struct evbuffer *fields;      /* the writer's field block, lent for
+	                               * each head (writer_fields) */
 	struct client *clients;       /* newest first */
 	struct client *oldest_client; /* the list's tail */
 	struct tunnel *tunnels;
@@ -148,6 +151,8 @@ struct client {
 	struct client *prev, *next;
 	struct event *timer;  /* header, idle or body-stall timeout */
 	struct txn *txn;      /* request being answered, or NULL */
+	const struct writer_ops *wr; /* how its answers are written */
+	bool chunked;         /* its answer's body goes in chunks (h1.c) */
 	size_t scan;          /* http_head_end progress */
 	bool allowed;
 	bool closing;         /* flush the output, then close */

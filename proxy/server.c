@@ -21,6 +21,7 @@
 
 #include <netinet/in.h>
 
+#include <event2/buffer.h>
 #include <event2/dns.h>
 #include <event2/event.h>
 #include <event2/util.h>
@@ -474,6 +475,8 @@ stop(struct worker *s)
 	accesslog_close(&n->log);
 	if (s->dns)
 		evdns_base_free(s->dns, 0);
+	if (s->fields)
+		evbuffer_free(s->fields);
 	if (s->base)
 		event_base_free(s->base);
 }

@@ -41,6 +41,7 @@
 #include "sc_assert.h"
 #include "tiers.h"
 #include "tls.h"
+#include "writer.h"
 
 static void client_next_request(struct client *c);
 
@@ -140,6 +141,7 @@ client_txn_done(struct client *c)
 	SC_ASSERT(t != NULL && t->c == c);
 	bool keep = t->keep_alive && !c->w->node->draining;
 
+	c->wr->end(t);
 	/* the reply is whole: under TLS, its first record's worth is made
 	 * one piece, since the layer makes a record of each piece (status
 	 * line, head, closing fields, body), and a record's encryption and
@@ -583,6 +585,7 @@ client_attach(struct worker *s, struct bufferevent *bev,
 	}
 	c->magic = CLIENT_MAGIC;
 	c->w = s;
+	c->wr = &h1_writer;
 	c->bev = NULL;
 	c->accepted_ms = mono_ms();
 	/* configured peers may always talk to us: summaries and sibling

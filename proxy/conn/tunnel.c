@@ -26,8 +26,8 @@
 
 #include "accept.h"
 #include "client.h"
+#include "h1.h"
 #include "loop.h"
-#include "response.h"
 #include "sc_assert.h"
 
 /* per direction; with a read's worth past it, less than a client's bound
@@ -172,9 +172,9 @@ on_event(struct bufferevent *bev, short what, void *arg)
 		    "sumcache: cannot connect to %s: %s\n", tn->url, cause);
 		tn->status = timeout ? 504 : 502;
 		struct evbuffer *out = bufferevent_get_output(tn->side[0]);
-		response_status(out, tn->status, NULL, 0);
+		h1_status(out, tn->status, NULL, 0);
 		evbuffer_add_printf(out, "Content-Type: text/plain\r\n");
-		response_end(tn->w, NULL, out, &(struct head_tail){.age = -1,
+		h1_tail(tn->w, NULL, out, &(struct head_tail){.age = -1,
 		    .length = n});
 		evbuffer_add(out, body, (size_t)n);
 		if (timeout)

@@ -15,6 +15,7 @@
  */
 #include "http_parse.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -666,3 +667,67 @@ http_field_hop_by_hop(const struct http_head *h, const struct http_field *f)
 	}
 	return false;
 }
+
+const char *
+http_reason_phrase(int status)
+{
+	switch (status) {
+	case 100: return "Continue";
+	case 200: return "OK";
+	case 203: return "Non-Authoritative Information";
+	case 204: return "No Content";
+	case 206: return "Partial Content";
+	case 300: return "Multiple Choices";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 304: return "Not Modified";
+	case 307: return "Temporary Redirect";
+	case 308: return "Permanent Redirect";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 411: return "Length Required";
+	case 413: return "Content Too Large";
+	case 422: return "Unprocessable Content";
+	case 408: return "Request Timeout";
+	case 410: return "Gone";
+	case 414: return "URI Too Long";
+	case 431: return "Request Header Fields Too Large";
+	case 501: return "Not Implemented";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	case 505: return "HTTP Version Not Supported";
+	default: return status < 300 ? "OK" : status < 400 ? "Redirect" :
+	    status < 500 ? "Client Error" : "Server Error";
+	}
+}
+
+int
+http_parse_fields(int status, const char *fields, size_t len,
+    const struct http_limits *lim, struct http_head *h, const char **block,
+    size_t *block_len, const char **why)
+{
+	char line[32];
+	int n = snprintf(line, sizeof(line), "HTTP/1.1 %03d X\r\n", status);
+	size_t total = (size_t)n + len + 2;
+	char *buf = malloc(total);
+	int rc;
+
+	*why = "out of memory";
+	if (buf == NULL)
+		return HTTP_ERR_HEAD_TOO_BIG;
+	memcpy(buf, line, (size_t)n);
+	memcpy(buf + n, fields, len);
+	memcpy(buf + n + len, "\r\n", 2);
+	rc = http_parse_response(buf, total, lim, h, why);
+	free(buf);
+	if (rc == 0) {
+		*block = h->buf + n;
+		*block_len = len;
+	}
+	return rc;
+}
+

@@ -73,11 +73,20 @@ int http_parse_request(const char *buf, size_t hlen,
     const struct http_limits *lim, struct http_head *h, const char **why);
 int http_parse_response(const char *buf, size_t hlen,
     const struct http_limits *lim, struct http_head *h, const char **why);
+/* A response of status whose fields are the block fields (len bytes,
+ * "Name: value" lines each ended by CRLF, as the store keeps a head),
+ * parsed as http_parse_response parses one; *block is set to where the
+ * fields start in h->buf, *block_len to their length. */
+int http_parse_fields(int status, const char *fields, size_t len,
+    const struct http_limits *lim, struct http_head *h, const char **block,
+    size_t *block_len, const char **why);
 
 void http_head_clear(struct http_head *h);
 
 /* Status code a client is sent for a parse error. */
 int http_err_status(int err);
+/* The reason phrase of a status code (RFC 9110's, or its class's). */
+const char *http_reason_phrase(int status);
 
 /* Field lookup, case-insensitive; returns the first match or NULL. */
 const struct http_field *http_field_find(const struct http_head *h,

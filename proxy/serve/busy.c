@@ -75,6 +75,7 @@
 #include "deliver.h"
 #include "stored.h"
 #include "sc_assert.h"
+#include "writer.h"
 
 #define BUSY_BUCKETS 4096  /* fetches at once: a few thousand at most */
 /* a reader's output is topped up to twice the client's low-water mark,
@@ -118,7 +119,6 @@ struct busy_seat {
 	busy_again_f *again;  /* a waiter let go goes on here */
 	uint64_t sent;        /* body bytes given to the client */
 	bool reading;         /* its head is out: it reads the body */
-	bool chunked;         /* its body goes in chunks (length unknown) */
 	bool by_ref;          /* file pages were sent it by reference */
 };
 
@@ -291,33 +291,24 @@ reader_done(struct txn *t)
 	client_txn_done(t->c);
 }
 
-/* n more bytes of the body from src into st's output: from memory by
- * copy; from the disk's file by reference, or copied for a TLS client
- * (its layer reads every byte, and would otherwise map the file); framed
- * as a chunk when the length is unknown. false when the file could not
- * be read. */
+/* n more bytes of the body from src to st's client: from memory by
+ * copy; from the disk's file by reference, or copied for a client whose
+ * layer reads every byte (TLS: it would otherwise map the file). false
+ * when the file could not be read. */
 static bool
-take(struct busy_seat *st, const struct busy_source *src, uint64_t n,
-    struct evbuffer *out)
+take(struct busy_seat *st, const struct busy_source *src, uint64_t n)
 {
 	struct txn *t = st->t;
-	uint64_t before = client_out_mark(t->c);
 	bool ok = true;
 
-	if (st->chunked)
-		evbuffer_add_printf(out, "%llx\r\n", (unsigned long long)n);
 	if (src->copy != NULL) {
-		ok = evbuffer_add(out, src->copy->data + (st->sent - src->base),
-		    (size_t)n) == 0;
-	} else if (client_is_tls(t->c)) {
-		ok = bodyfd_copy_part(src->file, out, st->sent, n);
+		writer_data(t, src->copy->data + (st->sent - src->base),
+		    (size_t)n);
 	} else {
-		bodyfd_send_range(src->file, out, st->sent, n);
-		st->by_ref = true;
+		bool copy = writer_copies(t);
+		ok = writer_body(t, src->file, st->sent, n, copy);
+		st->by_ref |= !copy;
 	}
-	if (st->chunked)
-		evbuffer_add(out, "\r\n", 2);
-	client_sent(t, client_out_mark(t->c) - before);
 	st->sent += n;
 	return ok;
 }
@@ -330,20 +321,24 @@ pump(struct busy *b, struct busy_seat *st)
 {
 	struct txn *t = st->t;
 	const struct busy_source *src = b->src;
-	struct evbuffer *out = client_out(t->c);
-	size_t queued = evbuffer_get_length(out);
+	size_t queued = writer_queued(t);
 	uint64_t have = src->have;
 	int64_t end = t->range != NULL ? (int64_t)t->range->total :
 	    src->length;
 
 	if (queued < 2 * BUSY_OUT_LOW && t->range != NULL) {
-		client_sent(t, (size_t)range_copy(t->range, &st->sent,
-		    src->copy->data, 0, have, 2 * BUSY_OUT_LOW - queued, out));
+		struct evbuffer *part = evbuffer_new();
+		if (part != NULL) {
+			range_copy(t->range, &st->sent, src->copy->data, 0,
+			    have, 2 * BUSY_OUT_LOW - queued, part);
+			writer_data_buffer(t, part);
+			evbuffer_free(part);
+		}
 	} else if (st->sent < have && queued < 2 * BUSY_OUT_LOW) {
 		uint64_t n = have - st->sent;
 		if (n > 2 * BUSY_OUT_LOW - queued)
 			n = 2 * BUSY_OUT_LOW - queued;
-		if (!take(st, src, n, out)) {
+		if (!take(st, src, n)) {
 			busy_leave(t);
 			client_fail(t->c, CUT_ABORTED);
 			return;
@@ -391,7 +386,6 @@ start_reading(struct busy *b, struct txn *t, struct busy_seat *st,
 	st->b = b;
 	st->reading = true;
 	st->sent = 0;
-	st->chunked = deliver_chunked(t, b->src->length);
 	seat_link(&b->readers, st);
 	pump(b, st);
 }
@@ -607,28 +601,17 @@ rest_of(const struct busy *b, const struct busy_seat *st,
 	struct store_body *body = obj != NULL ? obj->body : src->copy != NULL ?
 	    src->copy : src->file;
 	uint64_t base = obj != NULL || src->copy == NULL ? 0 : src->base;
-	struct evbuffer *out = client_out(t->c);
-	uint64_t before = client_out_mark(t->c);
 
 	if (body == NULL)
 		return false;
 	uint64_t rest = base + body->len - st->sent;
 	if (t->range != NULL) {
-		range_send(t->range, st->sent, body, out);
-	} else if (st->chunked) {
-		if (rest > 0) {
-			evbuffer_add_printf(out, "%llx\r\n",
-			    (unsigned long long)rest);
-			bodyfd_send_part(body, out, st->sent - base, rest);
-			evbuffer_add(out, "\r\n", 2);
-		}
-		evbuffer_add(out, "0\r\n\r\n", 5);
+		range_send(t, st->sent, body);
 	} else if (disksend_wanted(body)) {
 		return disksend_start(t, body, st->sent, rest, st->by_ref) == 0;
 	} else {
-		bodyfd_send_part(body, out, st->sent - base, rest);
+		writer_body(t, body, st->sent - base, rest, false);
 	}
-	client_sent(t, client_out_mark(t->c) - before);
 	client_txn_done(t->c);
 	return true;
 }

@@ -21,16 +21,15 @@
 #include "client.h"
 #include "disksend.h"
 #include "range.h"
-#include "response.h"
 #include "tiers.h"
+#include "writer.h"
 
-/* A short text answer with the fields in more (whole lines, or NULL). */
+/* A short text answer, with an Allow field when allow is not NULL. */
 static void
 text_reply(struct txn *t, int status, enum squid_code code,
-    enum txn_result result, const char *more, const char *text, bool close)
+    enum txn_result result, const char *allow, const char *text, bool close)
 {
-	struct evbuffer *out = client_out(t->c);
-	uint64_t before = client_out_mark(t->c);
+	struct evbuffer *fb = writer_fields(t);
 	size_t n = strlen(text);
 
 	if (close)
@@ -39,16 +38,16 @@ text_reply(struct txn *t, int status, enum squid_code code,
 	t->code = code;
 	t->result = result;
 	snprintf(t->ctype, sizeof(t->ctype), "text/plain");
-	response_status(out, status, NULL, 0);
-	evbuffer_add_printf(out, "Content-Type: text/plain\r\n"
-	    "Cache-Control: no-store\r\n%s", more != NULL ? more : "");
+	writer_field(fb, "Content-Type", 12, "text/plain", 10);
+	writer_field(fb, "Cache-Control", 13, "no-store", 8);
+	if (allow != NULL)
+		writer_field(fb, "Allow", 5, allow, strlen(allow));
 	/* a PURGE's answer is the node's own, no cache's doing */
-	response_end(t->w, t, out, &(struct head_tail){.age = -1,
-	    .via = true, .length = (int64_t)n,
+	writer_head(t, &(struct writer_head){.status = status, .fields = true,
+	    .age = -1, .via = true, .length = (int64_t)n, .body = !t->is_head,
 	    .internal = result == RESULT_ADMIN});
 	if (!t->is_head)
-		evbuffer_add(out, text, n);
-	client_sent(t, client_out_mark(t->c) - before);
+		writer_data(t, text, n);
 	client_txn_done(t->c);
 }
 
@@ -67,19 +66,18 @@ deliver_error(struct txn *t, int status, enum squid_code code,
 	char body[512];
 
 	snprintf(body, sizeof(body), "sumcache: %d %s: %s\n", status,
-	    response_reason(status), cause);
+	    http_reason_phrase(status), cause);
 	deliver_text(t, status, code, RESULT_ERROR, body, close);
 }
 
 void
 deliver_not_allowed(struct txn *t, const char *allow, const char *cause)
 {
-	char body[512], field[128];
+	char body[512];
 
 	snprintf(body, sizeof(body), "sumcache: 405 %s: %s\n",
-	    response_reason(405), cause);
-	snprintf(field, sizeof(field), "Allow: %s\r\n", allow);
-	text_reply(t, 405, SQ_TCP_DENIED, RESULT_ERROR, field, body, false);
+	    http_reason_phrase(405), cause);
+	text_reply(t, 405, SQ_TCP_DENIED, RESULT_ERROR, allow, body, false);
 }
 
 static bool
@@ -108,8 +106,7 @@ object_fields_except(const struct store_obj *o, const char *name,
 
 	while (store_head_next(o, &pos, &n, &nl, &v, &vl))
 		if (!http_token_eq(n, nl, name))
-			evbuffer_add_printf(out, "%.*s: %.*s\r\n", (int)nl, n,
-			    (int)vl, v);
+			writer_field(out, n, nl, v, vl);
 }
 
 /*
@@ -145,15 +142,10 @@ object_range(struct txn *t, const struct store_obj *o, uint64_t length)
 void
 deliver_unsatisfiable(struct txn *t, uint64_t length, const char *x_cache)
 {
-	struct evbuffer *out = client_out(t->c);
-	uint64_t before = client_out_mark(t->c);
-
 	t->status = 416;
-	response_status(out, 416, NULL, 0);
-	range_unsatisfiable_field(length, out);
-	response_end(t->w, t, out, &(struct head_tail){.age = -1,
-	    .via = true, .x_cache = x_cache, .length = 0});
-	client_sent(t, client_out_mark(t->c) - before);
+	range_unsatisfiable_field(length, writer_fields(t));
+	writer_head(t, &(struct writer_head){.status = 416, .fields = true,
+	    .age = -1, .via = true, .x_cache = x_cache, .length = 0});
 }
 
 void
@@ -169,8 +161,6 @@ bool
 deliver_head(struct txn *t, const struct store_obj *o,
     enum squid_code code, const char *x_cache, int64_t length)
 {
-	struct evbuffer *out = client_out(t->c);
-	uint64_t before = client_out_mark(t->c);
 	bool not_modified = o->meta.status == 200 && client_not_modified(t, o);
 	int status = not_modified ? 304 : o->meta.status;
 	int64_t age = store_meta_age(&o->meta, time(NULL));
@@ -191,37 +181,27 @@ deliver_head(struct txn *t, const struct store_obj *o,
 	if (t->range != NULL)
 		status = 206;
 	t->status = status;
-	response_status(out, status, NULL, 0);
+	struct evbuffer *fb = writer_fields(t);
 	if (t->range != NULL && t->range->n > 1)
-		object_fields_except(o, "content-type", out);
+		object_fields_except(o, "content-type", fb);
 	else
-		evbuffer_add(out, store_obj_head(o), o->head_len);
+		evbuffer_add(fb, store_obj_head(o), o->head_len);
 	if (t->range != NULL) {
-		range_fields(t->range, out);
+		range_fields(t->range, fb);
 		length = (int64_t)t->range->total;
 	}
 	bool body = !t->is_head && status != 304 && status != 204;
-	struct head_tail tl = {.age = age, .via = true, .x_cache = x_cache,
+	writer_head(t, &(struct writer_head){.status = status, .fields = true,
+	    .age = age, .via = true, .x_cache = x_cache,
 	    .length = status != 304 && status != 204 ? length : -1,
-	    .chunked = body && deliver_chunked(t, length)};
-	if (body && length < 0 && !tl.chunked)
-		t->keep_alive = false;  /* the close ends the body */
-	response_end(t->w, t, out, &tl);
-	client_sent(t, client_out_mark(t->c) - before);
+	    .body = body});
 	return body;
-}
-
-bool
-deliver_chunked(const struct txn *t, int64_t length)
-{
-	return length < 0 && t->req.version == 11;
 }
 
 void
 deliver_object(struct txn *t, struct store_obj *o,
     enum squid_code code)
 {
-	struct evbuffer *out = client_out(t->c);
 	bool body = deliver_head(t, o, code, "HIT",
 	    (int64_t)o->body->len);
 
@@ -243,14 +223,11 @@ deliver_object(struct txn *t, struct store_obj *o,
 	    t->range->n == 1) && disksend_start(t, o->body, part->from,
 	    part->len, false) == 0)
 		return;
-	uint64_t before = client_out_mark(t->c);
 	bool all = true;
 	if (body && t->range != NULL)
-		all = range_send(t->range, 0, o->body, out) ==
-		    t->range->total;
+		all = range_send(t, 0, o->body) == t->range->total;
 	else if (body)
-		bodyfd_send(o->body, out);
-	client_sent(t, client_out_mark(t->c) - before);
+		writer_body(t, o->body, 0, o->body->len, false);
 	if (!all) {
 		/* several ranges copied off a disk file that ended first */
 		tiers_send_failed(t->w->node->tiers, &t->c->sent);

@@ -21,11 +21,6 @@ void deliver_text(struct txn *t, int status, enum squid_code code,
 void deliver_not_allowed(struct txn *t, const char *allow,
     const char *cause);
 
-/* Whether t's body of length bytes (-1: not known until its end) goes
- * in chunks: unknown to an HTTP/1.1 client (an HTTP/1.0 one reads until
- * the close). */
-bool deliver_chunked(const struct txn *t, int64_t length);
-
 /* Answers from a stored object (304 when the client's conditionals
  * match); code is the access-log code. Finishes the transaction. */
 void deliver_object(struct txn *t, struct store_obj *o,
@@ -34,7 +29,7 @@ void deliver_object(struct txn *t, struct store_obj *o,
 /*
  * Writes the head of o's answer to t (304 when t's conditionals match),
  * x_cache saying what it was, length the body's length (o's body may
- * still be filling; -1: not known yet, framed as deliver_chunked says);
+ * still be filling; -1: not known yet, framed as the writer sees fit);
  * sets t's status and code (result is the caller's). Returns whether the
  * body follows: not for HEAD, 304 or 204.
  */

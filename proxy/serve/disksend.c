@@ -48,12 +48,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <event2/buffer.h>
-
 #include "bodyfd.h"
 #include "client.h"
 #include "sc_assert.h"
 #include "tiers.h"
+#include "writer.h"
 
 #define WINDOW (2u << 20)
 #define AHEAD 4      /* windows read ahead of what is queued, at most */
@@ -129,17 +128,16 @@ intact(const struct disksend *ds)
 /* Reads the next piece of the copied part into the output; false when
  * the file ended first or the read failed. */
 static bool
-copy_piece(struct disksend *ds, struct evbuffer *out)
+copy_piece(struct disksend *ds)
 {
 	uint64_t n = ds->len - ds->queued;
-	size_t queued = evbuffer_get_length(out);
+	size_t queued = writer_queued(ds->t);
 
 	if (n > COPY_OUT - queued)
 		n = COPY_OUT - queued;
-	if (!bodyfd_copy_part(ds->body, out, ds->from + ds->queued, n))
+	if (!writer_body(ds->t, ds->body, ds->from + ds->queued, n, true))
 		return false;
 	ds->queued += n;
-	client_sent(ds->t, (size_t)n);
 	return true;
 }
 
@@ -171,13 +169,13 @@ on_warm(void *arg, uint64_t off, int err)
  * the file still holds the record, pieces as the output drains. false
  * while it waits (a drain, or the kernel), or when it cut the answer. */
 static bool
-pump_copy(struct disksend *ds, struct evbuffer *out)
+pump_copy(struct disksend *ds)
 {
 	struct client *c = ds->t->c;
 
 	if (ds->queued == ds->by_ref && ds->wait_sent) {
 		if (!client_all_sent(c)) {
-			if (evbuffer_get_length(out) == 0)
+			if (writer_queued(ds->t) == 0)
 				client_wait_all_sent(c);
 			return false;
 		}
@@ -187,8 +185,8 @@ pump_copy(struct disksend *ds, struct evbuffer *out)
 		}
 	}
 	while (ds->queued < ds->len && ds->queued < ds->warmed &&
-	    evbuffer_get_length(out) < COPY_OUT)
-		if (!copy_piece(ds, out)) {
+	    writer_queued(ds->t) < COPY_OUT)
+		if (!copy_piece(ds)) {
 			cut(ds);
 			return false;
 		}
@@ -201,24 +199,22 @@ static void
 pump(struct disksend *ds)
 {
 	struct txn *t = ds->t;
-	struct evbuffer *out = client_out(t->c);
 	uint64_t len = ds->len;
 
 	for (;;) {
 		while (ds->queued < ds->by_ref && ds->queued < ds->warmed &&
-		    evbuffer_get_length(out) <= CLIENT_OUT_HIGH / 4) {
+		    writer_queued(t) <= CLIENT_OUT_HIGH / 4) {
 			uint64_t n = ds->warmed - ds->queued;
 			if (n > WINDOW)
 				n = WINDOW;
 			if (n > ds->by_ref - ds->queued)
 				n = ds->by_ref - ds->queued;
-			bodyfd_send_range(ds->body, out, ds->from + ds->queued,
-			    n);
+			writer_body(t, ds->body, ds->from + ds->queued, n,
+			    false);
 			ds->queued += n;
-			client_sent(t, n);
 		}
 		if (ds->queued >= ds->by_ref && ds->queued < len &&
-		    !pump_copy(ds, out))
+		    !pump_copy(ds))
 			return;
 		if (ds->queued == len) {
 			struct client *c = t->c;
@@ -261,7 +257,7 @@ disksend_start(struct txn *t, struct store_body *b, uint64_t from,
 	ds->body = store_body_ref(b);
 	ds->from = from;
 	ds->len = len;
-	if (!client_is_tls(t->c) && len > DISKSEND_COPY_WHOLE)
+	if (!writer_copies(t) && len > DISKSEND_COPY_WHOLE)
 		ds->by_ref = len - COPY_TAIL;
 	ds->wait_sent = ds->by_ref > 0 || after_ref;
 	/* read at promotion: no reads ahead (window_read's bits count

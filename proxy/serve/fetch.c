@@ -48,6 +48,7 @@
 #include "sc_assert.h"
 #include "stale.h"
 #include "upstream.h"
+#include "writer.h"
 
 static uint32_t
 silence_ms(const struct fetch *f)
@@ -609,12 +610,9 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 	SC_ASSERT(t->fetch == NULL);
 	t->fetch = f;
 	const struct http_field *ex = http_field_find(&t->req, "expect");
-	if (ex != NULL && t->body != NULL && t->req.version == 11 &&
-	    http_token_eq(ex->value, ex->vlen, "100-continue")) {
-		evbuffer_add(client_out(t->c), "HTTP/1.1 100 Continue\r\n\r\n",
-		    25);
-		client_sent(t, 25);
-	}
+	if (ex != NULL && t->body != NULL &&
+	    http_token_eq(ex->value, ex->vlen, "100-continue"))
+		writer_interim(t, 100, NULL, 0, false);
 	return 0;
 fail:
 	fetch_free(&f);

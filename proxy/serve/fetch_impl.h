@@ -53,7 +53,6 @@ struct fetch {
 	bool not_modified;         /* revalidation answered 304 */
 	bool recv_paused;
 	bool send_paused;
-	bool chunked_out;
 	const char *proto_error;
 	char curl_err[CURL_ERROR_SIZE]; /* curl's own words on a failure */
 	/* peers whose summaries claim the object, asked in order before the

@@ -356,10 +356,6 @@ fetch_finish_ok(struct fetch *f)
 	}
 	if (f->kind == FETCH_REVALIDATE)
 		s->m.revalidated_modified++;
-	if (f->chunked_out) {
-		evbuffer_add(client_out(t->c), "0\r\n\r\n", 5);
-		client_sent(t, 5);
-	}
 	if (f->stream != NULL && f->streamed ==
 	    (uint64_t)f->resp.content_length) {
 		/* on the disk as it came: committed once the last is down */

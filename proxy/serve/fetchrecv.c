@@ -48,7 +48,7 @@
 #include "clock.h"
 #include "pass.h"
 #include "request.h"
-#include "response.h"
+#include "writer.h"
 #include "sc_assert.h"
 #include "stale.h"
 #include "stored.h"
@@ -100,19 +100,13 @@ static void
 forward_interim(struct fetch *f)
 {
 	struct txn *t = f->t;
-	struct evbuffer *out = client_out(t->c);
-	uint64_t before = client_out_mark(t->c);
 
-	/* HTTP/1.0 clients do not understand 1xx; 101 needs Upgrade, which
-	 * we never forward */
-	if (t->req.version != 11 || f->resp.status == 101)
+	/* 101 needs Upgrade, which we never forward */
+	if (f->resp.status == 101)
 		return;
-	/* a 1xx head has no framing or Connection of ours */
-	response_status(out, f->resp.status, f->resp.reason,
-	    f->resp.reason_len);
-	stored_fields(&f->resp, out, true, NULL);
-	evbuffer_add(out, "\r\n", 2);
-	client_sent(t, client_out_mark(t->c) - before);
+	stored_fields(&f->resp, writer_fields(t), true, NULL);
+	writer_interim(t, f->resp.status, f->resp.reason, f->resp.reason_len,
+	    true);
 }
 
 /* The response's fields as the store keeps them, in f->stored_head. */
@@ -364,8 +358,6 @@ final_head(struct fetch *f)
 		return false;
 	}
 
-	struct evbuffer *out = client_out(t->c);
-	uint64_t before = client_out_mark(t->c);
 	bool no_body = t->is_head || resp->status == 204 ||
 	    resp->status == 304;
 	if (fetched_range(f, clen) == RANGE_UNSATISFIABLE) {
@@ -375,29 +367,21 @@ final_head(struct fetch *f)
 		return true;
 	}
 	t->status = t->range != NULL ? 206 : resp->status;
-	if (t->range != NULL)
-		response_status(out, 206, NULL, 0);
-	else
-		response_status(out, resp->status, resp->reason,
-		    resp->reason_len);
-	stored_fields(resp, out, true, t->range != NULL && t->range->n > 1 ?
+	struct evbuffer *fb = writer_fields(t);
+	stored_fields(resp, fb, true, t->range != NULL && t->range->n > 1 ?
 	    "content-type" : NULL);
 	if (t->range != NULL) {
-		range_fields(t->range, out);
+		range_fields(t->range, fb);
 		clen = (int64_t)t->range->total;
 	}
-	struct head_tail tl = {.age = -1, .via = true, .x_cache = "MISS",
-	    .length = clen};
-	if (no_body) {
-		if (resp->status == 204)
-			tl.length = -1;
-	} else if (clen < 0 && t->req.version == 11) {
-		tl.chunked = f->chunked_out = true;
-	} else if (clen < 0) {
-		t->keep_alive = false; /* the close ends the body */
+	struct writer_head h = {.status = t->status, .fields = true,
+	    .age = -1, .via = true, .x_cache = "MISS",
+	    .length = resp->status == 204 ? -1 : clen, .body = !no_body};
+	if (t->range == NULL) {
+		h.reason = resp->reason;
+		h.reason_len = resp->reason_len;
 	}
-	response_end(s, t, out, &tl);
-	client_sent(t, client_out_mark(t->c) - before);
+	writer_head(t, &h);
 	return true;
 }
 
@@ -638,29 +622,27 @@ fetch_on_body(char *data, size_t size, size_t n, void *arg)
 	if (f->shared)
 		return f->stream != NULL ? shared_to_disk(f, data, len) :
 		    shared_in_memory(f, data, len);
-	/* NULL once the client has its answer (alone_for_the_store) */
-	struct evbuffer *out = t->c != NULL ? client_out(t->c) : NULL;
-	if ((out != NULL && evbuffer_get_length(out) > FETCH_OUT_HIGH) ||
+	/* no client once it has its answer (alone_for_the_store) */
+	bool out = t->c != NULL;
+	if ((out && writer_queued(t) > FETCH_OUT_HIGH) ||
 	    (f->stream != NULL && disk_stream_full(f->stream))) {
 		f->recv_paused = true;
 		evtimer_del(f->timer);
 		return CURL_WRITEFUNC_PAUSE;
 	}
 	fetch_heard(f);
-	uint64_t before = out != NULL ? client_out_mark(t->c) : 0;
-	if (out != NULL && t->range != NULL) {
-		range_copy(t->range, &f->range_at, data, f->received, len,
-		    UINT64_MAX, out);
-	} else if (out != NULL && !f->client_done) {
-		if (f->chunked_out)
-			evbuffer_add_printf(out, "%zx\r\n", len);
-		evbuffer_add(out, data, len);
-		if (f->chunked_out)
-			evbuffer_add(out, "\r\n", 2);
+	if (out && t->range != NULL) {
+		struct evbuffer *part = evbuffer_new();
+		if (part != NULL) {
+			range_copy(t->range, &f->range_at, data, f->received,
+			    len, UINT64_MAX, part);
+			writer_data_buffer(t, part);
+			evbuffer_free(part);
+		}
+	} else if (out && !f->client_done) {
+		writer_data(t, data, len);
 	}
 	f->received += len;
-	if (out != NULL)
-		client_sent(t, client_out_mark(t->c) - before);
 	if (f->stream != NULL) {
 		/* more than Content-Length said is not the object */
 		if (f->streamed + len > (uint64_t)f->resp.content_length ||
@@ -678,7 +660,7 @@ fetch_on_body(char *data, size_t size, size_t n, void *arg)
 	}
 	bool answered = f->client_done || (t->range != NULL &&
 	    f->range_at == t->range->total);
-	if (out != NULL && answered && f->resp.content_length >= 0 &&
+	if (out && answered && f->resp.content_length >= 0 &&
 	    f->received < (uint64_t)f->resp.content_length)
 		return alone_for_the_store(f) ? len : 0;
 	return len;

@@ -26,31 +26,29 @@
 #include "deliver.h"
 #include "reqbody.h"
 #include "request.h"
-#include "response.h"
 #include "sc_assert.h"
 #include "sqdigest.h"
 #include "store.h"
 #include "status.h"
 #include "tiers.h"
 #include "tls.h"
+#include "writer.h"
 
 
-/* The head of an internal answer; extra is more header lines (each
- * ending in CRLF) or "". Not a client request in the counts. */
+/* The head of an internal answer, after the fields fb holds already
+ * (writer_fields). Not a client request in the counts. */
 static void
-internal_head(struct txn *t, int status, const char *ctype,
-    const char *extra, size_t len)
+internal_head(struct txn *t, struct evbuffer *fb, int status,
+    const char *ctype, size_t len)
 {
-	struct evbuffer *out = client_out(t->c);
-
 	t->status = status;
 	t->result = RESULT_INTERNAL;
-	response_status(out, status, NULL, 0);
-	evbuffer_add_printf(out, "Cache-Control: no-store\r\n%s", extra);
+	writer_field(fb, "Cache-Control", 13, "no-store", 8);
 	if (status != 204)
-		evbuffer_add_printf(out, "Content-Type: %s\r\n", ctype);
-	response_end(t->w, t, out, &(struct head_tail){.age = -1,
-	    .length = status != 204 ? (int64_t)len : -1, .internal = true});
+		writer_field(fb, "Content-Type", 12, ctype, strlen(ctype));
+	writer_head(t, &(struct writer_head){.status = status, .fields = true,
+	    .age = -1, .length = status != 204 ? (int64_t)len : -1,
+	    .body = status != 204 && !t->is_head, .internal = true});
 }
 
 /* A short internal answer: status, optional body of type ctype. */
@@ -58,9 +56,9 @@ static void
 internal_reply(struct txn *t, int status, const char *ctype,
     const void *body, size_t len)
 {
-	internal_head(t, status, ctype, "", len);
+	internal_head(t, writer_fields(t), status, ctype, len);
 	if (status != 204 && !t->is_head)
-		evbuffer_add(client_out(t->c), body, len);
+		writer_data(t, body, len);
 	client_txn_done(t->c);
 }
 
@@ -72,9 +70,10 @@ internal_buffer(struct txn *t, const char *ctype, struct evbuffer *buf)
 		deliver_error(t, 503, SQ_NONE_NONE, "out of memory", true);
 		return;
 	}
-	internal_head(t, 200, ctype, "", evbuffer_get_length(buf));
+	internal_head(t, writer_fields(t), 200, ctype,
+	    evbuffer_get_length(buf));
 	if (!t->is_head)
-		evbuffer_add_buffer(client_out(t->c), buf);
+		writer_data_buffer(t, buf);
 	evbuffer_free(buf);
 	client_txn_done(t->c);
 }
@@ -117,14 +116,17 @@ serve_metrics(struct txn *t)
 static void
 serve_status_page(struct txn *t)
 {
-	internal_head(t, 200, "text/html; charset=utf-8",
-	    "Content-Security-Policy: default-src 'none'; "
+	static const char csp[] = "default-src 'none'; "
 	    "script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
-	    "connect-src 'self'; img-src data:\r\n"
-	    "X-Content-Type-Options: nosniff\r\n", status_html_len);
+	    "connect-src 'self'; img-src data:";
+	struct evbuffer *fb = writer_fields(t);
+
+	writer_field(fb, "Content-Security-Policy", 23, csp, sizeof(csp) - 1);
+	writer_field(fb, "X-Content-Type-Options", 22, "nosniff", 7);
+	internal_head(t, fb, 200, "text/html; charset=utf-8",
+	    status_html_len);
 	if (!t->is_head)
-		evbuffer_add_reference(client_out(t->c), status_html,
-		    status_html_len, NULL, NULL);
+		writer_data(t, status_html, status_html_len);
 	client_txn_done(t->c);
 }
 
@@ -298,24 +300,23 @@ serve_digest(struct txn *t)
 		    "(digest_generation off)", false);
 		return;
 	}
-	struct evbuffer *out = client_out(t->c);
-	uint64_t before = client_out_mark(t->c);
+	struct evbuffer *fb = writer_fields(t);
 	http_date_format(made, lm);
 	http_date_format(expires, ex);
 	t->status = 200;
 	t->result = RESULT_INTERNAL;
-	response_status(out, 200, NULL, 0);
-	evbuffer_add_printf(out, "Content-Type: application/cache-digest\r\n"
-	    "Last-Modified: %s\r\nExpires: %s\r\n", lm, ex);
-	response_end(s, t, out, &(struct head_tail){.age = -1, .via = true,
-	    .length = (int64_t)b->len, .internal = true});
+	writer_field(fb, "Content-Type", 12, "application/cache-digest", 24);
+	writer_field(fb, "Last-Modified", 13, lm, strlen(lm));
+	writer_field(fb, "Expires", 7, ex, strlen(ex));
+	writer_head(t, &(struct writer_head){.status = 200, .fields = true,
+	    .age = -1, .via = true, .length = (int64_t)b->len,
+	    .body = !t->is_head, .internal = true});
 	if (!t->is_head)
-		evbuffer_add(out, b->p, b->len);
+		writer_data(t, b->p, b->len);
 	s->m.digests_served++;
 	if (n->peers != NULL && !t->is_head)
 		peers_digest_served(n->peers,
 		    (const struct sockaddr *)&t->c->sa, b->len);
-	client_sent(t, client_out_mark(t->c) - before);
 	client_txn_done(t->c);
 }
 

@@ -36,6 +36,7 @@
 #include "cachectl.h"
 #include "metrics.h"
 #include "store.h"
+#include "writer.h"
 
 /* ---- reading a Range ---- */
 
@@ -307,11 +308,11 @@ void
 range_fields(const struct range_plan *p, struct evbuffer *out)
 {
 	if (p->n > 1) {
-		evbuffer_add_printf(out, "Content-Type: multipart/byteranges; "
-		    "boundary=%s\r\n", p->boundary);
+		writer_fieldf(out, "Content-Type", "multipart/byteranges; "
+		    "boundary=%s", p->boundary);
 		return;
 	}
-	evbuffer_add_printf(out, "Content-Range: bytes %llu-%llu/%llu\r\n",
+	writer_fieldf(out, "Content-Range", "bytes %llu-%llu/%llu",
 	    (unsigned long long)p->span[0].from,
 	    (unsigned long long)(p->span[0].from + p->span[0].len - 1),
 	    (unsigned long long)p->length);
@@ -320,7 +321,7 @@ range_fields(const struct range_plan *p, struct evbuffer *out)
 void
 range_unsatisfiable_field(uint64_t length, struct evbuffer *out)
 {
-	evbuffer_add_printf(out, "Content-Range: bytes */%llu\r\n",
+	writer_fieldf(out, "Content-Range", "bytes */%llu",
 	    (unsigned long long)length);
 }
 
@@ -389,9 +390,9 @@ range_copy(const struct range_plan *p, uint64_t *at, const char *src,
 }
 
 uint64_t
-range_send(const struct range_plan *p, uint64_t at, struct store_body *b,
-    struct evbuffer *out)
+range_send(struct txn *t, uint64_t at, struct store_body *b)
 {
+	const struct range_plan *p = t->range;
 	uint64_t added = 0;
 
 	while (at < p->total) {
@@ -400,13 +401,10 @@ range_send(const struct range_plan *p, uint64_t at, struct store_body *b,
 		range_piece_at(p, at, &pc, &into);
 		uint64_t n = pc.len - into;
 		if (pc.text != NULL)
-			evbuffer_add(out, pc.text + into, (size_t)n);
-		else if (b->ext != NULL && b->ext->on_disk) {
-			/* copied: what the file no longer holds stops it */
-			if (!bodyfd_copy_part(b, out, pc.from + into, n))
-				break;
-		} else
-			bodyfd_send_part(b, out, pc.from + into, n);
+			writer_data(t, pc.text + into, (size_t)n);
+		else if (!writer_body(t, b, pc.from + into, n,
+		    b->ext != NULL && b->ext->on_disk))
+			break;  /* copied: what the file no longer holds stops it */
 		at += n;
 		added += n;
 	}

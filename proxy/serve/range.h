@@ -13,6 +13,7 @@
 struct evbuffer;
 struct metrics;
 struct store_body;
+struct txn;
 
 /* Ranges a 206 holds at most, once merged; more and the Range is
  * ignored (the whole 200 is sent). */
@@ -89,11 +90,10 @@ uint64_t range_copy(const struct range_plan *p, uint64_t *at,
     const char *src, uint64_t src_off, uint64_t len, uint64_t max,
     struct evbuffer *out);
 
-/* Adds p's body from at to its end to out, its bytes by reference to
- * the complete body b (bodyfd_send_part), or copied from it when it is
- * kept on disk. Returns the bytes added: fewer than the rest when the
- * disk's file no longer holds them (the answer must then be cut). */
-uint64_t range_send(const struct range_plan *p, uint64_t at,
-    struct store_body *b, struct evbuffer *out);
+/* Writes t's 206 body (t->range) from at to its end, its bytes by
+ * reference to the complete body b, or copied from it when it is kept on
+ * disk. Returns the bytes written: fewer than the rest when the disk's
+ * file no longer holds them (the answer must then be cut). */
+uint64_t range_send(struct txn *t, uint64_t at, struct store_body *b);
 
 #endif

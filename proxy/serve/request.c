@@ -40,6 +40,7 @@
 #include "stored.h"
 #include "tunnel.h"
 #include "upstream.h"
+#include "writer.h"
 
 void
 txn_account(struct txn *t)
@@ -379,11 +380,10 @@ lookup(struct txn *t)
 static void
 intercept(struct txn *t, const char *host, uint16_t port)
 {
-	static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 	struct client *c = t->c;
 	char err[512];
 
-	evbuffer_add(client_out(c), ok, sizeof(ok) - 1);
+	writer_established(t);
 	/* a refusal is logged below (a line a second) */
 	if (client_start_tls(c, host, port, err, sizeof(err)) < 0) {
 		client_fail(c, CUT_ABORTED);

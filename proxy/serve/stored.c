@@ -19,6 +19,7 @@
 
 #include "peers.h"
 #include "tiers.h"
+#include "writer.h"
 
 /* A response field a cache keeps: no hop-by-hop, no framing, and no Age
  * unless asked (it is recomputed on every hit). */
@@ -40,12 +41,8 @@ stored_fields(const struct http_head *resp, struct evbuffer *out,
 		if (!kept_field(resp, fl, keep_age) ||
 		    (except != NULL && http_field_is(fl, except)))
 			continue;
-		/* in parts, not printf: this runs for every field of every
-		 * miss */
-		if (evbuffer_add(out, fl->name, fl->nlen) < 0 ||
-		    evbuffer_add(out, ": ", 2) < 0 ||
-		    evbuffer_add(out, fl->value, fl->vlen) < 0 ||
-		    evbuffer_add(out, "\r\n", 2) < 0)
+		if (!writer_field(out, fl->name, fl->nlen, fl->value,
+		    fl->vlen))
 			return false;
 	}
 	return true;
@@ -196,7 +193,6 @@ stored_refresh(const struct txn *t, const struct http_head *resp,
 
 	if (h == NULL)
 		return NULL;
-	evbuffer_add_printf(h, "HTTP/1.1 %d X\r\n", old->meta.status);
 	while (store_head_next(old, &pos, &n, &nl, &v, &vl)) {
 		bool replaced = false;
 		for (unsigned i = 0; i < resp->nfields && !replaced; i++) {
@@ -206,17 +202,16 @@ stored_refresh(const struct txn *t, const struct http_head *resp,
 			    kept_field(resp, fl, false);
 		}
 		if (!replaced)
-			evbuffer_add_printf(h, "%.*s: %.*s\r\n", (int)nl, n,
-			    (int)vl, v);
+			writer_field(h, n, nl, v, vl);
 	}
 	stored_fields(resp, h, false, NULL);
-	evbuffer_add(h, "\r\n", 2);
 	size_t len = evbuffer_get_length(h);
 	const char *p = (const char *)evbuffer_pullup(h, -1);
 	struct http_limits lim = {RESPONSE_HEAD_MAX, RESPONSE_HEAD_MAX, 2000};
-	if (http_parse_response(p, len, &lim, &merged, &why) == 0) {
-		const char *fields = strstr(merged.buf, "\r\n") + 2;
-		size_t flen = merged.len - (size_t)(fields - merged.buf) - 2;
+	const char *fields;
+	size_t flen;
+	if (http_parse_fields(old->meta.status, p != NULL ? p : "", len, &lim,
+	    &merged, &fields, &flen, &why) == 0) {
 		o = stored_object(t, &merged, fields, flen, old->body,
 		    request_time);
 		http_head_clear(&merged);
