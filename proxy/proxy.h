@@ -52,6 +52,10 @@ struct admit;
 struct client_ops;
 struct busy_seat;
 struct writer_ops;
+struct txn_part;
+
+/* A txn's parts (serve/txn.h) at most: one per feature that holds one. */
+#define TXN_PARTS_MAX 12
 
 /* Where the configuration comes from: read at start and on SIGHUP. */
 struct server_conf_src {
@@ -239,6 +243,10 @@ struct txn {
 	                       * object, fetched for the cache */
 	struct range_plan *range; /* the 206 it is sent, or NULL */
 	struct txn *bg_prev, *bg_next; /* on w->background, with no c */
+	/* what its features hang on it, each freed by its part's drop
+	 * (serve/txn.h): the last held first */
+	const struct txn_part *parts[TXN_PARTS_MAX];
+	unsigned nparts;
 	/* for the access log and metrics */
 	enum txn_result result;
 	int status;

@@ -47,6 +47,7 @@
 #include "sc_assert.h"
 #include "sqdigest.h"
 #include "stale.h"
+#include "txn.h"
 #include "status.h"
 #include "tiers.h"
 #include "tls.h"
@@ -443,7 +444,7 @@ stop(struct worker *s)
 		client_free_all(s);
 		tunnel_free_all(s);
 		fetch_free_shared(s);
-		stale_free_all(s);
+		txn_clientless_free_all(s);
 	}
 	busy_table_free(&s->busy);
 	pass_free(&n->pass);

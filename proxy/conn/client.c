@@ -204,23 +204,6 @@ client_reject(struct client *c, struct txn *t, int status, const char *why)
 	c->w->node->client_ops->refuse(t, status, SQ_NONE_NONE, why, true);
 }
 
-static struct txn *
-txn_new(struct client *c)
-{
-	struct txn *t = calloc(1, sizeof(*t));
-
-	if (t == NULL)
-		return NULL;
-	t->magic = TXN_MAGIC;
-	t->w = c->w;
-	t->c = c;
-	t->req.content_length = -1;
-	t->code = SQ_NONE_NONE;
-	t->hier = SQ_HIER_NONE;
-	evutil_gettimeofday(&t->start, NULL);
-	return t;
-}
-
 /* Leading CRLFs between pipelined requests are skipped (RFC 9112 2.2). */
 static void
 skip_empty_lines(struct evbuffer *in)
@@ -284,7 +267,7 @@ parse_one(struct client *c)
 	size_t end = http_head_end(p, window, &c->scan);
 	struct txn *t;
 	if (end == HTTP_HEAD_BARE_LF) {
-		if ((t = txn_new(c)) == NULL)
+		if ((t = c->w->node->client_ops->make(c)) == NULL)
 			return -1;
 		s->m.parse_errors++;
 		client_reject(c, t, 400, "bare LF in request head");
@@ -299,14 +282,14 @@ parse_one(struct client *c)
 			status = 431;
 		if (status == 0)
 			return 0;
-		if ((t = txn_new(c)) == NULL)
+		if ((t = c->w->node->client_ops->make(c)) == NULL)
 			return -1;
 		s->m.parse_errors++;
 		client_reject(c, t, status, status == 414 ?
 		    "request line too long" : "header section too large");
 		return -1;
 	}
-	if ((t = txn_new(c)) == NULL)
+	if ((t = c->w->node->client_ops->make(c)) == NULL)
 		return -1;
 	const char *why;
 	int rc = http_parse_request(p, end, lim, &t->req, &why);
@@ -523,7 +506,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	c->w->m.header_timeouts++;
-	if ((t = txn_new(c)) == NULL) {
+	if ((t = c->w->node->client_ops->make(c)) == NULL) {
 		client_free(c);
 		return;
 	}

@@ -24,6 +24,9 @@
  * Varnish's struct transport, upside down).
  */
 struct client_ops {
+	/* a request head begins on c: the txn that answers it, made by the
+	 * room that frees it (NULL on ENOMEM) */
+	struct txn *(*make)(struct client *c);
 	/* a request head is parsed, in t (CONNECT too): answer it; may
 	 * finish t, and even the connection, before it returns */
 	void (*start)(struct txn *t);

@@ -75,6 +75,7 @@
 #include "deliver.h"
 #include "stored.h"
 #include "sc_assert.h"
+#include "txn.h"
 #include "writer.h"
 
 #define BUSY_BUCKETS 4096  /* fetches at once: a few thousand at most */
@@ -159,6 +160,18 @@ leave_table(struct busy *b)
 
 /* ---- seats ---- */
 
+/* What collapsed forwarding hangs on a txn: its seat, the failure it
+ * was told. */
+static void
+drop_busy(struct txn *t)
+{
+	busy_leave(t);
+	free(t->failed);
+	t->failed = NULL;
+}
+
+static const struct txn_part busy_part = {"collapsed forwarding", drop_busy};
+
 static struct busy_seat *
 seat_new(struct txn *t, busy_again_f *again)
 {
@@ -166,6 +179,7 @@ seat_new(struct txn *t, busy_again_f *again)
 
 	/* a txn waits at one fetch at a time */
 	SC_ASSERT(t->seat == NULL);
+	txn_hold(t, &busy_part);
 	if (st != NULL) {
 		st->t = t;
 		st->again = again;
@@ -573,6 +587,7 @@ busy_fail(struct busy **bp, int status, bool disconnected, const char *cause)
 		busy_again_f *again = st->again;
 		busy_leave(t);
 		t->no_collapse = true;
+		txn_hold(t, &busy_part);
 		t->failed = malloc(sizeof(*t->failed) + clen + 1);
 		if (t->failed != NULL) {
 			t->failed->status = status;

@@ -22,6 +22,7 @@
 #include "disksend.h"
 #include "range.h"
 #include "tiers.h"
+#include "txn.h"
 #include "writer.h"
 
 /* A short text answer, with an Allow field when allow is not NULL. */
@@ -129,6 +130,7 @@ object_range(struct txn *t, const struct store_obj *o, uint64_t length)
 	if (store_head_find(o, "last-modified", &lmv, &lml))
 		lm = http_date_parse(lmv, lml);
 	store_head_find(o, "content-type", &ct, &ctl);
+	txn_hold(t, &range_part);
 	enum range_verdict v = range_plan(&t->req, length, etag, elen, lm, ct,
 	    ctl, &t->range);
 	if (v == RANGE_PARTIAL && t->range->n > 1 &&

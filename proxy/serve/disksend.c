@@ -52,6 +52,7 @@
 #include "client.h"
 #include "sc_assert.h"
 #include "tiers.h"
+#include "txn.h"
 #include "writer.h"
 
 #define WINDOW (2u << 20)
@@ -238,6 +239,14 @@ pump(struct disksend *ds)
 	}
 }
 
+static void
+drop_disksend(struct txn *t)
+{
+	disksend_free(&t->send);
+}
+
+static const struct txn_part disksend_part = {"disk send", drop_disksend};
+
 bool
 disksend_wanted(const struct store_body *b)
 {
@@ -267,6 +276,7 @@ disksend_start(struct txn *t, struct store_body *b, uint64_t from,
 	/* one body a txn: its windows are the only ones going out */
 	SC_ASSERT(t->send == NULL);
 	t->send = ds;
+	txn_hold(t, &disksend_part);
 	pump(ds);
 	return 0;
 }

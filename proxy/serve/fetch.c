@@ -44,9 +44,9 @@
 #include "ratelog.h"
 #include "deliver.h"
 #include "reqbody.h"
-#include "request.h"
 #include "sc_assert.h"
 #include "stale.h"
+#include "txn.h"
 #include "upstream.h"
 #include "writer.h"
 
@@ -147,6 +147,14 @@ fetch_free(struct fetch **fp)
 	free(f);
 }
 
+static void
+drop_fetch(struct txn *t)
+{
+	fetch_free(&t->fetch);
+}
+
+const struct txn_part fetch_part = {"fetch", drop_fetch};
+
 static size_t
 on_read_body(char *buf, size_t size, size_t n, void *arg)
 {
@@ -197,7 +205,7 @@ cannot_start(struct fetch *f)
 {
 	busy_fail(&f->busy, 503, true, "cannot start origin fetch");
 	if (f->t->c == NULL)
-		stale_background_end(f->t, 503, SQ_TCP_MISS);
+		txn_clientless_end(f->t, 503, SQ_TCP_MISS);
 	else
 		deliver_error(f->t, 503, SQ_TCP_MISS, "cannot start origin "
 		    "fetch", false);
@@ -600,6 +608,7 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 			if (f->icpq != NULL) {
 				SC_ASSERT(t->fetch == NULL);
 				t->fetch = f;
+				txn_hold(t, &fetch_part);
 				return 0;
 			}
 		}
@@ -609,6 +618,7 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 	/* one fetch a txn: a second would leave the first's body unread */
 	SC_ASSERT(t->fetch == NULL);
 	t->fetch = f;
+	txn_hold(t, &fetch_part);
 	const struct http_field *ex = http_field_find(&t->req, "expect");
 	if (ex != NULL && t->body != NULL &&
 	    http_token_eq(ex->value, ex->vlen, "100-continue"))

@@ -19,6 +19,9 @@
 #include "peers.h"
 #include "upstream.h"
 
+/* t->fetch as a part of t (txn.h): held by whoever sets it. */
+extern const struct txn_part fetch_part;
+
 /* curl's receive buffer: what one write callback brings at most */
 #define FETCH_CHUNK (64 * 1024)
 /* the system's trust (Debian's ca-certificates), kept beside

@@ -19,10 +19,10 @@
 #include "fetch_impl.h"
 #include "ratelog.h"
 #include "deliver.h"
-#include "request.h"
 #include "sc_assert.h"
 #include "stale.h"
 #include "stored.h"
+#include "txn.h"
 
 /* Kinds of failure, each with its own line a second (ratelog_by). */
 enum fail_log {
@@ -63,7 +63,7 @@ fail_before_head(struct fetch *f, int status, const char *cause,
 	if (t->c == NULL) {
 		log_failure(s, log_kind, cause, "nobody (a revalidation behind "
 		    "a stale answer, which stays)");
-		stale_background_end(t, status, SQ_TCP_REFRESH_FAIL_OLD);
+		txn_clientless_end(t, status, SQ_TCP_REFRESH_FAIL_OLD);
 		return;
 	}
 	/* RFC 9111 4.2.4: a stale copy beats an error when the origin cannot
@@ -172,7 +172,7 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 	}
 	if (f->head_done && t->c == NULL) {
 		/* behind a stale answer: dropped at its head, or cut */
-		stale_background_end(t, f->resp.status, t->code);
+		txn_clientless_end(t, f->resp.status, t->code);
 		return;
 	}
 	if (f->head_done) {
@@ -341,7 +341,7 @@ fetch_finish_ok(struct fetch *f)
 		busy_close(&f->busy, BUSY_DONE, NULL);
 		if (t->c == NULL) {
 			store_obj_unref(&o);
-			stale_background_end(t, 304,
+			txn_clientless_end(t, 304,
 			    SQ_TCP_REFRESH_UNMODIFIED);
 			return;
 		}
@@ -379,7 +379,7 @@ fetch_finish_ok(struct fetch *f)
 		head_updates_stored(f);
 	}
 	if (t->c == NULL)
-		stale_background_end(t, f->resp.status, t->code);
+		txn_clientless_end(t, f->resp.status, t->code);
 	else
 		client_txn_done(t->c);
 }

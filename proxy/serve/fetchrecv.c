@@ -47,11 +47,11 @@
 #include "deliver.h"
 #include "clock.h"
 #include "pass.h"
-#include "request.h"
 #include "writer.h"
 #include "sc_assert.h"
 #include "stale.h"
 #include "stored.h"
+#include "txn.h"
 #include "tiers.h"
 
 /* The copy for the store is given up (or was stored): its reservation
@@ -211,7 +211,7 @@ share(struct fetch *f, int64_t clen)
 	}
 	/* a revalidation behind a stale answer: its own line, and done */
 	busy_share(f->busy, f->shape, &f->src, NULL);
-	stale_background_end(t, f->resp.status, t->code);
+	txn_clientless_end(t, f->resp.status, t->code);
 	return true;
 }
 
@@ -229,6 +229,7 @@ fetched_range(struct fetch *f, int64_t clen)
 	    "last-modified");
 	const struct http_field *ct = http_field_find(&f->resp,
 	    "content-type");
+	txn_hold(t, &range_part);
 	return range_count(&t->w->m, range_plan(&t->req, (uint64_t)clen,
 	    et != NULL ? et->value : NULL, et != NULL ? et->vlen : 0,
 	    lm != NULL ? http_date_parse(lm->value, lm->vlen) : -1,
@@ -277,31 +278,24 @@ note_pass(const struct fetch *f, bool cacheable)
 		pass_note(s->node->pass, t->url.norm, t->url.len, mono_ms());
 }
 
-/* Decides storing and writes the client's head. false aborts the fetch. */
+/*
+ * Whether f's answer (clen bytes; -1 unknown) is kept, and the copy for
+ * the store started when it is: in memory within inflight_mem, or
+ * streamed to the disk when memory may not hold it. Notes the pass table
+ * and the owner's copy decision on the way.
+ */
 static bool
-final_head(struct fetch *f)
+keep_for_store(struct fetch *f, const struct cc *respcc, int64_t clen)
 {
 	struct txn *t = f->t;
 	struct worker *s = t->w;
 	const struct http_head *resp = &f->resp;
-	struct cc respcc;
 	const char *why;
-	const struct http_field *ct = http_field_find(resp, "content-type");
-
-	if (ct != NULL)
-		deliver_note_ctype(t, ct->value, ct->vlen);
-	stored_invalidate(t, &f->resp);
-	if (f->kind == FETCH_REVALIDATE && resp->status == 304) {
-		f->not_modified = true;
-		return true; /* answered from the store when done */
-	}
-	cc_parse(resp, false, &respcc);
-	bool has_te = http_field_find(resp, "transfer-encoding") != NULL;
-	int64_t clen = has_te ? -1 : resp->content_length;
 	bool proxy_only = f->peer != NULL && peer_spec(f->peer)->proxy_only;
-	bool cacheable = cachectl_storable(&t->req, &t->reqcc, resp, &respcc,
+	bool cacheable = cachectl_storable(&t->req, &t->reqcc, resp, respcc,
 	    refresh_find(&s->node->conf.refresh, t->url.norm), &why) &&
 	    (clen < 0 || (uint64_t)clen <= s->node->conf.max_object_size);
+
 	note_pass(f, cacheable);
 	bool storable = f->kind != FETCH_FORWARD && t->is_get && !proxy_only &&
 	    cacheable;
@@ -325,16 +319,39 @@ final_head(struct fetch *f)
 		if (!keep_head(f) || f->body == NULL)
 			fetch_drop_copy(f);
 	}
+	return storable;
+}
+
+/* What the answer counts as: a remote hit when a sibling answered, or
+ * the key's owner from its cache; else a miss. */
+static void
+note_result(struct fetch *f)
+{
+	struct txn *t = f->t;
 	bool owner_hit = false;
+
 	if (f->to == UPSTREAM_OWNER) {
 		owner_hit = owner_had_it(f);
 		if (owner_hit)
-			s->m.owner_hit++;
+			t->w->m.owner_hit++;
 		else
-			s->m.owner_miss++;
+			t->w->m.owner_miss++;
 	}
 	t->result = f->to == UPSTREAM_SIBLING || owner_hit ?
 	    RESULT_REMOTE_HIT : RESULT_MISS;
+}
+
+/*
+ * The requests waiting for f's URL (busy.c): shared the answer as it
+ * streams when it can be, else let go (a server error is their answer
+ * too). true when shared: the waiters, f's own client among them, are
+ * answered from it.
+ */
+static bool
+share_or_let_go(struct fetch *f, int64_t clen)
+{
+	const struct http_head *resp = &f->resp;
+
 	if (f->busy != NULL && shareable(f) && share(f, clen))
 		return true;
 	/* not shared: whoever waits fetches alone, unless it is a server
@@ -342,29 +359,27 @@ final_head(struct fetch *f)
 	if (f->busy != NULL && stale_error_status(resp->status)) {
 		char cause[512];
 		snprintf(cause, sizeof(cause), "origin answered %d (%s)",
-		    resp->status, t->url.norm);
+		    resp->status, f->t->url.norm);
 		busy_fail(&f->busy, resp->status, false, cause);
 	}
 	busy_close(&f->busy, BUSY_UNSHARED, NULL);
-	if (t->c == NULL) {
-		/* behind a stale answer, nobody reads it: what memory cannot
-		 * hold is dropped; one that may not be stored makes the
-		 * stale copy wrong, unless it is a server's error */
-		if (!storable && !stale_error_status(resp->status))
-			tiers_invalidate(s->node->tiers, t->url.norm,
-			    t->url.len);
-		f->proto_error = "not kept (a revalidation behind a stale "
-		    "answer)";
-		return false;
-	}
+	return false;
+}
 
+/* f's client's head (a 206 or 416 for its Range), through its writer. */
+static void
+client_head(struct fetch *f, int64_t clen)
+{
+	struct txn *t = f->t;
+	const struct http_head *resp = &f->resp;
 	bool no_body = t->is_head || resp->status == 204 ||
 	    resp->status == 304;
+
 	if (fetched_range(f, clen) == RANGE_UNSATISFIABLE) {
 		/* the rest of the body is the store's alone */
 		f->client_done = true;
 		deliver_unsatisfiable(t, (uint64_t)clen, "MISS");
-		return true;
+		return;
 	}
 	t->status = t->range != NULL ? 206 : resp->status;
 	struct evbuffer *fb = writer_fields(t);
@@ -382,6 +397,44 @@ final_head(struct fetch *f)
 		h.reason_len = resp->reason_len;
 	}
 	writer_head(t, &h);
+}
+
+/* The final head has come: the storage decision, the waiters, then the
+ * client's head. false aborts the fetch. */
+static bool
+final_head(struct fetch *f)
+{
+	struct txn *t = f->t;
+	const struct http_head *resp = &f->resp;
+	struct cc respcc;
+	const struct http_field *ct = http_field_find(resp, "content-type");
+
+	if (ct != NULL)
+		deliver_note_ctype(t, ct->value, ct->vlen);
+	stored_invalidate(t, &f->resp);
+	if (f->kind == FETCH_REVALIDATE && resp->status == 304) {
+		f->not_modified = true;
+		return true; /* answered from the store when done */
+	}
+	cc_parse(resp, false, &respcc);
+	bool has_te = http_field_find(resp, "transfer-encoding") != NULL;
+	int64_t clen = has_te ? -1 : resp->content_length;
+	bool storable = keep_for_store(f, &respcc, clen);
+	note_result(f);
+	if (share_or_let_go(f, clen))
+		return true;
+	if (t->c == NULL) {
+		/* behind a stale answer, nobody reads it: what memory cannot
+		 * hold is dropped; one that may not be stored makes the
+		 * stale copy wrong, unless it is a server's error */
+		if (!storable && !stale_error_status(resp->status))
+			tiers_invalidate(t->w->node->tiers, t->url.norm,
+			    t->url.len);
+		f->proto_error = "not kept (a revalidation behind a stale "
+		    "answer)";
+		return false;
+	}
+	client_head(f, clen);
 	return true;
 }
 
@@ -678,16 +731,19 @@ alone_for_the_store(struct fetch *f)
 {
 	struct txn *t = f->t;
 	struct txn *b = f->body != NULL || f->stream != NULL ?
-	    stale_background_txn(t) : NULL;
+	    txn_clientless(t) : NULL;
 
 	f->client_done = true;
 	if (b == NULL)
 		return false;
+	if (t->stale != NULL)
+		stale_keep(b, store_obj_ref(t->stale));
 	b->code = t->code;
 	b->hier = t->hier;
 	memcpy(b->hier_host, t->hier_host, sizeof(b->hier_host));
 	memcpy(b->ctype, t->ctype, sizeof(b->ctype));
 	b->fetch = f;
+	txn_hold(b, &fetch_part);
 	t->fetch = NULL;
 	f->t = b;
 	client_txn_done(t->c);

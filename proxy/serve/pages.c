@@ -25,13 +25,13 @@
 #include "peers.h"
 #include "deliver.h"
 #include "reqbody.h"
-#include "request.h"
 #include "sc_assert.h"
 #include "sqdigest.h"
 #include "store.h"
 #include "status.h"
 #include "tiers.h"
 #include "tls.h"
+#include "txn.h"
 #include "writer.h"
 
 
@@ -167,6 +167,15 @@ serve_summary_pull(struct txn *t)
 	free(b.p);
 }
 
+static void
+drop_peer_post(struct txn *t)
+{
+	pages_peer_post_end(t);
+}
+
+static const struct txn_part peer_post_part = {"peer message",
+    drop_peer_post};
+
 /* A peer's POSTed message, checked as far as it can be before its body:
  * read whole into one block within peer_timeout, then
  * pages_peer_post_arrived. */
@@ -174,6 +183,7 @@ static void
 read_peer_post(struct txn *t, enum peer_post kind)
 {
 	t->peer_post = kind;
+	txn_hold(t, &peer_post_part);
 	if (t->body != NULL && reqbody_into_block(t->body) < 0) {
 		deliver_error(t, 503, SQ_NONE_NONE, "out of memory", true);
 		return;

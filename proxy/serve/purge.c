@@ -15,7 +15,6 @@
 #include "accesslog.h"
 #include "acl.h"
 #include "deliver.h"
-#include "request.h"
 #include "stored.h"
 
 bool

@@ -36,6 +36,7 @@
 #include "cachectl.h"
 #include "metrics.h"
 #include "store.h"
+#include "txn.h"
 #include "writer.h"
 
 /* ---- reading a Range ---- */
@@ -303,6 +304,14 @@ range_plan_free(struct range_plan **pp)
 	free(p->frame);
 	free(p);
 }
+
+static void
+drop_range(struct txn *t)
+{
+	range_plan_free(&t->range);
+}
+
+const struct txn_part range_part = {"range", drop_range};
 
 void
 range_fields(const struct range_plan *p, struct evbuffer *out)

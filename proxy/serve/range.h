@@ -14,6 +14,7 @@ struct evbuffer;
 struct metrics;
 struct store_body;
 struct txn;
+struct txn_part;
 
 /* Ranges a 206 holds at most, once merged; more and the Range is
  * ignored (the whole 200 is sent). */
@@ -69,6 +70,9 @@ enum range_verdict range_plan(const struct http_head *req, uint64_t length,
 enum range_verdict range_count(struct metrics *m, enum range_verdict v);
 /* Accepts NULL; clears *p. */
 void range_plan_free(struct range_plan **p);
+/* A txn's range plan as a part of it (txn.h): held by whoever sets
+ * t->range. */
+extern const struct txn_part range_part;
 
 /* The 206's fields that say what it holds: Content-Range, or the
  * multipart Content-Type. */

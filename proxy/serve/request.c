@@ -39,73 +39,23 @@
 #include "tls.h"
 #include "stored.h"
 #include "tunnel.h"
+#include "txn.h"
 #include "upstream.h"
 #include "writer.h"
 
-void
-txn_account(struct txn *t)
+static void
+drop_reqbody(struct txn *t)
 {
-	struct worker *s = t->w;
-	struct accesslog_entry e = {
-		.start = t->start, .client = t->c != NULL ? t->c->addr : "-",
-		.code = t->code, .cut = t->cut,
-		.status = t->status, .bytes = t->bytes_out,
-		.method = t->req.method ? t->req.method : "NONE",
-		.method_len = t->req.method ? (int)t->req.method_len : 4,
-		.url = t->url.norm ? t->url.norm : "error:invalid-request",
-		.hier = t->hier,
-		.hier_host = t->hier_host[0] ? t->hier_host : "-",
-		.content_type = t->ctype,
-		.content_type_len = (int)strlen(t->ctype),
-	};
-
-	if (t->result == RESULT_INTERNAL)
-		return;  /* internal pages are not logged */
-	if (t->c == NULL) {
-		/* a revalidation behind a stale answer: logged, not a
-		 * client's request */
-	} else if (t->for_peer) {
-		if (t->result == RESULT_LOCAL_HIT)
-			s->m.peer_served_hit++;
-		else
-			s->m.peer_served_miss++;
-	} else {
-		switch (t->result) {
-		case RESULT_LOCAL_HIT: s->m.req_local_hit++; break;
-		case RESULT_MISS: s->m.req_miss++; break;
-		case RESULT_REMOTE_HIT: s->m.req_remote_hit++; break;
-		case RESULT_ERROR: s->m.req_error++; break;
-		case RESULT_INTERNAL: case RESULT_ADMIN: break;
-		}
-	}
-	evutil_gettimeofday(&e.end, NULL);
-	accesslog_write(s->node->log, &e);
+	reqbody_free(&t->body);
 }
 
-void
-txn_free(struct txn **tp)
-{
-	struct txn *t = *tp;
+static const struct txn_part reqbody_part = {"request body", drop_reqbody};
 
-	if (t == NULL)
-		return;
-	SC_ASSERT(t->magic == TXN_MAGIC);
-	*tp = NULL;
-	if (t->c == NULL)
-		stale_forget(t);
-	fetch_free(&t->fetch);
-	disksend_free(&t->send);
-	pages_peer_post_end(t);
-	reqbody_free(&t->body);
-	tiers_wait_cancel(&t->disk_wait);
-	busy_leave(t);
-	free(t->failed);
-	range_plan_free(&t->range);
-	store_obj_unref(&t->stale);
-	http_head_clear(&t->req);
-	url_clear(&t->url);
-	t->magic = 0;
-	free(t);
+/* client_ops' make: the txn of a request beginning on c. */
+static struct txn *
+txn_for_client(struct client *c)
+{
+	return txn_new(c->w, c);
 }
 
 /* ---- ICP ---- */
@@ -257,7 +207,36 @@ has_validator(const struct store_obj *o)
 	    store_head_find(o, "last-modified", &v, &vl);
 }
 
+/*
+ * t is about to be answered with the stale o (stale-while-revalidate):
+ * unless a fetch of its URL is running already, a revalidation starts
+ * behind it, for no client, and stores what it gets. o is borrowed.
+ */
+static void
+refresh_behind(const struct txn *t, struct store_obj *o)
+{
+	if (busy_running(t->w, t->url.norm, t->url.len))
+		return;
+	struct txn *b = txn_clientless(t);
+	if (b == NULL)
+		return;
+	stale_keep(b, store_obj_ref(o));
+	b->code = has_validator(o) ? SQ_TCP_REFRESH_MODIFIED : SQ_TCP_MISS;
+	if (fetch_start(b, has_validator(o) ? FETCH_REVALIDATE : FETCH_MISS) <
+	    0)
+		txn_free(&b);
+}
+
 static void lookup(struct txn *t);
+
+static void
+drop_disk_wait(struct txn *t)
+{
+	tiers_wait_cancel(&t->disk_wait);
+}
+
+static const struct txn_part disk_wait_part = {"disk read",
+    drop_disk_wait};
 
 /* The disk's copies are in memory now, if they were good: look again. */
 static void
@@ -284,6 +263,7 @@ lookup(struct txn *t)
 		store_obj_unref(&o);
 	if (o == NULL && !t->disk_read) {
 		SC_ASSERT(t->disk_wait == NULL);
+		txn_hold(t, &disk_wait_part);
 		switch (tiers_read(n->tiers, t->url.norm, t->url.len,
 		    disk_read_done, t, &t->disk_wait)) {
 		case TIERS_NONE:
@@ -322,7 +302,7 @@ lookup(struct txn *t)
 	if (v == CACHECTL_STALE_REVALIDATE && t->is_get) {
 		/* the revalidation starts first: serving finishes t */
 		s->m.stale_while_revalidate++;
-		stale_refresh_behind(t, o);
+		refresh_behind(t, o);
 		deliver_object(t, o, SQ_TCP_STALE_HIT);
 		store_obj_unref(&o);
 		return;
@@ -348,7 +328,7 @@ lookup(struct txn *t)
 	if (t->failed != NULL) {
 		/* the fetch this one waited for failed: its stale copy, as
 		 * the leader's would have been, or the failure */
-		t->stale = o;
+		stale_keep(t, o);
 		if (stale_on_error(t, t->failed->disconnected)) {
 			s->m.stale_if_error++;
 			deliver_object(t, o, SQ_TCP_REFRESH_FAIL_OLD);
@@ -359,14 +339,14 @@ lookup(struct txn *t)
 		return;
 	}
 	if (t->is_get && has_validator(o)) {
-		t->stale = o;
+		stale_keep(t, o);
 		t->code = SQ_TCP_REFRESH_MODIFIED;
 		start_fetch(t, FETCH_REVALIDATE);
 		return;
 	}
 	/* no validator: fetched again whole, the stale copy kept for
 	 * stale-if-error */
-	t->stale = o;
+	stale_keep(t, o);
 	t->code = t->reqcc.no_cache ? SQ_TCP_CLIENT_REFRESH_MISS : SQ_TCP_MISS;
 	start_fetch(t, FETCH_MISS);
 }
@@ -475,6 +455,7 @@ request_start(struct txn *t)
 
 	t->is_get = http_token_eq(t->req.method, t->req.method_len, "GET");
 	t->is_head = http_token_eq(t->req.method, t->req.method_len, "HEAD");
+	txn_hold(t, &reqbody_part);
 	if (reqbody_new(&t->req, &t->body) < 0) {
 		deliver_error(t, 503, SQ_NONE_NONE, "out of memory", true);
 		return;
@@ -554,6 +535,7 @@ request_stop(struct txn *t)
 }
 
 const struct client_ops request_client_ops = {
+	.make = txn_for_client,
 	.start = request_start,
 	.feed_body = request_feed_body,
 	.drained = request_output_drained,

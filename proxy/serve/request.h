@@ -25,6 +25,9 @@ void request_output_drained(struct txn *t);
 bool request_body_stalled(struct txn *t);
 
 /* The client went away: stop any fetch and forget the transaction. */
+/* A txn of worker w for client c (NULL: a revalidation of its own,
+ * stale.c); NULL on ENOMEM. txn_free frees it. */
+struct txn *txn_new(struct worker *w, struct client *c);
 void txn_free(struct txn **t);
 
 /* Writes the access log line and the request counters. */

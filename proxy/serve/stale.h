@@ -11,31 +11,9 @@
  * Cache-Control when it is stale (a fresh one costs no parsing). */
 void stale_entry(const struct store_obj *o, struct cachectl_entry *e);
 
-/*
- * t is about to be answered with the stale o (stale-while-revalidate):
- * unless a fetch of its URL is running already, a revalidation starts
- * behind it, for no client, and stores what it gets. o is borrowed.
- */
-void stale_refresh_behind(const struct txn *t, struct store_obj *o);
-
-/*
- * A transaction with no client for t's request, on the server's list
- * (freed at exit), to carry on a fetch once t's client has its answer: a
- * range request's whole object (range.c). It borrows t's stale copy, if
- * any. NULL on ENOMEM.
- */
-struct txn *stale_background_txn(const struct txn *t);
-
-/* A revalidation behind a stale answer (clientless t) ends: its
- * access-log line says status and code, and t is freed, with its fetch
- * if it still has one. */
-void stale_background_end(struct txn *t, int status, enum squid_code code);
-
-/* A clientless t is being freed: it leaves the server's list. */
-void stale_forget(struct txn *t);
-
-/* Frees the revalidations still running (at exit). */
-void stale_free_all(struct worker *s);
+/* t keeps o (the caller's reference; NULL: none) as the stored copy it
+ * answers from or revalidates (t->stale), released with t. */
+void stale_keep(struct txn *t, struct store_obj *o);
 
 /* Whether t's stale copy (t->stale) may answer in place of an error:
  * disconnected when the origin could not be reached at all. */
