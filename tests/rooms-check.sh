@@ -20,7 +20,9 @@
 #             call into a room above is a climb, prototype or not
 # Headers and objects outside proxy/ (peers/, summary/, libraries) are
 # below every room. The base rooms, peers/base and summary/base, include
-# only base headers.
+# only base headers. And serve/ answers through the response writer only
+# (conn/writer.h): none of its objects uses the connection's output or
+# the HTTP/1.1 writer's parts, none of its sources spells a status line.
 #
 # So that each rule is known to bite, the check then plants each hole it
 # closes in a copy of the tree and must fail on every one of them.
@@ -169,6 +171,29 @@ call_check() {
 	[ "$bad" -eq 0 ]
 }
 
+# writer_check [SOURCE OBJECT [TREE]]: serve/ answers through the writer
+# only (conn/writer.h): no object of serve/ uses the connection's output
+# (client_out, its marks and counts) or the HTTP/1.1 writer's parts, and
+# no source of serve/ spells an HTTP/1.x status line
+writer_check() {
+	local swap_src=${1:-} swap_obj=${2:-} tree=${3:-$root} bad=0 src o sym hit
+	while read -r src o; do
+		case "$src" in proxy/serve/*) ;; *) continue ;; esac
+		[ "$src" = "$swap_src" ] && o=$swap_obj
+		while read -r sym; do
+			echo "  writes past the writer: $src uses $sym"
+			bad=$((bad + 1))
+		done < <(nm -u "$o" | awk '{ print $2 }' |
+			grep -E '^(client_out|client_out_mark|client_sent|h1_status|h1_tail)$' || true)
+	done < <(objects)
+	while IFS= read -r hit; do
+		echo "  HTTP/1.1 text in serve/: $hit"
+		bad=$((bad + 1))
+	done < <(cd "$tree" && grep -n '"HTTP/1\.' proxy/serve/*.c || true)
+	echo "serve/ through the writer only: $bad outside it"
+	[ "$bad" -eq 0 ]
+}
+
 # base_check TREE [FILE...]: peers/base includes only its own headers and
 # summary/base's; summary/base only its own
 base_check() {
@@ -200,6 +225,7 @@ st=0; rooms_known "$root" || st=$?; verdict "every folder is a room" $st
 st=0; include_check "$root" || st=$?; verdict "includes point down" $st
 st=0; call_check || st=$?; verdict "calls point down" $st
 st=0; base_check "$root" || st=$?; verdict "base rooms stand alone" $st
+st=0; writer_check || st=$?; verdict "serve/ through the writer only" $st
 
 # Each hole, planted in a copy of the tree: the check must fail on it.
 planted=$(mktemp -d)
@@ -214,7 +240,7 @@ must_fail() { # NAME COMMAND...: the check must fail on the plant
 		failed=$((failed + 1))
 	else
 		passed=$((passed + 1))
-		echo "  caught: $1: $(grep -m1 'climbs\|unknown\|preprocess' "$planted.out")"
+		echo "  caught: $1: $(grep -m1 'climbs\|unknown\|preprocess\|writes past\|HTTP/1.1 text' "$planted.out")"
 	fi
 }
 add_line() { # FILE LINE: LINE above FILE's first #include
@@ -253,6 +279,27 @@ else
 	echo "  the planted call does not compile"
 	failed=$((failed + 1))
 fi
+
+# serve/ writing to the connection itself, and spelling a status line
+plant
+cat >>"$planted/proxy/serve/deliver.c" <<'EOF'
+void rooms_check_planted_out(struct client *c);
+void rooms_check_planted_out(struct client *c) { (void)client_out(c); }
+EOF
+planted_obj=$planted/deliver.c.o
+# shellcheck disable=SC2086
+if (cd "$planted" && eval "$cc_bin" ${proxy_flags//$root/$planted} -Wno-error \
+	-c -o "$planted_obj" "$planted/proxy/serve/deliver.c"); then
+	must_fail 'serve/deliver.c calls client_out' writer_check \
+		proxy/serve/deliver.c "$planted_obj"
+else
+	echo "  the planted output does not compile"
+	failed=$((failed + 1))
+fi
+plant
+echo 'static const char rooms_check_line[] = "HTTP/1.1 200 OK";' \
+	>>"$planted/proxy/serve/pages.c"
+must_fail 'serve/pages.c spells a status line' writer_check "" "" "$planted"
 
 echo "rooms-check: $passed passed, $failed failed (order: $order)"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,67 @@
+/*
+ * A txn's parts (serve/txn.h): each feature's drop runs once when the txn
+ * is freed, however often it was held, the last held first; a txn freed
+ * with none held frees only itself.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "proxy.h"
+#include "txn.h"
+
+static char dropped[16];
+static size_t ndropped;
+
+static void
+drop_a(struct txn *t)
+{
+	cr_assert_eq(t->magic, TXN_MAGIC, "a part is dropped before its txn");
+	dropped[ndropped++] = 'a';
+}
+
+static void
+drop_b(struct txn *t)
+{
+	(void)t;
+	dropped[ndropped++] = 'b';
+}
+
+static const struct txn_part part_a = {"a", drop_a};
+static const struct txn_part part_b = {"b", drop_b};
+
+Test(txn, each_part_is_dropped_once_the_last_held_first)
+{
+	struct node n;
+	struct worker w;
+
+	memset(&n, 0, sizeof(n));
+	memset(&w, 0, sizeof(w));
+	w.node = &n;
+	ndropped = 0;
+	struct txn *t = txn_new(&w, NULL);
+	cr_assert_not_null(t);
+	txn_hold(t, &part_a);
+	txn_hold(t, &part_b);
+	txn_hold(t, &part_a);
+	cr_assert_eq(t->nparts, 2);
+	txn_free(&t);
+	cr_assert_null(t);
+	cr_assert_eq(ndropped, 2);
+	cr_assert(memcmp(dropped, "ba", 2) == 0, "dropped %.2s", dropped);
+}
+
+Test(txn, a_txn_with_no_part_frees_only_itself)
+{
+	struct node n;
+	struct worker w;
+
+	memset(&n, 0, sizeof(n));
+	memset(&w, 0, sizeof(w));
+	w.node = &n;
+	ndropped = 0;
+	struct txn *t = txn_new(&w, NULL);
+	cr_assert_not_null(t);
+	txn_free(&t);
+	txn_free(&t);   /* NULL: nothing */
+	cr_assert_eq(ndropped, 0);
+}
