@@ -171,7 +171,8 @@ struct client {
 	struct evbuffer_cb_entry *linger; /* closing under TLS: the socket's
 	                                   * output being watched to empty */
 	struct event *all_sent; /* client_wait_all_sent's, once asked */
-	struct disk_sent sent; /* the last body from the disk it was sent */
+	struct disk_sent sent; /* the claim of the last body from the disk
+	                        * it was sent (conn/writer.h's body) */
 	uint64_t accepted_ms; /* monotonic */
 	struct sockaddr_storage sa;
 	char addr[64];

@@ -471,8 +471,8 @@ on_event(struct bufferevent *bev, short what, void *arg)
 	/* a write that ended (0) or failed with EIO was a file's read: the
 	 * disk body being sent is cut, and its record is checked again */
 	if ((what & BEV_EVENT_WRITING) && ((what & BEV_EVENT_EOF) ||
-	    EVUTIL_SOCKET_ERROR() == EIO) && c->sent.e != 0)
-		tiers_send_failed(c->w->node->tiers, &c->sent);
+	    EVUTIL_SOCKET_ERROR() == EIO) && c->sent.failed != NULL)
+		c->sent.failed(&c->sent);
 	if (c->txn != NULL && !c->closing)
 		client_left(c, c->txn);
 	client_free(c);

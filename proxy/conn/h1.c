@@ -295,7 +295,7 @@ h1_data_buffer(struct txn *t, struct evbuffer *b)
 
 static bool
 h1_body(struct txn *t, struct store_body *b, uint64_t from, uint64_t len,
-    bool copy)
+    bool copy, const struct disk_sent *claim)
 {
 	struct evbuffer *out = client_out(t->c);
 	uint64_t mark = client_out_mark(t->c);
@@ -303,6 +303,8 @@ h1_body(struct txn *t, struct store_body *b, uint64_t from, uint64_t len,
 
 	if (len == 0)
 		return true;
+	if (claim != NULL && claim->failed != NULL)
+		t->c->sent = *claim;
 	chunk_open(t->c, out, len);
 	if (copy)
 		ok = bodyfd_copy_part(b, out, from, len);

@@ -23,6 +23,7 @@
 
 #include "proxy.h"
 
+struct disk_sent;
 struct evbuffer;
 struct store_body;
 
@@ -57,9 +58,11 @@ struct writer_ops {
 	 * writer takes its own references), or, with copy, copied now
 	 * (read from its file when it is kept in one). false when the file
 	 * ended first or could not be read: the answer is then short and
-	 * the caller fails it. */
+	 * the caller fails it. claim (NULL: none) says whom to tell when a
+	 * send of the body from its file fails later, on the socket: the
+	 * writer keeps the last one it was given and calls its failed. */
 	bool (*body)(struct txn *t, struct store_body *b, uint64_t from,
-	    uint64_t len, bool copy);
+	    uint64_t len, bool copy, const struct disk_sent *claim);
 	/* The body is whole (client_txn_done calls it): the last chunk. */
 	void (*end)(struct txn *t);
 	/* Bytes queued for the client and not yet gone: how far ahead of
@@ -115,9 +118,9 @@ writer_data_buffer(struct txn *t, struct evbuffer *b)
 
 static inline bool
 writer_body(struct txn *t, struct store_body *b, uint64_t from, uint64_t len,
-    bool copy)
+    bool copy, const struct disk_sent *claim)
 {
-	return t->c->wr->body(t, b, from, len, copy);
+	return t->c->wr->body(t, b, from, len, copy, claim);
 }
 
 static inline size_t

@@ -320,7 +320,7 @@ take(struct busy_seat *st, const struct busy_source *src, uint64_t n)
 		    (size_t)n);
 	} else {
 		bool copy = writer_copies(t);
-		ok = writer_body(t, src->file, st->sent, n, copy);
+		ok = writer_body(t, src->file, st->sent, n, copy, NULL);
 		st->by_ref |= !copy;
 	}
 	st->sent += n;
@@ -621,11 +621,12 @@ rest_of(const struct busy *b, const struct busy_seat *st,
 		return false;
 	uint64_t rest = base + body->len - st->sent;
 	if (t->range != NULL) {
-		range_send(t, st->sent, body);
+		range_send(t, st->sent, body, NULL);
 	} else if (disksend_wanted(body)) {
-		return disksend_start(t, body, st->sent, rest, st->by_ref) == 0;
+		return disksend_start(t, body, st->sent, rest, st->by_ref,
+		    NULL) == 0;
 	} else {
-		writer_body(t, body, st->sent - base, rest, false);
+		writer_body(t, body, st->sent - base, rest, false, NULL);
 	}
 	client_txn_done(t->c);
 	return true;

@@ -217,22 +217,23 @@ deliver_object(struct txn *t, struct store_obj *o,
 	struct range_span whole = {0, o->body->len};
 	const struct range_span *part = t->range != NULL ? &t->range->span[0] :
 	    &whole;
-	/* a send from the disk's file that fails has its record checked
-	 * (client.c, disksend.c) */
-	if (body)
-		tiers_sending(t->w->node->tiers, o, &t->c->sent);
+	/* a send from the disk's file that fails has its record checked:
+	 * the claim goes with the body to whoever sends it */
+	struct disk_sent claim;
+	tiers_sending(t->w->node->tiers, o, &claim);
 	if (body && disksend_wanted(o->body) && (t->range == NULL ||
 	    t->range->n == 1) && disksend_start(t, o->body, part->from,
-	    part->len, false) == 0)
+	    part->len, false, &claim) == 0)
 		return;
 	bool all = true;
 	if (body && t->range != NULL)
-		all = range_send(t, 0, o->body) == t->range->total;
+		all = range_send(t, 0, o->body, &claim) == t->range->total;
 	else if (body)
-		writer_body(t, o->body, 0, o->body->len, false);
+		writer_body(t, o->body, 0, o->body->len, false, &claim);
 	if (!all) {
 		/* several ranges copied off a disk file that ended first */
-		tiers_send_failed(t->w->node->tiers, &t->c->sent);
+		if (claim.failed != NULL)
+			claim.failed(&claim);
 		client_fail(t->c, CUT_ABORTED);
 		return;
 	}

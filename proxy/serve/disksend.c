@@ -68,6 +68,8 @@ struct disksend {
 	unsigned magic;         /* DISKSEND_MAGIC (SC_CAST) */
 	struct txn *t;            /* NULL once the transaction is gone */
 	struct store_body *body;  /* a reference: its file stays open */
+	struct disk_sent claim;   /* its record: checked when a send fails
+	                           * (failed NULL: none known) */
 	bool failed;              /* a read failed: the send is cut */
 	uint64_t from, len;       /* the part of it sent (a range, or all);
 	                           * the offsets below count from from */
@@ -109,7 +111,8 @@ cut(struct disksend *ds)
 	struct txn *t = ds->t;
 
 	ds->failed = true;
-	tiers_send_failed(t->w->node->tiers, &t->c->sent);
+	if (ds->claim.failed != NULL)
+		ds->claim.failed(&ds->claim);
 	client_fail(t->c, CUT_ABORTED);
 }
 
@@ -123,7 +126,7 @@ intact(const struct disksend *ds)
 
 	return fstat(x->fd, &st) == 0 && (uint64_t)st.st_size >=
 	    (uint64_t)x->off + ds->from + ds->len &&
-	    tiers_send_intact(ds->t->w->node->tiers, &ds->t->c->sent);
+	    tiers_send_intact(ds->claim.tr, &ds->claim);
 }
 
 /* Reads the next piece of the copied part into the output; false when
@@ -136,7 +139,8 @@ copy_piece(struct disksend *ds)
 
 	if (n > COPY_OUT - queued)
 		n = COPY_OUT - queued;
-	if (!writer_body(ds->t, ds->body, ds->from + ds->queued, n, true))
+	if (!writer_body(ds->t, ds->body, ds->from + ds->queued, n, true,
+	    &ds->claim))
 		return false;
 	ds->queued += n;
 	return true;
@@ -211,7 +215,7 @@ pump(struct disksend *ds)
 			if (n > ds->by_ref - ds->queued)
 				n = ds->by_ref - ds->queued;
 			writer_body(t, ds->body, ds->from + ds->queued, n,
-			    false);
+			    false, &ds->claim);
 			ds->queued += n;
 		}
 		if (ds->queued >= ds->by_ref && ds->queued < len &&
@@ -255,7 +259,7 @@ disksend_wanted(const struct store_body *b)
 
 int
 disksend_start(struct txn *t, struct store_body *b, uint64_t from,
-    uint64_t len, bool after_ref)
+    uint64_t len, bool after_ref, const struct disk_sent *claim)
 {
 	struct disksend *ds = calloc(1, sizeof(*ds));
 
@@ -263,6 +267,8 @@ disksend_start(struct txn *t, struct store_body *b, uint64_t from,
 		return -1;
 	ds->magic = DISKSEND_MAGIC;
 	ds->t = t;
+	if (claim != NULL)
+		ds->claim = *claim;
 	ds->body = store_body_ref(b);
 	ds->from = from;
 	ds->len = len;

@@ -28,13 +28,14 @@ bool disksend_wanted(const struct store_body *b);
  * client_txn_done, once the whole body is queued, which may be before
  * this returns. A window that cannot be read, or a file that no longer
  * holds the record when the last bytes are due, cuts the response short
- * and has the record the client was told it sends (t->c->sent) checked
- * again (tiers_send_failed). after_ref: bytes of b before from went to
- * the client by reference (a collapsed reader's), so the last bytes wait
- * for them as for this send's own. -1, nothing sent, when out of memory.
+ * and tells the record's claim (tiers.h; NULL: none known), which has it
+ * checked again; the claim goes with every window to the writer too.
+ * after_ref: bytes of b before from went to the client by reference (a
+ * collapsed reader's), so the last bytes wait for them as for this
+ * send's own. -1, nothing sent, when out of memory.
  */
 int disksend_start(struct txn *t, struct store_body *b, uint64_t from,
-    uint64_t len, bool after_ref);
+    uint64_t len, bool after_ref, const struct disk_sent *claim);
 /* The client's output is down to its low-water mark. */
 void disksend_drained(struct disksend *ds);
 /* The transaction is gone (or done): accepts NULL, clears *ds. */

@@ -399,7 +399,8 @@ range_copy(const struct range_plan *p, uint64_t *at, const char *src,
 }
 
 uint64_t
-range_send(struct txn *t, uint64_t at, struct store_body *b)
+range_send(struct txn *t, uint64_t at, struct store_body *b,
+    const struct disk_sent *claim)
 {
 	const struct range_plan *p = t->range;
 	uint64_t added = 0;
@@ -412,7 +413,7 @@ range_send(struct txn *t, uint64_t at, struct store_body *b)
 		if (pc.text != NULL)
 			writer_data(t, pc.text + into, (size_t)n);
 		else if (!writer_body(t, b, pc.from + into, n,
-		    b->ext != NULL && b->ext->on_disk))
+		    b->ext != NULL && b->ext->on_disk, claim))
 			break;  /* copied: what the file no longer holds stops it */
 		at += n;
 		added += n;

@@ -13,6 +13,7 @@
 struct evbuffer;
 struct metrics;
 struct store_body;
+struct disk_sent;
 struct txn;
 struct txn_part;
 
@@ -96,8 +97,10 @@ uint64_t range_copy(const struct range_plan *p, uint64_t *at,
 
 /* Writes t's 206 body (t->range) from at to its end, its bytes by
  * reference to the complete body b, or copied from it when it is kept on
- * disk. Returns the bytes written: fewer than the rest when the disk's
- * file no longer holds them (the answer must then be cut). */
-uint64_t range_send(struct txn *t, uint64_t at, struct store_body *b);
+ * disk; claim (NULL: none) goes with them (writer.h's body). Returns the
+ * bytes written: fewer than the rest when the disk's file no longer holds
+ * them (the answer must then be cut). */
+uint64_t range_send(struct txn *t, uint64_t at, struct store_body *b,
+    const struct disk_sent *claim);
 
 #endif

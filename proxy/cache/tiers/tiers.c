@@ -405,13 +405,35 @@ tiers_sendable(struct tiers *tr, struct store_obj *o)
 	return false;
 }
 
+/* The claim s's body failed to send (tiers.h, struct disk_sent). */
+static void
+claim_failed(const struct disk_sent *s)
+{
+	struct tiers *tr = s->tr;
+	disk_ent e = s->e;
+	struct tiers_wait *w = NULL;
+
+	if (tr->disk == NULL || !disk_distrust(tr->disk, e, s->where))
+		return;
+	struct store_obj *o = store_find_hash(tr->store, s->hash, linked_to,
+	    &e);
+	if (o == NULL)
+		return; /* read, and checked, when next asked for */
+	o = store_obj_ref(o);
+	store_remove(tr->store, o, STORE_EVICTED);
+	/* nobody waits for it: with no arg, done is never called */
+	tiers_read(tr, o->key, o->key_len, NULL, NULL, &w);
+	store_obj_unref(&o);
+}
+
 void
 tiers_sending(struct tiers *tr, const struct store_obj *o,
     struct disk_sent *out)
 {
-	out->e = 0;
+	*out = (struct disk_sent){0};
 	if (from_disk(o))
-		*out = (struct disk_sent){.hash = o->hash, .e = o->disk,
+		*out = (struct disk_sent){.failed = claim_failed, .tr = tr,
+		    .hash = o->hash, .e = o->disk,
 		    .where = disk_ent_where(tr->disk, o->disk)};
 }
 
@@ -422,24 +444,6 @@ tiers_send_intact(struct tiers *tr, const struct disk_sent *from)
 	    disk_trusted_at(tr->disk, from->e, from->where);
 }
 
-void
-tiers_send_failed(struct tiers *tr, const struct disk_sent *from)
-{
-	disk_ent e = from->e;
-	struct tiers_wait *w = NULL;
-
-	if (tr->disk == NULL || !disk_distrust(tr->disk, e, from->where))
-		return;
-	struct store_obj *o = store_find_hash(tr->store, from->hash,
-	    linked_to, &e);
-	if (o == NULL)
-		return; /* read, and checked, when next asked for */
-	o = store_obj_ref(o);
-	store_remove(tr->store, o, STORE_EVICTED);
-	/* nobody waits for it: with no arg, done is never called */
-	tiers_read(tr, o->key, o->key_len, NULL, NULL, &w);
-	store_obj_unref(&o);
-}
 
 const struct disk_stats *
 tiers_disk_stats(struct tiers *tr)

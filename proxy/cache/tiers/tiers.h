@@ -82,10 +82,19 @@ int tiers_peek(struct tiers *tr, const char *key, size_t klen,
 /* The caller is gone: done will not be called. Accepts NULL. */
 void tiers_wait_cancel(struct tiers_wait **wait);
 
-/* Where a body sent from a disk segment came from, so that a send that
- * fails has the record checked again (tiers_send_failed); e 0: the body
- * was not the disk's. */
+/*
+ * A claim on a body sent from a disk segment: the record it came from,
+ * and whom to tell when its send fails. It travels with the body to
+ * whoever sends it (the writer, a disk sender), who calls failed through
+ * it, naming nothing of the cache, when the send failed (an I/O error,
+ * or its file ended first): the record is checked again now, off the
+ * request's path; when it fails it leaves the cache and the summary at
+ * once (counted by why), and when it holds it is promoted again; nothing
+ * when it has gone. failed NULL: the body is not the disk's.
+ */
 struct disk_sent {
+	void (*failed)(const struct disk_sent *s);
+	struct tiers *tr;
 	uint64_t hash;    /* the key's (store.c's) */
 	uint64_t where;   /* disk_ent_where */
 	uint32_t e;       /* its disk_ent */
@@ -101,7 +110,8 @@ struct disk_sent {
  */
 bool tiers_sendable(struct tiers *tr, struct store_obj *o);
 
-/* o's body goes out: *out says where from, when it is the disk's. */
+/* o's body goes out: *out is its claim (failed NULL when the body is
+ * not the disk's), to go with it to whoever sends it. */
 void tiers_sending(struct tiers *tr, const struct store_obj *o,
     struct disk_sent *out);
 /*
@@ -112,13 +122,6 @@ void tiers_sending(struct tiers *tr, const struct store_obj *o,
  * bytes). One fstat. True for a body that is not the disk's.
  */
 bool tiers_send_intact(struct tiers *tr, const struct disk_sent *from);
-/*
- * A send of a body from the disk failed (an I/O error, or its file ended
- * first). The record is checked again now, off the request's path: when
- * it fails it leaves the cache and the summary at once (counted by why),
- * and when it holds it is promoted again. Nothing when it has gone.
- */
-void tiers_send_failed(struct tiers *tr, const struct disk_sent *from);
 
 /* The disk tier's counters, or NULL without one. */
 const struct disk_stats *tiers_disk_stats(struct tiers *tr);
