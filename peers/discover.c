@@ -16,11 +16,14 @@
 
 #include "clock.h"
 #include "metric.h"
+#include "sc_assert.h"
 
 /* addresses taken from one answer; peers_found caps the table anyway */
 #define ANSWER_MAX 256
 
+#define DISCOVER_MAGIC 0x04febf48u
 struct discover {
+	unsigned magic;         /* DISCOVER_MAGIC (SC_CAST) */
 	struct event_base *base;
 	struct evdns_base *dns;
 	struct peers *ps;
@@ -35,7 +38,7 @@ struct discover {
 static void
 on_answer(int err, struct evutil_addrinfo *res, void *arg)
 {
-	struct discover *d = arg;
+	struct discover *d = SC_CAST(struct discover, arg, DISCOVER_MAGIC);
 	struct sockaddr_storage addrs[ANSWER_MAX];
 	size_t n = 0;
 
@@ -71,7 +74,7 @@ on_answer(int err, struct evutil_addrinfo *res, void *arg)
 static void
 lookup(evutil_socket_t fd, short what, void *arg)
 {
-	struct discover *d = arg;
+	struct discover *d = SC_CAST(struct discover, arg, DISCOVER_MAGIC);
 	struct evutil_addrinfo hints = {
 		.ai_family = AF_UNSPEC,
 		.ai_socktype = SOCK_STREAM,
@@ -99,6 +102,7 @@ discover_new(struct event_base *base, struct evdns_base *dns,
 
 	if (d == NULL)
 		return NULL;
+	d->magic = DISCOVER_MAGIC;
 	d->base = base;
 	d->dns = dns;
 	d->ps = ps;
@@ -130,6 +134,7 @@ discover_free(struct discover **dp)
 		evdns_getaddrinfo_cancel(d->req);
 		event_base_loop(d->base, EVLOOP_NONBLOCK);
 	}
+	d->magic = 0;
 	free(d);
 }
 

@@ -98,7 +98,7 @@ exchange_full_msg(struct peers *ps)
 static size_t
 on_answer_body(char *data, size_t size, size_t n, void *arg)
 {
-	struct xfer *x = arg;
+	struct xfer *x = SC_CAST(struct xfer, arg, XFER_MAGIC);
 
 	(void)data;
 	x->ignored += size * n;
@@ -125,6 +125,7 @@ xfer_new(struct peer *p, const char *path)
 
 	if (x == NULL)
 		return NULL;
+	x->magic = XFER_MAGIC;
 	x->ps = ps;
 	x->easy = curl_easy_init();
 	if (x->easy == NULL) {
@@ -170,6 +171,7 @@ xfer_free(struct xfer **xp)
 	msg_unref(&x->m);
 	free(x->resp.p);
 	peers_put(&x->p);
+	x->magic = 0;
 	free(x);
 }
 
@@ -224,7 +226,7 @@ exchange_enqueue(struct peer *p, struct msg *m)
 static void
 on_push_done(void *arg, CURLcode rc)
 {
-	struct xfer *x = arg;
+	struct xfer *x = SC_CAST(struct xfer, arg, XFER_MAGIC);
 	struct peer *p = x->p;
 	long status = 0;
 	double secs = 0;
@@ -312,7 +314,7 @@ peers_announce(struct peers *ps)
 static void
 on_publish(evutil_socket_t fd, short what, void *arg)
 {
-	struct peers *ps = arg;
+	struct peers *ps = SC_CAST(struct peers, arg, PEERS_MAGIC);
 
 	(void)fd;
 	(void)what;
@@ -323,7 +325,7 @@ on_publish(evutil_socket_t fd, short what, void *arg)
 static void
 on_interval(evutil_socket_t fd, short what, void *arg)
 {
-	struct peers *ps = arg;
+	struct peers *ps = SC_CAST(struct peers, arg, PEERS_MAGIC);
 
 	(void)fd;
 	(void)what;
@@ -348,7 +350,7 @@ changed(struct peers *ps)
 static void
 on_rebuild_step(evutil_socket_t fd, short what, void *arg)
 {
-	struct peers *ps = arg;
+	struct peers *ps = SC_CAST(struct peers, arg, PEERS_MAGIC);
 	struct publication pub = {0};
 
 	(void)fd;
@@ -405,7 +407,7 @@ peers_object_removed(struct peers *ps, const char *key, size_t len)
 static void
 on_expiry(evutil_socket_t fd, short what, void *arg)
 {
-	struct peers *ps = arg;
+	struct peers *ps = SC_CAST(struct peers, arg, PEERS_MAGIC);
 
 	(void)fd;
 	(void)what;
@@ -417,7 +419,7 @@ on_expiry(evutil_socket_t fd, short what, void *arg)
 static size_t
 on_pull_body(char *data, size_t size, size_t n, void *arg)
 {
-	struct xfer *x = arg;
+	struct xfer *x = SC_CAST(struct xfer, arg, XFER_MAGIC);
 	size_t len = size * n;
 
 	if (x->resp.len + len > (x->p->spec.type == PEER_SUMCACHE ?
@@ -454,7 +456,7 @@ pull_ended(struct xfer *x, enum ipm_type type, long *status, double *secs)
 static void
 on_pull_done(void *arg, CURLcode rc)
 {
-	struct xfer *x = arg;
+	struct xfer *x = SC_CAST(struct xfer, arg, XFER_MAGIC);
 	struct peers *ps = x->ps;
 	struct peer *p = x->p;
 	long status;
@@ -521,7 +523,7 @@ exchange_pull(struct peer *p)
 static void
 on_probe(evutil_socket_t fd, short what, void *arg)
 {
-	struct peers *ps = arg;
+	struct peers *ps = SC_CAST(struct peers, arg, PEERS_MAGIC);
 	uint64_t now = mono_ms();
 
 	(void)fd;

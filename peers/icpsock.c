@@ -33,7 +33,9 @@
 
 enum answer_kind { ANS_HIT, ANS_MISS, ANS_ERR, ANS_DENIED, ANS_NKINDS };
 
+#define ICPQ_MAGIC 0xbf0edaabu
 struct icpq {
+	unsigned magic;         /* ICPQ_MAGIC (SC_CAST) */
 	struct icpq *next;          /* in its bucket */
 	struct icpsock *is;
 	uint32_t reqnum;
@@ -59,7 +61,9 @@ struct icp_peer {
 	uint64_t probe_at_ms;    /* down: next query it gets */
 };
 
+#define ICPSOCK_MAGIC 0x581c3dd2u
 struct icpsock {
+	unsigned magic;         /* ICPSOCK_MAGIC (SC_CAST) */
 	struct event_base *base;
 	struct peers *ps;
 	evutil_socket_t fd;
@@ -260,6 +264,7 @@ query_free(struct icpq *q)
 		event_free(q->timer);
 	free(q->asked);
 	free(q->url);
+	q->magic = 0;
 	free(q);
 }
 
@@ -279,7 +284,7 @@ finish(struct icpq *q, struct peer *hit)
 static void
 on_timeout(evutil_socket_t fd, short what, void *arg)
 {
-	struct icpq *q = arg;
+	struct icpq *q = SC_CAST(struct icpq, arg, ICPQ_MAGIC);
 
 	(void)fd;
 	(void)what;
@@ -369,6 +374,7 @@ icpsock_ask(struct icpsock *is, const char *url, size_t len,
 
 	if (q == NULL)
 		return NULL;
+	q->magic = ICPQ_MAGIC;
 	sync_records(is, v, n);
 	q->is = is;
 	q->reqnum = is->next_reqnum++;
@@ -435,7 +441,7 @@ icpsock_cancel(struct icpq **qp)
 static void
 on_readable(evutil_socket_t fd, short what, void *arg)
 {
-	struct icpsock *is = arg;
+	struct icpsock *is = SC_CAST(struct icpsock, arg, ICPSOCK_MAGIC);
 	/* one byte more than any message, to see one that is too long */
 	uint8_t buf[ICP_MAX + 1];
 
@@ -485,6 +491,7 @@ icpsock_new(struct event_base *base, struct peers *ps,
 		snprintf(err, elen, "out of memory");
 		return NULL;
 	}
+	is->magic = ICPSOCK_MAGIC;
 	is->base = base;
 	is->ps = ps;
 	is->timeout_ms = timeout_ms;
@@ -526,6 +533,7 @@ icpsock_free(struct icpsock **isp)
 		event_free(is->ev);
 	if (is->fd >= 0)
 		close(is->fd);
+	is->magic = 0;
 	free(is);
 }
 

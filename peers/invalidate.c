@@ -37,6 +37,7 @@
 
 #include "clock.h"
 #include "ratelog.h"
+#include "sc_assert.h"
 
 /* An invalidation's arrival is checked against the receiver's clock:
  * older or newer than this, it is refused. */
@@ -45,7 +46,7 @@
 static void
 on_sent(void *arg, CURLcode rc)
 {
-	struct xfer *x = arg;
+	struct xfer *x = SC_CAST(struct xfer, arg, XFER_MAGIC);
 	struct peer *p = x->p;
 	long status = 0;
 

@@ -77,7 +77,9 @@ struct pushq {
 };
 
 /* One transfer to a peer: a push or a pull. */
+#define XFER_MAGIC 0x74eafcaau
 struct xfer {
+	unsigned magic;         /* XFER_MAGIC (SC_CAST) */
 	LIST_ENTRY(xfer) link;  /* in flight, for peers_free */
 	struct peers *ps;
 	struct peer *p;         /* held */
@@ -95,7 +97,9 @@ struct xfer {
  * transfer fails (xfer_why says "64 KB"). */
 #define PEER_ANSWER_MAX (64 * 1024)
 
+#define PEERS_MAGIC 0xd53da439u
 struct peers {
+	unsigned magic;         /* PEERS_MAGIC (SC_CAST) */
 	struct event_base *base;
 	struct curlev *curl;
 	struct peers_conf conf;

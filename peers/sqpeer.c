@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "digest.h"
+#include "sc_assert.h"
 
 #define DIGEST_SLACK_MS (5 * 60 * 1000)
 #define DIGEST_RETRY_MIN_MS (60 * 1000)
@@ -67,7 +68,7 @@ digest_refetch_in_ms(CURL *e)
 void
 sqpeer_digest_done(void *arg, CURLcode rc)
 {
-	struct xfer *x = arg;
+	struct xfer *x = SC_CAST(struct xfer, arg, XFER_MAGIC);
 	struct peers *ps = x->ps;
 	struct peer *p = x->p;
 	long status;

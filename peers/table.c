@@ -588,6 +588,7 @@ peers_new(struct event_base *base, struct curlev *curl,
 
 	if (ps == NULL)
 		goto nomem;
+	ps->magic = PEERS_MAGIC;
 	ps->base = base;
 	ps->curl = curl;
 	ps->conf = *conf;
@@ -743,6 +744,7 @@ peers_free(struct peers **psp)
 	sumkey_hasher_free(&ps->md5);
 	free(ps->v);
 	free(ps->key);
+	ps->magic = 0;
 	free(ps);
 }
 

@@ -60,7 +60,9 @@ struct curlev_conn {
 	int next;           /* in its bucket, or on the free list; -1 */
 };
 
+#define CURLEV_MAGIC 0x58766446u
 struct curlev {
+	unsigned magic;         /* CURLEV_MAGIC (SC_CAST) */
 	struct event_base *base;
 	CURLM *multi;
 	struct event *timer;
@@ -165,7 +167,7 @@ conn_add(struct curlev *o, curl_socket_t fd, const char *ip, int port,
 static int
 on_close_socket(void *arg, curl_socket_t fd)
 {
-	struct curlev *o = arg;
+	struct curlev *o = SC_CAST(struct curlev, arg, CURLEV_MAGIC);
 
 	for (int i = 0; i < o->nconns; i++) {
 		struct curlev_conn *c = &o->conns[i];
@@ -188,7 +190,8 @@ on_close_socket(void *arg, curl_socket_t fd)
 static curl_socket_t
 on_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
-	struct curlev_xfer *x = arg;
+	struct curlev_xfer *x = SC_CAST(struct curlev_xfer, arg,
+	    CURLEV_XFER_MAGIC);
 	curl_socket_t fd = socket(a->family, a->socktype | SOCK_CLOEXEC,
 	    a->protocol);
 
@@ -223,7 +226,8 @@ opened_at(const struct curlev_xfer *x, int local_port)
 static int
 on_prereq(void *arg, char *ip, char *local_ip, int port, int local_port)
 {
-	struct curlev_xfer *x = arg;
+	struct curlev_xfer *x = SC_CAST(struct curlev_xfer, arg,
+	    CURLEV_XFER_MAGIC);
 	struct curlev_conn *c = conn_find(x->o, ip, port, local_port);
 	char where[80];
 
@@ -335,7 +339,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 static int
 socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 {
-	struct curlev *o = userp;
+	struct curlev *o = SC_CAST(struct curlev, userp, CURLEV_MAGIC);
 	struct event *ev = socketp;
 
 	(void)easy;
@@ -366,7 +370,7 @@ socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 static int
 timer_cb(CURLM *multi, long timeout_ms, void *userp)
 {
-	struct curlev *o = userp;
+	struct curlev *o = SC_CAST(struct curlev, userp, CURLEV_MAGIC);
 
 	(void)multi;
 	if (timeout_ms < 0) {
@@ -406,7 +410,7 @@ multi_new(struct curlev *o)
 static void
 on_idle(evutil_socket_t fd, short what, void *arg)
 {
-	struct curlev *o = arg;
+	struct curlev *o = SC_CAST(struct curlev, arg, CURLEV_MAGIC);
 	CURLM *fresh;
 
 	(void)fd;
@@ -424,6 +428,7 @@ curlev_new(struct event_base *base, long pool)
 
 	if (o == NULL)
 		return NULL;
+	o->magic = CURLEV_MAGIC;
 	o->base = base;
 	o->pool = pool;
 	o->pending_tail = &o->pending;
@@ -457,6 +462,7 @@ curlev_free(struct curlev **op)
 	while (o->nkept > 0)
 		curl_easy_cleanup(o->kept[--o->nkept]);
 	free(o->conns);
+	o->magic = 0;
 	free(o);
 }
 
@@ -500,6 +506,7 @@ curlev_start(struct curlev *o, CURL *easy, struct curlev_xfer *x)
 	curl_easy_setopt(easy, CURLOPT_CLOSESOCKETDATA, o);
 	curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
 	curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, x);
+	x->magic = CURLEV_XFER_MAGIC;
 	x->o = o;
 	x->easy = easy;
 	x->refused_conn = x->retried = false;

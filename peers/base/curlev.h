@@ -21,7 +21,9 @@ typedef void curlev_done_f(void *arg, CURLcode rc);
 #define CURLEV_OPENED 4
 
 /* Per-transfer completion hook; lives inside the caller's transfer state. */
+#define CURLEV_XFER_MAGIC 0x1c0e7a5du
 struct curlev_xfer {
+	unsigned magic;     /* CURLEV_XFER_MAGIC from curlev_start on */
 	curlev_done_f *done;
 	void *arg;
 	/* curlev's own */

@@ -25,6 +25,7 @@
  */
 #define _GNU_SOURCE /* memfd_create */
 #include "bodyfd.h"
+#include "sc_assert.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -93,7 +94,9 @@ file_free(void *f)
 
 /* Outlives the body: libevent frees the segment when its last chain is
  * sent, which may be after the store let go of the body. */
+#define SEGMENT_WATCH_MAGIC 0x30845703u
 struct segment_watch {
+	unsigned magic;         /* SEGMENT_WATCH_MAGIC (SC_CAST) */
 	struct store_pin *pin;
 };
 
@@ -101,11 +104,12 @@ static void
 on_segment_done(struct evbuffer_file_segment const *seg, int flags,
     void *arg)
 {
-	struct segment_watch *w = arg;
+	struct segment_watch *w = SC_CAST(struct segment_watch, arg, SEGMENT_WATCH_MAGIC);
 
 	(void)seg;
 	(void)flags;
 	store_pin_release(&w->pin);
+	w->magic = 0;
 	free(w);
 }
 
@@ -171,6 +175,7 @@ bodyfd_convert(struct store_body **bp, int fd_ceiling)
 		bodyfd_file_unref(&f);
 		return false;
 	}
+	w->magic = SEGMENT_WATCH_MAGIC;
 	evbuffer_file_segment_add_cleanup_cb(f->seg, on_segment_done, w);
 	bodyfd_file_unref(&f); /* the body's reference is the one left */
 	return true;
