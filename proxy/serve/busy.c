@@ -225,6 +225,8 @@ busy_leave(struct txn *t)
 
 	if (st == NULL)
 		return;
+	/* a seat is its txn's, and a reader's is at a busy object */
+	SC_ASSERT(st->t == t && (!st->reading || st->b != NULL));
 	struct busy *b = st->reading ? st->b : NULL;
 	seat_unlink(st);
 	t->seat = NULL;

@@ -207,6 +207,9 @@ pump(struct disksend *ds)
 	uint64_t len = ds->len;
 
 	for (;;) {
+		/* nothing read, queued or sent by reference past the part */
+		SC_ASSERT(ds->queued <= len && ds->warmed <= len &&
+		    ds->by_ref <= len);
 		while (ds->queued < ds->by_ref && ds->queued < ds->warmed &&
 		    writer_queued(t) <= CLIENT_OUT_HIGH / 4) {
 			uint64_t n = ds->warmed - ds->queued;

@@ -146,6 +146,7 @@ txn_clientless(const struct txn *t)
 void
 txn_clientless_end(struct txn *t, int status, enum squid_code code)
 {
+	SC_ASSERT(t->c == NULL);
 	t->status = status;
 	t->code = code;
 	txn_account(t);
