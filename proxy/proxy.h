@@ -139,8 +139,6 @@ struct worker {
 	struct ratelog_by origin_errlog; /* bad origin answers: a line a
 	                                  * second of each kind */
 	struct ratelog link_errlog;   /* peers' link certificates refused */
-	struct evbuffer *fields;      /* the writer's field block, lent for
-	                               * each head (writer_fields) */
 	struct client *clients;       /* newest first */
 	struct client *oldest_client; /* the list's tail */
 	struct tunnel *tunnels;
@@ -157,6 +155,7 @@ struct client {
 	struct txn *txn;      /* request being answered, or NULL */
 	const struct writer_ops *wr; /* how its answers are written */
 	bool chunked;         /* its answer's body goes in chunks (h1.c) */
+	uint64_t head_mark;   /* the output's length when its head began */
 	size_t scan;          /* http_head_end progress */
 	bool allowed;
 	bool closing;         /* flush the output, then close */

@@ -476,8 +476,6 @@ stop(struct worker *s)
 	accesslog_close(&n->log);
 	if (s->dns)
 		evdns_base_free(s->dns, 0);
-	if (s->fields)
-		evbuffer_free(s->fields);
 	if (s->base)
 		event_base_free(s->base);
 }

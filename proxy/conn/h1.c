@@ -160,17 +160,6 @@ h1_tail(const struct worker *s, struct txn *t, struct evbuffer *out,
 
 /* ---- the writer ---- */
 
-struct evbuffer *
-writer_fields(struct txn *t)
-{
-	struct worker *w = t->w;
-
-	if (w->fields == NULL)
-		SC_ASSERT((w->fields = evbuffer_new()) != NULL);
-	evbuffer_drain(w->fields, evbuffer_get_length(w->fields));
-	return w->fields;
-}
-
 bool
 writer_field(struct evbuffer *fb, const char *name, size_t nlen,
     const char *value, size_t vlen)
@@ -202,30 +191,42 @@ count_since(struct txn *t, uint64_t mark)
 	client_sent(t, client_out_mark(t->c) - mark);
 }
 
-static void
-h1_interim(struct txn *t, int status, const char *reason, size_t reason_len,
-    bool fields)
+static struct evbuffer *
+h1_interim(struct txn *t, int status, const char *reason, size_t reason_len)
 {
 	struct evbuffer *out = client_out(t->c);
-	uint64_t mark = client_out_mark(t->c);
 
 	/* HTTP/1.0 clients do not understand 1xx */
 	if (t->req.version != 11)
-		return;
-	/* a 1xx head has no framing or Connection of ours */
+		return NULL;
+	t->c->head_mark = client_out_mark(t->c);
 	h1_status(out, status, reason, reason_len);
-	if (fields)
-		evbuffer_add_buffer(out, t->w->fields);
-	evbuffer_add(out, "\r\n", 2);
-	count_since(t, mark);
+	return out;
+}
+
+static void
+h1_interim_end(struct txn *t)
+{
+	/* a 1xx head has no framing or Connection of ours */
+	evbuffer_add(client_out(t->c), "\r\n", 2);
+	count_since(t, t->c->head_mark);
+}
+
+static struct evbuffer *
+h1_head_start(struct txn *t, int status, const char *reason,
+    size_t reason_len)
+{
+	struct evbuffer *out = client_out(t->c);
+
+	t->c->head_mark = client_out_mark(t->c);
+	h1_status(out, status, reason, reason_len);
+	return out;
 }
 
 static void
 h1_head(struct txn *t, const struct writer_head *h)
 {
 	struct client *c = t->c;
-	struct evbuffer *out = client_out(c);
-	uint64_t mark = client_out_mark(c);
 	struct head_tail tl = {.age = h->age, .via = h->via,
 	    .x_cache = h->x_cache, .length = h->length,
 	    .chunked = h->body && h->length < 0 && t->req.version == 11,
@@ -234,11 +235,8 @@ h1_head(struct txn *t, const struct writer_head *h)
 	if (h->body && h->length < 0 && !tl.chunked)
 		t->keep_alive = false;  /* the close ends the body */
 	c->chunked = tl.chunked;
-	h1_status(out, h->status, h->reason, h->reason_len);
-	if (h->fields)
-		evbuffer_add_buffer(out, t->w->fields);
-	h1_tail(t->w, t, out, &tl);
-	count_since(t, mark);
+	h1_tail(t->w, t, client_out(c), &tl);
+	count_since(t, c->head_mark);
 }
 
 static void
@@ -343,6 +341,8 @@ h1_copies(const struct txn *t)
 
 const struct writer_ops h1_writer = {
 	.interim = h1_interim,
+	.interim_end = h1_interim_end,
+	.head_start = h1_head_start,
 	.head = h1_head,
 	.established = h1_established,
 	.data = h1_data,

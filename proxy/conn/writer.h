@@ -9,10 +9,13 @@
  * connection has its writer (struct client's wr), so an HTTP/2 writer is
  * another table, not a change to serve/.
  *
- * Fields are handed over as a field block, the store's format for them
- * (store_obj_head: a line a field), built in the buffer writer_fields
- * lends (http/fields.h adds one). Every byte a writer queues is counted
- * to its txn (bytes_out) and the worker's client_bytes_out.
+ * A head is started with its status (head_start), which gives the buffer
+ * its fields go in as a field block, the store's format for them
+ * (store_obj_head: a line a field; writer_field adds one), and ended
+ * with what this node adds (head). The HTTP/1.1 writer lends the output
+ * itself, after the status line, so a head is written in place, as one
+ * piece, with no copy. Every byte a writer queues is counted to its txn
+ * (bytes_out) and the worker's client_bytes_out.
  */
 #ifndef WRITER_H
 #define WRITER_H
@@ -27,12 +30,8 @@ struct disk_sent;
 struct evbuffer;
 struct store_body;
 
-/* A response's head, as serve/ has it. */
+/* The end of a response's head, as serve/ has it. */
 struct writer_head {
-	int status;
-	const char *reason;   /* NULL: the standard phrase */
-	size_t reason_len;
-	bool fields;          /* writer_fields' block holds its fields */
 	int64_t age;          /* Age in seconds; < 0: none */
 	bool via;             /* Via: 1.1 NODE */
 	const char *x_cache;  /* "HIT", "MISS": X-Cache: ... from NODE */
@@ -43,11 +42,17 @@ struct writer_head {
 };
 
 struct writer_ops {
-	/* An interim 1xx with the fields in writer_fields' block (when
-	 * fields): nothing for a client that cannot take one. */
-	void (*interim)(struct txn *t, int status, const char *reason,
-	    size_t reason_len, bool fields);
-	/* The head. Settles t->keep_alive (a body ended by the close). */
+	/* An interim 1xx of status: the buffer its fields go in, which
+	 * interim_end ends; NULL for a client that cannot take one. */
+	struct evbuffer *(*interim)(struct txn *t, int status,
+	    const char *reason, size_t reason_len);
+	void (*interim_end)(struct txn *t);
+	/* A head of status (reason NULL: the standard phrase): the buffer
+	 * its fields go in, which head ends. */
+	struct evbuffer *(*head_start)(struct txn *t, int status,
+	    const char *reason, size_t reason_len);
+	/* The head's end: what this node adds, the framing. Settles
+	 * t->keep_alive (a body ended by the close). */
 	void (*head)(struct txn *t, const struct writer_head *h);
 	/* The 200 of a CONNECT this node answers itself (interception). */
 	void (*established)(struct txn *t);
@@ -75,9 +80,6 @@ struct writer_ops {
 /* The HTTP/1.1 writer (h1.c). */
 extern const struct writer_ops h1_writer;
 
-/* The empty field block of t's worker, for the next head (or interim)
- * of its loop: fill it, then call writer_head with fields. */
-struct evbuffer *writer_fields(struct txn *t);
 /* Adds a field to a block: name (nlen bytes) and value (vlen bytes),
  * false when memory ran out; a name and the value fmt makes. */
 bool writer_field(struct evbuffer *fb, const char *name, size_t nlen,
@@ -85,11 +87,24 @@ bool writer_field(struct evbuffer *fb, const char *name, size_t nlen,
 void writer_fieldf(struct evbuffer *fb, const char *name, const char *fmt,
     ...) __attribute__((format(printf, 3, 4)));
 
-static inline void
+static inline struct evbuffer *
 writer_interim(struct txn *t, int status, const char *reason,
-    size_t reason_len, bool fields)
+    size_t reason_len)
 {
-	t->c->wr->interim(t, status, reason, reason_len, fields);
+	return t->c->wr->interim(t, status, reason, reason_len);
+}
+
+static inline void
+writer_interim_end(struct txn *t)
+{
+	t->c->wr->interim_end(t);
+}
+
+static inline struct evbuffer *
+writer_head_start(struct txn *t, int status, const char *reason,
+    size_t reason_len)
+{
+	return t->c->wr->head_start(t, status, reason, reason_len);
 }
 
 static inline void

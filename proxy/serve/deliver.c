@@ -30,7 +30,6 @@ static void
 text_reply(struct txn *t, int status, enum squid_code code,
     enum txn_result result, const char *allow, const char *text, bool close)
 {
-	struct evbuffer *fb = writer_fields(t);
 	size_t n = strlen(text);
 
 	if (close)
@@ -39,13 +38,14 @@ text_reply(struct txn *t, int status, enum squid_code code,
 	t->code = code;
 	t->result = result;
 	snprintf(t->ctype, sizeof(t->ctype), "text/plain");
+	struct evbuffer *fb = writer_head_start(t, status, NULL, 0);
 	writer_field(fb, "Content-Type", 12, "text/plain", 10);
 	writer_field(fb, "Cache-Control", 13, "no-store", 8);
 	if (allow != NULL)
 		writer_field(fb, "Allow", 5, allow, strlen(allow));
 	/* a PURGE's answer is the node's own, no cache's doing */
-	writer_head(t, &(struct writer_head){.status = status, .fields = true,
-	    .age = -1, .via = true, .length = (int64_t)n, .body = !t->is_head,
+	writer_head(t, &(struct writer_head){.age = -1, .via = true,
+	    .length = (int64_t)n, .body = !t->is_head,
 	    .internal = result == RESULT_ADMIN});
 	if (!t->is_head)
 		writer_data(t, text, n);
@@ -145,9 +145,9 @@ void
 deliver_unsatisfiable(struct txn *t, uint64_t length, const char *x_cache)
 {
 	t->status = 416;
-	range_unsatisfiable_field(length, writer_fields(t));
-	writer_head(t, &(struct writer_head){.status = 416, .fields = true,
-	    .age = -1, .via = true, .x_cache = x_cache, .length = 0});
+	range_unsatisfiable_field(length, writer_head_start(t, 416, NULL, 0));
+	writer_head(t, &(struct writer_head){.age = -1, .via = true,
+	    .x_cache = x_cache, .length = 0});
 }
 
 void
@@ -183,7 +183,7 @@ deliver_head(struct txn *t, const struct store_obj *o,
 	if (t->range != NULL)
 		status = 206;
 	t->status = status;
-	struct evbuffer *fb = writer_fields(t);
+	struct evbuffer *fb = writer_head_start(t, status, NULL, 0);
 	if (t->range != NULL && t->range->n > 1)
 		object_fields_except(o, "content-type", fb);
 	else
@@ -193,8 +193,8 @@ deliver_head(struct txn *t, const struct store_obj *o,
 		length = (int64_t)t->range->total;
 	}
 	bool body = !t->is_head && status != 304 && status != 204;
-	writer_head(t, &(struct writer_head){.status = status, .fields = true,
-	    .age = age, .via = true, .x_cache = x_cache,
+	writer_head(t, &(struct writer_head){.age = age, .via = true,
+	    .x_cache = x_cache,
 	    .length = status != 304 && status != 204 ? length : -1,
 	    .body = body});
 	return body;

@@ -622,7 +622,8 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 	const struct http_field *ex = http_field_find(&t->req, "expect");
 	if (ex != NULL && t->body != NULL &&
 	    http_token_eq(ex->value, ex->vlen, "100-continue"))
-		writer_interim(t, 100, NULL, 0, false);
+		if (writer_interim(t, 100, NULL, 0) != NULL)
+			writer_interim_end(t);
 	return 0;
 fail:
 	fetch_free(&f);

@@ -104,9 +104,12 @@ forward_interim(struct fetch *f)
 	/* 101 needs Upgrade, which we never forward */
 	if (f->resp.status == 101)
 		return;
-	stored_fields(&f->resp, writer_fields(t), true, NULL);
-	writer_interim(t, f->resp.status, f->resp.reason, f->resp.reason_len,
-	    true);
+	struct evbuffer *fb = writer_interim(t, f->resp.status, f->resp.reason,
+	    f->resp.reason_len);
+	if (fb == NULL)
+		return;
+	stored_fields(&f->resp, fb, true, NULL);
+	writer_interim_end(t);
 }
 
 /* The response's fields as the store keeps them, in f->stored_head. */
@@ -382,21 +385,18 @@ client_head(struct fetch *f, int64_t clen)
 		return;
 	}
 	t->status = t->range != NULL ? 206 : resp->status;
-	struct evbuffer *fb = writer_fields(t);
+	struct evbuffer *fb = t->range != NULL ?
+	    writer_head_start(t, 206, NULL, 0) :
+	    writer_head_start(t, resp->status, resp->reason, resp->reason_len);
 	stored_fields(resp, fb, true, t->range != NULL && t->range->n > 1 ?
 	    "content-type" : NULL);
 	if (t->range != NULL) {
 		range_fields(t->range, fb);
 		clen = (int64_t)t->range->total;
 	}
-	struct writer_head h = {.status = t->status, .fields = true,
-	    .age = -1, .via = true, .x_cache = "MISS",
-	    .length = resp->status == 204 ? -1 : clen, .body = !no_body};
-	if (t->range == NULL) {
-		h.reason = resp->reason;
-		h.reason_len = resp->reason_len;
-	}
-	writer_head(t, &h);
+	writer_head(t, &(struct writer_head){.age = -1, .via = true,
+	    .x_cache = "MISS", .length = resp->status == 204 ? -1 : clen,
+	    .body = !no_body});
 }
 
 /* The final head has come: the storage decision, the waiters, then the

@@ -35,19 +35,28 @@
 #include "writer.h"
 
 
-/* The head of an internal answer, after the fields fb holds already
- * (writer_fields). Not a client request in the counts. */
-static void
-internal_head(struct txn *t, struct evbuffer *fb, int status,
-    const char *ctype, size_t len)
+/* The head of an internal answer begins: its fields go in the buffer
+ * returned, and internal_head ends it. Not a client request in the
+ * counts. */
+static struct evbuffer *
+internal_start(struct txn *t, int status)
 {
 	t->status = status;
 	t->result = RESULT_INTERNAL;
+	return writer_head_start(t, status, NULL, 0);
+}
+
+static void
+internal_head(struct txn *t, struct evbuffer *fb, const char *ctype,
+    size_t len)
+{
+	int status = t->status;
+
 	writer_field(fb, "Cache-Control", 13, "no-store", 8);
 	if (status != 204)
 		writer_field(fb, "Content-Type", 12, ctype, strlen(ctype));
-	writer_head(t, &(struct writer_head){.status = status, .fields = true,
-	    .age = -1, .length = status != 204 ? (int64_t)len : -1,
+	writer_head(t, &(struct writer_head){.age = -1,
+	    .length = status != 204 ? (int64_t)len : -1,
 	    .body = status != 204 && !t->is_head, .internal = true});
 }
 
@@ -56,7 +65,7 @@ static void
 internal_reply(struct txn *t, int status, const char *ctype,
     const void *body, size_t len)
 {
-	internal_head(t, writer_fields(t), status, ctype, len);
+	internal_head(t, internal_start(t, status), ctype, len);
 	if (status != 204 && !t->is_head)
 		writer_data(t, body, len);
 	client_txn_done(t->c);
@@ -70,7 +79,7 @@ internal_buffer(struct txn *t, const char *ctype, struct evbuffer *buf)
 		deliver_error(t, 503, SQ_NONE_NONE, "out of memory", true);
 		return;
 	}
-	internal_head(t, writer_fields(t), 200, ctype,
+	internal_head(t, internal_start(t, 200), ctype,
 	    evbuffer_get_length(buf));
 	if (!t->is_head)
 		writer_data_buffer(t, buf);
@@ -119,12 +128,11 @@ serve_status_page(struct txn *t)
 	static const char csp[] = "default-src 'none'; "
 	    "script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
 	    "connect-src 'self'; img-src data:";
-	struct evbuffer *fb = writer_fields(t);
+	struct evbuffer *fb = internal_start(t, 200);
 
 	writer_field(fb, "Content-Security-Policy", 23, csp, sizeof(csp) - 1);
 	writer_field(fb, "X-Content-Type-Options", 22, "nosniff", 7);
-	internal_head(t, fb, 200, "text/html; charset=utf-8",
-	    status_html_len);
+	internal_head(t, fb, "text/html; charset=utf-8", status_html_len);
 	if (!t->is_head)
 		writer_data(t, status_html, status_html_len);
 	client_txn_done(t->c);
@@ -310,17 +318,16 @@ serve_digest(struct txn *t)
 		    "(digest_generation off)", false);
 		return;
 	}
-	struct evbuffer *fb = writer_fields(t);
 	http_date_format(made, lm);
 	http_date_format(expires, ex);
 	t->status = 200;
 	t->result = RESULT_INTERNAL;
+	struct evbuffer *fb = writer_head_start(t, 200, NULL, 0);
 	writer_field(fb, "Content-Type", 12, "application/cache-digest", 24);
 	writer_field(fb, "Last-Modified", 13, lm, strlen(lm));
 	writer_field(fb, "Expires", 7, ex, strlen(ex));
-	writer_head(t, &(struct writer_head){.status = 200, .fields = true,
-	    .age = -1, .via = true, .length = (int64_t)b->len,
-	    .body = !t->is_head, .internal = true});
+	writer_head(t, &(struct writer_head){.age = -1, .via = true,
+	    .length = (int64_t)b->len, .body = !t->is_head, .internal = true});
 	if (!t->is_head)
 		writer_data(t, b->p, b->len);
 	s->m.digests_served++;
