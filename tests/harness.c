@@ -157,6 +157,14 @@ env_start(struct env *e, const char *const *opts)
 
 /* The proxy of e on e->pport with opts; its output goes to out_name in
  * e->dir. */
+const char *
+harness_sumcache(void)
+{
+	const char *bin = getenv("SUMCACHE_UNDER_TEST");
+
+	return bin != NULL && *bin != '\0' ? bin : SUMCACHE_BIN;
+}
+
 static void
 proxy_spawn(struct env *e, const char *const *opts, const char *out_name)
 {
@@ -168,7 +176,7 @@ proxy_spawn(struct env *e, const char *const *opts, const char *out_name)
 	snprintf(e->log, sizeof(e->log), "%s/access.log", e->dir);
 	snprintf(logopt, sizeof(logopt), "access_log=%s", e->log);
 	snprintf(portopt, sizeof(portopt), "node_name=test-node");
-	argv[n++] = SUMCACHE_BIN;
+	argv[n++] = (char *)harness_sumcache();
 	if (e->conf_file != NULL) {
 		argv[n++] = "-c";
 		argv[n++] = (char *)e->conf_file;

@@ -231,4 +231,9 @@ char *env_url(const struct env *e, const char *path);
 /* The monotonic clock in milliseconds. */
 long harness_now_ms(void);
 
+/* The sumcache binary the tests run: SUMCACHE_UNDER_TEST from the
+ * environment (tests/run.sh's ThreadSanitizer daemon), else this build's
+ * (SUMCACHE_BIN). */
+const char *harness_sumcache(void);
+
 #endif

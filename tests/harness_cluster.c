@@ -81,7 +81,7 @@ node_start(struct env *e, struct cluster *cl, int i)
 	char *argv[160];
 	int n = 0, k = 0;
 
-	argv[n++] = SUMCACHE_BIN;
+	argv[n++] = (char *)harness_sumcache();
 #define OPT(...) do {                                                         \
 		snprintf(opt[k], sizeof(opt[k]), __VA_ARGS__);                 \
 		argv[n++] = "-o";                                              \

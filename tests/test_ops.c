@@ -215,7 +215,8 @@ config_check(const char *path, const char *text, char *out, size_t cap)
 
 	fputs(text, f);
 	fclose(f);
-	snprintf(cmd, sizeof(cmd), "%s -t -c %s 2>&1", SUMCACHE_BIN, path);
+	snprintf(cmd, sizeof(cmd), "%s -t -c %s 2>&1", harness_sumcache(),
+	    path);
 	return run_cli(cmd, out, cap);
 }
 
@@ -246,8 +247,8 @@ Test(ops, make_ca_writes_a_private_key_and_never_overwrites)
 	char cmd[700], out[1024], key[400], first[4096], again[4096];
 	struct stat st;
 
-	snprintf(cmd, sizeof(cmd), "%s --make-ca %s/ca 2>&1", SUMCACHE_BIN,
-	    E.dir);
+	snprintf(cmd, sizeof(cmd), "%s --make-ca %s/ca 2>&1",
+	    harness_sumcache(), E.dir);
 	cr_assert_eq(run_cli(cmd, out, sizeof(out)), 0, "%s", out);
 	snprintf(key, sizeof(key), "%s/ca/ca.key", E.dir);
 	cr_assert_eq(stat(key, &st), 0);
@@ -257,8 +258,8 @@ Test(ops, make_ca_writes_a_private_key_and_never_overwrites)
 	cr_assert_eq(run_cli(cmd, out, sizeof(out)), 0, "%s", out);
 	snprintf(cmd, sizeof(cmd), "cat %s", key);
 	run_cli(cmd, first, sizeof(first));
-	snprintf(cmd, sizeof(cmd), "%s --make-ca %s/ca 2>&1", SUMCACHE_BIN,
-	    E.dir);
+	snprintf(cmd, sizeof(cmd), "%s --make-ca %s/ca 2>&1",
+	    harness_sumcache(), E.dir);
 	cr_assert_eq(run_cli(cmd, out, sizeof(out)), 1);
 	cr_assert(strstr(out, "never overwritten") != NULL, "%s", out);
 	snprintf(cmd, sizeof(cmd), "cat %s", key);
@@ -282,7 +283,7 @@ Test(ops, tls_intercept_config_needs_a_usable_ca)
 	    "tls_ca_key") != NULL, "%s", out);
 
 	snprintf(cmd, sizeof(cmd), "%s --make-ca %s/tlsca 2>&1",
-	    SUMCACHE_BIN, E.dir);
+	    harness_sumcache(), E.dir);
 	cr_assert_eq(run_cli(cmd, out, sizeof(out)), 0, "%s", out);
 	snprintf(conf, sizeof(conf), "http_listen = \"127.0.0.1:1\";\n"
 	    "tls_intercept = [\"*.debian.org\", \"registry.npmjs.org\"];\n"
@@ -299,8 +300,8 @@ Test(ops, tls_intercept_config_needs_a_usable_ca)
 	    E.dir);
 	cr_assert(strstr(out, want) != NULL, "%s", out);
 	/* a node started on it refuses too, before it listens */
-	snprintf(cmd, sizeof(cmd), "timeout 10 %s -c %s 2>&1", SUMCACHE_BIN,
-	    path);
+	snprintf(cmd, sizeof(cmd), "timeout 10 %s -c %s 2>&1",
+	    harness_sumcache(), path);
 	int rc = run_cli(cmd, out, sizeof(out));
 	cr_assert(rc != 0 && rc != 124, "started anyway (%d): %s", rc, out);
 	cr_assert(strstr(out, want) != NULL, "%s", out);

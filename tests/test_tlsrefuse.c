@@ -209,7 +209,7 @@ make_ca_for(const char *fors)
 
 	origin_dir(&e);
 	snprintf(cmd, sizeof(cmd), "%s --make-ca %s/ca %s >/dev/null",
-	    SUMCACHE_BIN, e.dir, fors);
+	    harness_sumcache(), e.dir, fors);
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
 }
 
@@ -328,8 +328,8 @@ Test(tlsrefuse, a_node_refuses_to_intercept_what_its_ca_may_not_sign_for)
 		snprintf(cmd, sizeof(cmd), "%s %s -o http_listen=127.0.0.1:%d "
 		    "-o 'tls_intercept=*.example.org' -o "
 		    "'tls_intercept=*.bank.example' -o tls_ca_cert=%s/ca/ca.crt "
-		    "-o tls_ca_key=%s/ca/ca.key >%s 2>&1", SUMCACHE_BIN, check ?
-		    "-t" : "", harness_free_port(), e.dir, e.dir, out);
+		    "-o tls_ca_key=%s/ca/ca.key >%s 2>&1", harness_sumcache(),
+		    check ? "-t" : "", harness_free_port(), e.dir, e.dir, out);
 		int st = system(cmd);
 		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0, "%s: the node "
 		    "took it", check ? "-t" : "start");

@@ -41,7 +41,7 @@ tlsrig_up(struct env *e, const char *origin_cert, const char *const *more)
 		origin_dir(e);
 	tlsfiles_write(e->dir);
 	snprintf(cmd, sizeof(cmd), "test -e %s/ca/ca.crt || %s --make-ca "
-	    "%s/ca >/dev/null", e->dir, SUMCACHE_BIN, e->dir);
+	    "%s/ca >/dev/null", e->dir, harness_sumcache(), e->dir);
 	cr_assert_eq(system(cmd), 0);
 	snprintf(cert, sizeof(cert), "tls_ca_cert=%s/ca/ca.crt", e->dir);
 	snprintf(key, sizeof(key), "tls_ca_key=%s/ca/ca.key", e->dir);
