@@ -46,7 +46,6 @@
 #include "request.h"
 #include "sc_assert.h"
 #include "sqdigest.h"
-#include "stale.h"
 #include "txn.h"
 #include "status.h"
 #include "tiers.h"

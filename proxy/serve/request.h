@@ -24,15 +24,6 @@ void request_output_drained(struct txn *t);
  * count as an abort. */
 bool request_body_stalled(struct txn *t);
 
-/* The client went away: stop any fetch and forget the transaction. */
-/* A txn of worker w for client c (NULL: a revalidation of its own,
- * stale.c); NULL on ENOMEM. txn_free frees it. */
-struct txn *txn_new(struct worker *w, struct client *c);
-void txn_free(struct txn **t);
-
-/* Writes the access log line and the request counters. */
-void txn_account(struct txn *t);
-
 /*
  * ICP's question (arg is the server): HIT when url is cached and stays
  * fresh for at least the next ICP_HIT_FRESH seconds (icp.h), as Squid
