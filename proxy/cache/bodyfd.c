@@ -181,10 +181,15 @@ bodyfd_convert(struct store_body **bp, int fd_ceiling)
 	return true;
 }
 
-void
-bodyfd_send(struct store_body *b, struct evbuffer *out)
+/* len bytes of a body kept in a file, from body offset from. */
+static void
+bodyfd_send_range(struct store_body *b, struct evbuffer *out, uint64_t from,
+    uint64_t len)
 {
-	bodyfd_send_part(b, out, 0, b->len);
+	struct bodyfd_file *f = b->ext->handle;
+
+	evbuffer_add_file_segment(out, f->seg, (ev_off_t)b->ext->off +
+	    (ev_off_t)from, (ev_off_t)len);
 }
 
 void
@@ -222,12 +227,3 @@ bodyfd_copy_part(const struct store_body *b, struct evbuffer *out,
 	return evbuffer_commit_space(out, &v, 1) == 0;
 }
 
-void
-bodyfd_send_range(struct store_body *b, struct evbuffer *out, uint64_t from,
-    uint64_t len)
-{
-	struct bodyfd_file *f = b->ext->handle;
-
-	evbuffer_add_file_segment(out, f->seg, (ev_off_t)b->ext->off +
-	    (ev_off_t)from, (ev_off_t)len);
-}

@@ -43,19 +43,15 @@ void bodyfd_file_unref(struct bodyfd_file **f);
 bool bodyfd_share(struct store_body **b, struct bodyfd_file *f, int64_t off,
     size_t len);
 
-/* Appends the whole body to out without copying it: a file segment for a
- * converted body, a heap reference otherwise. Takes its own references. */
-void bodyfd_send(struct store_body *b, struct evbuffer *out);
-/* The same for len bytes of the body from offset from. */
+/* Appends len bytes of the body from offset from to out without copying
+ * them: a file segment for a body kept in a file, a heap reference
+ * otherwise. Takes its own references. */
 void bodyfd_send_part(struct store_body *b, struct evbuffer *out,
     uint64_t from, uint64_t len);
 /* len bytes of the body from offset from, copied into out (read from its
  * file when it is kept in one): false when the file ended first or the
  * read failed, out then holding a part of them or none. */
 bool bodyfd_copy_part(const struct store_body *b, struct evbuffer *out,
-    uint64_t from, uint64_t len);
-/* len bytes of a body kept in a file, from body offset from. */
-void bodyfd_send_range(struct store_body *b, struct evbuffer *out,
     uint64_t from, uint64_t len);
 
 #endif
