@@ -262,40 +262,33 @@ must_fail 'a folder proxy/annex/ in no order' rooms_known "$planted"
 plant; add_line peers/base/metric.c '#include "peers.h"'
 must_fail 'peers/base/metric.c includes peers.h' base_check "$planted" peers/base/metric.c
 
-# a call through a prototype of its own, no header included
-plant
-cat >>"$planted/proxy/http/url.c" <<'EOF'
-extern void server_fini(void *s);
-void rooms_check_planted(void);
-void rooms_check_planted(void) { server_fini((void *)0); }
-EOF
-planted_obj=$planted/url.c.o
-# shellcheck disable=SC2086
-if (cd "$planted" && eval "$cc_bin" ${proxy_flags//$root/$planted} -Wno-error \
-	-c -o "$planted_obj" "$planted/proxy/http/url.c"); then
-	must_fail 'http/url.c calls server_fini through extern' call_check \
-		proxy/http/url.c "$planted_obj"
-else
-	echo "  the planted call does not compile"
-	failed=$((failed + 1))
-fi
+# must_fail_built NAME SOURCE CHECK LINES: LINES appended to SOURCE in a
+# fresh plant, compiled with the build's flags; CHECK (call_check or
+# writer_check) must fail with that object in place of the build's
+must_fail_built() {
+	local name=$1 src=$2 check=$3 obj
+	plant
+	printf '%s\n' "$4" >>"$planted/$src"
+	obj=$planted/planted.o
+	# shellcheck disable=SC2086
+	if (cd "$planted" && eval "$cc_bin" ${proxy_flags//$root/$planted} \
+		-Wno-error -c -o "$obj" "$planted/$src"); then
+		must_fail "$name" "$check" "$src" "$obj"
+	else
+		echo "  the plant does not compile: $name"
+		failed=$((failed + 1))
+	fi
+}
 
+# a call through a prototype of its own, no header included
+must_fail_built 'http/url.c calls server_fini through extern' \
+	proxy/http/url.c call_check 'extern void server_fini(void *s);
+void rooms_check_planted(void);
+void rooms_check_planted(void) { server_fini((void *)0); }'
 # serve/ writing to the connection itself, and spelling a status line
-plant
-cat >>"$planted/proxy/serve/deliver.c" <<'EOF'
-void rooms_check_planted_out(struct client *c);
-void rooms_check_planted_out(struct client *c) { (void)client_out(c); }
-EOF
-planted_obj=$planted/deliver.c.o
-# shellcheck disable=SC2086
-if (cd "$planted" && eval "$cc_bin" ${proxy_flags//$root/$planted} -Wno-error \
-	-c -o "$planted_obj" "$planted/proxy/serve/deliver.c"); then
-	must_fail 'serve/deliver.c calls client_out' writer_check \
-		proxy/serve/deliver.c "$planted_obj"
-else
-	echo "  the planted output does not compile"
-	failed=$((failed + 1))
-fi
+must_fail_built 'serve/deliver.c calls client_out' proxy/serve/deliver.c \
+	writer_check 'void rooms_check_planted_out(struct client *c);
+void rooms_check_planted_out(struct client *c) { (void)client_out(c); }'
 plant
 echo 'static const char rooms_check_line[] = "HTTP/1.1 200 OK";' \
 	>>"$planted/proxy/serve/pages.c"
