@@ -192,27 +192,6 @@ count_since(struct txn *t, uint64_t mark)
 }
 
 static struct evbuffer *
-h1_interim(struct txn *t, int status, const char *reason, size_t reason_len)
-{
-	struct evbuffer *out = client_out(t->c);
-
-	/* HTTP/1.0 clients do not understand 1xx */
-	if (t->req.version != 11)
-		return NULL;
-	t->c->head_mark = client_out_mark(t->c);
-	h1_status(out, status, reason, reason_len);
-	return out;
-}
-
-static void
-h1_interim_end(struct txn *t)
-{
-	/* a 1xx head has no framing or Connection of ours */
-	evbuffer_add(client_out(t->c), "\r\n", 2);
-	count_since(t, t->c->head_mark);
-}
-
-static struct evbuffer *
 h1_head_start(struct txn *t, int status, const char *reason,
     size_t reason_len)
 {
@@ -221,6 +200,23 @@ h1_head_start(struct txn *t, int status, const char *reason,
 	t->c->head_mark = client_out_mark(t->c);
 	h1_status(out, status, reason, reason_len);
 	return out;
+}
+
+static struct evbuffer *
+h1_interim(struct txn *t, int status, const char *reason, size_t reason_len)
+{
+	/* HTTP/1.0 clients do not understand 1xx */
+	if (t->req.version != 11)
+		return NULL;
+	return h1_head_start(t, status, reason, reason_len);
+}
+
+static void
+h1_interim_end(struct txn *t)
+{
+	/* a 1xx head has no framing or Connection of ours */
+	evbuffer_add(client_out(t->c), "\r\n", 2);
+	count_since(t, t->c->head_mark);
 }
 
 static void
