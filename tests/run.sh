@@ -14,7 +14,9 @@
 # (tests/deploy-check.sh), the manual pages against the tables they are
 # written from and mandoc's lint (tests/man-check.sh), and every include
 # and every call between proxy/'s rooms must point down, as the compiler
-# and nm see them in the normal build (tests/rooms-check.sh). The
+# and nm see them in the normal build (tests/rooms-check.sh). A
+# ThreadSanitizer build stresses the shared store from four threads and
+# runs the end-to-end suites against its daemon (tests/tsan-check.sh). The
 # Debian package is built, checked by lintian, installed with dpkg,
 # used, and purged (tests/package-check.sh).
 # Each fuzz target (HTTP, ICP, Squid digest, summary message) runs briefly
@@ -56,6 +58,12 @@ suite build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo || status=1
 echo "== rooms check (build-test)"
 ./tests/rooms-check.sh build-test 2>&1 | tee -a "$log" || status=1
 
+# The node's threads under ThreadSanitizer: the shared store stressed,
+# a planted race caught, the end-to-end suites against a TSan daemon; a
+# race report fails the run.
+echo "== ThreadSanitizer check (build-tsan)"
+E2E=build-test ./tests/tsan-check.sh build-tsan 2>&1 | tee -a "$log" || status=1
+
 # The replay report end to end (deploy/compare.sh on a 3-node cluster).
 echo "== cluster replay check (build-test)"
 BUILD=build-test ./tests/cluster-check.sh 2>&1 | tee -a "$log" || status=1
@@ -94,6 +102,6 @@ awk '
       if ($i == "Passing:") p += $(i + 1)
       if ($i == "Failing:" || $i == "Crashing:") f += $(i + 1) } }
   /^fuzz-[a-z]*: / { p += $2; f += $4 }
-  /^(cluster|sim|deploy|browser|apt|rooms|man|package|docs)-check: [0-9]+ passed/ { p += $2; f += $4 }
+  /^(cluster|sim|deploy|browser|apt|rooms|man|package|docs|tsan)-check: [0-9]+ passed/ { p += $2; f += $4 }
   END { printf "%d passed, %d failed\n", p, f; exit (f > 0) }' "$log" || status=1
 exit $status

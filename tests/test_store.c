@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "store.h"
+#include "storestress.h"
 
 static struct store_obj *
 obj(const char *key, size_t body_len, const char *vary)
@@ -57,17 +58,17 @@ Test(store, insert_lookup_replace_and_observe)
 	a = obj("http://a/", 200, "");
 	cr_assert(store_insert(s, a));
 	store_obj_unref(&a);
-	cr_assert_eq(store_stats(s)->objects, 1, "same variant replaced");
+	cr_assert_eq(store_stats(s).objects, 1, "same variant replaced");
 	cr_assert_eq(c.emptied, 0, "observers saw the new copy enter "
 	    "before the old one left");
 	a = obj("http://a/", 50, "accept-language:fr\n");
 	store_insert(s, a);
 	store_obj_unref(&a);
-	cr_assert_eq(store_stats(s)->objects, 2, "another variant added");
+	cr_assert_eq(store_stats(s).objects, 2, "another variant added");
 	cr_assert_eq(store_invalidate(s, "http://a/", 9), 2);
 	cr_assert_eq(c.in, 3);
 	cr_assert_eq(c.out, 3);
-	cr_assert_eq(store_stats(s)->bytes, 0);
+	cr_assert_eq(store_stats(s).bytes, 0);
 	store_free(&s);
 	cr_assert_null(s);
 }
@@ -87,9 +88,9 @@ Test(store, budget_is_kept_and_sieve_spares_visited)
 		    NULL);
 		cr_assert_not_null(h, "hot object evicted at insert %d", i);
 		store_obj_unref(&h);
-		cr_assert_leq(store_stats(s)->bytes, 64 * 1024);
+		cr_assert_leq(store_stats(s).bytes, 64 * 1024);
 	}
-	cr_assert_gt(store_stats(s)->evictions, 100);
+	cr_assert_gt(store_stats(s).evictions, 100);
 	store_free(&s);
 }
 
@@ -120,7 +121,7 @@ Test(store, too_big_is_refused)
 	struct store_obj *o = obj("http://x/", 2000, "");
 
 	cr_assert(!store_insert(s, o));
-	cr_assert_eq(store_stats(s)->objects, 0);
+	cr_assert_eq(store_stats(s).objects, 0);
 	store_obj_unref(&o);
 	store_free(&s);
 }
@@ -156,20 +157,20 @@ Test(store, evicted_bodies_still_held_stay_charged)
 		cr_assert(store_insert(s, b));
 		store_obj_unref(&b);
 	}
-	const struct store_stats *st = store_stats(s);
+	struct store_stats st = store_stats(s);
 	cr_assert_null(store_lookup(s, "http://a/", 9, NULL, NULL),
 	    "a was not evicted");
-	cr_assert_gt(st->pinned, 0, "the body being sent is charged nowhere");
-	cr_assert_leq(st->bytes + st->pinned, charge * 2 + charge / 2);
-	cr_assert_eq(st->objects, 1, "b1 must have made room beside a's body");
+	cr_assert_gt(st.pinned, 0, "the body being sent is charged nowhere");
+	cr_assert_leq(st.bytes + st.pinned, charge * 2 + charge / 2);
+	cr_assert_eq(st.objects, 1, "b1 must have made room beside a's body");
 	store_body_unref(&sending);
-	cr_assert_eq(st->pinned, 0);
+	cr_assert_eq(store_stats(s).pinned, 0);
 
 	/* a body no one else holds is not pinned when evicted */
 	struct store_obj *c = obj("http://c/", 6000, "");
 	cr_assert(store_insert(s, c));
 	store_obj_unref(&c);
-	cr_assert_eq(st->pinned, 0);
+	cr_assert_eq(store_stats(s).pinned, 0);
 	store_free(&s);
 }
 
@@ -184,12 +185,32 @@ Test(store, nothing_stored_while_what_is_sent_fills_the_budget)
 	struct store_obj *b = obj("http://b/", 6000, "");
 	cr_assert(!store_insert(s, b), "stored beside a pinned body that "
 	    "leaves no room");
-	cr_assert_eq(store_stats(s)->objects, 0);
+	cr_assert_eq(store_stats(s).objects, 0);
 	store_obj_unref(&b);
 	store_body_unref(&sending);
-	cr_assert_eq(store_stats(s)->pinned, 0);
+	cr_assert_eq(store_stats(s).pinned, 0);
 	struct store_obj *c = obj("http://c/", 6000, "");
 	cr_assert(store_insert(s, c), "room again once it was sent");
 	store_obj_unref(&c);
 	store_free(&s);
+}
+
+/* Four threads at once on one store: every body found is its own, the
+ * budget holds, observers hear each object leave once, and no pin is
+ * left behind. Run at length under TSan by store-stress (tests/run.sh). */
+Test(store, threads_share_one_store)
+{
+	struct store_stress st = {.threads = 4, .ms = 1500, .keys = 200,
+	    .budget = 256 * 1024};
+
+	cr_assert_eq(store_stress_run(&st), 0);
+	cr_assert_gt(st.hits, 1000, "%llu hits", (unsigned long long)st.hits);
+	cr_assert_gt(st.evictions, 100);
+	cr_assert_gt(st.invalidations, 10);
+	cr_assert_gt(st.removes, 10);
+	cr_assert_eq(st.wrong, 0, "%llu bodies not their own",
+	    (unsigned long long)st.wrong);
+	cr_assert_eq(st.over_budget, 0);
+	cr_assert_eq(st.unbalanced, 0);
+	cr_assert_eq(st.pinned_left, 0);
 }

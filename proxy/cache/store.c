@@ -9,7 +9,7 @@
  * Ownership: the store holds one reference to each object in it. Bodies are
  * reference counted separately so that a client still receiving a body
  * (through a zero-copy evbuffer reference) keeps it alive after the object
- * is evicted or replaced. Single-threaded: the event loop owns the store.
+ * is evicted or replaced.
  *
  * The budget covers those bodies too. An evicted body that someone still
  * holds (a slow client, a revalidation) stays in memory, so the store
@@ -30,9 +30,36 @@
  * The table doubles when it holds more objects than buckets. Rehashing is
  * one pass over the objects: about 10 ms per million, paid at most once per
  * doubling, which we accept rather than carry an incremental rehash.
+ *
+ * Threads. Every worker of a node calls the store, so it guards itself,
+ * with two kinds of lock, and readers and writers take different ones.
+ * A lookup (a hit) takes one stripe lock: the table's buckets are split
+ * into STRIPES slices by the key's hash, and a stripe's lock guards its
+ * buckets' chains (o->hnext). A change (insert, remove, invalidate, an
+ * eviction) takes the queue lock, which guards the SIEVE queue, the
+ * stats, the observers, in_store and a body's stored count, and then,
+ * one at a time, the stripe of each chain it edits. So writers are one at
+ * a time, a reader waits only for a writer editing its own stripe, and
+ * two readers meet only when their keys share a stripe; the hit path
+ * takes no lock every worker takes. Lock order: the queue, then one
+ * stripe; growing the table takes every stripe, in order. A hit marks
+ * its object visited with an atomic store, skipped when already set, and
+ * references are atomic: a body is let go on whichever worker sent it
+ * last. The pinned bytes are atomic too, for the same reason.
+ *
+ * The cost accepted: inserts, evictions and invalidations on all workers
+ * go through one lock, held for the list moves and the observers' calls
+ * (the summary's counters, the disk tier's links), a few hundred
+ * nanoseconds. Misses are rarer than hits and each costs an origin
+ * round trip; a store cut into independent shards, each with its own
+ * queue, would evict by shard rather than by the whole cache. A
+ * replaced copy stays findable until its successor is in the same
+ * chain, swapped under one stripe hold, so a hit never misses a key
+ * being refreshed.
  */
 #include "store.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -44,14 +71,32 @@
 /* malloc's own header per allocation, counted so the budget is honest */
 #define ALLOC_OVERHEAD 16
 
+/* Slices of the table with a lock each: a power of two, at most the
+ * table's first size, so a bucket's stripe never changes as it grows.
+ * Two readers meet on one only when their keys share it: with 8 workers
+ * hitting at once, 1 in 32 lookups finds another on its stripe, holding
+ * it for the walk of one chain. (ThreadSanitizer tracks 64 locks held
+ * at once by a thread; growing the table holds them all.) */
+#define STRIPES 32
+
+/* A lock on its own cache line: two stripes' readers share nothing. */
+struct stripe {
+	pthread_mutex_t lock;
+} __attribute__((aligned(64)));
+
 struct store {
+	pthread_mutex_t queue;   /* guards what the essay says, below */
+	/* the stripes' (all of them to change buckets or nbuckets) */
 	struct store_obj **buckets;
-	size_t nbuckets; /* power of two */
+	size_t nbuckets; /* power of two, at least STRIPES */
+	/* the queue lock's */
 	struct store_obj *head, *tail, *hand;
 	size_t budget;
-	struct store_stats stats;
+	struct store_stats stats; /* but pinned */
 	struct store_observer obs[STORE_MAX_OBSERVERS];
 	unsigned nobs;
+	_Atomic uint64_t pinned;  /* stats.pinned, released anywhere */
+	struct stripe stripes[STRIPES];
 };
 
 /* ---- bodies ---- */
@@ -63,7 +108,7 @@ store_body_new(size_t cap)
 
 	if (b == NULL)
 		return NULL;
-	b->refs = 1;
+	atomic_init(&b->refs, 1);
 	b->stored = 0;
 	b->len = 0;
 	b->cap = cap;
@@ -88,7 +133,7 @@ store_body_append(struct store_body **bp, const void *p, size_t n)
 {
 	struct store_body *b = *bp;
 
-	SC_ASSERT(b->refs == 1 && b->data == b->mem);
+	SC_ASSERT(atomic_load(&b->refs) == 1 && b->data == b->mem);
 	if (b->len + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 4096;
 		while (cap < b->len + n)
@@ -110,7 +155,7 @@ store_body_shrink(struct store_body **bp)
 {
 	struct store_body *b = *bp;
 
-	SC_ASSERT(b->refs == 1 && b->data == b->mem);
+	SC_ASSERT(atomic_load(&b->refs) == 1 && b->data == b->mem);
 	if (b->cap == b->len)
 		return;
 	b = realloc(b, sizeof(*b) + b->len);
@@ -126,7 +171,7 @@ store_body_drop_data(struct store_body **bp)
 {
 	struct store_body *b = *bp;
 
-	SC_ASSERT(b->refs == 1);
+	SC_ASSERT(atomic_load(&b->refs) == 1);
 	b = realloc(b, sizeof(*b));
 	if (b != NULL)
 		*bp = b;
@@ -137,8 +182,10 @@ store_body_drop_data(struct store_body **bp)
 struct store_body *
 store_body_ref(struct store_body *b)
 {
-	SC_ASSERT(b->refs > 0);
-	b->refs++;
+	/* the caller holds one already: nothing to order */
+	uint32_t was = atomic_fetch_add_explicit(&b->refs, 1,
+	    memory_order_relaxed);
+	SC_ASSERT(was > 0);
 	return b;
 }
 
@@ -150,8 +197,11 @@ store_body_unref(struct store_body **bp)
 	if (b == NULL)
 		return;
 	*bp = NULL;
-	SC_ASSERT(b->refs > 0);
-	if (--b->refs > 0)
+	/* release our writes; the last one acquires everyone's */
+	uint32_t was = atomic_fetch_sub_explicit(&b->refs, 1,
+	    memory_order_acq_rel);
+	SC_ASSERT(was > 0);
+	if (was > 1)
 		return;
 	SC_ASSERT(b->stored == 0);
 	store_pin_release(&b->pin);
@@ -197,7 +247,8 @@ store_obj_new(const char *key, size_t klen, const char *head, size_t hlen,
 	o->head_len = (uint32_t)hlen;
 	o->vary_len = (uint32_t)vlen;
 	o->hash = XXH3_64bits(key, klen);
-	o->refs = 1;
+	atomic_init(&o->refs, 1);
+	atomic_init(&o->visited, false);
 	o->meta = *meta;
 	o->body = store_body_ref(body);
 	o->charge = sizeof(*o) + klen + hlen + vlen + 3 + ALLOC_OVERHEAD;
@@ -216,8 +267,9 @@ store_obj_with_body(const struct store_obj *o, struct store_body *body)
 struct store_obj *
 store_obj_ref(struct store_obj *o)
 {
-	SC_ASSERT(o->refs > 0);
-	o->refs++;
+	uint32_t was = atomic_fetch_add_explicit(&o->refs, 1,
+	    memory_order_relaxed);
+	SC_ASSERT(was > 0);
 	return o;
 }
 
@@ -229,8 +281,10 @@ store_obj_unref(struct store_obj **op)
 	if (o == NULL)
 		return;
 	*op = NULL;
-	SC_ASSERT(o->refs > 0);
-	if (--o->refs > 0)
+	uint32_t was = atomic_fetch_sub_explicit(&o->refs, 1,
+	    memory_order_acq_rel);
+	SC_ASSERT(was > 0);
+	if (was > 1)
 		return;
 	SC_ASSERT(!o->in_store);
 	store_body_unref(&o->body);
@@ -288,8 +342,9 @@ store_pin_release(struct store_pin **pp)
 	if (p == NULL)
 		return;
 	*pp = NULL;
-	SC_ASSERT(p->s->stats.pinned >= p->charge);
-	p->s->stats.pinned -= p->charge;
+	uint64_t was = atomic_fetch_sub_explicit(&p->s->pinned, p->charge,
+	    memory_order_relaxed);
+	SC_ASSERT(was >= p->charge);
 	free(p);
 }
 
@@ -318,14 +373,16 @@ body_left(struct store *s, struct store_obj *o)
 		return;
 	/* a segment's senders are libevent's count, not ours: pinned
 	 * always, released at once by bodyfd.c when there are none */
-	if (b->refs == 1 && o->refs == 1 && pin_slot(b) == &b->pin)
+	if (atomic_load(&b->refs) == 1 && atomic_load(&o->refs) == 1 &&
+	    pin_slot(b) == &b->pin)
 		return;
 	struct store_pin *p = malloc(sizeof(*p));
 	if (p == NULL)
 		return; /* uncharged rather than an eviction that fails */
 	*p = (struct store_pin){s, body_charge(b)};
 	*pin_slot(b) = p;
-	s->stats.pinned += p->charge;
+	atomic_fetch_add_explicit(&s->pinned, p->charge,
+	    memory_order_relaxed);
 }
 
 /* ---- the table and queue ---- */
@@ -333,10 +390,12 @@ body_left(struct store *s, struct store_obj *o)
 struct store *
 store_new(size_t budget)
 {
-	struct store *s = calloc(1, sizeof(*s));
+	struct store *s = aligned_alloc(_Alignof(struct store),
+	    sizeof(struct store));
 
 	if (s == NULL)
 		return NULL;
+	memset(s, 0, sizeof(*s));
 	s->nbuckets = 1024;
 	s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
 	if (s->buckets == NULL) {
@@ -344,16 +403,24 @@ store_new(size_t budget)
 		return NULL;
 	}
 	s->budget = budget;
+	pthread_mutex_init(&s->queue, NULL);
+	for (unsigned i = 0; i < STRIPES; i++)
+		pthread_mutex_init(&s->stripes[i].lock, NULL);
 	return s;
 }
 
 int
 store_observe(struct store *s, const struct store_observer *ob)
 {
-	if (s->nobs == STORE_MAX_OBSERVERS)
-		return -1;
-	s->obs[s->nobs++] = *ob;
-	return 0;
+	int rc = -1;
+
+	pthread_mutex_lock(&s->queue);
+	if (s->nobs < STORE_MAX_OBSERVERS) {
+		s->obs[s->nobs++] = *ob;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&s->queue);
+	return rc;
 }
 
 void
@@ -361,24 +428,39 @@ store_unobserve(struct store *s, const void *arg)
 {
 	unsigned kept = 0;
 
+	pthread_mutex_lock(&s->queue);
 	for (unsigned i = 0; i < s->nobs; i++)
 		if (s->obs[i].arg != arg)
 			s->obs[kept++] = s->obs[i];
 	s->nobs = kept;
+	pthread_mutex_unlock(&s->queue);
 }
 
-const struct store_stats *
-store_stats(const struct store *s)
+struct store_stats
+store_stats(struct store *s)
 {
-	return &s->stats;
+	pthread_mutex_lock(&s->queue);
+	struct store_stats st = s->stats;
+	pthread_mutex_unlock(&s->queue);
+	st.pinned = atomic_load_explicit(&s->pinned, memory_order_relaxed);
+	return st;
 }
 
+static pthread_mutex_t *
+stripe_of(struct store *s, uint64_t hash)
+{
+	return &s->stripes[hash & (STRIPES - 1)].lock;
+}
+
+/* Under hash's stripe lock, or the queue lock to read: only its holder
+ * changes a chain, under the stripe's lock too, to keep readers out. */
 static struct store_obj **
 bucket(struct store *s, uint64_t hash)
 {
 	return &s->buckets[hash & (s->nbuckets - 1)];
 }
 
+/* Under the queue lock: takes every stripe, so no reader is in a chain. */
 static void
 grow(struct store *s)
 {
@@ -387,6 +469,8 @@ grow(struct store *s)
 
 	if (nb == NULL)
 		return; /* keep the longer chains; correctness is unaffected */
+	for (unsigned i = 0; i < STRIPES; i++)
+		pthread_mutex_lock(&s->stripes[i].lock);
 	for (size_t i = 0; i < s->nbuckets; i++) {
 		struct store_obj *o = s->buckets[i], *next;
 		for (; o != NULL; o = next) {
@@ -398,13 +482,13 @@ grow(struct store *s)
 	free(s->buckets);
 	s->buckets = nb;
 	s->nbuckets = n;
+	for (unsigned i = STRIPES; i-- > 0;)
+		pthread_mutex_unlock(&s->stripes[i].lock);
 }
 
-/* Takes o out of the table, the queue and the stats, and gives up its
- * hold on its body; release_obj tells the observers and drops the
- * store's reference. */
+/* Under o's stripe lock: takes o out of its chain. */
 static void
-detach_obj(struct store *s, struct store_obj *o)
+unchain(struct store *s, struct store_obj *o)
 {
 	struct store_obj **pp = bucket(s, o->hash);
 
@@ -413,6 +497,14 @@ detach_obj(struct store *s, struct store_obj *o)
 		pp = &(*pp)->hnext;
 	}
 	*pp = o->hnext;
+	o->hnext = NULL;
+}
+
+/* Under the queue lock: takes o, out of its chain already or about to
+ * be, out of the queue and the stats. */
+static void
+dequeue(struct store *s, struct store_obj *o)
+{
 	if (s->hand == o)
 		s->hand = o->newer;
 	if (o->newer)
@@ -423,37 +515,49 @@ detach_obj(struct store *s, struct store_obj *o)
 		o->older->newer = o->newer;
 	else
 		s->tail = o->newer;
-	o->newer = o->older = o->hnext = NULL;
+	o->newer = o->older = NULL;
 	o->in_store = false;
 	s->stats.objects--;
 	s->stats.bytes -= o->charge;
-	body_left(s, o);
 }
 
+/* Under the queue lock, o out of its chain: no lookup can take a new
+ * reference, so body_left's count of holders is final. Gives up o's
+ * hold on its body, tells the observers, drops the store's reference. */
 static void
 release_obj(struct store *s, struct store_obj *o, enum store_exit why)
 {
+	body_left(s, o);
 	for (unsigned i = 0; i < s->nobs; i++)
 		s->obs[i].removed(s->obs[i].arg, o, why);
 	store_obj_unref(&o);
 }
 
+/* Under the queue lock. */
 static void
 unlink_obj(struct store *s, struct store_obj *o, enum store_exit why)
 {
-	detach_obj(s, o);
+	pthread_mutex_t *stripe = stripe_of(s, o->hash);
+
+	pthread_mutex_lock(stripe);
+	unchain(s, o);
+	pthread_mutex_unlock(stripe);
+	dequeue(s, o);
 	release_obj(s, o, why);
 }
 
-/* SIEVE: evict the first unvisited object at or after the hand. */
+/* SIEVE: evict the first unvisited object at or after the hand. Under
+ * the queue lock; a hit racing with the sweep may set a bit the hand has
+ * just cleared, and saves its object next time round, as SIEVE allows. */
 static void
 evict_one(struct store *s)
 {
 	struct store_obj *o = s->hand ? s->hand : s->tail;
 
 	SC_ASSERT(o != NULL);
-	while (o->visited) {
-		o->visited = false;
+	while (atomic_load_explicit(&o->visited, memory_order_relaxed)) {
+		atomic_store_explicit(&o->visited, false,
+		    memory_order_relaxed);
 		o = o->newer ? o->newer : s->tail;
 	}
 	s->hand = o->newer;
@@ -469,11 +573,16 @@ store_free(struct store **sp)
 	if (s == NULL)
 		return;
 	*sp = NULL;
+	pthread_mutex_lock(&s->queue);
 	while (s->tail != NULL)
 		unlink_obj(s, s->tail, STORE_CLOSED);
+	pthread_mutex_unlock(&s->queue);
 	/* a pin outliving the store would give its charge back to freed
 	 * memory: whoever sends bodies goes first (server_fini) */
-	SC_ASSERT(s->stats.pinned == 0);
+	SC_ASSERT(atomic_load(&s->pinned) == 0);
+	for (unsigned i = 0; i < STRIPES; i++)
+		pthread_mutex_destroy(&s->stripes[i].lock);
+	pthread_mutex_destroy(&s->queue);
 	free(s->buckets);
 	free(s);
 }
@@ -486,42 +595,63 @@ same_key(const struct store_obj *o, uint64_t hash, const char *key,
 	    memcmp(o->key, key, klen) == 0;
 }
 
+static bool
+same_variant(const struct store_obj *a, const struct store_obj *b)
+{
+	return same_key(a, b->hash, b->key, b->key_len) &&
+	    a->vary_len == b->vary_len &&
+	    memcmp(store_obj_varykey(a), store_obj_varykey(b),
+		b->vary_len) == 0;
+}
+
 struct store_obj *
 store_lookup(struct store *s, const char *key, size_t klen,
     store_match_f *match, void *arg)
 {
 	uint64_t hash = XXH3_64bits(key, klen);
+	pthread_mutex_t *stripe = stripe_of(s, hash);
+	struct store_obj *found = NULL;
 
+	pthread_mutex_lock(stripe);
 	for (struct store_obj *o = *bucket(s, hash); o; o = o->hnext) {
 		if (same_key(o, hash, key, klen) &&
 		    (match == NULL || match(o, arg))) {
-			o->visited = true;
-			return store_obj_ref(o);
+			/* a hot object's line is written once per sweep,
+			 * not once per hit */
+			if (!atomic_load_explicit(&o->visited,
+			    memory_order_relaxed))
+				atomic_store_explicit(&o->visited, true,
+				    memory_order_relaxed);
+			found = store_obj_ref(o);
+			break;
 		}
 	}
-	return NULL;
+	pthread_mutex_unlock(stripe);
+	return found;
 }
 
 struct store_obj *
 store_find_hash(struct store *s, uint64_t hash, store_match_f *match,
     void *arg)
 {
+	pthread_mutex_t *stripe = stripe_of(s, hash);
+	struct store_obj *found = NULL;
+
+	pthread_mutex_lock(stripe);
 	for (struct store_obj *o = *bucket(s, hash); o; o = o->hnext)
-		if (o->hash == hash && match(o, arg))
-			return o;
-	return NULL;
+		if (o->hash == hash && match(o, arg)) {
+			found = o;
+			break;
+		}
+	pthread_mutex_unlock(stripe);
+	return found;
 }
 
-/* Puts o at the head of the queue and in the table, and tells the
- * observers. */
+/* Under the queue lock: puts o at the head of the queue and in the
+ * stats (its chain is the caller's). */
 static void
-link_obj(struct store *s, struct store_obj *o)
+enqueue(struct store *s, struct store_obj *o)
 {
-	if (s->stats.objects >= s->nbuckets)
-		grow(s);
-	struct store_obj **b = bucket(s, o->hash);
-	o->hnext = *b;
-	*b = o;
 	o->older = s->head;
 	o->newer = NULL;
 	if (s->head)
@@ -529,14 +659,12 @@ link_obj(struct store *s, struct store_obj *o)
 	else
 		s->tail = o;
 	s->head = o;
-	o->visited = false;
+	atomic_store_explicit(&o->visited, false, memory_order_relaxed);
 	o->in_store = true;
 	store_obj_ref(o);
 	s->stats.objects++;
 	s->stats.bytes += o->charge;
 	s->stats.inserts++;
-	for (unsigned i = 0; i < s->nobs; i++)
-		s->obs[i].inserted(s->obs[i].arg, o);
 }
 
 bool
@@ -545,58 +673,77 @@ store_insert(struct store *s, struct store_obj *o)
 	SC_ASSERT(!o->in_store);
 	if (o->charge > s->budget)
 		return false;
+	pthread_mutex_lock(&s->queue);
 	/* first, so that a version replacing another with the same body
 	 * (a 304) never pins it on the way */
 	body_entered(o->body);
-	/* replace the same variant: out of the way now, its observers told
-	 * once the new copy is in, so that to them a copy refreshed while
-	 * still claimed never leaves (a summary sees no change) */
-	struct store_obj *old = *bucket(s, o->hash), *next, *replaced = NULL;
-	for (; old; old = next) {
-		next = old->hnext;
-		if (same_key(old, o->hash, o->key, o->key_len) &&
-		    old->vary_len == o->vary_len &&
-		    memcmp(store_obj_varykey(old), store_obj_varykey(o),
-			o->vary_len) == 0) {
-			detach_obj(s, old);
-			old->hnext = replaced;
+	/* the same variant leaves the queue now, so the sweep cannot take
+	 * it, and its chain when o takes its place: a lookup finds one or
+	 * the other. Its observers hear of it once the new copy is in, so
+	 * that to them a copy refreshed while still claimed never leaves
+	 * (a summary sees no change) */
+	struct store_obj *replaced = NULL;
+	for (struct store_obj *old = *bucket(s, o->hash); old;
+	    old = old->hnext)
+		if (same_variant(old, o)) {
+			SC_ASSERT(replaced == NULL); /* one copy a variant */
 			replaced = old;
 		}
-	}
+	if (replaced != NULL)
+		dequeue(s, replaced);
 	bool fits = true;
-	while (fits && s->stats.bytes + s->stats.pinned + o->charge >
-	    s->budget) {
+	while (fits && s->stats.bytes +
+	    atomic_load_explicit(&s->pinned, memory_order_relaxed) +
+	    o->charge > s->budget) {
 		if (s->tail == NULL)
 			fits = false;  /* what is still being sent leaves no room */
 		else
 			evict_one(s);
 	}
-	if (fits)
-		link_obj(s, o);
-	else
-		body_left(s, o);
-	for (; replaced != NULL; replaced = next) {
-		next = replaced->hnext;
-		replaced->hnext = NULL;
-		release_obj(s, replaced, STORE_REPLACED);
+	if (fits && s->stats.objects >= s->nbuckets)
+		grow(s);
+	pthread_mutex_t *stripe = stripe_of(s, o->hash);
+	pthread_mutex_lock(stripe);
+	if (replaced != NULL)
+		unchain(s, replaced);
+	if (fits) {
+		struct store_obj **b = bucket(s, o->hash);
+		o->hnext = *b;
+		*b = o;
 	}
+	pthread_mutex_unlock(stripe);
+	if (fits) {
+		enqueue(s, o);
+		for (unsigned i = 0; i < s->nobs; i++)
+			s->obs[i].inserted(s->obs[i].arg, o);
+	} else {
+		body_left(s, o);
+	}
+	if (replaced != NULL)
+		release_obj(s, replaced, STORE_REPLACED);
+	pthread_mutex_unlock(&s->queue);
 	return fits;
 }
 
-void
+bool
 store_remove(struct store *s, struct store_obj *o, enum store_exit why)
 {
-	SC_ASSERT(o->in_store);
-	unlink_obj(s, o, why);
+	pthread_mutex_lock(&s->queue);
+	bool was_in = o->in_store;
+	if (was_in)
+		unlink_obj(s, o, why);
+	pthread_mutex_unlock(&s->queue);
+	return was_in;
 }
 
 unsigned
 store_invalidate(struct store *s, const char *key, size_t klen)
 {
 	uint64_t hash = XXH3_64bits(key, klen);
-	struct store_obj *o = *bucket(s, hash), *next;
 	unsigned n = 0;
 
+	pthread_mutex_lock(&s->queue);
+	struct store_obj *o = *bucket(s, hash), *next;
 	for (; o; o = next) {
 		next = o->hnext;
 		if (same_key(o, hash, key, klen)) {
@@ -605,5 +752,6 @@ store_invalidate(struct store *s, const char *key, size_t klen)
 		}
 	}
 	s->stats.invalidations += n;
+	pthread_mutex_unlock(&s->queue);
 	return n;
 }

@@ -5,6 +5,7 @@
 #ifndef STORE_H
 #define STORE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,7 +13,8 @@
 
 /*
  * A response body. Built by one writer while a fetch runs, then frozen and
- * shared read-only by every object version and every client sending it.
+ * shared read-only by every object version and every client sending it,
+ * on any worker: refs is atomic; stored is the store's (its queue lock).
  */
 typedef void store_ext_free_f(void *handle);
 
@@ -38,8 +40,8 @@ struct store_ext {
 };
 
 struct store_body {
-	uint32_t refs;
-	uint32_t stored;       /* objects in the store holding it */
+	_Atomic uint32_t refs;
+	uint32_t stored;       /* objects in the store holding it (queue) */
 	size_t len;
 	size_t cap;
 	struct store_ext *ext; /* owned; NULL for a heap body */
@@ -101,14 +103,17 @@ store_meta_expires_ms(const struct store_meta *m)
 /*
  * An immutable stored response. Reference counted: the store holds one
  * reference while the object is in it; a transaction that keeps an object
- * past the lookup's callback holds another.
+ * past the lookup's callback holds another. What guards a field (store.c
+ * says why): hnext its stripe's lock; newer, older, in_store the queue
+ * lock; refs and visited are atomic; the rest is written before the
+ * object is shared and read-only after, but disk (the tiers' lock).
  */
 struct store_obj {
 	struct store_obj *hnext;        /* hash chain */
 	struct store_obj *newer, *older; /* SIEVE queue */
 	uint64_t hash;
-	uint32_t refs;
-	bool visited;
+	_Atomic uint32_t refs;
+	atomic_bool visited;
 	bool in_store;
 	uint32_t disk;       /* the disk tier's entry for it, or 0 (tiers.c) */
 	struct store_meta meta;
@@ -217,20 +222,24 @@ struct store_obj *store_lookup(struct store *s, const char *key, size_t klen,
 bool store_insert(struct store *s, struct store_obj *o);
 
 /* The first object under hash (store_lookup's hash of its key) that
- * match accepts; no reference taken, not marked used. */
+ * match accepts; no reference taken, not marked used: it stays valid
+ * while the caller keeps every writer of the store out (the tiers'
+ * lock), as store_remove by another thread would free it. */
 struct store_obj *store_find_hash(struct store *s, uint64_t hash,
     store_match_f *match, void *arg);
 
-/* Removes o, which must be in the store, for a reason the store does
- * not see: a newer copy of its variant was kept elsewhere (the disk tier:
- * STORE_REPLACED), or its copy elsewhere is to be read again
- * (STORE_EVICTED, not counted as an eviction). Observers hear why; the
- * caller's reference, if any, stays valid. */
-void store_remove(struct store *s, struct store_obj *o, enum store_exit why);
+/* Removes o for a reason the store does not see: a newer copy of its
+ * variant was kept elsewhere (the disk tier: STORE_REPLACED), or its
+ * copy elsewhere is to be read again (STORE_EVICTED, not counted as an
+ * eviction). Observers hear why; the caller's reference stays valid.
+ * False, doing nothing, when o is no longer in the store (another
+ * worker removed it first). */
+bool store_remove(struct store *s, struct store_obj *o, enum store_exit why);
 
 /* Removes every variant of key; returns how many. */
 unsigned store_invalidate(struct store *s, const char *key, size_t klen);
 
-const struct store_stats *store_stats(const struct store *s);
+/* A copy of the counters as they are now (the queue lock's). */
+struct store_stats store_stats(struct store *s);
 
 #endif

@@ -92,11 +92,13 @@ pages_metrics_view(struct worker *s, struct metrics_view *v)
 {
 	struct node *n = s->node;
 	*v = (struct metrics_view){.own = &s->m,
-	    .store = store_stats(n->store), .budget = budget_stats(n->budget),
+	    .taken.store = store_stats(n->store),
+	    .budget = budget_stats(n->budget),
 	    .digest = n->digest != NULL ? sqdigest_stats(n->digest) : NULL,
 	    .disk = tiers_disk_stats(n->tiers),
 	    .leaves = n->tls != NULL ? tls_server_leaves(n->tls) : NULL,
 	    .curl = curlev_stats(s->curl)};
+	v->store = &v->taken.store;
 }
 
 static void

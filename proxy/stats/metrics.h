@@ -15,6 +15,7 @@
 
 #include "families.h"
 #include "metric.h"
+#include "store.h"
 
 struct budget_stats;
 struct curlev_stats;
@@ -181,8 +182,13 @@ struct metrics {
 };
 
 /* Where the rows' values are read from; any but own may be NULL (its
- * rows read zero). Every pointer is borrowed for the one call. */
+ * rows read zero). Every pointer is borrowed for the one call; a value
+ * that is a copy taken for the read (the store's counters, taken under
+ * its lock) is kept in taken, which the view's pointer then names. */
 struct metrics_view {
+	struct {
+		struct store_stats store;
+	} taken;
 	const struct metrics *own;
 	const struct store_stats *store;
 	const struct budget_stats *budget;
