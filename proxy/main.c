@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <event2/thread.h>
 
 #include "accept.h"
 #include "budget.h"
@@ -176,8 +177,19 @@ main(int argc, char **argv)
 		goto out;
 	}
 	conf_warn(&s.conf, stderr);
+	const char *one_why;
+	unsigned workers = server_workers(&s.conf, &one_why);
+	if (one_why != NULL)
+		fprintf(stderr, "sumcache: workers %u asked, 1 runs: %s is not "
+		    "yet shared between workers\n", conf_workers(&s.conf),
+		    one_why);
 	if (check) {
 		printf("sumcache: configuration OK\n");
+		/* the one directive a reload cannot change that is no layout
+		 * of memory or disk: said here, so nobody expects a HUP to */
+		printf("sumcache: workers %u%s (a change takes a restart)\n",
+		    workers, s.conf.workers == 0 && one_why == NULL ?
+		    " (auto: the CPUs this process may run on)" : "");
 		rc = 0;
 		goto out;
 	}
@@ -191,19 +203,25 @@ main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	budget_tune_allocator();
-	if (accept_plan(&s) < 0)
+	if (accept_plan(&s, workers) < 0)
 		goto out;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		goto out;
-	if (server_init(&s) < 0) {
+	/* libevent's own locks, for what workers hand each other: a file
+	 * segment two workers send, a timer set on another's loop */
+	if (workers > 1 && evthread_use_pthreads() < 0) {
+		fprintf(stderr, "sumcache: libevent has no thread support\n");
+		goto out_curl;
+	}
+	if (server_init(&s, workers) < 0) {
 		fprintf(stderr, "sumcache: start-up failed\n");
 		goto out_curl;
 	}
-	fprintf(stderr, "sumcache %s: node %s listening on %s\n",
-	    SUMCACHE_VERSION, s.conf.node_name, s.conf.http_listen);
-	event_base_dispatch(s.worker->base);
+	fprintf(stderr, "sumcache %s: node %s listening on %s (%u worker%s)\n",
+	    SUMCACHE_VERSION, s.conf.node_name, s.conf.http_listen, workers,
+	    workers == 1 ? "" : "s");
+	rc = server_run(&s) < 0 ? 1 : 0;
 	fprintf(stderr, "sumcache: stopped\n");
-	rc = 0;
 out_curl:
 	server_fini(&s);
 	curl_global_cleanup();

@@ -7,6 +7,8 @@
 #ifndef PROXY_H
 #define PROXY_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -51,8 +53,12 @@ struct budget;
 struct admit;
 struct client_ops;
 struct busy_seat;
+struct crowd;
+struct crowd_claim;
 struct writer_ops;
 struct txn_part;
+struct inbox;
+struct accesslog_buf;
 
 /* A txn's parts (serve/txn.h) at most: one per feature that holds one. */
 #define TXN_PARTS_MAX 12
@@ -68,21 +74,32 @@ struct server_conf_src {
  * A node and its workers. The node is what every worker shares: the
  * configuration, the cache and its tiers, the summary and the peers,
  * the certificates, the pass table, the memory budget. A worker is one
- * event loop and what only that loop touches: its base, its resolver, its
- * libcurl multi handle, its clients and tunnels, its timers, its counters
- * and serve/'s state of the loop (busy fetches, background
- * revalidations). A client connection lives on one worker its whole life.
+ * event loop on a thread of its own and what only that loop touches:
+ * its base, its resolver, its libcurl multi handle, its clients and
+ * tunnels, its timers, its counters and serve/'s state of the loop (busy
+ * fetches, followers, background revalidations). A client connection
+ * lives on one worker its whole life. The first worker is home: it also
+ * runs the signals, the node's timers, the disk's completions, the
+ * peers, ICP, discovery and the status sampler (a node with a cache_dir
+ * or peers runs home alone: server_workers).
  *
- * Who may touch what. Today a node runs one worker, on the thread that
- * made the node, and that thread touches every field of both; the
- * cluster's work (summaries, ICP, digests, discovery, invalidations),
- * the signals and the node's timers run on that worker's loop too. The
- * split says which fields a second worker would share: every field of
- * struct node is written only at start, at a reload (between requests)
- * or at the drain, by the first worker's thread; the objects it points
- * to (store, tiers, peers, pass, budget, tls) are the node's and must
- * guard themselves before a second worker may call them. Nothing in a
- * struct worker is read by another thread.
+ * Who may touch what (Varnish's habit: each field's guard is named).
+ * struct node's own fields are written at start, by home's thread before
+ * any other worker runs, and at a reload, by home while every other
+ * worker is stopped between two events (server.c: pause_workers); any
+ * worker reads them at any time, but these:
+ *   draining, open_conns    atomic
+ *   others_running          home's alone
+ *   pause                   its lock
+ * The objects it points to guard themselves, each saying how in its
+ * opening comment: store (stripe and queue locks), budget, pass, crowd,
+ * tls, digest (a lock each, off the hit path), log (each worker writes
+ * through its own buffer), tiers (without a disk nothing of its own
+ * changes after start; with one, home runs alone); peers, icp, discover,
+ * status and the timers are home's. Nothing in a struct worker is touched by another
+ * thread but its counters (m: written by its thread, read atomically
+ * when summed) and its inbox (inbox.c); work for a worker goes to its
+ * inbox.
  */
 struct node {
 	struct conf conf;
@@ -100,12 +117,14 @@ struct node {
 	struct accesslog *log;
 	struct status *status;   /* samples for /sumcache/status */
 	unsigned max_connections;    /* clients and tunnels (accept.c) */
+	_Atomic unsigned open_conns; /* of every worker, now */
 	int body_fd_ceiling;         /* memfd bodies below this (bodyfd.c) */
 	unsigned curl_pool;          /* origin connections kept (accept.c) */
 	struct budget *budget;       /* in-flight copies, heap trims */
 	struct pass *pass;           /* URLs sent straight to the origin */
+	struct crowd *crowd;         /* who leads which fetch, with several
+	                              * workers (serve/crowd.c), or NULL */
 	struct event *signals[3]; /* TERM, INT, HUP */
-	struct event *flush_timer;
 	struct event *shutdown_timer;
 	const struct client_ops *client_ops; /* what answers requests */
 	struct tls_server *tls;     /* interception (conn/tls.c), or NULL */
@@ -114,17 +133,33 @@ struct node {
 	 * objects travel between nodes over these only */
 	struct cluster_id *cluster;
 	struct tls_link *link;
-	bool draining;
+	atomic_bool draining;
 	char via[160];   /* "1.1 node_name" */
 	char peer_source[80]; /* CURLOPT_INTERFACE for peers, or "" */
-	struct worker *worker; /* its one worker (server_init) */
+	struct metrics_node gauges; /* max_connections, conn_mem_bound */
+	unsigned nworkers;
+	struct worker **workers; /* nworkers of them; [0] is home */
+	struct worker *home;     /* the node's own loop (server_init) */
+	unsigned others_running; /* home's: other workers' loops running */
+	struct {                 /* a reload's pause (server.c) */
+		pthread_mutex_t lock; /* guards parked and go */
+		pthread_cond_t cv;
+		unsigned parked;
+		bool go;
+	} pause;
 };
 
 #define WORKER_MAGIC 0x138dda71u
 struct worker {
 	unsigned magic;         /* WORKER_MAGIC (SC_CAST) */
 	struct node *node;
+	unsigned id;            /* its place in node->workers */
+	pthread_t thread;       /* but home's: server_run's */
+	bool started;
 	struct event_base *base;
+	struct inbox *inbox;     /* work other threads hand this loop */
+	struct accesslog_buf *logbuf; /* its access log lines */
+	struct event *flush_timer;    /* writes them */
 	struct evdns_base *dns;
 	struct curlev *curl;     /* origin and peer transfers */
 	struct metrics m;
@@ -134,6 +169,7 @@ struct worker {
 	uint64_t accept_pause_logged_ms; /* the last pause's log line */
 	uint64_t accept_short_ms;    /* last accept short of descriptors */
 	struct busy_table *busy;     /* fetches others may join (busy.c) */
+	struct busy *followers;      /* waits for other workers' fetches */
 	struct fetch *shared_fetches; /* shared: no client's (fetch.c) */
 	struct txn *background;      /* clientless revalidations (stale.c) */
 	struct ratelog_by origin_errlog; /* bad origin answers: a line a
@@ -235,6 +271,10 @@ struct txn {
 	bool disk_read;       /* they were read: memory has what it has */
 	/* collapsed forwarding (busy.c) */
 	struct busy_seat *seat; /* at the fetch it waits for or reads */
+	struct crowd_claim *crowd; /* the lead of its URL's fetch, claimed
+	                            * for the fetch it starts (crowd.c) */
+	bool followed;        /* waited for another worker's fetch, done:
+	                       * a hit now is a collapse */
 	bool no_collapse;     /* a fetch let it go: it fetches alone */
 	struct collapse_failure *failed; /* the fetch it waited for failed:
 	                      * it answers with that, not a fetch (busy.c) */

@@ -87,7 +87,7 @@ redo_discover(struct worker *s, const struct conf *next)
 static void
 refuse(struct worker *s, const char *why)
 {
-	s->m.reloads_refused++;
+	METRIC_INC(s->m.reloads_refused);
 	fprintf(stderr, "sumcache: reload refused, the running configuration "
 	    "stays: %s\n", why);
 }
@@ -149,7 +149,7 @@ reload_conf(struct worker *s)
 	struct conf old = n->conf;
 	n->conf = next;
 	conf_clear(&old);
-	s->m.reloads_applied++;
+	METRIC_INC(s->m.reloads_applied);
 	char list[512] = "";
 	for (size_t i = 0, at = 0; i < nchanged && at < sizeof(list); i++)
 		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s",

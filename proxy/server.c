@@ -15,6 +15,7 @@
 #include "server.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,11 +35,13 @@
 #include "client.h"
 #include "clock.h"
 #include "cluster.h"
+#include "crowd.h"
 #include "curlev.h"
 #include "discover.h"
 #include "feed.h"
 #include "fetch.h"
 #include "icpsock.h"
+#include "inbox.h"
 #include "loop.h"
 #include "pages.h"
 #include "peers.h"
@@ -62,7 +65,88 @@ on_shutdown_timeout(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	fprintf(stderr, "sumcache: shutdown_timeout passed; closing %s\n",
 	    "remaining connections");
-	event_base_loopbreak(s->base);
+	event_base_loopbreak(s->base);  /* server_run stops the others */
+}
+
+/* ---- the workers together ---- */
+
+/* On w's loop: stop accepting and let its connections finish; the loop
+ * ends with the last of them (accept_conn_closed). */
+static void
+drain_worker(void *arg)
+{
+	struct worker *w = SC_CAST(struct worker, arg, WORKER_MAGIC);
+
+	accept_stop(w);
+	client_drain_all(w);
+	/* nothing open: the drain is over now */
+	accept_conn_closed(w);
+}
+
+/* On home's loop: a worker's loop is over; the home loop ends after
+ * every other one (they may still hand it work until then). */
+static void
+worker_ended(void *arg)
+{
+	struct worker *w = SC_CAST(struct worker, arg, WORKER_MAGIC);
+	struct node *n = w->node;
+
+	SC_ASSERT(n->others_running > 0);
+	n->others_running--;
+	accept_conn_closed(n->home);
+}
+
+static void
+break_loop(void *arg)
+{
+	struct worker *w = SC_CAST(struct worker, arg, WORKER_MAGIC);
+
+	event_base_loopbreak(w->base);
+}
+
+/* On a worker's thread, a reload's pause: here until home lets go, so
+ * that it changes the configuration between this worker's requests. */
+static void
+park(void *arg)
+{
+	struct node *n = arg;
+
+	pthread_mutex_lock(&n->pause.lock);
+	n->pause.parked++;
+	pthread_cond_broadcast(&n->pause.cv);
+	while (!n->pause.go)
+		pthread_cond_wait(&n->pause.cv, &n->pause.lock);
+	n->pause.parked--;
+	pthread_cond_broadcast(&n->pause.cv);
+	pthread_mutex_unlock(&n->pause.lock);
+}
+
+/* On home's loop: every other worker stops between two of its events
+ * (the node's fields are then home's alone), until resume_workers. */
+static void
+pause_workers(struct node *n)
+{
+	pthread_mutex_lock(&n->pause.lock);
+	n->pause.go = false;
+	pthread_mutex_unlock(&n->pause.lock);
+	unsigned asked = 0;
+	for (unsigned i = 1; i < n->nworkers; i++)
+		asked += inbox_post(n->workers[i]->inbox, park, NULL, n) == 0;
+	pthread_mutex_lock(&n->pause.lock);
+	while (n->pause.parked < asked)
+		pthread_cond_wait(&n->pause.cv, &n->pause.lock);
+	pthread_mutex_unlock(&n->pause.lock);
+}
+
+static void
+resume_workers(struct node *n)
+{
+	pthread_mutex_lock(&n->pause.lock);
+	n->pause.go = true;
+	pthread_cond_broadcast(&n->pause.cv);
+	while (n->pause.parked > 0)
+		pthread_cond_wait(&n->pause.cv, &n->pause.lock);
+	pthread_mutex_unlock(&n->pause.lock);
 }
 
 static void
@@ -74,30 +158,82 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	(void)what;
 	if (sig == SIGHUP) {
 		/* the access log is reopened too: logrotate's postrotate */
-		if (!n->draining)
+		if (!n->draining) {
+			pause_workers(n);
 			reload_conf(s);
+			resume_workers(n);
+		}
 		return;
 	}
 	if (n->draining)
 		return;
 	fprintf(stderr, "sumcache: signal %d: draining\n", (int)sig);
 	n->draining = true;
-	accept_stop(s);
 	struct timeval tv = tv_ms(n->conf.shutdown_timeout_ms);
 	evtimer_add(n->shutdown_timer, &tv);
-	client_drain_all(s);
-	/* nothing open: the drain is over now */
-	accept_conn_closed(s);
+	for (unsigned i = 1; i < n->nworkers; i++)
+		inbox_post(n->workers[i]->inbox, drain_worker, NULL,
+		    n->workers[i]);
+	drain_worker(s);
+}
+
+/* A worker's thread: its loop, until its drain is over or home stops
+ * it. */
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = SC_CAST(struct worker, arg, WORKER_MAGIC);
+
+	inbox_bind(w->inbox);
+	event_base_dispatch(w->base);
+	inbox_post(w->node->home->inbox, worker_ended, NULL, w);
+	return NULL;
+}
+
+int
+server_run(struct node *n)
+{
+	sigset_t every, old;
+
+	/* the signals are home's (evsignal): the workers block them */
+	sigfillset(&every);
+	pthread_sigmask(SIG_BLOCK, &every, &old);
+	for (unsigned i = 1; i < n->nworkers; i++) {
+		struct worker *w = n->workers[i];
+		if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+			fprintf(stderr, "sumcache: cannot start worker %u\n",
+			    i);
+			break;
+		}
+		w->started = true;
+		n->others_running++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	bool all = n->others_running == n->nworkers - 1;
+	inbox_bind(n->home->inbox);
+	if (all)
+		event_base_dispatch(n->home->base);
+	/* after shutdown_timeout, or a worker that did not start: the
+	 * others stop where they are */
+	for (unsigned i = 1; i < n->nworkers; i++) {
+		struct worker *w = n->workers[i];
+		if (!w->started)
+			continue;
+		inbox_post(w->inbox, break_loop, NULL, w);
+		pthread_join(w->thread, NULL);
+		w->started = false;
+	}
+	return all ? 0 : -1;
 }
 
 static void
 on_flush(evutil_socket_t fd, short what, void *arg)
 {
-	struct worker *s = SC_CAST(struct worker, arg, WORKER_MAGIC);
+	struct worker *w = SC_CAST(struct worker, arg, WORKER_MAGIC);
 
 	(void)fd;
 	(void)what;
-	accesslog_flush(s->node->log);
+	accesslog_flush(w->node->log, w->logbuf);
 }
 
 /*
@@ -266,7 +402,7 @@ peers_init(struct worker *s)
 	if (c->cluster_key != NULL && ((n->cluster = cluster_id_new(
 	    c->cluster_key, c->cluster_key_len, c->node_name, err,
 	    sizeof(err))) == NULL || (n->link = tls_link_new(n->cluster,
-	    &s->m, err, sizeof(err))) == NULL)) {
+	    err, sizeof(err))) == NULL)) {
 		fprintf(stderr, "sumcache: peer links: %s\n", err);
 		return -1;
 	}
@@ -320,20 +456,49 @@ server_apply_limits(struct node *s, const struct conf *c)
 		.max_head = c->max_header_size,
 		.max_fields = c->max_headers,
 	};
-	s->worker->m.conn_mem_bound = client_buffers_bound(&s->limits) +
+	s->gauges.conn_mem_bound = client_buffers_bound(&s->limits) +
 	    fetch_mem_bound();
 }
 
-/* Starts the node of s, and s its one worker, from the node's conf. */
+/* What every worker has: its loop, resolver, libcurl multi handle,
+ * busy table, inbox, and access log buffer with its flush timer. The
+ * listener comes last, once the node is ready (accept_start). */
 static int
-start(struct worker *s)
+worker_start(struct worker *w)
 {
-	struct node *n = s->node;
+	struct node *n = w->node;
+	/* the kept origin connections are the node's budget of
+	 * descriptors, shared out */
+	unsigned pool = n->curl_pool / n->nworkers;
+
+	w->base = new_base();
+	if (w->base == NULL || dns_init(w) < 0)
+		return -1;
+	w->busy = busy_table_new();
+	w->curl = curlev_new(w->base, (long)(pool < 4 ? 4 : pool));
+	w->inbox = inbox_new(w->base);
+	w->logbuf = accesslog_buf_new();
+	w->flush_timer = event_new(w->base, -1, EV_PERSIST, on_flush, w);
+	if (w->busy == NULL || w->curl == NULL || w->inbox == NULL ||
+	    w->logbuf == NULL || w->flush_timer == NULL)
+		return -1;
+	struct timeval tv = tv_ms(250);
+	evtimer_add(w->flush_timer, &tv);
+	return 0;
+}
+
+/* Starts the node from its conf: its workers' loops, then what the node
+ * shares, on the home worker's loop (the signals, the cache's timers and
+ * disk, the peers, the status sampler), then the listeners. */
+static int
+start(struct node *n)
+{
+	struct worker *s = n->home;
 	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
 
 	snprintf(n->via, sizeof(n->via), "1.1 %s", n->conf.node_name);
-	server_apply_limits(s->node, &n->conf);
-	s->m.max_connections = n->max_connections;
+	server_apply_limits(n, &n->conf);
+	n->gauges.max_connections = n->max_connections;
 	n->listen_len = sizeof(n->listen_addr);
 	if (evutil_parse_sockaddr_port(n->conf.http_listen,
 	    (struct sockaddr *)&n->listen_addr, &n->listen_len) < 0) {
@@ -342,28 +507,25 @@ start(struct worker *s)
 		return -1;
 	}
 	set_peer_source(s, (struct sockaddr *)&n->listen_addr);
-	s->base = new_base();
-	if (s->base == NULL)
-		return -1;
-	if (dns_init(s) < 0)
-		return -1;
+	for (unsigned i = 0; i < n->nworkers; i++)
+		if (worker_start(n->workers[i]) < 0)
+			return -1;
 	n->store = store_new(n->conf.cache_mem);
 	size_t inflight = n->conf.inflight_mem;
 	if (inflight == 0)
 		inflight = n->conf.max_memory_object_size > 64u << 20 ?
 		    n->conf.max_memory_object_size : 64u << 20;
 	n->budget = budget_new(s->base, inflight);
-	s->busy = busy_table_new();
 	n->pass = pass_new();
-	s->curl = curlev_new(s->base, (long)n->curl_pool);
+	if (n->nworkers > 1 && (n->crowd = crowd_new()) == NULL)
+		return -1;
 	n->log = accesslog_open(n->conf.access_log);
 	if (n->log == NULL) {
 		fprintf(stderr, "sumcache: access_log %s: %s\n",
 		    n->conf.access_log, strerror(errno));
 		return -1;
 	}
-	if (s->dns == NULL || n->store == NULL || s->curl == NULL ||
-	    n->budget == NULL || s->busy == NULL || n->pass == NULL ||
+	if (n->store == NULL || n->budget == NULL || n->pass == NULL ||
 	    (n->tiers = tiers_open(s->base, n->store, &n->conf)) == NULL)
 		return -1;
 	/* before the port opens: whoever sees it open may stop us, and a
@@ -378,20 +540,15 @@ start(struct worker *s)
 	/* with a CA, interception's lists may change on a reload */
 	if (n->conf.tls_ca_cert != NULL) {
 		char err[1024];
-		if ((n->tls = tls_server_new(&n->conf, &s->m, err,
+		if ((n->tls = tls_server_new(&n->conf, err,
 		    sizeof(err))) == NULL) {
 			fprintf(stderr, "sumcache: %s\n", err);
 			return -1;
 		}
 	}
-	if (accept_start(s) < 0)
-		return -1;
 	n->shutdown_timer = evtimer_new(s->base, on_shutdown_timeout, s);
-	n->flush_timer = event_new(s->base, -1, EV_PERSIST, on_flush, s);
-	if (n->shutdown_timer == NULL || n->flush_timer == NULL)
+	if (n->shutdown_timer == NULL)
 		return -1;
-	struct timeval tv = tv_ms(250);
-	evtimer_add(n->flush_timer, &tv);
 	if (n->conf.digest_generation) {
 		/* room for cache_mem of 1 KB objects: a digest past its
 		 * capacity fills up and Squid refuses one 65 % full */
@@ -418,34 +575,97 @@ start(struct worker *s)
 	n->status = status_new(&(struct status_src){.base = s->base,
 	    .conf = &n->conf, .peers = n->peers, .view = status_view,
 	    .arg = s});
-	return n->status == NULL ? -1 : 0;
+	if (n->status == NULL)
+		return -1;
+	for (unsigned i = 0; i < n->nworkers; i++)
+		if (accept_start(n->workers[i]) < 0)
+			return -1;
+	return 0;
+}
+
+unsigned
+server_workers(const struct conf *c, const char **why)
+{
+	unsigned n = conf_workers(c);
+
+	*why = NULL;
+	if (n == 1)
+		return 1;
+	/* their state is the home loop's alone, as yet (issue 47) */
+	if (c->cache_dir != NULL)
+		*why = "cache_dir";
+	else if (c->sharing != SHARING_NONE || c->placement_hash)
+		*why = c->placement_hash ? "placement hash" : "sharing";
+	else if (strcmp(c->icp_listen, "none") != 0 &&
+	    strcmp(c->icp_listen, "auto") != 0)
+		*why = "icp_listen";
+	return *why != NULL ? 1 : n;
 }
 
 int
-server_init(struct node *n)
+server_init(struct node *n, unsigned nworkers)
 {
-	struct worker *w = calloc(1, sizeof(*w));
-
-	if (w == NULL)
+	pthread_mutex_init(&n->pause.lock, NULL);
+	pthread_cond_init(&n->pause.cv, NULL);
+	n->workers = calloc(nworkers, sizeof(*n->workers));
+	if (n->workers == NULL)
 		return -1;
-	w->magic = WORKER_MAGIC;
-	w->node = n;
-	n->worker = w;
-	return start(w);
+	for (unsigned i = 0; i < nworkers; i++) {
+		struct worker *w = calloc(1, sizeof(*w));
+		if (w == NULL)
+			return -1;
+		w->magic = WORKER_MAGIC;
+		w->node = n;
+		w->id = i;
+		n->workers[n->nworkers++] = w;
+	}
+	n->home = n->workers[0];
+	return start(n);
+}
+
+/* Stops what worker_start and the worker's clients started. */
+static void
+worker_stop(struct worker *w)
+{
+	if (w->base != NULL) {
+		client_free_all(w);
+		tunnel_free_all(w);
+		fetch_free_shared(w);
+		txn_clientless_free_all(w);
+		busy_followers_free(w);
+	}
+	busy_table_free(&w->busy);
+	accept_free(w);
+	if (w->flush_timer)
+		event_free(w->flush_timer);
+	w->flush_timer = NULL;
+	if (w->logbuf != NULL)
+		accesslog_flush(w->node->log, w->logbuf);
+	accesslog_buf_free(&w->logbuf);
+}
+
+/* What worker_stop left: the loop and what lives on it to the last (the
+ * node's transfers go before curl's multi). */
+static void
+worker_free_loop(struct worker *w)
+{
+	curlev_free(&w->curl);
+	inbox_free(&w->inbox);
+	if (w->dns)
+		evdns_base_free(w->dns, 0);
+	w->dns = NULL;
+	if (w->base)
+		event_base_free(w->base);
+	w->base = NULL;
 }
 
 /* Stops what start started, in the order the objects' events need. */
 static void
-stop(struct worker *s)
+stop(struct node *n)
 {
-	struct node *n = s->node;
-	if (s->base != NULL) {
-		client_free_all(s);
-		tunnel_free_all(s);
-		fetch_free_shared(s);
-		txn_clientless_free_all(s);
-	}
-	busy_table_free(&s->busy);
+	for (unsigned i = 0; i < n->nworkers; i++)
+		worker_stop(n->workers[i]);
+	crowd_free(&n->crowd);
 	pass_free(&n->pass);
 	/* may run one loop turn, so before anything its events touch */
 	discover_free(&n->discover);
@@ -455,10 +675,7 @@ stop(struct worker *s)
 			event_free(n->signals[i]);
 	if (n->shutdown_timer)
 		event_free(n->shutdown_timer);
-	if (n->flush_timer)
-		event_free(n->flush_timer);
 	status_free(&n->status);
-	accept_free(s);
 	tls_server_free(&n->tls);
 	tls_link_free(&n->link);
 	cluster_id_free(&n->cluster);
@@ -470,23 +687,24 @@ stop(struct worker *s)
 	sqdigest_free(&n->digest);
 	peers_free(&n->peers);
 	admit_free(&n->admit);
-	curlev_free(&s->curl);
-	budget_free(&n->budget);
+	budget_free(&n->budget);   /* its timers are on home's loop */
+	for (unsigned i = 0; i < n->nworkers; i++)
+		worker_free_loop(n->workers[i]);
 	accesslog_close(&n->log);
-	if (s->dns)
-		evdns_base_free(s->dns, 0);
-	if (s->base)
-		event_base_free(s->base);
 }
 
 void
 server_fini(struct node *n)
 {
-	if (n->worker != NULL) {
-		stop(n->worker);
-		n->worker->magic = 0;
+	if (n->workers != NULL)
+		stop(n);
+	for (unsigned i = 0; i < n->nworkers; i++) {
+		n->workers[i]->magic = 0;
+		free(n->workers[i]);
 	}
-	free(n->worker);
-	n->worker = NULL;
+	free(n->workers);
+	n->workers = NULL;
+	n->home = NULL;
+	n->nworkers = 0;
 	conf_clear(&n->conf);
 }

@@ -9,9 +9,21 @@
 #include "proxy.h"
 #include "publisher.h"
 
-/* Starts s from s->conf (read and checked). 0, or -1 with the cause
- * logged; server_fini frees what was started either way. */
-int server_init(struct node *n);
+/*
+ * The workers c runs: conf_workers, but one where a part of the node is
+ * not yet shared by workers (the disk tier, the peers, ICP): then *why
+ * names it, else *why is NULL.
+ */
+unsigned server_workers(const struct conf *c, const char **why);
+
+/* Starts n from n->conf (read and checked), with nworkers workers. 0,
+ * or -1 with the cause logged; server_fini frees what was started
+ * either way. */
+int server_init(struct node *n, unsigned nworkers);
+/* Runs the node until its drain is over: every worker's loop, the home
+ * one on the calling thread. -1 when a worker's thread would not
+ * start (the node then stops). */
+int server_run(struct node *n);
 void server_fini(struct node *n);
 /* Sets s->limits and the connection memory bound from c. */
 void server_apply_limits(struct node *n, const struct conf *c);

@@ -165,6 +165,18 @@ harness_sumcache(void)
 	return bin != NULL && *bin != '\0' ? bin : SUMCACHE_BIN;
 }
 
+const char *
+harness_workers_opt(void)
+{
+	static char opt[32];
+	const char *n = getenv("SUMCACHE_TEST_WORKERS");
+
+	if (n == NULL || *n == '\0')
+		return NULL;
+	snprintf(opt, sizeof(opt), "workers=%s", n);
+	return opt;
+}
+
 static void
 proxy_spawn(struct env *e, const char *const *opts, const char *out_name)
 {
@@ -177,6 +189,10 @@ proxy_spawn(struct env *e, const char *const *opts, const char *out_name)
 	snprintf(logopt, sizeof(logopt), "access_log=%s", e->log);
 	snprintf(portopt, sizeof(portopt), "node_name=test-node");
 	argv[n++] = (char *)harness_sumcache();
+	if (harness_workers_opt() != NULL) {
+		argv[n++] = "-o";
+		argv[n++] = (char *)harness_workers_opt();
+	}
 	if (e->conf_file != NULL) {
 		argv[n++] = "-c";
 		argv[n++] = (char *)e->conf_file;

@@ -236,4 +236,9 @@ long harness_now_ms(void);
  * (SUMCACHE_BIN). */
 const char *harness_sumcache(void);
 
+/* "workers=N" from SUMCACHE_TEST_WORKERS (the suites run again at N
+ * workers: tests/run.sh), or NULL: the first option of every node
+ * started, so a test's own workers= wins. */
+const char *harness_workers_opt(void);
+
 #endif

@@ -82,6 +82,10 @@ node_start(struct env *e, struct cluster *cl, int i)
 	int n = 0, k = 0;
 
 	argv[n++] = (char *)harness_sumcache();
+	if (harness_workers_opt() != NULL) {
+		argv[n++] = "-o";
+		argv[n++] = (char *)harness_workers_opt();
+	}
 #define OPT(...) do {                                                         \
 		snprintf(opt[k], sizeof(opt[k]), __VA_ARGS__);                 \
 		argv[n++] = "-o";                                              \
@@ -218,7 +222,9 @@ node_wait_synced(const struct node *from, const struct node *to)
 	double epoch = node_metric(from, "sumcache_summary_epoch");
 	double seq = node_metric(from, "sumcache_summary_sequence");
 
-	for (int waited = 0; waited < 5000; waited += 20) {
+	/* a loaded machine (the suites run two at a time, some nodes with
+	 * four workers) may hold a push back a few seconds */
+	for (int waited = 0; waited < 10000; waited += 20) {
 		if (node_peer_metric(to, "sumcache_peer_summary_epoch",
 		    from->name) == epoch && node_peer_metric(to,
 		    "sumcache_peer_summary_sequence", from->name) >= seq)

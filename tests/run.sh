@@ -2,6 +2,8 @@
 # Installs what is missing, then builds and runs every sumcache test twice
 # (unit, end-to-end, and against a real Squid):
 # a normal build and an AddressSanitizer + UBSan build, warnings as errors.
+# The normal build's end-to-end suites run again with every node at
+# workers 4, but the tests tests/workers-gaps names (with why).
 # After the normal build, a 3-node cluster replays a small trace through
 # deploy/compare.sh and its report must add up (tests/cluster-check.sh).
 # In both builds the simulator runs a small trace and must reproduce the
@@ -16,7 +18,8 @@
 # and every call between proxy/'s rooms must point down, as the compiler
 # and nm see them in the normal build (tests/rooms-check.sh). A
 # ThreadSanitizer build stresses the shared store from four threads and
-# runs the end-to-end suites against its daemon (tests/tsan-check.sh). The
+# runs the end-to-end suites against its daemon at workers 4, a 30 s
+# stress of 200 clients included (tests/tsan-check.sh). The
 # Debian package is built, checked by lintian, installed with dpkg,
 # used, and purged (tests/package-check.sh).
 # Each fuzz target (HTTP, ICP, Squid digest, summary message) runs briefly
@@ -53,6 +56,14 @@ suite() {
 
 status=0
 suite build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo || status=1
+
+# The end-to-end suites again with every node at workers 4, but the gaps
+# tests/workers-gaps names (and says why).
+echo "== end-to-end tests at workers 4 (build-test)"
+gaps=$(grep -v '^#' tests/workers-gaps | paste -sd'|')
+echo "   left out: $gaps"
+SUMCACHE_TEST_WORKERS=4 build-test/tests/e2e-tests --jobs "$jobs" \
+  --filter "!($gaps)" 2>&1 | tee -a "$log" || status=1
 
 # Includes and calls between proxy/'s rooms, read from the real build.
 echo "== rooms check (build-test)"

@@ -58,14 +58,14 @@ srig_start(struct srig *r, const char *const *ovr)
 	cr_assert(reload_read_conf(&r->s.conf, &r->s.conf_src, NULL, err,
 	    sizeof(err)) >= 0, "%s", err);
 	cr_assert(curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK);
-	cr_assert(accept_plan(&r->s) == 0);
-	cr_assert(server_init(&r->s) == 0);
+	cr_assert(accept_plan(&r->s, 1) == 0);
+	cr_assert(server_init(&r->s, 1) == 0);
 
 	struct bufferevent *pair[2];
-	cr_assert(bufferevent_pair_new(r->s.worker->base, 0, pair) == 0);
+	cr_assert(bufferevent_pair_new(r->s.home->base, 0, pair) == 0);
 	struct sockaddr_in from = {.sin_family = AF_INET,
 	    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	client_attach(r->s.worker, pair[1], (struct sockaddr *)&from);
+	client_attach(r->s.home, pair[1], (struct sockaddr *)&from);
 	r->user = pair[0];
 	bufferevent_enable(r->user, EV_READ | EV_WRITE);
 }
@@ -90,8 +90,8 @@ srig_run(struct srig *r, int ms)
 {
 	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
 
-	event_base_loopexit(r->s.worker->base, &tv);
-	event_base_dispatch(r->s.worker->base);
+	event_base_loopexit(r->s.home->base, &tv);
+	event_base_dispatch(r->s.home->base);
 }
 
 /* Whether in holds a whole answer; it is then taken into a. */
@@ -185,12 +185,12 @@ srig_busy(struct srig *r, const char *url)
 	const char *why;
 
 	memset(&leader, 0, sizeof(leader));
-	leader.w = r->s.worker;
+	leader.w = r->s.home;
 	leader.is_get = true;
 	leader.req.content_length = -1;
 	cr_assert(url_parse_absolute(url, strlen(url), &leader.url, &why) ==
 	    0);
-	struct busy *b = busy_open(r->s.worker, &leader);
+	struct busy *b = busy_open(r->s.home, &leader);
 	url_clear(&leader.url);
 	cr_assert(b != NULL);
 	return b;

@@ -240,6 +240,34 @@ Test(ops, config_check_names_file_and_line)
 	    "sharing none leaves them unused") != NULL, "%s", out);
 }
 
+/* -t says how many workers run, that a change takes a restart, and why
+ * a node asked for more runs one; a count out of range names its line. */
+Test(ops, config_check_says_how_many_workers_run)
+{
+	char path[300], out[1024], dir[400];
+
+	snprintf(path, sizeof(path), "%s/w.conf", E.dir);
+	cr_assert_eq(config_check(path, "workers = \"3\";\n", out,
+	    sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "workers 3 (a change takes a restart)") != NULL,
+	    "%s", out);
+	cr_assert_eq(config_check(path, "workers = \"auto\";\n", out,
+	    sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "(auto: the CPUs this process may run on)") !=
+	    NULL, "%s", out);
+	snprintf(dir, sizeof(dir), "workers = \"4\";\ncache_dir = \"%s/wd "
+	    "64MB\";\n", E.dir);
+	cr_assert_eq(config_check(path, dir, out, sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, "workers 4 asked, 1 runs: cache_dir is not yet "
+	    "shared between workers") != NULL, "%s", out);
+	cr_assert(strstr(out, "workers 1 (a change") != NULL, "%s", out);
+	cr_assert_gt(config_check(path, "node_name = \"ok\";\n"
+	    "workers = \"65\";\n", out, sizeof(out)), 0);
+	char want[400];
+	snprintf(want, sizeof(want), "%s:2: workers", path);
+	cr_assert(strstr(out, want) != NULL, "%s", out);
+}
+
 /* --make-ca: a CA openssl accepts, its key private; a second run in the
  * same place refuses and leaves the first intact. */
 Test(ops, make_ca_writes_a_private_key_and_never_overwrites)

@@ -306,6 +306,12 @@ Test(placement, a_placed_request_goes_to_the_origin_and_drops_the_hop)
 			break;
 	}
 	cr_assert_neq(owner_among(url, 7), x);
+	/* a slow start (a TSan daemon) may not have the owner up yet: the
+	 * request would go to the origin, rightly, for the wrong reason */
+	char up[64];
+	snprintf(up, sizeof(up), "sumcache_peer_up{peer=\"%s\"}",
+	    CL.nodes[owner_among(url, 7)].name);
+	cr_assert_eq(node_wait_metric(nd, up, 1, 5000), 1);
 	const char *plain[] = {"Sumcache-Hop: owner", NULL};
 	http_request_at(nd->host, nd->port, "GET", url, plain, NULL, 0, false,
 	    &r);

@@ -65,8 +65,8 @@ Test(deliver, a_stored_object_is_a_memory_hit)
 	cr_assert(strncmp(v, "HIT", 3) == 0, "X-Cache: %s", v);
 	cr_assert(srig_field(&a, "etag", v, sizeof(v)));
 	cr_assert_str_eq(v, "\"v1\"");
-	cr_assert_eq(r.s.worker->m.hit_memory, 1);
-	cr_assert_eq(r.s.worker->m.req_local_hit, 1);
+	cr_assert_eq(r.s.home->m.hit_memory, 1);
+	cr_assert_eq(r.s.home->m.req_local_hit, 1);
 }
 
 Test(deliver, a_matching_validator_is_a_304_without_body)
@@ -97,7 +97,7 @@ Test(deliver, one_range_is_a_206_of_those_bytes)
 	cr_assert_str_eq(a.body, "ell");
 	cr_assert(srig_field(&a, "content-range", v, sizeof(v)));
 	cr_assert_str_eq(v, "bytes 1-3/11");
-	cr_assert_eq(r.s.worker->m.range_partial, 1);
+	cr_assert_eq(r.s.home->m.range_partial, 1);
 }
 
 Test(deliver, several_ranges_are_one_multipart_answer)
@@ -133,7 +133,7 @@ Test(deliver, a_range_past_the_end_is_a_416_with_the_length)
 	cr_assert_str_eq(v, "bytes */5");
 	/* none of the object's fields: it is not the object */
 	cr_assert(!srig_field(&a, "etag", v, sizeof(v)));
-	cr_assert_eq(r.s.worker->m.range_unsatisfiable, 1);
+	cr_assert_eq(r.s.home->m.range_unsatisfiable, 1);
 }
 
 TestSuite(busy, .init = start, .fini = stop, .timeout = 20);
@@ -172,13 +172,13 @@ Test(busy, a_waiter_is_answered_from_the_fetch_it_waits_for)
 	srig_run(&r, 20);
 	/* it waits: nothing is answered, no fetch of its own started */
 	cr_assert_eq(evbuffer_get_length(bufferevent_get_input(r.user)), 0);
-	cr_assert_eq(r.s.worker->m.collapsed_served, 0);
+	cr_assert_eq(r.s.home->m.collapsed_served, 0);
 	answer_waiters(&b, "shared body");
 	cr_assert(srig_answer(&r, &a, false));
 	cr_assert_eq(a.status, 200);
 	cr_assert_str_eq(a.body, "shared body");
-	cr_assert_eq(r.s.worker->m.collapsed_served, 1);
-	cr_assert_eq(r.s.worker->m.req_local_hit, 1);
+	cr_assert_eq(r.s.home->m.collapsed_served, 1);
+	cr_assert_eq(r.s.home->m.req_local_hit, 1);
 }
 
 Test(busy, a_waiter_of_a_failed_fetch_is_told_the_failure)
@@ -193,7 +193,7 @@ Test(busy, a_waiter_of_a_failed_fetch_is_told_the_failure)
 	cr_assert(srig_answer(&r, &a, false));
 	cr_assert_eq(a.status, 502);
 	cr_assert(strstr(a.body, "origin said 503") != NULL, "%s", a.body);
-	cr_assert_eq(r.s.worker->m.collapsed_failed, 1);
+	cr_assert_eq(r.s.home->m.collapsed_failed, 1);
 }
 
 Test(busy, a_waiter_with_a_range_reads_its_bytes_of_the_shared_body)
@@ -236,7 +236,7 @@ Test(stale, stale_if_error_answers_a_waiter_of_a_failed_fetch)
 	stale_after_failure("max-age=60, stale-if-error=600", 502, false, &a);
 	cr_assert_eq(a.status, 200);
 	cr_assert_str_eq(a.body, "old");
-	cr_assert_eq(r.s.worker->m.stale_if_error, 1);
+	cr_assert_eq(r.s.home->m.stale_if_error, 1);
 }
 
 Test(stale, without_stale_if_error_the_failure_is_the_answer)
@@ -246,7 +246,7 @@ Test(stale, without_stale_if_error_the_failure_is_the_answer)
 	stale_after_failure("max-age=60", 502, false, &a);
 	cr_assert_eq(a.status, 502);
 	cr_assert(strstr(a.body, "the origin failed") != NULL);
-	cr_assert_eq(r.s.worker->m.stale_if_error, 0);
+	cr_assert_eq(r.s.home->m.stale_if_error, 0);
 }
 
 Test(stale, a_lost_origin_may_be_answered_stale_without_the_directive)

@@ -15,7 +15,10 @@
 # requests), sumcache's ratios against each, and whether the origin
 # answered any request during the runs of hits (nginx's stub_status).
 #
-#   ROUNDS=5 DURATION=10 CONNS=50 MEM_OBJECTS=100000 deploy/bench/hit-bench.sh
+# WORKERS sets sumcache's workers (default 1: one core for each server);
+# deploy/bench/workers-bench.sh sets 1, 2 and 4 side by side.
+#
+#   ROUNDS=5 DURATION=10 CONNS=50 MEM_OBJECTS=100000 WORKERS=1 deploy/bench/hit-bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . deploy/lib.sh
@@ -23,6 +26,7 @@ cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-10}
 CONNS=${CONNS:-50}
+WORKERS=${WORKERS:-1}
 MEM_OBJECTS=${MEM_OBJECTS:-100000}
 ORIGIN_PORT=${ORIGIN_PORT:-18081}
 SQUID_PORT=${SQUID_PORT:-13128}
@@ -132,7 +136,8 @@ ats_pid=$!
 
 # ---- sumcache ----
 taskset -c 1 build-bench/sumcache -o http_listen=127.0.0.1:$SC_PORT \
-  -o access_log=none -o cache_mem=512MB >"$work/sumcache.log" 2>&1 &
+  -o access_log=none -o cache_mem=512MB -o workers="$WORKERS" \
+  >"$work/sumcache.log" 2>&1 &
 pids+=($!)
 sc_pid=$!
 

@@ -33,6 +33,7 @@
 #include "curlev.h"
 
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -75,7 +76,7 @@ struct curlev {
 	struct curlev_xfer *pending, **pending_tail;
 	CURL *kept[CURLEV_EASY_KEEP];   /* easy handles, reset, for reuse */
 	unsigned nkept;
-	struct curlev_stats stats;
+	_Atomic uint64_t excess;  /* curlev_stats' */
 	struct ratelog excess_log;
 	/* every upstream connection (it grows as they do), by local port */
 	struct curlev_conn *conns;
@@ -106,7 +107,9 @@ count_excess(struct curlev *o, const char *where)
 {
 	uint64_t skipped;
 
-	o->stats.excess++;
+	/* one writer (the loop's thread), read by another's /metrics */
+	atomic_store_explicit(&o->excess, atomic_load_explicit(&o->excess,
+	    memory_order_relaxed) + 1, memory_order_relaxed);
 	if (ratelog_due(&o->excess_log, &skipped))
 		fprintf(stderr, "sumcache: bytes past the end of an answer "
 		    "%s; that connection is closed, never used again (%llu "
@@ -490,10 +493,11 @@ curlev_easy_done(struct curlev *o, CURL **easy)
 	o->kept[o->nkept++] = e;
 }
 
-const struct curlev_stats *
+struct curlev_stats
 curlev_stats(const struct curlev *o)
 {
-	return &o->stats;
+	return (struct curlev_stats){.excess = atomic_load_explicit(&o->excess,
+	    memory_order_relaxed)};
 }
 
 int

@@ -70,7 +70,8 @@ void curlev_free(struct curlev **o);
 int curlev_start(struct curlev *o, CURL *easy, struct curlev_xfer *x);
 
 /* Borrowed for o's life. */
-const struct curlev_stats *curlev_stats(const struct curlev *o);
+/* A copy; any thread. */
+struct curlev_stats curlev_stats(const struct curlev *o);
 
 /* Stops a transfer that has not finished; done is not called. */
 void curlev_cancel(struct curlev *o, CURL *easy);

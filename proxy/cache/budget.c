@@ -33,10 +33,16 @@
  * Per-connection buffers are bounded where they live (client.c, fetch.c,
  * tunnel.c) and by max_connections; proxy/README.md's reliability section adds
  * the parts up.
+ *
+ * Threads: one budget for the node, called by every worker on its misses
+ * and its connections' opening and closing (never on a hit), and by the
+ * home loop's timers: one lock guards every field. A trim is scheduled on
+ * the home loop from any worker (libevent's cross-thread event_add).
  */
 #include "budget.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include <event2/event.h>
@@ -55,6 +61,7 @@
 #define BUDGET_MAGIC 0xdc1afab8u
 struct budget {
 	unsigned magic;         /* BUDGET_MAGIC (SC_CAST) */
+	pthread_mutex_t lock;   /* every field below */
 	struct budget_stats stats;
 	struct event *trim_ev;
 	struct event *look_ev;  /* the heap's free bytes, looked at */
@@ -74,14 +81,17 @@ on_trim(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	malloc_trim(0);
+	size_t free_now = mallinfo2().fordblks;
+	pthread_mutex_lock(&b->lock);
 	b->stats.trims++;
 	b->freed = 0;
 	b->last_trim_ms = mono_ms();
-	b->free_after_trim = mallinfo2().fordblks;
+	b->free_after_trim = free_now;
 	/* a burst's tail is freed after its first trim: look once more */
 	b->follow_up = !b->follow_up;
 	if (b->follow_up)
 		evtimer_add(b->trim_ev, &again);
+	pthread_mutex_unlock(&b->lock);
 }
 
 /* A trim at the end of this loop turn, or once TRIM_EVERY_MS has passed
@@ -108,10 +118,12 @@ on_look(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	pthread_mutex_lock(&b->lock);
 	if (free_now < b->free_after_trim)
 		b->free_after_trim = free_now; /* reused since */
 	else if (free_now - b->free_after_trim >= TRIM_AFTER)
 		schedule_trim(b);
+	pthread_mutex_unlock(&b->lock);
 }
 
 struct budget *
@@ -123,6 +135,7 @@ budget_new(struct event_base *base, size_t inflight_max)
 	if (b == NULL)
 		return NULL;
 	b->magic = BUDGET_MAGIC;
+	pthread_mutex_init(&b->lock, NULL);
 	b->stats.inflight_max = inflight_max;
 	b->trim_ev = evtimer_new(base, on_trim, b);
 	b->look_ev = event_new(base, -1, EV_PERSIST, on_look, b);
@@ -147,6 +160,7 @@ budget_free(struct budget **bp)
 		event_free(b->trim_ev);
 	if (b->look_ev != NULL)
 		event_free(b->look_ev);
+	pthread_mutex_destroy(&b->lock);
 	b->magic = 0;
 	free(b);
 }
@@ -154,47 +168,60 @@ budget_free(struct budget **bp)
 bool
 budget_take(struct budget *b, size_t n)
 {
+	bool ok = true;
+
+	pthread_mutex_lock(&b->lock);
 	if (n > b->stats.inflight_max - b->stats.inflight) {
 		b->stats.inflight_refused++;
-		return false;
+		ok = false;
+	} else {
+		b->stats.inflight += n;
 	}
-	b->stats.inflight += n;
-	return true;
+	pthread_mutex_unlock(&b->lock);
+	return ok;
 }
 
 void
 budget_give(struct budget *b, size_t n)
 {
+	pthread_mutex_lock(&b->lock);
 	SC_ASSERT(b->stats.inflight >= n);
 	b->stats.inflight -= n;
+	pthread_mutex_unlock(&b->lock);
 }
 
 void
 budget_freed(struct budget *b, size_t n)
 {
+	pthread_mutex_lock(&b->lock);
 	b->freed += n;
 	if (b->freed >= TRIM_AFTER)
 		schedule_trim(b);
+	pthread_mutex_unlock(&b->lock);
 }
 
 void
 budget_conns(struct budget *b, uint64_t open)
 {
+	pthread_mutex_lock(&b->lock);
 	if (open > b->conns_peak) {
 		b->conns_peak = open;
-		return;
+	} else if (open * 2 <= b->conns_peak &&
+	    b->conns_peak - open >= BURST_MIN) {
+		/* what the burst's connections held is free now */
+		b->conns_peak = open;
+		schedule_trim(b);
 	}
-	if (open * 2 > b->conns_peak || b->conns_peak - open < BURST_MIN)
-		return;
-	/* what the burst's connections held is free now */
-	b->conns_peak = open;
-	schedule_trim(b);
+	pthread_mutex_unlock(&b->lock);
 }
 
-const struct budget_stats *
-budget_stats(const struct budget *b)
+struct budget_stats
+budget_stats(struct budget *b)
 {
-	return &b->stats;
+	pthread_mutex_lock(&b->lock);
+	struct budget_stats st = b->stats;
+	pthread_mutex_unlock(&b->lock);
+	return st;
 }
 
 void

@@ -48,7 +48,8 @@ void budget_freed(struct budget *b, size_t n);
  * them is over, the heap is trimmed the same way. */
 void budget_conns(struct budget *b, uint64_t open);
 
-const struct budget_stats *budget_stats(const struct budget *b);
+/* A copy, taken under the budget's lock. */
+struct budget_stats budget_stats(struct budget *b);
 
 /* Sets the allocator up for the above: blocks from this size on are
  * mapped on their own and unmapped when freed. Once, at start-up. */

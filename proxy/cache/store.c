@@ -61,6 +61,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <strings.h>
 
@@ -96,6 +97,7 @@ struct store {
 	struct store_observer obs[STORE_MAX_OBSERVERS];
 	unsigned nobs;
 	_Atomic uint64_t pinned;  /* stats.pinned, released anywhere */
+	_Atomic uint64_t lock_waits, lock_wait_ns; /* stats', lock_counted */
 	struct stripe stripes[STRIPES];
 };
 
@@ -443,7 +445,30 @@ store_stats(struct store *s)
 	struct store_stats st = s->stats;
 	pthread_mutex_unlock(&s->queue);
 	st.pinned = atomic_load_explicit(&s->pinned, memory_order_relaxed);
+	st.lock_waits = atomic_load_explicit(&s->lock_waits,
+	    memory_order_relaxed);
+	st.lock_wait_us = atomic_load_explicit(&s->lock_wait_ns,
+	    memory_order_relaxed) / 1000;
 	return st;
+}
+
+/* Takes m. A wait is counted, and timed, only when another thread
+ * holds it: the path without one is a trylock, which costs what a lock
+ * does. So the contention the workers meet is a counter, not a guess. */
+static void
+lock_counted(struct store *s, pthread_mutex_t *m)
+{
+	struct timespec t0, t1;
+
+	if (pthread_mutex_trylock(m) == 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pthread_mutex_lock(m);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	atomic_fetch_add_explicit(&s->lock_waits, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->lock_wait_ns, (uint64_t)((t1.tv_sec -
+	    t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec)),
+	    memory_order_relaxed);
 }
 
 static pthread_mutex_t *
@@ -612,7 +637,7 @@ store_lookup(struct store *s, const char *key, size_t klen,
 	pthread_mutex_t *stripe = stripe_of(s, hash);
 	struct store_obj *found = NULL;
 
-	pthread_mutex_lock(stripe);
+	lock_counted(s, stripe);
 	for (struct store_obj *o = *bucket(s, hash); o; o = o->hnext) {
 		if (same_key(o, hash, key, klen) &&
 		    (match == NULL || match(o, arg))) {
@@ -673,7 +698,7 @@ store_insert(struct store *s, struct store_obj *o)
 	SC_ASSERT(!o->in_store);
 	if (o->charge > s->budget)
 		return false;
-	pthread_mutex_lock(&s->queue);
+	lock_counted(s, &s->queue);
 	/* first, so that a version replacing another with the same body
 	 * (a 304) never pins it on the way */
 	body_entered(o->body);

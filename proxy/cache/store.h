@@ -187,6 +187,8 @@ struct store_stats {
 	uint64_t bytes;
 	uint64_t pinned;      /* evicted bodies still being sent */
 	uint64_t evictions;   /* removed to make room */
+	uint64_t lock_waits;  /* a lock found held by another thread */
+	uint64_t lock_wait_us; /* and waited for */
 	uint64_t invalidations;
 	uint64_t inserts;
 };

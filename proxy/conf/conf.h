@@ -61,6 +61,7 @@ struct conf {
 	size_t cache_dir_size;
 	size_t inflight_mem;     /* copies of misses being stored; 0: auto */
 	uint32_t max_connections; /* 0: derived (accept.c) */
+	uint32_t workers;         /* 0: auto (conf_workers) */
 	struct acl allow;
 	struct acl purge_allow;  /* who may PURGE */
 	uint16_t connect_ports[CONF_MAX_PORTS];
@@ -134,6 +135,11 @@ int conf_load_file(struct conf *c, const char *path, char *err, size_t elen);
 
 /* Applies one "name=value" override (-o). -1 with the reason in err. */
 int conf_override(struct conf *c, const char *nv, char *err, size_t elen);
+
+/* The workers c asks for: workers, or with auto the CPUs this process
+ * may run on (its affinity mask), at most CONF_WORKERS_MAX. */
+#define CONF_WORKERS_MAX 64
+unsigned conf_workers(const struct conf *c);
 
 /* After everything is read: derives the auto values that depend on other
  * directives (max_object_size), then checks the directives against each

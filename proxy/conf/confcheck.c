@@ -4,7 +4,10 @@
  * cluster key file, read only when sharing needs it. Each refusal says
  * which directives and why; -t runs the same checks as start-up.
  */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "conf.h"
+
+#include <sched.h>
 
 #include <errno.h>
 #include <stdlib.h>
@@ -36,6 +39,18 @@ tls_check(const struct conf *c, char *err, size_t elen)
 	    &c->tls_intercept, err, elen) < 0)
 		return -1;
 	return 0;
+}
+
+unsigned
+conf_workers(const struct conf *c)
+{
+	cpu_set_t set;
+	unsigned n = c->workers;
+
+	if (n == 0)
+		n = sched_getaffinity(0, sizeof(set), &set) == 0 ?
+		    (unsigned)CPU_COUNT(&set) : 1;
+	return n < 1 ? 1 : n > CONF_WORKERS_MAX ? CONF_WORKERS_MAX : n;
 }
 
 int

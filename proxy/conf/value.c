@@ -217,6 +217,21 @@ value_count_auto(struct conf *c, size_t off, const char *v, const char **why)
 	return 0;
 }
 
+/* "auto" (0: the CPUs, conf_workers), or 1 to CONF_WORKERS_MAX */
+int
+value_workers(struct conf *c, size_t off, const char *v, const char **why)
+{
+	if (strcmp(v, "auto") == 0) {
+		*(uint32_t *)((char *)c + off) = 0;
+		return 0;
+	}
+	if (count_upto(c, off, v, CONF_WORKERS_MAX) < 0) {
+		*why = "expected auto or a count from 1 to 64";
+		return -1;
+	}
+	return 0;
+}
+
 /* Checked with the parser main() binds with, so -t catches what start-up
  * would refuse: a numeric address and a port ("[::1]:3128" for IPv6). */
 int
@@ -529,6 +544,7 @@ static const struct {
 	{value_count, "COUNT (1 to 100000)"},
 	{value_size_auto, "SIZE | auto"},
 	{value_count_auto, "COUNT | auto"},
+	{value_workers, "COUNT (1 to 64) | auto"},
 	{value_hostport, "ADDRESS:PORT"},
 	{value_icp_listen, "ADDRESS:PORT | auto | none"},
 	{value_onoff, "on | off"},

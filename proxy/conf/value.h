@@ -19,6 +19,7 @@ conf_parse_f value_duration;
 conf_parse_f value_count;
 conf_parse_f value_size_auto;
 conf_parse_f value_count_auto;
+conf_parse_f value_workers;
 conf_parse_f value_hostport;
 conf_parse_f value_icp_listen;
 conf_parse_f value_onoff;

@@ -41,10 +41,15 @@
 
 #include "client.h"
 #include "curlev.h"
+#include "inbox.h"
 #include "proxy.h"
 #include "sc_assert.h"
 
 #define FIXED_FDS 32
+/* each worker's own past the first (FIXED_FDS has the first's): its
+ * loop's epoll and wake-up descriptors, its inbox, its listener, its
+ * resolver's socket, its libcurl multi's */
+#define WORKER_FDS 8
 #define RETRY_MS 1000
 /* descriptor shortage met again within this is the same episode: one log
  * line for it */
@@ -54,10 +59,49 @@
 #define CONN_SHARE_NUM 3
 #define CONN_SHARE_DEN 4
 
+/* The node's: max_connections bounds every worker's together. */
 static unsigned
 open_conns(const struct worker *s)
 {
-	return (unsigned)s->m.active_clients + s->ntunnels;
+	return atomic_load_explicit(&s->node->open_conns,
+	    memory_order_relaxed);
+}
+
+/* On another worker's loop: the node is at its limit and the asker had
+ * nothing idle to close: this one closes its own oldest idle connection,
+ * if it has one. */
+static void
+room_asked(void *arg)
+{
+	struct worker *w = SC_CAST(struct worker, arg, WORKER_MAGIC);
+	uint64_t retry_ms;
+
+	client_make_room(w, &retry_ms);
+}
+
+/*
+ * At the node's limit a newcomer needs a connection closed. Idle ones
+ * are each worker's: this worker closes its own oldest idle one (true),
+ * or, having none, asks every other worker to close its own and looks
+ * again soon (*retry_ms). The cost: with several workers, the one closed
+ * is the oldest of a worker, not always the node's, and a newcomer at
+ * the limit may cost one idle connection of each other worker.
+ */
+#define ASKED_RETRY_MS 20
+static bool
+make_room(struct worker *s, uint64_t *retry_ms)
+{
+	struct node *n = s->node;
+
+	if (client_make_room(s, retry_ms))
+		return true;
+	for (unsigned i = 0; i < n->nworkers; i++)
+		if (n->workers[i] != s)
+			inbox_post(n->workers[i]->inbox, room_asked, NULL,
+			    n->workers[i]);
+	if (n->nworkers > 1 && *retry_ms > ASKED_RETRY_MS)
+		*retry_ms = ASKED_RETRY_MS;
+	return false;
 }
 
 static void
@@ -110,8 +154,8 @@ on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
 	 * its own, else accepting waits for a close, or for one to idle */
 	uint64_t retry_ms;
 	if (open_conns(s) >= s->node->max_connections &&
-	    !client_make_room(s, &retry_ms)) {
-		s->m.connection_limit_reached++;
+	    !make_room(s, &retry_ms)) {
+		METRIC_INC(s->m.connection_limit_reached);
 		pause_listener(s, "max_connections reached, none idle",
 		    retry_ms);
 	}
@@ -124,22 +168,25 @@ on_accept_error(struct evconnlistener *l, void *arg)
 	int err = EVUTIL_SOCKET_ERROR();
 
 	(void)l;
-	s->m.accept_errors++;
+	METRIC_INC(s->m.accept_errors);
 	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
 		return; /* it died in the backlog: the next one is fine */
 	/* an idle connection's descriptor lets the waiting one in (the
 	 * listening socket stays readable, so accept runs again) */
 	uint64_t retry_ms;
-	if (client_make_room(s, &retry_ms)) {
+	bool here = make_room(s, &retry_ms);
+	if (here || s->node->nworkers > 1) {
+		/* closed here, or asked of the other workers */
 		uint64_t now = mono_ms();
 		if (now - s->accept_short_ms > EPISODE_MS)
 			fprintf(stderr, "sumcache: accept: %s: closing idle "
 			    "connections to make room (%u open)\n",
 			    evutil_socket_error_to_string(err), open_conns(s));
 		s->accept_short_ms = now;
-		return;
 	}
-	pause_listener(s, evutil_socket_error_to_string(err), RETRY_MS);
+	if (!here)
+		pause_listener(s, evutil_socket_error_to_string(err),
+		    retry_ms < RETRY_MS ? retry_ms : RETRY_MS);
 }
 
 static void
@@ -153,7 +200,7 @@ on_retry(evutil_socket_t fd, short what, void *arg)
 		return;
 	uint64_t retry_ms;
 	if (open_conns(s) >= s->node->max_connections &&
-	    !client_make_room(s, &retry_ms)) {
+	    !make_room(s, &retry_ms)) {
 		struct timeval tv = tv_ms(retry_ms);
 		evtimer_add(s->accept_retry, &tv);
 		return;
@@ -164,7 +211,7 @@ on_retry(evutil_socket_t fd, short what, void *arg)
 }
 
 int
-accept_plan(struct node *s)
+accept_plan(struct node *s, unsigned workers)
 {
 	struct rlimit rl;
 	uint64_t nofile = 1024;
@@ -183,7 +230,9 @@ accept_plan(struct node *s)
 	 * curlev's own bounds */
 	uint64_t pool = nofile / 8 < 8 ? 8 : nofile / 8 > CURLEV_POOL_MAX ?
 	    CURLEV_POOL_MAX : nofile / 8;
-	uint64_t reserve = FIXED_FDS + pool + 2 * (uint64_t)s->conf.n_peers;
+	uint64_t reserve = FIXED_FDS + WORKER_FDS * (uint64_t)(workers - 1) +
+	    pool +
+	    2 * (uint64_t)s->conf.n_peers;
 	uint64_t conns = s->conf.max_connections;
 	if (nofile <= reserve + 2 * 8) {
 		fprintf(stderr, "sumcache: %llu descriptors (ulimit -n) cannot "
@@ -214,8 +263,13 @@ accept_start(struct worker *s)
 	s->accept_retry = evtimer_new(s->base, on_retry, s);
 	if (s->accept_retry == NULL)
 		return -1;
-	s->listener = evconnlistener_new_bind(s->base, on_accept, s,
-	    LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+	/* a listener each: the kernel spreads the connections over the
+	 * workers (SO_REUSEPORT) */
+	unsigned flags = LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
+	    LEV_OPT_CLOSE_ON_EXEC;
+	if (n->nworkers > 1)
+		flags |= LEV_OPT_REUSEABLE_PORT;
+	s->listener = evconnlistener_new_bind(s->base, on_accept, s, flags,
 	    1024, (struct sockaddr *)&n->listen_addr, n->listen_len);
 	if (s->listener == NULL) {
 		fprintf(stderr, "sumcache: cannot listen on %s: %s\n",
@@ -230,8 +284,10 @@ void
 accept_conn_closed(struct worker *s)
 {
 	resume_listener(s);
-	/* a drain ends with the last connection */
-	if (s->node->draining && s->clients == NULL && s->ntunnels == 0)
+	/* a worker's drain ends with its last connection; home's, with the
+	 * other workers' too (they may hand it work until they end) */
+	if (s->node->draining && s->clients == NULL && s->ntunnels == 0 &&
+	    (s != s->node->home || s->node->others_running == 0))
 		event_base_loopbreak(s->base);
 }
 

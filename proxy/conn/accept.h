@@ -14,10 +14,11 @@ struct worker;
  * The descriptor plan for this process's limit (RLIMIT_NOFILE, raised to
  * the hard limit first): how many connections may be open at once (the
  * max_connections directive, or derived when it is 0) and below which
- * descriptor number a cached body may hold a memfd. 0, or -1 with the
+ * descriptor number a cached body may hold a memfd, for a node of
+ * workers workers. 0, or -1 with the
  * reason on stderr when the limit cannot hold the configured connections.
  */
-int accept_plan(struct node *n);
+int accept_plan(struct node *n, unsigned workers);
 
 /* Listens on http_listen. 0, or -1 with the reason on stderr. */
 int accept_start(struct worker *s);

@@ -114,8 +114,8 @@ client_free(struct client *c)
 		c->next->prev = c->prev;
 	else
 		s->oldest_client = c->prev;
-	s->m.active_clients--;
-	budget_conns(n->budget, s->m.active_clients);
+	METRIC_ADD(s->m.active_clients, -1);
+	budget_conns(n->budget, atomic_fetch_sub(&n->open_conns, 1) - 1);
 	c->magic = 0;
 	free(c);
 	accept_conn_closed(s);
@@ -225,11 +225,11 @@ start_link(struct client *c)
 {
 	char err[128];
 	struct bufferevent *bev = tls_link_wrap(c->w->node->link, c->w->base,
-	    c->bev, &c->tls, err, sizeof(err));
+	    c->bev, &c->w->m, &c->tls, err, sizeof(err));
 
 	if (bev == NULL) {
 		fprintf(stderr, "sumcache: %s\n", err);
-		c->w->m.link_refused++;
+		METRIC_INC(c->w->m.link_refused);
 		c->dead = true;
 		return -1;
 	}
@@ -269,7 +269,7 @@ parse_one(struct client *c)
 	if (end == HTTP_HEAD_BARE_LF) {
 		if ((t = c->w->node->client_ops->make(c)) == NULL)
 			return -1;
-		s->m.parse_errors++;
+		METRIC_INC(s->m.parse_errors);
 		client_reject(c, t, 400, "bare LF in request head");
 		return -1;
 	}
@@ -284,7 +284,7 @@ parse_one(struct client *c)
 			return 0;
 		if ((t = c->w->node->client_ops->make(c)) == NULL)
 			return -1;
-		s->m.parse_errors++;
+		METRIC_INC(s->m.parse_errors);
 		client_reject(c, t, status, status == 414 ?
 		    "request line too long" : "header section too large");
 		return -1;
@@ -298,7 +298,7 @@ parse_one(struct client *c)
 	c->head_started = false;
 	evtimer_del(c->timer);
 	if (rc < 0) {
-		s->m.parse_errors++;
+		METRIC_INC(s->m.parse_errors);
 		client_reject(c, t, http_err_status(rc), why);
 		return -1;
 	}
@@ -306,7 +306,7 @@ parse_one(struct client *c)
 	    t->req.conn_keep_alive;
 	c->txn = t;
 	if (!c->allowed) {
-		s->m.client_denied++;
+		METRIC_INC(s->m.client_denied);
 		t->keep_alive = false;
 		n->client_ops->refuse(t, 403, SQ_TCP_DENIED,
 		    "access denied: your address is not in the allow list",
@@ -433,7 +433,7 @@ on_write(struct bufferevent *bev, void *arg)
 static void
 client_left(struct client *c, struct txn *t)
 {
-	c->w->m.client_aborts++;
+	METRIC_INC(c->w->m.client_aborts);
 	t->cut = CUT_ABORTED;
 	if (t->result == RESULT_INTERNAL && t->url.norm != NULL) {
 		t->result = RESULT_MISS;
@@ -505,7 +505,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 		client_free(c); /* idle keep-alive connection */
 		return;
 	}
-	c->w->m.header_timeouts++;
+	METRIC_INC(c->w->m.header_timeouts);
 	if ((t = c->w->node->client_ops->make(c)) == NULL) {
 		client_free(c);
 		return;
@@ -592,9 +592,9 @@ client_attach(struct worker *s, struct bufferevent *bev,
 	else
 		s->oldest_client = c;
 	s->clients = c;
-	s->m.client_connections++;
-	s->m.active_clients++;
-	budget_conns(n->budget, s->m.active_clients);
+	METRIC_INC(s->m.client_connections);
+	METRIC_INC(s->m.active_clients);
+	budget_conns(n->budget, atomic_fetch_add(&n->open_conns, 1) + 1);
 	use_bev(c, bev);
 	/* a connection that never sends a byte is closed quietly */
 	timer_set(c, n->conf.header_timeout_ms);
@@ -606,7 +606,7 @@ client_start_tls(struct client *c, const char *host, uint16_t port,
 {
 	struct bufferevent *plain = c->bev;
 	struct bufferevent *bev = tls_server_wrap(c->w->node->tls, c->w->base,
-	    plain, c->addr, host, port, &c->tls, err, elen);
+	    plain, c->addr, host, port, &c->w->m, &c->tls, err, elen);
 
 	if (bev == NULL)
 		return -1;
@@ -678,7 +678,7 @@ client_make_room(struct worker *s, uint64_t *retry_ms)
 		c = slow;
 	if (c == NULL)
 		return false;
-	s->m.idle_closed_at_limit++;
+	METRIC_INC(s->m.idle_closed_at_limit);
 	client_free(c);
 	return true;
 }

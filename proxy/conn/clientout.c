@@ -63,7 +63,7 @@ void
 client_sent(struct txn *t, size_t n)
 {
 	t->bytes_out += n;
-	t->w->m.client_bytes_out += n;
+	METRIC_ADD(t->w->m.client_bytes_out, n);
 }
 
 static void

@@ -30,6 +30,7 @@
 #include "tls.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,25 +59,32 @@ struct splice {
 	uint64_t until_ms;
 };
 
+/* The node's, used by every worker: ctx and ca are read-only once made
+ * (OpenSSL's SSL_CTX is safe to share once set up); lock guards the
+ * leaf cache (a leaf is taken into a connection's SSL under it, so an
+ * eviction cannot free it first), the splice table and the log's rate.
+ * Held for one connection's set-up or verdict, never on a request. */
 struct tls_server {
 	SSL_CTX *ctx;
 	struct ca *ca;
+	pthread_mutex_t lock;
 	struct leaves *leaves;
 	struct splice splice[TLS_SPLICE_MAX];
-	struct metrics *m;
 	struct ratelog_by fail_log;  /* by OpenSSL's reason */
 };
 
+/* The node's too: ctx read-only, lock guards refused_log. */
 struct tls_link {
 	SSL_CTX *ctx;
-	struct metrics *m;
+	pthread_mutex_t lock;
 	struct ratelog_by refused_log;  /* by OpenSSL's reason */
 };
 
-/* one of ts and link: what the connection is */
+/* one of ts and link: what the connection is; its worker's counters */
 struct tls_conn {
 	struct tls_server *ts;
 	struct tls_link *link;
+	struct metrics *m;
 	bool handshaken;
 	char host[256];
 	char authority[270];
@@ -117,8 +125,7 @@ on_sni(SSL *ssl, int *alert, void *arg)
 }
 
 struct tls_server *
-tls_server_new(const struct conf *c, struct metrics *m, char *err,
-    size_t elen)
+tls_server_new(const struct conf *c, char *err, size_t elen)
 {
 	struct tls_server *ts = calloc(1, sizeof(*ts));
 	static const unsigned char sid[] = "sumcache";
@@ -127,7 +134,7 @@ tls_server_new(const struct conf *c, struct metrics *m, char *err,
 		snprintf(err, elen, "out of memory");
 		return NULL;
 	}
-	ts->m = m;
+	pthread_mutex_init(&ts->lock, NULL);
 	if ((ts->ca = ca_load(c->tls_ca_cert, c->tls_ca_key, err, elen)) ==
 	    NULL || (ts->leaves = leaves_new(ts->ca, TLS_LEAVES_MAX, err,
 	    elen)) == NULL)
@@ -186,6 +193,17 @@ splice_key(const char *client, const char *host)
 	return k != 0 ? k : 1;
 }
 
+/* ratelog_due_for under the lock that guards r. */
+static bool
+due(pthread_mutex_t *lock, struct ratelog_by *r, uint64_t kind,
+    uint64_t *skipped)
+{
+	pthread_mutex_lock(lock);
+	bool yes = ratelog_due_for(r, kind, skipped);
+	pthread_mutex_unlock(lock);
+	return yes;
+}
+
 static struct splice *
 splice_slot(struct tls_server *ts, uint64_t key, unsigned i)
 {
@@ -226,16 +244,18 @@ splice_add(struct tls_server *ts, uint64_t key, uint64_t until_ms,
 
 bool
 tls_server_wants(struct tls_server *ts, const struct conf *c,
-    const char *client, const char *host, uint64_t now_ms)
+    const char *client, const char *host, uint64_t now_ms,
+    struct metrics *m)
 {
 	if (!hostpat_match(&c->tls_intercept, host) ||
 	    hostpat_match(&c->tls_no_intercept, host))
 		return false;
-	if (spliced(ts, splice_key(client, host), now_ms)) {
-		ts->m->tls_spliced++;
-		return false;
-	}
-	return true;
+	pthread_mutex_lock(&ts->lock);
+	bool splice = spliced(ts, splice_key(client, host), now_ms);
+	pthread_mutex_unlock(&ts->lock);
+	if (splice)
+		METRIC_INC(m->tls_spliced);
+	return !splice;
 }
 
 /* A TLS server session of ssl over plain. A handshake record already
@@ -257,11 +277,13 @@ accept_over(struct event_base *base, struct bufferevent *plain, SSL *ssl)
 struct bufferevent *
 tls_server_wrap(struct tls_server *ts, struct event_base *base,
     struct bufferevent *plain, const char *client, const char *host,
-    uint16_t port, struct tls_conn **tcp, char *err, size_t elen)
+    uint16_t port, struct metrics *m, struct tls_conn **tcp, char *err,
+    size_t elen)
 {
 	struct tls_conn *tc = calloc(1, sizeof(*tc));
 	X509 *leaf;
 	SSL *ssl = NULL;
+	bool made = false;
 	struct bufferevent *bev;
 	uint64_t skipped;
 
@@ -270,17 +292,22 @@ tls_server_wrap(struct tls_server *ts, struct event_base *base,
 		return NULL;
 	}
 	tc->ts = ts;
+	tc->m = m;
 	snprintf(tc->host, sizeof(tc->host), "%s", host);
 	snprintf(tc->client, sizeof(tc->client), "%s", client);
 	tc->splice_key = splice_key(client, host);
 	snprintf(tc->authority, sizeof(tc->authority),
 	    strchr(host, ':') != NULL ? "[%s]:%u" : "%s:%u", host,
 	    (unsigned)port);
-	if ((leaf = leaves_get(ts->leaves, host, err, elen)) == NULL)
+	pthread_mutex_lock(&ts->lock);
+	if ((leaf = leaves_get(ts->leaves, host, err, elen)) != NULL)
+		made = (ssl = SSL_new(ts->ctx)) != NULL &&
+		    SSL_use_certificate(ssl, leaf) == 1 &&
+		    SSL_use_PrivateKey(ssl, leaves_key(ts->leaves)) == 1;
+	pthread_mutex_unlock(&ts->lock);
+	if (leaf == NULL)
 		goto fail;
-	if ((ssl = SSL_new(ts->ctx)) == NULL ||
-	    SSL_use_certificate(ssl, leaf) != 1 ||
-	    SSL_use_PrivateKey(ssl, leaves_key(ts->leaves)) != 1) {
+	if (!made) {
 		snprintf(err, elen, "cannot set up TLS for %s", host);
 		goto fail;
 	}
@@ -290,14 +317,14 @@ tls_server_wrap(struct tls_server *ts, struct event_base *base,
 		snprintf(err, elen, "cannot set up TLS for %s", host);
 		goto fail;
 	}
-	ts->m->tls_intercepted++;
+	METRIC_INC(m->tls_intercepted);
 	*tcp = tc;
 	return bev;
 fail:
 	ERR_clear_error();
 	SSL_free(ssl);
 	free(tc);
-	if (ratelog_due_for(&ts->fail_log, TLS_LOG_SETUP, &skipped))
+	if (due(&ts->lock, &ts->fail_log, TLS_LOG_SETUP, &skipped))
 		fprintf(stderr, "sumcache: tls: cannot intercept for client %s: "
 		    "%s (%llu more of this kind since its last line)\n",
 		    client, err, (unsigned long long)skipped);
@@ -350,22 +377,23 @@ reason_text(unsigned long e, const char *none)
 
 /* A peer link's handshake is over, done or failed. */
 static enum tls_event
-link_event(struct tls_link *tl, struct bufferevent *bev, bool done)
+link_event(struct tls_link *tl, struct metrics *m, struct bufferevent *bev,
+    bool done)
 {
 	unsigned long e, last = 0;
 	uint64_t skipped;
 
 	if (done) {
-		tl->m->link_accepted++;
+		METRIC_INC(m->link_accepted);
 		return TLS_EVENT_DONE;
 	}
-	tl->m->link_refused++;
+	METRIC_INC(m->link_refused);
 	/* the first with a library says why (tls_conn_event) */
 	while ((e = bufferevent_get_openssl_error(bev)) != 0)
 		if (last == 0 && ERR_GET_LIB(e) != 0)
 			last = e;
 	/* anyone may knock with TLS: a line a second of each kind */
-	if (ratelog_due_for(&tl->refused_log, ERR_GET_REASON(last),
+	if (due(&tl->lock, &tl->refused_log, ERR_GET_REASON(last),
 	    &skipped))
 		fprintf(stderr, "sumcache: peer link refused: %s (%llu more "
 		    "of this kind since its last line)\n", reason_text(last,
@@ -382,7 +410,7 @@ log_failed(struct tls_server *ts, const struct tls_conn *tc,
 {
 	uint64_t skipped;
 
-	if (ratelog_due_for(&ts->fail_log, e != 0 ? ERR_GET_REASON(e) : 0,
+	if (due(&ts->lock, &ts->fail_log, e != 0 ? ERR_GET_REASON(e) : 0,
 	    &skipped))
 		fprintf(stderr, "sumcache: tls: handshake with client %s for "
 		    "%s failed: %s (%llu more of this kind since its last "
@@ -409,9 +437,10 @@ tls_conn_event(const struct conf *c, struct tls_conn *tc,
 		return TLS_EVENT_END;
 	tc->handshaken = true;      /* counted once */
 	if (ts == NULL)
-		return link_event(tc->link, bev, what & BEV_EVENT_CONNECTED);
+		return link_event(tc->link, tc->m, bev,
+		    what & BEV_EVENT_CONNECTED);
 	if (what & BEV_EVENT_CONNECTED) {
-		ts->m->tls_handshake_ok++;
+		METRIC_INC(tc->m->tls_handshake_ok);
 		return TLS_EVENT_DONE;
 	}
 	/* libevent adds SSL_get_error's code after the queue's errors: the
@@ -424,27 +453,33 @@ tls_conn_event(const struct conf *c, struct tls_conn *tc,
 	/* not spliced: a preconnect given up, or a client killed in the
 	 * handshake, closes so too, and would splice a host for an hour */
 	if (!refused && last == 0 && left_after_ours(bev)) {
-		ts->m->tls_handshake_closed++;
+		METRIC_INC(tc->m->tls_handshake_closed);
 		log_failed(ts, tc, 0, "it closed once it had our certificate");
 		return TLS_EVENT_FAILED;
 	}
 	if (!refused) {
 		char why[128];
-		ts->m->tls_handshake_failed++;
+		METRIC_INC(tc->m->tls_handshake_failed);
 		if (tc->sni[0] != '\0')
 			snprintf(why, sizeof(why), "its SNI named %s, not the "
 			    "CONNECT's host", tc->sni);
 		log_failed(ts, tc, last, tc->sni[0] != '\0' ? why : NULL);
 		return TLS_EVENT_FAILED;
 	}
-	ts->m->tls_handshake_rejected++;
-	if (c->tls_splice_after_reject_ms == 0 ||
-	    spliced(ts, tc->splice_key, now_ms)) {
+	METRIC_INC(tc->m->tls_handshake_rejected);
+	bool added = false;
+	pthread_mutex_lock(&ts->lock);
+	if (c->tls_splice_after_reject_ms > 0 &&
+	    !spliced(ts, tc->splice_key, now_ms)) {
+		splice_add(ts, tc->splice_key, now_ms +
+		    c->tls_splice_after_reject_ms, now_ms);
+		added = true;
+	}
+	pthread_mutex_unlock(&ts->lock);
+	if (!added) {
 		log_failed(ts, tc, last, NULL);
 		return TLS_EVENT_FAILED;
 	}
-	splice_add(ts, tc->splice_key, now_ms + c->tls_splice_after_reject_ms,
-	    now_ms);
 	fprintf(stderr, "sumcache: tls: client %s refused our certificate "
 	    "for %s (%s): its connections to %s are tunnelled for %u s\n",
 	    tc->client, tc->host, reason_text(last, "alert"), tc->host,
@@ -467,8 +502,7 @@ tls_conn_is_link(const struct tls_conn *tc)
 /* ---- peer links ---- */
 
 struct tls_link *
-tls_link_new(const struct cluster_id *id, struct metrics *m, char *err,
-    size_t elen)
+tls_link_new(const struct cluster_id *id, char *err, size_t elen)
 {
 	struct tls_link *tl = calloc(1, sizeof(*tl));
 	X509_STORE *trust;
@@ -477,7 +511,7 @@ tls_link_new(const struct cluster_id *id, struct metrics *m, char *err,
 		snprintf(err, elen, "out of memory");
 		return NULL;
 	}
-	tl->m = m;
+	pthread_mutex_init(&tl->lock, NULL);
 	if ((tl->ctx = SSL_CTX_new(TLS_server_method())) == NULL ||
 	    SSL_CTX_set_min_proto_version(tl->ctx, TLS1_3_VERSION) != 1 ||
 	    SSL_CTX_use_certificate(tl->ctx, id->cert) != 1 ||
@@ -529,8 +563,8 @@ tls_link_offered(struct evbuffer *in)
 
 struct bufferevent *
 tls_link_wrap(struct tls_link *tl, struct event_base *base,
-    struct bufferevent *plain, struct tls_conn **tcp, char *err,
-    size_t elen)
+    struct bufferevent *plain, struct metrics *m, struct tls_conn **tcp,
+    char *err, size_t elen)
 {
 	struct tls_conn *tc = calloc(1, sizeof(*tc));
 	SSL *ssl = NULL;
@@ -545,6 +579,7 @@ tls_link_wrap(struct tls_link *tl, struct event_base *base,
 		return NULL;
 	}
 	tc->link = tl;
+	tc->m = m;
 	*tcp = tc;
 	return bev;
 }
@@ -569,8 +604,11 @@ tls_conn_free(struct tls_conn **tcp)
 	*tcp = NULL;
 }
 
-const struct leaves_stats *
-tls_server_leaves(const struct tls_server *ts)
+struct leaves_stats
+tls_server_leaves(struct tls_server *ts)
 {
-	return leaves_stats(ts->leaves);
+	pthread_mutex_lock(&ts->lock);
+	struct leaves_stats st = *leaves_stats(ts->leaves);
+	pthread_mutex_unlock(&ts->lock);
+	return st;
 }

@@ -33,8 +33,8 @@ struct tls_server;
 /* The interception of c's tls_ca_cert/tls_ca_key, counting into m's
  * tls_* counters (borrowed); NULL with the reason in err (the CA
  * refused, or out of memory). */
-struct tls_server *tls_server_new(const struct conf *c, struct metrics *m,
-    char *err, size_t elen);
+struct tls_server *tls_server_new(const struct conf *c, char *err,
+    size_t elen);
 void tls_server_free(struct tls_server **ts);
 
 /* Whether a CONNECT to host from the client at address client is
@@ -42,18 +42,21 @@ void tls_server_free(struct tls_server **ts);
  * tls_no_intercept, and that client did not refuse our certificate for
  * it lately (then it is counted spliced). */
 bool tls_server_wants(struct tls_server *ts, const struct conf *c,
-    const char *client, const char *host, uint64_t now_ms);
+    const char *client, const char *host, uint64_t now_ms,
+    struct metrics *m);
 
 /*
  * A TLS server session for host (port: the CONNECT's) over plain, which
  * it takes, for the client at address client: the bufferevent to read
  * and write the clear text through, and the connection's state in *tc.
- * NULL with the reason in err (plain is then still the caller's).
+ * Its handshake is counted in m, its worker's. NULL with the reason in
+ * err (plain is then still the caller's). Any worker: the server's own
+ * state is under its lock.
  */
 struct bufferevent *tls_server_wrap(struct tls_server *ts,
     struct event_base *base, struct bufferevent *plain, const char *client,
-    const char *host, uint16_t port, struct tls_conn **tc, char *err,
-    size_t elen);
+    const char *host, uint16_t port, struct metrics *m, struct tls_conn **tc,
+    char *err, size_t elen);
 
 /* What a connection's event means under its TLS layer. */
 enum tls_event {
@@ -87,8 +90,8 @@ struct evbuffer *tls_conn_close(struct bufferevent *bev);
 /* Peer links accepted with id's certificate and key, trusting its CA
  * alone (OpenSSL holds references of its own), counting into m's link_*
  * counters. NULL with err. */
-struct tls_link *tls_link_new(const struct cluster_id *id,
-    struct metrics *m, char *err, size_t elen);
+struct tls_link *tls_link_new(const struct cluster_id *id, char *err,
+    size_t elen);
 void tls_link_free(struct tls_link **tl);
 
 /* Whether a connection's first bytes, in in, open a TLS handshake. */
@@ -96,10 +99,10 @@ bool tls_link_offered(struct evbuffer *in);
 
 /* A peer link's TLS session over plain, as tls_server_wrap. */
 struct bufferevent *tls_link_wrap(struct tls_link *tl,
-    struct event_base *base, struct bufferevent *plain,
+    struct event_base *base, struct bufferevent *plain, struct metrics *m,
     struct tls_conn **tc, char *err, size_t elen);
 
 /* The leaf cache's figures (cert/leaves.h), for /metrics. */
-const struct leaves_stats *tls_server_leaves(const struct tls_server *ts);
+struct leaves_stats tls_server_leaves(struct tls_server *ts);
 
 #endif

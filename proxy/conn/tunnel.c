@@ -57,7 +57,7 @@ tunnel_free(struct tunnel *tn)
 
 	evutil_gettimeofday(&tn->log.end, NULL);
 	tn->log.status = tn->status;
-	accesslog_write(s->node->log, &tn->log);
+	accesslog_write(s->node->log, s->logbuf, &tn->log);
 	for (int i = 0; i < 2; i++)
 		if (tn->side[i])
 			bufferevent_free(tn->side[i]);
@@ -71,6 +71,7 @@ tunnel_free(struct tunnel *tn)
 	tn->magic = 0;
 	free(tn);
 	s->ntunnels--;
+	atomic_fetch_sub(&s->node->open_conns, 1);
 	accept_conn_closed(s);
 }
 
@@ -178,9 +179,9 @@ on_event(struct bufferevent *bev, short what, void *arg)
 		    .length = n});
 		evbuffer_add(out, body, (size_t)n);
 		if (timeout)
-			tn->w->m.origin_timeout++;
+			METRIC_INC(tn->w->m.origin_timeout);
 		else
-			tn->w->m.origin_unreachable++;
+			METRIC_INC(tn->w->m.origin_unreachable);
 		bufferevent_free(tn->side[1]);
 		tn->side[1] = NULL;
 		tunnel_close(tn);
@@ -235,7 +236,7 @@ tunnel_start(struct txn *t, enum squid_code *code, const char **why)
 	    why) < 0)
 		return 400;
 	if (!tunnel_port_allowed(&n->conf, u.port)) {
-		s->m.tunnel_denied++;
+		METRIC_INC(s->m.tunnel_denied);
 		url_clear(&u);
 		*code = SQ_TCP_DENIED;
 		*why = "CONNECT to this port is not allowed (connect_ports)";
@@ -275,7 +276,8 @@ tunnel_start(struct txn *t, enum squid_code *code, const char **why)
 	url_clear(&u);
 	tn->side[0] = client_detach(t->c); /* frees t */
 	s->ntunnels++;
-	s->m.tunnels++;
+	atomic_fetch_add(&s->node->open_conns, 1);
+	METRIC_INC(s->m.tunnels);
 	tn->next = s->tunnels;
 	if (s->tunnels)
 		s->tunnels->prev = tn;

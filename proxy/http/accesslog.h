@@ -95,12 +95,23 @@ struct accesslog_entry {
 };
 
 /* Opens path ("stdout", "none", or a file appended to). NULL on error with
- * errno set. */
+ * errno set. One per node: workers write it through buffers of their own. */
 struct accesslog *accesslog_open(const char *path);
-void accesslog_write(struct accesslog *l, const struct accesslog_entry *e);
-/* Flushes buffered lines; called from a timer and at exit. */
-void accesslog_flush(struct accesslog *l);
-/* Reopens the file (SIGHUP, after rotation); -1 keeps the old one. */
+
+/* A worker's lines not yet written (accesslog.c says why). */
+struct accesslog_buf;
+struct accesslog_buf *accesslog_buf_new(void);
+/* Flush it first. Accepts NULL; clears *b. */
+void accesslog_buf_free(struct accesslog_buf **b);
+
+/* Formats e's line into b, writing b's lines to l first when it lacks
+ * room. Any worker, each with its own b. */
+void accesslog_write(struct accesslog *l, struct accesslog_buf *b,
+    const struct accesslog_entry *e);
+/* Writes b's lines, whole, in one write; from a timer and at exit. */
+void accesslog_flush(struct accesslog *l, struct accesslog_buf *b);
+/* Reopens the file (SIGHUP, after rotation); -1 keeps the old one. Only
+ * while no worker writes (a reload stops them all). */
 int accesslog_reopen(struct accesslog *l);
 void accesslog_close(struct accesslog **l);
 

@@ -69,6 +69,7 @@
 
 #include "bodyfd.h"
 #include "client.h"
+#include "crowd.h"
 #include "disksend.h"
 #include "clock.h"
 #include "range.h"
@@ -92,6 +93,9 @@ struct busy {
 	uint64_t hash;
 	bool in_table;
 	bool asking_peer;
+	bool follower;              /* no fetch: another worker's waits */
+	struct busy *fnext;         /* a follower: its worker's list */
+	struct crowd_claim *claim;  /* a leader's, with several workers */
 	uint64_t started_ms;        /* the waiters' bound counts from here */
 	struct event *deadline;     /* armed by the first waiter */
 	struct busy_seat *waiting;  /* for the head */
@@ -249,7 +253,7 @@ release(struct busy_seat *st, bool alone)
 	busy_leave(t);
 	t->no_collapse = alone;
 	if (alone)
-		t->w->m.collapsed_released++;
+		METRIC_INC(t->w->m.collapsed_released);
 	again(t);
 }
 
@@ -278,7 +282,7 @@ on_deadline(evutil_socket_t fd, short what, void *arg)
 	/* a slow head: nobody else waits for it */
 	leave_table(b);
 	for (struct busy_seat *st = b->waiting; st != NULL; st = st->next)
-		b->s->m.collapsed_timeout++;
+		METRIC_INC(b->s->m.collapsed_timeout);
 	release_all(b, true);
 }
 
@@ -392,7 +396,7 @@ start_reading(struct busy *b, struct txn *t, struct busy_seat *st,
 		t->result = result;
 	} else {
 		t->result = RESULT_LOCAL_HIT;
-		t->w->m.collapsed_served++;
+		METRIC_INC(t->w->m.collapsed_served);
 	}
 	if (!body) {
 		busy_leave(t);
@@ -406,18 +410,158 @@ start_reading(struct busy *b, struct txn *t, struct busy_seat *st,
 	pump(b, st);
 }
 
+/* ---- other workers' fetches (crowd.c) ---- */
+
+/* What a txn holding the lead of its URL's next fetch lets go of when it
+ * goes without opening one: the followers look again. */
+static void
+drop_claim(struct txn *t)
+{
+	busy_unclaim(t);
+}
+
+static const struct txn_part claim_part = {"crowd claim", drop_claim};
+
+void
+busy_unclaim(struct txn *t)
+{
+	crowd_end(&t->crowd,
+	    &(struct crowd_outcome){.end = BUSY_LEADER_GONE});
+}
+
+static void followed_ended(struct worker *w, const char *key, size_t klen,
+    const struct crowd_outcome *out);
+
+/* A new fetch's busy object b leads its URL for every worker: with the
+ * claim t took when it found none (busy_join), or one taken now (a
+ * revalidation nobody joined). */
+static void
+lead(struct busy *b, struct txn *t)
+{
+	struct worker *w = b->s;
+	uint64_t started;
+
+	if (t->crowd != NULL) {
+		b->claim = t->crowd;
+		t->crowd = NULL;
+		crowd_started(b->claim, b->started_ms);
+	} else if (w->node->crowd != NULL &&
+	    crowd_claim(w->node->crowd, w, b->key, b->klen, followed_ended,
+	    &b->claim, &started) != CROWD_LEAD) {
+		b->claim = NULL; /* it fetches alongside another's */
+	}
+}
+
+static void
+unfollow(struct busy *b)
+{
+	struct busy **p = &b->s->followers;
+
+	while (*p != b) {
+		SC_ASSERT(*p != NULL);
+		p = &(*p)->fnext;
+	}
+	*p = b->fnext;
+	b->follower = false;
+}
+
+/* On a follower's worker: the leader of key is done, as out says. The
+ * waiters here go as a fetch's own would: with the object stored, they
+ * find it when they look again (served by the crowd: counted so, where
+ * they find it). */
+static void
+followed_ended(struct worker *w, const char *key, size_t klen,
+    const struct crowd_outcome *out)
+{
+	struct busy *b = w->followers, *next;
+
+	for (; b != NULL; b = next) {
+		next = b->fnext;
+		if (b->klen != klen || memcmp(b->key, key, klen) != 0)
+			continue;
+		if (out->failed) {
+			busy_fail(&b, out->status, out->disconnected,
+			    out->cause);
+			continue;
+		}
+		/* the object is stored: a waiter that finds it was served
+		 * by the crowd (request.c counts it) */
+		if (out->end == BUSY_DONE)
+			for (struct busy_seat *st = b->waiting; st != NULL;
+			    st = st->next)
+				st->t->followed = true;
+		busy_close(&b, out->end, NULL);
+	}
+}
+
+/*
+ * t's worker has no fetch of t's URL: another worker may lead one, which
+ * t then waits for at a follower here (returned); or t leads the next
+ * (the claim is t's until its fetch opens its busy object); NULL.
+ */
+static struct busy *
+follow(struct txn *t)
+{
+	struct worker *w = t->w;
+	uint64_t started;
+	struct crowd_claim *claim = NULL;
+
+	if (w->node->crowd == NULL || t->crowd != NULL)
+		return NULL;
+	switch (crowd_claim(w->node->crowd, w, t->url.norm, t->url.len,
+	    followed_ended, &claim, &started)) {
+	case CROWD_LEAD:
+		t->crowd = claim;
+		txn_hold(t, &claim_part);
+		return NULL;
+	case CROWD_ALONE:
+		return NULL;
+	case CROWD_FOLLOW:
+		break;
+	}
+	struct busy *b = calloc(1, sizeof(*b) + t->url.len);
+	if (b == NULL)
+		return NULL; /* the leader's note finds none: t fetches */
+	b->magic = BUSY_MAGIC;
+	b->s = w;
+	b->table = w->busy;
+	b->klen = t->url.len;
+	memcpy(b->key, t->url.norm, t->url.len);
+	b->hash = XXH3_64bits(b->key, b->klen);
+	b->started_ms = started;
+	b->follower = true;
+	b->fnext = w->followers;
+	w->followers = b;
+	*slot(b->table, b->hash, b->key, b->klen) = b;
+	b->in_table = true;
+	return b;
+}
+
+void
+busy_followers_free(struct worker *w)
+{
+	while (w->followers != NULL) {
+		struct busy *b = w->followers;
+		busy_close(&b, BUSY_LEADER_GONE, NULL);
+	}
+}
+
 /* ---- the fetch's side ---- */
 
 struct busy *
-busy_open(struct worker *s, const struct txn *t)
+busy_open(struct worker *s, struct txn *t)
 {
 	/* a range sent on to the origin is nobody else's answer */
 	if (!t->is_get || t->body != NULL || (!t->range_whole &&
-	    http_field_find(&t->req, "range") != NULL))
+	    http_field_find(&t->req, "range") != NULL)) {
+		busy_unclaim(t);
 		return NULL;
+	}
 	struct busy *b = calloc(1, sizeof(*b) + t->url.len);
-	if (b == NULL)
+	if (b == NULL) {
+		busy_unclaim(t);
 		return NULL;
+	}
 	b->magic = BUSY_MAGIC;
 	b->s = s;
 	b->table = s->busy;
@@ -425,18 +569,23 @@ busy_open(struct worker *s, const struct txn *t)
 	memcpy(b->key, t->url.norm, t->url.len);
 	b->hash = XXH3_64bits(b->key, b->klen);
 	struct busy **p = slot(b->table, b->hash, b->key, b->klen);
-	if (*p != NULL)
+	if (*p != NULL) {
+		busy_unclaim(t);
 		return b;  /* somebody leads it already */
+	}
 	b->started_ms = mono_ms();
 	*p = b;
 	b->in_table = true;
+	lead(b, t);
 	return b;
 }
 
 bool
 busy_running(struct worker *s, const char *key, size_t klen)
 {
-	return *slot(s->busy, XXH3_64bits(key, klen), key, klen) != NULL;
+	return *slot(s->busy, XXH3_64bits(key, klen), key, klen) != NULL ||
+	    (s->node->crowd != NULL && crowd_running(s->node->crowd, key,
+	    klen));
 }
 
 bool
@@ -451,6 +600,8 @@ busy_join(struct txn *t, busy_again_f *again)
 		return false;
 	uint64_t hash = XXH3_64bits(t->url.norm, t->url.len);
 	struct busy *b = *slot(s->busy, hash, t->url.norm, t->url.len);
+	if (b == NULL)
+		b = follow(t);
 	if (b == NULL || (t->for_peer && b->asking_peer && b->shape == NULL))
 		return false;
 	if (b->shape == NULL) {
@@ -577,6 +728,11 @@ busy_fail(struct busy **bp, int status, bool disconnected, const char *cause)
 		return;
 	struct worker *s = b->s;
 	size_t clen = strlen(cause);
+	/* the other workers' waiters are told the same */
+	struct crowd_outcome out = {.end = BUSY_FAILED, .failed = true,
+	    .status = status, .disconnected = disconnected};
+	snprintf(out.cause, sizeof(out.cause), "%s", cause);
+	crowd_end(&b->claim, &out);
 	/* the waiters are taken off b first: busy_close frees it */
 	struct busy_seat *st = b->waiting, *next;
 	b->waiting = NULL;
@@ -596,7 +752,7 @@ busy_fail(struct busy **bp, int status, bool disconnected, const char *cause)
 			t->failed->disconnected = disconnected;
 			memcpy(t->failed->cause, cause, clen + 1);
 		}
-		s->m.collapsed_failed++;
+		METRIC_INC(s->m.collapsed_failed);
 		/* without memory for the failure it fetches by itself */
 		again(t);
 	}
@@ -644,6 +800,9 @@ busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj)
 	*bp = NULL;
 	b->taken = NULL;   /* the fetch ends: its readers leave for good */
 	leave_table(b);
+	crowd_end(&b->claim, &(struct crowd_outcome){.end = end});
+	if (b->follower)
+		unfollow(b);
 	if (b->deadline != NULL)
 		event_free(b->deadline);
 	struct busy_seat *st, *next;

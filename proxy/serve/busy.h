@@ -24,7 +24,16 @@ void busy_table_free(struct busy_table **tp);
  * URL wait for it (when collapsed forwarding is on). NULL when t may not
  * share its answer, or on ENOMEM.
  */
-struct busy *busy_open(struct worker *s, const struct txn *t);
+struct busy *busy_open(struct worker *s, struct txn *t);
+
+/* t, which claimed the lead of its URL's fetch (busy_join), will not
+ * fetch it after all: the other workers' waiters look again. Accepts a
+ * t with no claim. */
+void busy_unclaim(struct txn *t);
+
+/* At a worker's stop, after its clients: its waits for other workers'
+ * fetches go. */
+void busy_followers_free(struct worker *w);
 
 /* What a waiter let go does next: looks in the store again, then goes
  * on (request.c's lookup). t may be finished before it returns. */
@@ -135,7 +144,8 @@ struct collapse_failure {
 	char cause[];
 };
 
-/* Whether a fetch of the URL key is running and may be joined. */
+/* Whether a fetch of the URL key is running, on this worker (it may be
+ * joined) or another. */
 bool busy_running(struct worker *s, const char *key, size_t klen);
 
 /* t's output drained: it reads on. */

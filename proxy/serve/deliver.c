@@ -209,9 +209,9 @@ deliver_object(struct txn *t, struct store_obj *o,
 
 	t->result = RESULT_LOCAL_HIT;
 	if (t->disk_read)
-		t->w->m.hit_disk++;
+		METRIC_INC(t->w->m.hit_disk);
 	else
-		t->w->m.hit_memory++;
+		METRIC_INC(t->w->m.hit_memory);
 	/* a body on disk goes through its sender, which ends the
 	 * transaction */
 	struct range_span whole = {0, o->body->len};

@@ -270,7 +270,7 @@ static void
 next_source(struct fetch *f, enum peer_outcome outcome)
 {
 	if (f->to == UPSTREAM_OWNER) {
-		f->w->m.owner_failed++;
+		METRIC_INC(f->w->m.owner_failed);
 		if (outcome == PEER_FALSE_HIT)
 			outcome = PEER_OWNER;
 	}
@@ -288,7 +288,7 @@ ask_for_range(struct fetch *f)
 {
 	f->range_too_large = false;
 	f->t->range_whole = false;
-	f->w->m.range_passed++;
+	METRIC_INC(f->w->m.range_passed);
 	busy_close(&f->busy, BUSY_UNSHARED, NULL);
 	if (f->to == UPSTREAM_OWNER)
 		f->owner_asked = false;
@@ -306,7 +306,7 @@ link_refused(struct fetch *f)
 	struct worker *s = f->w;
 	uint64_t skipped;
 
-	s->m.link_out_refused++;
+	METRIC_INC(s->m.link_out_refused);
 	if (ratelog_due(&s->link_errlog, &skipped))
 		fprintf(stderr, "sumcache: peer %s: its link certificate was "
 		    "refused: %s (%llu more since the last line)\n",
@@ -538,7 +538,7 @@ attempt(struct fetch *f)
 		return -1;
 	f->running = true;
 	if (f->peer == NULL)
-		s->m.origin_requests++;
+		METRIC_INC(s->m.origin_requests);
 	fetch_arm_timer(f);
 	return 0;
 }
@@ -581,11 +581,13 @@ fetch_start(struct txn *t, enum fetch_kind kind)
 	bool pass = kind == FETCH_MISS && pass_marked(n->pass, t->url.norm,
 	    t->url.len, mono_ms());
 	if (pass)
-		s->m.passed++;
+		METRIC_INC(s->m.passed);
 	if (kind != FETCH_FORWARD && !pass)
 		f->busy = busy_open(s, t);
+	else
+		busy_unclaim(t); /* nobody else's answer: the crowd goes on */
 	if (!t->range_whole && range_asked(&t->req))
-		s->m.range_passed++;
+		METRIC_INC(s->m.range_passed);
 	f->keep_copy = true;
 	if (!pass && peer_eligible(t, kind)) {
 		if (n->conf.placement_hash) {

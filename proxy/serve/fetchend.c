@@ -59,7 +59,7 @@ fail_before_head(struct fetch *f, int status, const char *cause,
 	 * that answered was not disconnected */
 	busy_fail(&f->busy, status, !f->stale_instead, cause);
 	if (f->kind == FETCH_REVALIDATE)
-		s->m.revalidate_failed++;
+		METRIC_INC(s->m.revalidate_failed);
 	if (t->c == NULL) {
 		log_failure(s, log_kind, cause, "nobody (a revalidation behind "
 		    "a stale answer, which stays)");
@@ -70,7 +70,7 @@ fail_before_head(struct fetch *f, int status, const char *cause,
 	 * be reached (or, by stale-if-error, answers 5xx) and the origin did
 	 * not forbid it */
 	if (f->stale_instead || stale_on_error(t, true)) {
-		s->m.stale_if_error++;
+		METRIC_INC(s->m.stale_if_error);
 		log_failure(s, log_kind, cause, "with the stale copy "
 		    "(stale-if-error)");
 		deliver_object(t, t->stale, SQ_TCP_REFRESH_FAIL_OLD);
@@ -99,30 +99,30 @@ tls_refused(struct fetch *f, char *cause, size_t len)
 			v = X509_V_ERR_HOSTNAME_MISMATCH;
 	switch (v) {
 	case X509_V_ERR_CERT_HAS_EXPIRED:
-		s->m.tls_refused_expired++;
+		METRIC_INC(s->m.tls_refused_expired);
 		why = "it has expired";
 		break;
 	case X509_V_ERR_CERT_NOT_YET_VALID:
-		s->m.tls_refused_not_yet_valid++;
+		METRIC_INC(s->m.tls_refused_not_yet_valid);
 		why = "it is not valid yet";
 		break;
 	case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
 	case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
-		s->m.tls_refused_self_signed++;
+		METRIC_INC(s->m.tls_refused_self_signed);
 		why = "it is self-signed";
 		break;
 	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
 	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
-		s->m.tls_refused_unknown_ca++;
+		METRIC_INC(s->m.tls_refused_unknown_ca);
 		why = "no CA this node trusts signed it";
 		break;
 	case X509_V_ERR_HOSTNAME_MISMATCH:
 	case X509_V_ERR_IP_ADDRESS_MISMATCH:
-		s->m.tls_refused_wrong_host++;
+		METRIC_INC(s->m.tls_refused_wrong_host);
 		why = "it names another host";
 		break;
 	default:
-		s->m.tls_refused_other++;
+		METRIC_INC(s->m.tls_refused_other);
 		why = X509_verify_cert_error_string(v);
 		break;
 	}
@@ -137,9 +137,9 @@ static void
 cut_mid_body(struct worker *s, bool quiet)
 {
 	if (quiet)
-		s->m.origin_timeout++;
+		METRIC_INC(s->m.origin_timeout);
 	else
-		s->m.origin_protocol++;
+		METRIC_INC(s->m.origin_protocol);
 }
 
 void
@@ -190,19 +190,19 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 	case CURLE_COULDNT_CONNECT:
 	case CURLE_COULDNT_RESOLVE_HOST:
 	case CURLE_SSL_CONNECT_ERROR:
-		s->m.origin_unreachable++;
+		METRIC_INC(s->m.origin_unreachable);
 		snprintf(cause, sizeof(cause), "origin unreachable: %s (%s)",
 		    curl_easy_strerror(rc), t->url.norm);
 		fail_before_head(f, 502, cause, FAIL_LOG_NONE);
 		return;
 	case CURLE_OPERATION_TIMEDOUT:
-		s->m.origin_timeout++;
+		METRIC_INC(s->m.origin_timeout);
 		snprintf(cause, sizeof(cause), "origin timed out (%s)",
 		    t->url.norm);
 		fail_before_head(f, 504, cause, FAIL_LOG_NONE);
 		return;
 	default:
-		s->m.origin_protocol++;
+		METRIC_INC(s->m.origin_protocol);
 		snprintf(cause, sizeof(cause), "bad response from origin: %s "
 		    "(%s)", f->proto_error ? f->proto_error :
 		    curl_easy_strerror(rc), t->url.norm);
@@ -295,7 +295,7 @@ finish_shared(struct fetch *f)
 	struct store_obj *o = NULL;
 
 	if (f->kind == FETCH_REVALIDATE)
-		s->m.revalidated_modified++;
+		METRIC_INC(s->m.revalidated_modified);
 	if (f->stream != NULL) {
 		f->finishing = true;
 		if (disk_stream_flush(f->stream, true) < 0)
@@ -334,7 +334,7 @@ fetch_finish_ok(struct fetch *f)
 	if (f->not_modified) {
 		struct store_obj *o = stored_refresh(t, &f->resp,
 		    f->request_time);
-		s->m.revalidated_unmodified++;
+		METRIC_INC(s->m.revalidated_unmodified);
 		if (o != NULL)
 			tiers_store(n->tiers, o);
 		/* who waited finds the refreshed copy */
@@ -355,7 +355,7 @@ fetch_finish_ok(struct fetch *f)
 		return;
 	}
 	if (f->kind == FETCH_REVALIDATE)
-		s->m.revalidated_modified++;
+		METRIC_INC(s->m.revalidated_modified);
 	if (f->stream != NULL && f->streamed ==
 	    (uint64_t)f->resp.content_length) {
 		/* on the disk as it came: committed once the last is down */

@@ -307,9 +307,9 @@ keep_for_store(struct fetch *f, const struct cc *respcc, int64_t clen)
 	if (storable && f->peer != NULL && f->owner != NULL) {
 		storable = f->keep_copy;
 		if (storable)
-			s->m.owner_copy_kept++;
+			METRIC_INC(s->m.owner_copy_kept);
 		else
-			s->m.owner_copy_passed++;
+			METRIC_INC(s->m.owner_copy_passed);
 	}
 	if (storable && clen > 0 &&
 	    (uint64_t)clen > s->node->conf.max_memory_object_size) {
@@ -336,9 +336,9 @@ note_result(struct fetch *f)
 	if (f->to == UPSTREAM_OWNER) {
 		owner_hit = owner_had_it(f);
 		if (owner_hit)
-			t->w->m.owner_hit++;
+			METRIC_INC(t->w->m.owner_hit);
 		else
-			t->w->m.owner_miss++;
+			METRIC_INC(t->w->m.owner_miss);
 	}
 	t->result = f->to == UPSTREAM_SIBLING || owner_hit ?
 	    RESULT_REMOTE_HIT : RESULT_MISS;
@@ -604,7 +604,7 @@ become_tee(struct fetch *f)
 {
 	f->tee = true;
 	f->tee_room = f->body->cap > TEE_ROOM ? f->body->cap : TEE_ROOM;
-	f->w->m.collapsed_tee++;
+	METRIC_INC(f->w->m.collapsed_tee);
 	if (!reserve_copy_keep(f, f->tee_room) || (f->wake = event_new(
 	    f->w->base, -1, 0, tee_wake, f)) == NULL)
 		return false;

@@ -91,14 +91,28 @@ void
 pages_metrics_view(struct worker *s, struct metrics_view *v)
 {
 	struct node *n = s->node;
-	*v = (struct metrics_view){.own = &s->m,
-	    .taken.store = store_stats(n->store),
-	    .budget = budget_stats(n->budget),
-	    .digest = n->digest != NULL ? sqdigest_stats(n->digest) : NULL,
-	    .disk = tiers_disk_stats(n->tiers),
-	    .leaves = n->tls != NULL ? tls_server_leaves(n->tls) : NULL,
-	    .curl = curlev_stats(s->curl)};
+	/* copies taken now, each under its owner's lock, and the workers'
+	 * counters summed: the view points into them */
+	memset(v, 0, sizeof(*v));
+	v->taken.store = store_stats(n->store);
+	v->taken.budget = budget_stats(n->budget);
+	if (n->digest != NULL)
+		v->taken.digest = sqdigest_stats(n->digest);
+	if (n->tls != NULL)
+		v->taken.leaves = tls_server_leaves(n->tls);
+	for (unsigned i = 0; i < n->nworkers; i++) {
+		metrics_sum(&v->taken.own, &n->workers[i]->m);
+		v->taken.curl.excess +=
+		    curlev_stats(n->workers[i]->curl).excess;
+	}
+	v->own = &v->taken.own;
+	v->node = &n->gauges;
 	v->store = &v->taken.store;
+	v->budget = &v->taken.budget;
+	v->digest = n->digest != NULL ? &v->taken.digest : NULL;
+	v->leaves = n->tls != NULL ? &v->taken.leaves : NULL;
+	v->curl = &v->taken.curl;
+	v->disk = tiers_disk_stats(n->tiers);
 }
 
 static void
@@ -264,7 +278,8 @@ drop_for_peer(void *arg, const char *url, size_t len)
 
 	if (url_parse_absolute(url, len, &u, &why) < 0)
 		return false;
-	s->m.invalidations += tiers_invalidate(s->node->tiers, u.norm, u.len);
+	METRIC_ADD(s->m.invalidations, tiers_invalidate(s->node->tiers,
+	    u.norm, u.len));
 	url_clear(&u);
 	return true;
 }
@@ -312,10 +327,10 @@ serve_digest(struct txn *t)
 	struct node *n = s->node;
 	time_t made, expires;
 	char lm[64], ex[64];
-	const struct sum_buf *b = n->digest == NULL ? NULL :
-	    sqdigest_get(n->digest, time(NULL), &made, &expires);
+	struct sum_buf copy = {0}, *b = &copy;
 
-	if (b == NULL) {
+	if (n->digest == NULL || sqdigest_get(n->digest, time(NULL), &copy,
+	    &made, &expires) < 0) {
 		deliver_error(t, 404, SQ_NONE_NONE, "no cache digest here "
 		    "(digest_generation off)", false);
 		return;
@@ -332,10 +347,11 @@ serve_digest(struct txn *t)
 	    .length = (int64_t)b->len, .body = !t->is_head, .internal = true});
 	if (!t->is_head)
 		writer_data(t, b->p, b->len);
-	s->m.digests_served++;
+	METRIC_INC(s->m.digests_served);
 	if (n->peers != NULL && !t->is_head)
 		peers_digest_served(n->peers,
 		    (const struct sockaddr *)&t->c->sa, b->len);
+	free(copy.p);
 	client_txn_done(t->c);
 }
 

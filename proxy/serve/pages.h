@@ -22,9 +22,10 @@ void pages_peer_post_arrived(struct txn *t);
 /* t, a peer's POST or not, is going: a summary's receipt ends. */
 void pages_peer_post_end(struct txn *t);
 
-/* Where /metrics and the status page read s's counters: its own, and the
- * stats the store, budget, digest and disk tier keep (borrowed, until
- * the loop runs again). */
+/* Where /metrics and the status page read the node's counters: every
+ * worker's summed, the node's gauges, copies of the store's, budget's,
+ * digest's, leaf cache's and upstream connections' (in v->taken), and
+ * the disk tier's (borrowed, until the loop runs again). Any worker. */
 void pages_metrics_view(struct worker *s, struct metrics_view *v);
 
 #endif

@@ -31,7 +31,7 @@ purge_request(struct txn *t)
 
 	if (!acl_allows(&s->node->conf.purge_allow,
 	    (const struct sockaddr *)&t->c->sa)) {
-		s->m.purge_denied++;
+		METRIC_INC(s->m.purge_denied);
 		deliver_error(t, 403, SQ_TCP_DENIED, "PURGE is not allowed "
 		    "from this address (purge_allow)", false);
 		return;
@@ -39,12 +39,12 @@ purge_request(struct txn *t)
 	/* the peers are told even when this node had none */
 	unsigned n = stored_drop_everywhere(s, t->url.norm, t->url.len);
 	if (n == 0) {
-		s->m.purge_absent++;
+		METRIC_INC(s->m.purge_absent);
 		deliver_text(t, 404, SQ_NONE_NONE, RESULT_ADMIN,
 		    "not in cache\n", false);
 		return;
 	}
-	s->m.purged++;
+	METRIC_INC(s->m.purged);
 	snprintf(body, sizeof(body), "purged %u\n", n);
 	deliver_text(t, 200, SQ_NONE_NONE, RESULT_ADMIN, body, false);
 }

@@ -287,9 +287,9 @@ enum range_verdict
 range_count(struct metrics *m, enum range_verdict v)
 {
 	if (v == RANGE_PARTIAL)
-		m->range_partial++;
+		METRIC_INC(m->range_partial);
 	else if (v == RANGE_UNSATISFIABLE)
-		m->range_unsatisfiable++;
+		METRIC_INC(m->range_unsatisfiable);
 	return v;
 }
 

@@ -109,7 +109,7 @@ request_feed_body(struct txn *t, struct evbuffer *in)
 
 	if (t->body_unread && reqbody_feed(t->body, in, &why) ==
 	    REQBODY_BAD) {
-		t->w->m.parse_errors++;
+		METRIC_INC(t->w->m.parse_errors);
 		/* once a response is under way, only a close can tell the
 		 * client */
 		if (t->status == 0)
@@ -301,17 +301,22 @@ lookup(struct txn *t)
 	enum cachectl_verdict v = cachectl_judge(&e, &t->reqcc);
 	if (v == CACHECTL_STALE_REVALIDATE && t->is_get) {
 		/* the revalidation starts first: serving finishes t */
-		s->m.stale_while_revalidate++;
+		METRIC_INC(s->m.stale_while_revalidate);
 		refresh_behind(t, o);
 		deliver_object(t, o, SQ_TCP_STALE_HIT);
 		store_obj_unref(&o);
 		return;
 	}
 	if (v == CACHECTL_FRESH || v == CACHECTL_STALE_OK) {
-		/* a copy just read from disk is Squid's TCP_HIT */
+		/* a copy just read from disk is Squid's TCP_HIT; one another
+		 * worker's fetch just stored for a waiter here, a collapse */
+		bool followed = t->followed && v == CACHECTL_FRESH;
+		t->followed = false;
+		if (followed)
+			METRIC_INC(s->m.collapsed_served);
 		deliver_object(t, o, v != CACHECTL_FRESH ?
-		    SQ_TCP_STALE_HIT : t->disk_read ? SQ_TCP_HIT :
-		    SQ_TCP_MEM_HIT);
+		    SQ_TCP_STALE_HIT : followed ? SQ_TCP_CF_HIT :
+		    t->disk_read ? SQ_TCP_HIT : SQ_TCP_MEM_HIT);
 		store_obj_unref(&o);
 		return;
 	}
@@ -330,7 +335,7 @@ lookup(struct txn *t)
 		 * the leader's would have been, or the failure */
 		stale_keep(t, o);
 		if (stale_on_error(t, t->failed->disconnected)) {
-			s->m.stale_if_error++;
+			METRIC_INC(s->m.stale_if_error);
 			deliver_object(t, o, SQ_TCP_REFRESH_FAIL_OLD);
 			return;
 		}
@@ -400,7 +405,7 @@ connect_start(struct txn *t)
 		url_clear(&u);
 		if (tunnel_port_allowed(&n->conf, port) &&
 		    tls_server_wants(n->tls, &n->conf, t->c->addr, host,
-		    mono_ms())) {
+		    mono_ms(), &t->w->m)) {
 			intercept(t, host, port);
 			return;
 		}
@@ -474,7 +479,7 @@ request_start(struct txn *t)
 	if ((authority != NULL ? url_parse_inside(t, authority, &why) :
 	    url_parse_absolute(t->req.target, t->req.target_len, &t->url,
 	    &why)) < 0) {
-		t->w->m.parse_errors++;
+		METRIC_INC(t->w->m.parse_errors);
 		deliver_error(t, 400, SQ_NONE_NONE, why, false);
 		return;
 	}
@@ -500,7 +505,7 @@ request_start(struct txn *t)
 	bool proxied;
 	t->looped = via_names(&t->req, t->w->node->conf.node_name, &proxied);
 	if (t->looped)
-		t->w->m.forwarding_loops++;
+		METRIC_INC(t->w->m.forwarding_loops);
 	/* a peer's request came through a proxy (Via) from a peer's
 	 * address: the client hit ratio leaves it out, or every remote hit
 	 * would count twice, once as a local hit where it was served */
@@ -514,7 +519,7 @@ request_start(struct txn *t)
 	/* an https object is a peer's over a peer link only, which
 	 * authenticated both ends: in clear, anyone on the path reads it */
 	if (t->for_peer && t->url.https && !client_on_link(t->c)) {
-		t->w->m.link_plain_refused++;
+		METRIC_INC(t->w->m.link_plain_refused);
 		deliver_error(t, 403, SQ_TCP_DENIED, "an https object is "
 		    "served to peers over a peer link only", true);
 		return;

@@ -100,7 +100,7 @@ invalidate_one(struct worker *s, const struct url *base, const char *v,
 	if (u.host_len == base->host_len && u.port == base->port &&
 	    memcmp(u.norm + u.host_off, base->norm + base->host_off,
 		u.host_len) == 0)
-		s->m.invalidations += stored_drop_everywhere(s, u.norm, u.len);
+		METRIC_ADD(s->m.invalidations, stored_drop_everywhere(s, u.norm, u.len));
 	url_clear(&u);
 }
 
@@ -115,8 +115,8 @@ stored_invalidate(const struct txn *t, const struct http_head *resp)
 	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
 		if (http_token_eq(t->req.method, t->req.method_len, safe[i]))
 			return;
-	s->m.invalidations += stored_drop_everywhere(s, t->url.norm,
-	    t->url.len);
+	METRIC_ADD(s->m.invalidations, stored_drop_everywhere(s, t->url.norm,
+	    t->url.len));
 	const struct http_field *fl;
 	if ((fl = http_field_find(resp, "location")) != NULL)
 		invalidate_one(s, &t->url, fl->value, fl->vlen);

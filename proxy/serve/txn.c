@@ -38,20 +38,20 @@ txn_account(struct txn *t)
 		 * client's request */
 	} else if (t->for_peer) {
 		if (t->result == RESULT_LOCAL_HIT)
-			s->m.peer_served_hit++;
+			METRIC_INC(s->m.peer_served_hit);
 		else
-			s->m.peer_served_miss++;
+			METRIC_INC(s->m.peer_served_miss);
 	} else {
 		switch (t->result) {
-		case RESULT_LOCAL_HIT: s->m.req_local_hit++; break;
-		case RESULT_MISS: s->m.req_miss++; break;
-		case RESULT_REMOTE_HIT: s->m.req_remote_hit++; break;
-		case RESULT_ERROR: s->m.req_error++; break;
+		case RESULT_LOCAL_HIT: METRIC_INC(s->m.req_local_hit); break;
+		case RESULT_MISS: METRIC_INC(s->m.req_miss); break;
+		case RESULT_REMOTE_HIT: METRIC_INC(s->m.req_remote_hit); break;
+		case RESULT_ERROR: METRIC_INC(s->m.req_error); break;
 		case RESULT_INTERNAL: case RESULT_ADMIN: break;
 		}
 	}
 	evutil_gettimeofday(&e.end, NULL);
-	accesslog_write(s->node->log, &e);
+	accesslog_write(s->node->log, s->logbuf, &e);
 }
 
 struct txn *

@@ -121,6 +121,11 @@
 	    "Evicted bodies still being sent, charged to cache_mem too")      \
 	X(EVICTIONS, counter, "sumcache_evictions_total", "",                 \
 	    "Objects evicted to make room")                                   \
+	X(STORE_LOCK_WAITS, counter, "sumcache_store_lock_waits_total", "",   \
+	    "Times a worker found a lock of the memory cache held by another")\
+	X(STORE_LOCK_WAIT_SECONDS, counter,                                   \
+	    "sumcache_store_lock_wait_seconds_total", "",                     \
+	    "Time workers spent waiting for the memory cache's locks")        \
 	X(ACTIVE_CLIENTS, gauge, "sumcache_client_connections", "",           \
 	    "Open client connections")                                        \
 	X(INFLIGHT_BYTES, gauge, "sumcache_inflight_copy_bytes", "",          \

@@ -19,11 +19,12 @@
 #include "store.h"
 
 enum metrics_src {
-	SRC_OWN, SRC_STORE, SRC_BUDGET, SRC_DIGEST, SRC_DISK, SRC_LEAVES,
+	SRC_OWN, SRC_NODE, SRC_STORE, SRC_BUDGET, SRC_DIGEST, SRC_DISK, SRC_LEAVES,
 	SRC_CURL
 };
 
 #define METRICS_TYPE_OWN struct metrics
+#define METRICS_TYPE_NODE struct metrics_node
 #define METRICS_TYPE_STORE struct store_stats
 #define METRICS_TYPE_BUDGET struct budget_stats
 #define METRICS_TYPE_DIGEST struct sqdigest_stats
@@ -65,6 +66,8 @@ source(const struct metrics_view *v, enum metrics_src src)
 	switch (src) {
 	case SRC_OWN:
 		return v->own;
+	case SRC_NODE:
+		return v->node;
 	case SRC_STORE:
 		return v->store;
 	case SRC_BUDGET:
@@ -81,13 +84,39 @@ source(const struct metrics_view *v, enum metrics_src src)
 	return NULL;
 }
 
-/* A source the node does not have (no disk tier, no digest) reads 0. */
+/* A source the node does not have (no disk tier, no digest) reads 0.
+ * An OWN row is read atomically: the view may name a worker's own
+ * counters, which its thread is writing. */
 static uint64_t
 value(const struct metrics_view *v, const struct metric_row *r)
 {
 	const char *base = source(v, r->src);
 
-	return base == NULL ? 0 : *(const uint64_t *)(base + r->off);
+	if (base == NULL)
+		return 0;
+	if (r->src == SRC_OWN)
+		return atomic_load_explicit((const _Atomic uint64_t *)(base +
+		    r->off), memory_order_relaxed);
+	return *(const uint64_t *)(base + r->off);
+}
+
+void
+metrics_sum(struct metrics *into, const struct metrics *from)
+{
+#define METRICS_SUM_OWN(field)                                                \
+	METRIC_ADD(into->field, atomic_load_explicit(&from->field,           \
+	    memory_order_relaxed));
+#define METRICS_SUM_NODE(field)
+#define METRICS_SUM_STORE(field)
+#define METRICS_SUM_BUDGET(field)
+#define METRICS_SUM_DIGEST(field)
+#define METRICS_SUM_DISK(field)
+#define METRICS_SUM_LEAVES(field)
+#define METRICS_SUM_CURL(field)
+#define METRICS_SUM(src, field, family, label, status)                        \
+	METRICS_SUM_##src(field)
+	METRICS_TABLE(METRICS_SUM)
+#undef METRICS_SUM
 }
 
 /* A family named in seconds has rows kept in microseconds. */

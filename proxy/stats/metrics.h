@@ -10,10 +10,15 @@
 #ifndef METRICS_H
 #define METRICS_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "budget.h"
+#include "curlev.h"
 #include "families.h"
+#include "leaves.h"
+#include "sqdigest.h"
 #include "metric.h"
 #include "store.h"
 
@@ -27,11 +32,14 @@ struct store_stats;
 
 /*
  * X(source, field, family, label value or NULL, status page field or NULL).
- * The source is the struct the value is read from, in place, when
- * /metrics is written or the status page samples: OWN rows are this
- * struct metrics' own fields, which the proxy's rooms increment; the
- * others are a lower room's stats, which that room keeps and nobody
- * copies (STORE: struct store_stats, BUDGET: budget_stats, DIGEST:
+ * The source is the struct the value is read from when /metrics is
+ * written or the status page samples: OWN rows are this struct metrics'
+ * own fields, which the proxy's rooms increment, one struct per worker,
+ * summed when read (Varnish's per-worker stats: no counter is a cache
+ * line the workers share); NODE rows are the node's own gauges (struct
+ * metrics_node), set at start and at a reload; the others are a lower
+ * room's stats, which that room keeps and nobody copies (STORE: struct
+ * store_stats, BUDGET: budget_stats, DIGEST:
  * sqdigest_stats, DISK: disk_stats, LEAVES: interception's leaf cache,
  * cert/leaves.h, CURL: the upstream connections', peers/base/curlev.h;
  * each read as zero when the node has none).
@@ -61,8 +69,8 @@ struct store_stats;
 	X(OWN, client_connections, CLIENT_CONNECTIONS, NULL, NULL)           \
 	X(OWN, accept_errors, ACCEPT_ERRORS, NULL, NULL)                     \
 	X(OWN, connection_limit_reached, CONN_LIMIT_REACHED, NULL, NULL)     \
-	X(OWN, max_connections, MAX_CONNECTIONS, NULL, NULL)                 \
-	X(OWN, conn_mem_bound, CONN_MEM_BOUND, NULL, NULL)                   \
+	X(NODE, max_connections, MAX_CONNECTIONS, NULL, NULL)                \
+	X(NODE, conn_mem_bound, CONN_MEM_BOUND, NULL, NULL)                  \
 	X(OWN, idle_closed_at_limit, IDLE_CLOSED, NULL, NULL)                \
 	X(OWN, client_denied, CLIENT_DENIED, NULL, NULL)                     \
 	X(OWN, parse_errors, PARSE_ERRORS, NULL, NULL)                       \
@@ -128,6 +136,8 @@ struct store_stats;
 	X(STORE, bytes, CACHE_BYTES, NULL, "cache_bytes")                    \
 	X(STORE, pinned, CACHE_PINNED, NULL, NULL)                           \
 	X(STORE, evictions, EVICTIONS, NULL, "evictions")                    \
+	X(STORE, lock_waits, STORE_LOCK_WAITS, NULL, NULL)                   \
+	X(STORE, lock_wait_us, STORE_LOCK_WAIT_SECONDS, NULL, NULL)          \
 	X(OWN, active_clients, ACTIVE_CLIENTS, NULL, NULL)                   \
 	X(BUDGET, inflight, INFLIGHT_BYTES, NULL, NULL)                      \
 	X(BUDGET, inflight_refused, INFLIGHT_REFUSED, NULL, NULL)            \
@@ -166,7 +176,8 @@ struct store_stats;
 	X(DISK, scan_us, DISK_SCAN_SECONDS, NULL, NULL)
 
 
-#define METRICS_FIELD_OWN(field) uint64_t field;
+#define METRICS_FIELD_OWN(field) _Atomic uint64_t field;
+#define METRICS_FIELD_NODE(field)
 #define METRICS_FIELD_STORE(field)
 #define METRICS_FIELD_BUDGET(field)
 #define METRICS_FIELD_DIGEST(field)
@@ -174,6 +185,9 @@ struct store_stats;
 #define METRICS_FIELD_LEAVES(field)
 #define METRICS_FIELD_CURL(field)
 
+/* A worker's counters. Only the worker's thread writes them (METRIC_INC,
+ * METRIC_ADD); another thread reads them when it sums them for /metrics
+ * or the status page (metrics_sum). */
 struct metrics {
 #define METRICS_FIELD(src, field, family, label, status)                     \
 	METRICS_FIELD_##src(field)
@@ -181,15 +195,38 @@ struct metrics {
 #undef METRICS_FIELD
 };
 
+/* One writer, readers elsewhere: a relaxed load and store (a plain add
+ * on x86), not a locked add, and no torn value for the reader. */
+#define METRIC_ADD(f, n)                                                      \
+	atomic_store_explicit(&(f), atomic_load_explicit(&(f),               \
+	    memory_order_relaxed) + (uint64_t)(n), memory_order_relaxed)
+#define METRIC_INC(f) METRIC_ADD(f, 1)
+
+/* Adds every counter of from to into's (into is the caller's own). */
+void metrics_sum(struct metrics *into, const struct metrics *from);
+
+/* The node's gauges: what a worker would only copy. */
+struct metrics_node {
+	uint64_t max_connections;
+	uint64_t conn_mem_bound;
+};
+
 /* Where the rows' values are read from; any but own may be NULL (its
  * rows read zero). Every pointer is borrowed for the one call; a value
  * that is a copy taken for the read (the store's counters, taken under
- * its lock) is kept in taken, which the view's pointer then names. */
+ * its lock; the workers' counters, summed) is kept in taken, which the
+ * view's pointer then names. */
 struct metrics_view {
 	struct {
 		struct store_stats store;
+		struct budget_stats budget;
+		struct curlev_stats curl;
+		struct sqdigest_stats digest;
+		struct leaves_stats leaves;
+		struct metrics own;   /* the workers' summed */
 	} taken;
 	const struct metrics *own;
+	const struct metrics_node *node;
 	const struct store_stats *store;
 	const struct budget_stats *budget;
 	const struct sqdigest_stats *digest;

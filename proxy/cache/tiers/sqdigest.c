@@ -3,8 +3,10 @@
  */
 #include "sqdigest.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "clock.h"
 #include "cbf.h"
@@ -16,8 +18,11 @@
 #include "tiers.h"
 
 #define SQDIGEST_MAGIC 0x963f3894u
+/* The cache's observers run on whichever worker changes the cache, and
+ * any worker serves the digest: lock guards every field but magic. */
 struct sqdigest {
 	unsigned magic;         /* SQDIGEST_MAGIC (SC_CAST) */
+	pthread_mutex_t lock;
 	struct cbf *f;           /* counts the claimed keys */
 	struct claims *claims;   /* every key stored, claimed or not */
 	struct sumkey_hasher *md5;
@@ -39,9 +44,11 @@ on_added(void *arg, const char *key, size_t klen, uint64_t expires_ms)
 	struct sumkey k;
 	struct claim *c;
 
+	pthread_mutex_lock(&d->lock);
 	if (sumkey_make(d->md5, SUM_METHOD_GET, key, klen, &k) == 0 &&
 	    claims_add(d->claims, &k, until, wall_us() / 1000, &c) == 1)
 		cbf_add(d->f, &c->key);
+	pthread_mutex_unlock(&d->lock);
 }
 
 static void
@@ -51,9 +58,11 @@ on_removed(void *arg, const char *key, size_t klen)
 	struct sumkey k;
 	struct claim gone;
 
+	pthread_mutex_lock(&d->lock);
 	if (sumkey_make(d->md5, SUM_METHOD_GET, key, klen, &k) == 0 &&
 	    claims_remove(d->claims, &k, &gone) == 1)
 		cbf_remove(d->f, &gone.key);
+	pthread_mutex_unlock(&d->lock);
 }
 
 struct sqdigest *
@@ -64,6 +73,7 @@ sqdigest_new(struct tiers *tr, uint32_t capacity, uint32_t period_ms)
 	if (d == NULL)
 		return NULL;
 	d->magic = SQDIGEST_MAGIC;
+	pthread_mutex_init(&d->lock, NULL);
 	d->capacity = capacity;
 	d->period_s = period_ms / 1000 ? period_ms / 1000 : 1;
 	uint64_t m = 8ull * digest_mask_size(capacity, SQDIGEST_BITS_PER_ENTRY);
@@ -92,20 +102,25 @@ sqdigest_free(struct sqdigest **dp)
 	claims_free(&d->claims);
 	sumkey_hasher_free(&d->md5);
 	free(d->body.p);
+	pthread_mutex_destroy(&d->lock);
 	d->magic = 0;
 	free(d);
 }
 
-const struct sqdigest_stats *
+struct sqdigest_stats
 sqdigest_stats(struct sqdigest *d)
 {
+	pthread_mutex_lock(&d->lock);
 	d->stats.entries = d->f->entries;
 	d->stats.table_bytes = claims_bytes(d->claims);
-	return &d->stats;
+	struct sqdigest_stats st = d->stats;
+	pthread_mutex_unlock(&d->lock);
+	return st;
 }
 
-const struct sum_buf *
-sqdigest_get(struct sqdigest *d, time_t now, time_t *made, time_t *expires)
+/* Under d's lock: the body served now, rebuilt when its period is up. */
+static const struct sum_buf *
+current(struct sqdigest *d, time_t now, time_t *made, time_t *expires)
 {
 	if (d->made == 0 || now - d->made >= (time_t)d->period_s) {
 		struct sum_buf b = {0};
@@ -133,4 +148,21 @@ sqdigest_get(struct sqdigest *d, time_t now, time_t *made, time_t *expires)
 	*made = d->made;
 	*expires = d->made + (time_t)d->period_s;
 	return d->made != 0 ? &d->body : NULL;
+}
+
+int
+sqdigest_get(struct sqdigest *d, time_t now, struct sum_buf *out,
+    time_t *made, time_t *expires)
+{
+	int rc = -1;
+
+	pthread_mutex_lock(&d->lock);
+	const struct sum_buf *b = current(d, now, made, expires);
+	if (b != NULL && (out->p = malloc(b->len ? b->len : 1)) != NULL) {
+		memcpy(out->p, b->p, b->len);
+		out->len = b->len;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&d->lock);
+	return rc;
 }

@@ -39,11 +39,14 @@ struct sqdigest_stats {
 	uint64_t table_bytes;    /* the memory of its claims table */
 };
 
-/* d's figures, brought up to date; the struct is d's. */
-const struct sqdigest_stats *sqdigest_stats(struct sqdigest *d);
+/* d's figures, brought up to date: a copy. Any worker, as every
+ * function here (d's lock). */
+struct sqdigest_stats sqdigest_stats(struct sqdigest *d);
 
-/* The current digest body and its Last-Modified and Expires times. */
-const struct sum_buf *sqdigest_get(struct sqdigest *d, time_t now,
+/* A copy of the current digest body into *out (out->p is the caller's
+ * to free) and its Last-Modified and Expires times; -1 when there is
+ * none or no memory for the copy. */
+int sqdigest_get(struct sqdigest *d, time_t now, struct sum_buf *out,
     time_t *made, time_t *expires);
 
 #endif
