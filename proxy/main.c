@@ -207,8 +207,8 @@ main(int argc, char **argv)
 		goto out;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		goto out;
-	/* libevent's own locks, for what workers hand each other: a file
-	 * segment two workers send, a timer set on another's loop */
+	/* libevent's own locks, for what workers share: a file segment two
+	 * workers send (the loops themselves take none: server.c) */
 	if (workers > 1 && evthread_use_pthreads() < 0) {
 		fprintf(stderr, "sumcache: libevent has no thread support\n");
 		goto out_curl;

@@ -436,8 +436,12 @@ new_base(void)
 
 	if (cfg == NULL)
 		return NULL;
+	/* no other thread touches a loop's events (work for it goes to its
+	 * inbox): libevent need not lock the base, even with its threads
+	 * on (main.c: the file segments workers share take their locks) */
 	if (event_config_set_max_dispatch_interval(cfg, &slice, -1,
-	    LOOP_PRIO_BULK) == 0)
+	    LOOP_PRIO_BULK) == 0 && event_config_set_flag(cfg,
+	    EVENT_BASE_FLAG_NOLOCK) == 0)
 		base = event_base_new_with_config(cfg);
 	event_config_free(cfg);
 	if (base != NULL && event_base_priority_init(base, LOOP_PRIOS) < 0)
@@ -515,7 +519,7 @@ start(struct node *n)
 	if (inflight == 0)
 		inflight = n->conf.max_memory_object_size > 64u << 20 ?
 		    n->conf.max_memory_object_size : 64u << 20;
-	n->budget = budget_new(s->base, inflight);
+	n->budget = budget_new(s->base, s->inbox, inflight);
 	n->pass = pass_new();
 	if (n->nworkers > 1 && (n->crowd = crowd_new()) == NULL)
 		return -1;

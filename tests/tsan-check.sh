@@ -16,8 +16,9 @@
 #             at workers 4 (SUMCACHE_TEST_WORKERS), the stress of
 #             test_workers.c for STRESS_SECONDS too, but two tests whose
 #             figures TSan's own memory would break and the gaps named in
-#             tests/workers-gaps; every report any daemon writes lands in
-#             a file and fails the check.
+#             tests/workers-gaps, one at a time (TSan's daemon is slow
+#             enough without a second suite beside it); every report any
+#             daemon writes lands in a file and fails the check.
 # Prints "tsan-check: P passed, F failed".
 #
 #   tests/tsan-check.sh [BUILD]      (from the repository's root)
@@ -93,7 +94,7 @@ if [ -x "$e2e/tests/e2e-tests" ]; then
   TSAN_OPTIONS="halt_on_error=0 log_path=$reports/e2e/tsan" \
   SUMCACHE_UNDER_TEST=$(pwd)/$build/sumcache SUMCACHE_TEST_WORKERS=4 \
   SUMCACHE_STRESS_SECONDS=$seconds \
-    "$e2e/tests/e2e-tests" --jobs "$jobs" --filter "!($skip)" \
+    "$e2e/tests/e2e-tests" --jobs 1 --filter "!($skip)" \
     > "$reports/e2e.out" 2>&1
   rc=$?
   tail -1 "$reports/e2e.out"

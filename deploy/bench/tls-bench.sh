@@ -16,7 +16,10 @@
 # (the squid package cannot bump), unpacked under build-bench/ rather than
 # installed: it conflicts with the squid package the tests use.
 #
-#   ROUNDS=5 DURATION=10 CONNS=50 deploy/bench/tls-bench.sh
+# WORKERS sets sumcache's workers (default 1), all on CPU 1: the CPU per
+# new connection at 1 and 2 is the price of sharing the leaf cache.
+#
+#   ROUNDS=5 DURATION=10 CONNS=50 WORKERS=1 deploy/bench/tls-bench.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . deploy/lib.sh
@@ -104,7 +107,7 @@ taskset -c 1 build-bench/sumcache -o http_listen=127.0.0.1:$SC_PORT \
   -o access_log=none -o cache_mem=512MB -o 'tls_intercept=*' \
   -o "tls_ca_cert=$work/ca/ca.crt" -o "tls_ca_key=$work/ca/ca.key" \
   -o "tls_upstream_ca=$work/origin-ca.crt" -o "connect_ports=$TLS_PORT" \
-  >"$work/sumcache.log" 2>&1 &
+  -o workers="${WORKERS:-1}" >"$work/sumcache.log" 2>&1 &
 pids+=($!)
 sc_pid=$!
 

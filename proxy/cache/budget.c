@@ -36,8 +36,9 @@
  *
  * Threads: one budget for the node, called by every worker on its misses
  * and its connections' opening and closing (never on a hit), and by the
- * home loop's timers: one lock guards every field. A trim is scheduled on
- * the home loop from any worker (libevent's cross-thread event_add).
+ * home loop's timers: one lock guards every field. The timers are the
+ * home loop's alone (the loops take no lock of libevent's): a worker that
+ * finds a trim due hands it to home's inbox.
  */
 #include "budget.h"
 
@@ -47,6 +48,7 @@
 
 #include <event2/event.h>
 
+#include "inbox.h"
 #include "ratelog.h"
 #include "sc_assert.h"
 
@@ -63,8 +65,9 @@ struct budget {
 	unsigned magic;         /* BUDGET_MAGIC (SC_CAST) */
 	pthread_mutex_t lock;   /* every field below */
 	struct budget_stats stats;
-	struct event *trim_ev;
+	struct event *trim_ev;  /* home's, as look_ev */
 	struct event *look_ev;  /* the heap's free bytes, looked at */
+	struct inbox *home;     /* the loop of the timers, or NULL */
 	size_t free_after_trim; /* mallinfo2's fordblks then, or lower since */
 	size_t freed;          /* large frees since the last trim */
 	uint64_t last_trim_ms;
@@ -92,6 +95,30 @@ on_trim(evutil_socket_t fd, short what, void *arg)
 	if (b->follow_up)
 		evtimer_add(b->trim_ev, &again);
 	pthread_mutex_unlock(&b->lock);
+}
+
+static void schedule_trim(struct budget *b);
+
+/* On home's loop: a trim a worker found due. */
+static void
+trim_asked(void *arg)
+{
+	struct budget *b = SC_CAST(struct budget, arg, BUDGET_MAGIC);
+
+	pthread_mutex_lock(&b->lock);
+	schedule_trim(b);
+	pthread_mutex_unlock(&b->lock);
+}
+
+/* Under the lock: a trim is due. The timer is home's: another thread
+ * asks home for it. */
+static void
+trim_due(struct budget *b)
+{
+	if (b->home != NULL && inbox_here() != b->home)
+		inbox_post(b->home, trim_asked, NULL, b);
+	else
+		schedule_trim(b);
 }
 
 /* A trim at the end of this loop turn, or once TRIM_EVERY_MS has passed
@@ -127,7 +154,8 @@ on_look(evutil_socket_t fd, short what, void *arg)
 }
 
 struct budget *
-budget_new(struct event_base *base, size_t inflight_max)
+budget_new(struct event_base *base, struct inbox *home,
+    size_t inflight_max)
 {
 	struct budget *b = calloc(1, sizeof(*b));
 	struct timeval every = tv_ms(TRIM_EVERY_MS);
@@ -135,6 +163,7 @@ budget_new(struct event_base *base, size_t inflight_max)
 	if (b == NULL)
 		return NULL;
 	b->magic = BUDGET_MAGIC;
+	b->home = home;
 	pthread_mutex_init(&b->lock, NULL);
 	b->stats.inflight_max = inflight_max;
 	b->trim_ev = evtimer_new(base, on_trim, b);
@@ -196,7 +225,7 @@ budget_freed(struct budget *b, size_t n)
 	pthread_mutex_lock(&b->lock);
 	b->freed += n;
 	if (b->freed >= TRIM_AFTER)
-		schedule_trim(b);
+		trim_due(b);
 	pthread_mutex_unlock(&b->lock);
 }
 
@@ -210,7 +239,7 @@ budget_conns(struct budget *b, uint64_t open)
 	    b->conns_peak - open >= BURST_MIN) {
 		/* what the burst's connections held is free now */
 		b->conns_peak = open;
-		schedule_trim(b);
+		trim_due(b);
 	}
 	pthread_mutex_unlock(&b->lock);
 }

@@ -21,8 +21,12 @@ struct budget_stats {
 
 struct budget;
 
-/* A budget of inflight_max bytes for in-flight copies. NULL on ENOMEM. */
-struct budget *budget_new(struct event_base *base, size_t inflight_max);
+/* A budget of inflight_max bytes for in-flight copies, its timers on base,
+ * whose loop reads home (NULL: no other thread calls it). NULL on
+ * ENOMEM. */
+struct inbox;
+struct budget *budget_new(struct event_base *base, struct inbox *home,
+    size_t inflight_max);
 /* Accepts NULL; clears the caller's pointer. */
 void budget_free(struct budget **b);
 
