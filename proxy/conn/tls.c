@@ -170,6 +170,7 @@ tls_server_free(struct tls_server **tsp)
 	SSL_CTX_free(ts->ctx);
 	leaves_free(&ts->leaves);
 	ca_free(&ts->ca);
+	pthread_mutex_destroy(&ts->lock);
 	free(ts);
 }
 
@@ -548,6 +549,7 @@ tls_link_free(struct tls_link **tlp)
 		return;
 	*tlp = NULL;
 	SSL_CTX_free(tl->ctx);
+	pthread_mutex_destroy(&tl->lock);
 	free(tl);
 }
 
