@@ -202,34 +202,36 @@ value_size_auto(struct conf *c, size_t off, const char *v, const char **why)
 	return 0;
 }
 
-/* "auto" (0, derived), or a count of 1 or more */
-int
-value_count_auto(struct conf *c, size_t off, const char *v, const char **why)
+/* "auto" (0), or a count from 1 to max: why names the range. */
+static int
+count_or_auto(struct conf *c, size_t off, const char *v, unsigned long max,
+    const char *range, const char **why)
 {
 	if (strcmp(v, "auto") == 0) {
 		*(uint32_t *)((char *)c + off) = 0;
 		return 0;
 	}
-	if (count_upto(c, off, v, 10000000) < 0) {
-		*why = "expected auto or a count from 1 to 10000000";
+	if (count_upto(c, off, v, max) < 0) {
+		*why = range;
 		return -1;
 	}
 	return 0;
+}
+
+/* "auto" (0, derived), or a count of 1 or more */
+int
+value_count_auto(struct conf *c, size_t off, const char *v, const char **why)
+{
+	return count_or_auto(c, off, v, 10000000,
+	    "expected auto or a count from 1 to 10000000", why);
 }
 
 /* "auto" (0: the CPUs, conf_workers), or 1 to CONF_WORKERS_MAX */
 int
 value_workers(struct conf *c, size_t off, const char *v, const char **why)
 {
-	if (strcmp(v, "auto") == 0) {
-		*(uint32_t *)((char *)c + off) = 0;
-		return 0;
-	}
-	if (count_upto(c, off, v, CONF_WORKERS_MAX) < 0) {
-		*why = "expected auto or a count from 1 to 64";
-		return -1;
-	}
-	return 0;
+	return count_or_auto(c, off, v, CONF_WORKERS_MAX,
+	    "expected auto or a count from 1 to 64", why);
 }
 
 /* Checked with the parser main() binds with, so -t catches what start-up

@@ -57,6 +57,16 @@
  * The table holds every fetch that could be shared, whether or not
  * collapsed forwarding lets requests join it: it is also how a
  * revalidation behind a stale answer knows one is running (stale.c).
+ *
+ * With several workers, a fetch another worker leads is waited for at a
+ * follower: a busy object of this worker with no fetch, which the
+ * leader's end closes from afar (crowd.c holds the node's table of who
+ * leads what and carries the news). Why this file is over 800 lines and
+ * stays one: a follower is a busy object like any, its waiters are
+ * seated, bounded, released and failed by the same code, and that code
+ * is this file's private part (seats, the table, release); a file of its
+ * own would need all of it opened in a header for 100 lines. The
+ * cross-worker part that needs none of it is crowd.c.
  */
 #include "busy.h"
 
@@ -410,6 +420,23 @@ start_reading(struct busy *b, struct txn *t, struct busy_seat *st,
 	pump(b, st);
 }
 
+/* A busy object of w for t's URL, in no table yet; NULL on ENOMEM. */
+static struct busy *
+busy_new(struct worker *w, const struct txn *t)
+{
+	struct busy *b = calloc(1, sizeof(*b) + t->url.len);
+
+	if (b == NULL)
+		return NULL;
+	b->magic = BUSY_MAGIC;
+	b->s = w;
+	b->table = w->busy;
+	b->klen = t->url.len;
+	memcpy(b->key, t->url.norm, t->url.len);
+	b->hash = XXH3_64bits(b->key, b->klen);
+	return b;
+}
+
 /* ---- other workers' fetches (crowd.c) ---- */
 
 /* What a txn holding the lead of its URL's next fetch lets go of when it
@@ -519,15 +546,9 @@ follow(struct txn *t)
 	case CROWD_FOLLOW:
 		break;
 	}
-	struct busy *b = calloc(1, sizeof(*b) + t->url.len);
+	struct busy *b = busy_new(w, t);
 	if (b == NULL)
 		return NULL; /* the leader's note finds none: t fetches */
-	b->magic = BUSY_MAGIC;
-	b->s = w;
-	b->table = w->busy;
-	b->klen = t->url.len;
-	memcpy(b->key, t->url.norm, t->url.len);
-	b->hash = XXH3_64bits(b->key, b->klen);
 	b->started_ms = started;
 	b->follower = true;
 	b->fnext = w->followers;
@@ -557,17 +578,11 @@ busy_open(struct worker *s, struct txn *t)
 		busy_unclaim(t);
 		return NULL;
 	}
-	struct busy *b = calloc(1, sizeof(*b) + t->url.len);
+	struct busy *b = busy_new(s, t);
 	if (b == NULL) {
 		busy_unclaim(t);
 		return NULL;
 	}
-	b->magic = BUSY_MAGIC;
-	b->s = s;
-	b->table = s->busy;
-	b->klen = t->url.len;
-	memcpy(b->key, t->url.norm, t->url.len);
-	b->hash = XXH3_64bits(b->key, b->klen);
 	struct busy **p = slot(b->table, b->hash, b->key, b->klen);
 	if (*p != NULL) {
 		busy_unclaim(t);
