@@ -98,7 +98,7 @@ struct server_conf_src {
  * changes after start; with one, home runs alone); peers, icp, discover,
  * status and the timers are home's. Nothing in a struct worker is touched by another
  * thread but its counters (m: written by its thread, read atomically
- * when summed) and its inbox (inbox.c); work for a worker goes to its
+ * when summed), oldest_us (atomic, the same way) and its inbox (inbox.c); work for a worker goes to its
  * inbox.
  */
 struct node {
@@ -177,6 +177,9 @@ struct worker {
 	struct ratelog link_errlog;   /* peers' link certificates refused */
 	struct client *clients;       /* newest first */
 	struct client *oldest_client; /* the list's tail */
+	/* its accepted_us, UINT64_MAX with none: written by this worker,
+	 * read by another at max_connections to find the node's oldest */
+	_Atomic uint64_t oldest_us;
 	struct tunnel *tunnels;
 	unsigned ntunnels;
 };
@@ -208,7 +211,7 @@ struct client {
 	struct event *all_sent; /* client_wait_all_sent's, once asked */
 	struct disk_sent sent; /* the claim of the last body from the disk
 	                        * it was sent (conn/writer.h's body) */
-	uint64_t accepted_ms; /* monotonic */
+	uint64_t accepted_us; /* monotonic: the node's oldest is told apart */
 	struct sockaddr_storage sa;
 	char addr[64];
 };

@@ -621,6 +621,7 @@ server_init(struct node *n, unsigned nworkers)
 		w->magic = WORKER_MAGIC;
 		w->node = n;
 		w->id = i;
+		atomic_init(&w->oldest_us, UINT64_MAX);
 		n->workers[n->nworkers++] = w;
 	}
 	n->home = n->workers[0];

@@ -177,6 +177,14 @@ harness_workers_opt(void)
 	return opt;
 }
 
+int
+harness_workers(void)
+{
+	const char *n = getenv("SUMCACHE_TEST_WORKERS");
+
+	return n != NULL && atoi(n) > 0 ? atoi(n) : 1;
+}
+
 static void
 proxy_spawn(struct env *e, const char *const *opts, const char *out_name)
 {
@@ -337,12 +345,12 @@ http_request(int via_port, const char *method, const char *url,
 	    chunked, r);
 }
 
-void
-http_request_at(const char *host, int via_port, const char *method,
+/* One exchange on c (its connection kept for the next, if any). */
+static void
+request_on(CURL *c, const char *host, int via_port, const char *method,
     const char *url, const char *const *extra, const char *body,
     size_t blen, bool chunked, struct resp *r)
 {
-	CURL *c = curl_easy_init();
 	struct curl_slist *h = NULL;
 	struct sink b = {0}, hd = {0};
 	char proxy[64];
@@ -382,7 +390,54 @@ http_request_at(const char *host, int via_port, const char *method,
 	r->len = b.n;
 	r->head = hd.p ? hd.p : calloc(1, 1);
 	curl_slist_free_all(h);
+}
+
+void
+http_request_at(const char *host, int via_port, const char *method,
+    const char *url, const char *const *extra, const char *body,
+    size_t blen, bool chunked, struct resp *r)
+{
+	CURL *c = curl_easy_init();
+
+	cr_assert_not_null(c);
+	request_on(c, host, via_port, method, url, extra, body, blen, chunked,
+	    r);
 	curl_easy_cleanup(c);
+}
+
+struct keepalive {
+	CURL *c;
+};
+
+struct keepalive *
+keepalive_new(void)
+{
+	struct keepalive *k = calloc(1, sizeof(*k));
+
+	cr_assert_not_null(k);
+	k->c = curl_easy_init();
+	cr_assert_not_null(k->c);
+	return k;
+}
+
+void
+keepalive_get(struct keepalive *k, const struct env *e, const char *url,
+    struct resp *r)
+{
+	/* the options go, the connection stays */
+	curl_easy_reset(k->c);
+	request_on(k->c, "127.0.0.1", e->pport, "GET", url, NULL, NULL, 0,
+	    false, r);
+}
+
+void
+keepalive_free(struct keepalive **kp)
+{
+	if (*kp == NULL)
+		return;
+	curl_easy_cleanup((*kp)->c);
+	free(*kp);
+	*kp = NULL;
 }
 
 void

@@ -82,6 +82,18 @@ void http_request(int via_port, const char *method, const char *url,
 void http_request_at(const char *host, int via_port, const char *method,
     const char *url, const char *const *extra, const char *body,
     size_t blen, bool chunked, struct resp *r);
+/* A client that keeps its connection to the proxy from one request to
+ * the next, so that one worker answers them all (at workers N each
+ * connection lives on one): for what a worker keeps between requests,
+ * such as its origin connections. */
+struct keepalive;
+struct keepalive *keepalive_new(void);
+/* GET through e's proxy on k's connection (a new one the first time, or
+ * if the proxy closed it). */
+void keepalive_get(struct keepalive *k, const struct env *e,
+    const char *url, struct resp *r);
+/* Accepts NULL; clears *k. */
+void keepalive_free(struct keepalive **k);
 void resp_free(struct resp *r);
 /* Value of a response header (first match), or NULL; static storage. */
 const char *resp_header(const struct resp *r, const char *name);
@@ -240,5 +252,7 @@ const char *harness_sumcache(void);
  * workers: tests/run.sh), or NULL: the first option of every node
  * started, so a test's own workers= wins. */
 const char *harness_workers_opt(void);
+/* How many workers the suites' nodes run: SUMCACHE_TEST_WORKERS's, or 1. */
+int harness_workers(void);
 
 #endif

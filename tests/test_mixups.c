@@ -39,35 +39,39 @@ body_is(const struct resp *r, const char *name, size_t size)
  * whole second response, or bytes that are none, with the body or a
  * moment later. The next request to that origin must get its own answer
  * (not the extra bytes, and not a 502), on a new connection, and the
- * cache must hold its own body under its URL.
+ * cache must hold its own body under its URL. The requests share one
+ * client connection, so that one worker (and its kept origin connection)
+ * answers them at workers N.
  */
 static void
 next_answer_is_its_own(int after_ms, bool junk, const char *victim)
 {
 	char path[128], vpath[128];
 	struct resp a, b, c;
+	struct keepalive *k = keepalive_new();
 
 	snprintf(path, sizeof(path), "/extra?size=1000&after=%d&junk=%d",
 	    after_ms, junk);
-	proxy_get(&E, env_url(&E, path), NULL, &a);
+	keepalive_get(k, &E, env_url(&E, path), &a);
 	cr_assert_eq(a.status, 200);
 	cr_assert(body_is(&a, "extra", 1000), "the first answer is its own");
 	usleep((useconds_t)(after_ms + 300) * 1000);
 	snprintf(vpath, sizeof(vpath), "/obj/%s?max_age=60&size=200", victim);
-	proxy_get(&E, env_url(&E, vpath), NULL, &b);
+	keepalive_get(k, &E, env_url(&E, vpath), &b);
 	cr_assert_eq(b.status, 200, "the next request got %ld", b.status);
 	cr_assert(body_is(&b, victim, 200), "the next request got %zu bytes "
 	    "not its own: %.*s", b.len, (int)(b.len < 40 ? b.len : 40),
 	    b.body);
 	cr_assert_eq(origin_count(&E, vpath, NULL), 1,
 	    "the origin saw the next request");
-	proxy_get(&E, env_url(&E, vpath), NULL, &c);
+	keepalive_get(k, &E, env_url(&E, vpath), &c);
 	cr_assert_str_eq(resp_header(&c, "X-Cache"), "HIT from test-node");
 	cr_assert(body_is(&c, victim, 200), "the cache holds the URL's own "
 	    "body");
 	resp_free(&a);
 	resp_free(&b);
 	resp_free(&c);
+	keepalive_free(&k);
 }
 
 Test(mixups, a_second_response_behind_an_answer_is_never_read_as_the_next)

@@ -79,27 +79,70 @@ room_asked(void *arg)
 	client_make_room(w, &retry_ms);
 }
 
+/* Every worker but w closes its oldest idle connection, if it has one. */
+static void
+ask_others(struct worker *w)
+{
+	struct node *n = w->node;
+
+	for (unsigned i = 0; i < n->nworkers; i++)
+		if (n->workers[i] != w)
+			inbox_post(n->workers[i]->inbox, room_asked, NULL,
+			    n->workers[i]);
+}
+
+/* On the loop of the worker with the node's oldest connection: it closes
+ * its oldest idle one or, having none, asks the others. */
+static void
+room_asked_first(void *arg)
+{
+	struct worker *w = SC_CAST(struct worker, arg, WORKER_MAGIC);
+	uint64_t retry_ms;
+
+	if (!client_make_room(w, &retry_ms))
+		ask_others(w);
+}
+
+/* The worker whose oldest connection is the node's oldest. */
+static struct worker *
+oldest_worker(const struct node *n)
+{
+	struct worker *o = n->workers[0];
+
+	for (unsigned i = 1; i < n->nworkers; i++)
+		if (atomic_load_explicit(&n->workers[i]->oldest_us,
+		    memory_order_relaxed) < atomic_load_explicit(&o->oldest_us,
+		    memory_order_relaxed))
+			o = n->workers[i];
+	return o;
+}
+
 /*
- * At the node's limit a newcomer needs a connection closed. Idle ones
- * are each worker's: this worker closes its own oldest idle one (true),
- * or, having none, asks every other worker to close its own and looks
- * again soon (*retry_ms). The cost: with several workers, the one closed
- * is the oldest of a worker, not always the node's, and a newcomer at
- * the limit may cost one idle connection of each other worker.
+ * At the node's limit a newcomer needs a connection closed, the node's
+ * oldest idle one. Each worker's clients are its own, oldest last, and
+ * each worker says when its oldest came (oldest_us): the worker with
+ * the oldest closes its oldest idle one; one that has none asks every
+ * other to close its own. Here (true) when it is this worker's to do,
+ * else it is asked for and the newcomer looks again soon (*retry_ms).
+ * The cost: a worker whose oldest connection is busy but has a younger
+ * idle one closes that one, not another worker's older idle one; and a
+ * worker with nothing idle costs one idle connection of each other.
  */
 #define ASKED_RETRY_MS 20
 static bool
 make_room(struct worker *s, uint64_t *retry_ms)
 {
-	struct node *n = s->node;
+	struct worker *o = oldest_worker(s->node);
 
-	if (client_make_room(s, retry_ms))
-		return true;
-	for (unsigned i = 0; i < n->nworkers; i++)
-		if (n->workers[i] != s)
-			inbox_post(n->workers[i]->inbox, room_asked, NULL,
-			    n->workers[i]);
-	if (n->nworkers > 1 && *retry_ms > ASKED_RETRY_MS)
+	if (o == s) {
+		if (client_make_room(s, retry_ms))
+			return true;
+		ask_others(s);
+	} else {
+		*retry_ms = CLIENT_HEAD_GRACE_MS;
+		inbox_post(o->inbox, room_asked_first, NULL, o);
+	}
+	if (s->node->nworkers > 1 && *retry_ms > ASKED_RETRY_MS)
 		*retry_ms = ASKED_RETRY_MS;
 	return false;
 }

@@ -77,6 +77,15 @@ timer_set(struct client *c, uint32_t ms)
 	evtimer_add(c->timer, &tv);
 }
 
+/* The tail of s's list is c now: other workers read when it came. */
+static void
+oldest_is(struct worker *s, struct client *c)
+{
+	s->oldest_client = c;
+	atomic_store_explicit(&s->oldest_us, c != NULL ? c->accepted_us :
+	    UINT64_MAX, memory_order_relaxed);
+}
+
 void
 client_free(struct client *c)
 {
@@ -113,7 +122,7 @@ client_free(struct client *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	else
-		s->oldest_client = c->prev;
+		oldest_is(s, c->prev);
 	METRIC_ADD(s->m.active_clients, -1);
 	budget_conns(n->budget, atomic_fetch_sub(&n->open_conns, 1) - 1);
 	c->magic = 0;
@@ -570,7 +579,7 @@ client_attach(struct worker *s, struct bufferevent *bev,
 	c->w = s;
 	c->wr = &h1_writer;
 	c->bev = NULL;
-	c->accepted_ms = mono_ms();
+	c->accepted_us = mono_us();
 	/* configured peers may always talk to us: summaries and sibling
 	 * requests come from them */
 	c->allowed = acl_allows(&n->conf.allow, sa) ||
@@ -590,7 +599,7 @@ client_attach(struct worker *s, struct bufferevent *bev,
 	if (s->clients)
 		s->clients->prev = c;
 	else
-		s->oldest_client = c;
+		oldest_is(s, c);
 	s->clients = c;
 	METRIC_INC(s->m.client_connections);
 	METRIC_INC(s->m.active_clients);
@@ -658,23 +667,23 @@ client_make_room(struct worker *s, uint64_t *retry_ms)
 	uint64_t now = mono_ms();
 
 	*retry_ms = CLIENT_HEAD_GRACE_MS;
-	/* newest first in the list: from its tail, the longest-open ones;
-	 * the newest (just accepted) is never the one */
-	for (int i = 0; i < IDLE_SCAN_MAX && c != NULL && c != s->clients;
-	    i++, c = c->prev) {
+	/* newest first in the list: from its tail, the longest-open ones
+	 * (the newest too: one just accepted is in its grace, but on a
+	 * worker asked by another it may be the node's oldest idle one) */
+	for (int i = 0; i < IDLE_SCAN_MAX && c != NULL; i++, c = c->prev) {
 		if (c->closing || c->in_loop || c->txn != NULL)
 			continue;
 		if (idle_keep_alive(c))
 			break;
 		if (c->served || slow != NULL)
 			continue;
-		uint64_t age = now - c->accepted_ms;
+		uint64_t age = now - c->accepted_us / 1000;
 		if (age >= CLIENT_HEAD_GRACE_MS)
 			slow = c;
 		else if (CLIENT_HEAD_GRACE_MS - age < *retry_ms)
 			*retry_ms = CLIENT_HEAD_GRACE_MS - age;
 	}
-	if (c == NULL || c == s->clients || !idle_keep_alive(c))
+	if (c == NULL || !idle_keep_alive(c))
 		c = slow;
 	if (c == NULL)
 		return false;
