@@ -106,6 +106,8 @@ struct busy {
 	bool follower;              /* no fetch: another worker's waits */
 	struct busy *fnext;         /* a follower: its worker's list */
 	struct crowd_claim *claim;  /* a leader's, with several workers */
+	struct crowd_share *share;  /* a follower's: the leader's body */
+	struct busy_source own;     /* a follower's source: the share's */
 	uint64_t started_ms;        /* the waiters' bound counts from here */
 	struct event *deadline;     /* armed by the first waiter */
 	struct busy_seat *waiting;  /* for the head */
@@ -351,6 +353,13 @@ pump(struct busy *b, struct busy_seat *st)
 {
 	struct txn *t = st->t;
 	const struct busy_source *src = b->src;
+	struct crowd_share *sh = b->share;
+	bool ok = true;
+
+	/* a follower reads the leader's copy while the leader lets it:
+	 * unshared, the rest comes from the stored object at the end */
+	if (sh != NULL && !crowd_read_begin(sh, &b->own.have))
+		return;
 	size_t queued = writer_queued(t);
 	uint64_t have = src->have;
 	int64_t end = t->range != NULL ? (int64_t)t->range->total :
@@ -368,11 +377,14 @@ pump(struct busy *b, struct busy_seat *st)
 		uint64_t n = have - st->sent;
 		if (n > 2 * BUSY_OUT_LOW - queued)
 			n = 2 * BUSY_OUT_LOW - queued;
-		if (!take(st, src, n)) {
-			busy_leave(t);
-			client_fail(t->c, CUT_ABORTED);
-			return;
-		}
+		ok = take(st, src, n);
+	}
+	if (sh != NULL)
+		crowd_read_end(sh);
+	if (!ok) {
+		busy_leave(t);
+		client_fail(t->c, CUT_ABORTED);
+		return;
 	}
 	if (end >= 0 && st->sent == (uint64_t)end)
 		reader_done(t);
@@ -456,8 +468,7 @@ busy_unclaim(struct txn *t)
 	    &(struct crowd_outcome){.end = BUSY_LEADER_GONE});
 }
 
-static void followed_ended(struct worker *w, const char *key, size_t klen,
-    const struct crowd_outcome *out);
+static const struct crowd_follower_ops follower_ops;
 
 /* A new fetch's busy object b leads its URL for every worker: with the
  * claim t took when it found none (busy_join), or one taken now (a
@@ -467,15 +478,17 @@ lead(struct busy *b, struct txn *t)
 {
 	struct worker *w = b->s;
 	uint64_t started;
+	struct crowd_share *sh;
 
 	if (t->crowd != NULL) {
 		b->claim = t->crowd;
 		t->crowd = NULL;
 		crowd_started(b->claim, b->started_ms);
 	} else if (w->node->crowd != NULL &&
-	    crowd_claim(w->node->crowd, w, b->key, b->klen, followed_ended,
-	    &b->claim, &started) != CROWD_LEAD) {
+	    crowd_claim(w->node->crowd, w, b->key, b->klen, &follower_ops,
+	    &b->claim, &started, &sh) != CROWD_LEAD) {
 		b->claim = NULL; /* it fetches alongside another's */
+		crowd_share_unref(&sh);
 	}
 }
 
@@ -492,10 +505,61 @@ unfollow(struct busy *b)
 	b->follower = false;
 }
 
+/* w's follower of key, with (want) or without a share; NULL if none. */
+static struct busy *
+follower_of(struct worker *w, const char *key, size_t klen, bool shared)
+{
+	struct busy *b = w->followers;
+
+	for (; b != NULL; b = b->fnext)
+		if (b->klen == klen && memcmp(b->key, key, klen) == 0 &&
+		    (b->share != NULL) == shared)
+			return b;
+	return NULL;
+}
+
+/* b, a follower, reads sh (its reference taken): its waiters become
+ * readers of the leader's body as it arrives, as the leader's own. */
+static void
+attach(struct busy *b, struct crowd_share *sh)
+{
+	b->share = sh;
+	b->own = (struct busy_source){.copy = crowd_share_copy(sh),
+	    .length = (int64_t)crowd_share_length(sh)};
+	busy_share(b, crowd_share_shape(sh), &b->own, NULL);
+}
+
+/* On a follower's worker: the leader of key shares its body. */
+static void
+followed_shared(struct worker *w, const char *key, size_t klen,
+    struct crowd_share *sh)
+{
+	struct busy *b = follower_of(w, key, klen, false);
+
+	if (b != NULL && b->shape == NULL)
+		attach(b, sh);
+	else
+		crowd_share_unref(&sh);
+}
+
+/* On a follower's worker: more of the leader's body is in. */
+static void
+followed_more(struct worker *w, const char *key, size_t klen,
+    struct crowd_share *sh)
+{
+	(void)key;  /* the share names its follower: w's has it */
+	(void)klen;
+	for (struct busy *b = w->followers; b != NULL; b = b->fnext)
+		if (b->share == sh) {
+			busy_body(b);
+			return;
+		}
+}
+
 /* On a follower's worker: the leader of key is done, as out says. The
  * waiters here go as a fetch's own would: with the object stored, they
  * find it when they look again (served by the crowd: counted so, where
- * they find it). */
+ * they find it), and its readers get the rest of it from out->obj. */
 static void
 followed_ended(struct worker *w, const char *key, size_t klen,
     const struct crowd_outcome *out)
@@ -517,9 +581,13 @@ followed_ended(struct worker *w, const char *key, size_t klen,
 			for (struct busy_seat *st = b->waiting; st != NULL;
 			    st = st->next)
 				st->t->followed = true;
-		busy_close(&b, out->end, NULL);
+		busy_close(&b, out->end, out->obj);
 	}
 }
+
+static const struct crowd_follower_ops follower_ops = {
+	followed_shared, followed_more, followed_ended,
+};
 
 /*
  * t's worker has no fetch of t's URL: another worker may lead one, which
@@ -532,11 +600,12 @@ follow(struct txn *t)
 	struct worker *w = t->w;
 	uint64_t started;
 	struct crowd_claim *claim = NULL;
+	struct crowd_share *sh;
 
 	if (w->node->crowd == NULL || t->crowd != NULL)
 		return NULL;
 	switch (crowd_claim(w->node->crowd, w, t->url.norm, t->url.len,
-	    followed_ended, &claim, &started)) {
+	    &follower_ops, &claim, &started, &sh)) {
 	case CROWD_LEAD:
 		t->crowd = claim;
 		txn_hold(t, &claim_part);
@@ -547,14 +616,18 @@ follow(struct txn *t)
 		break;
 	}
 	struct busy *b = busy_new(w, t);
-	if (b == NULL)
+	if (b == NULL) {
+		crowd_share_unref(&sh);
 		return NULL; /* the leader's note finds none: t fetches */
+	}
 	b->started_ms = started;
 	b->follower = true;
 	b->fnext = w->followers;
 	w->followers = b;
 	*slot(b->table, b->hash, b->key, b->klen) = b;
 	b->in_table = true;
+	if (sh != NULL)
+		attach(b, sh);
 	return b;
 }
 
@@ -661,6 +734,20 @@ busy_share(struct busy *b, struct store_obj *shape,
 		else
 			release(st, true);
 	}
+	/* other workers' readers read a copy that never moves (crowd.c):
+	 * a known length in memory, reserved whole */
+	if (b->claim != NULL && src->copy != NULL && src->file == NULL &&
+	    src->length >= 0 && src->base == 0) {
+		crowd_share(b->claim, shape, src->copy, (uint64_t)src->length);
+		crowd_have(b->claim, src->have);
+	}
+}
+
+void
+busy_unshare(struct busy *b)
+{
+	if (b != NULL)
+		crowd_unshare(b->claim);
 }
 
 void
@@ -678,6 +765,7 @@ busy_body(struct busy *b)
 		next = st->next;
 		pump(b, st);
 	}
+	crowd_have(b->claim, b->src->have);
 }
 
 uint64_t
@@ -815,9 +903,12 @@ busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj)
 	*bp = NULL;
 	b->taken = NULL;   /* the fetch ends: its readers leave for good */
 	leave_table(b);
-	crowd_end(&b->claim, &(struct crowd_outcome){.end = end});
+	crowd_end(&b->claim, &(struct crowd_outcome){.end = end, .obj = obj});
 	if (b->follower)
 		unfollow(b);
+	/* a follower's readers get the rest from obj: the leader's copy
+	 * may be gone */
+	b->own.copy = NULL;
 	if (b->deadline != NULL)
 		event_free(b->deadline);
 	struct busy_seat *st, *next;
@@ -831,6 +922,7 @@ busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj)
 			    CUT_ABORTED);
 	}
 	release_all(b, end != BUSY_DONE && end != BUSY_LEADER_GONE);
+	crowd_share_unref(&b->share);
 	store_obj_unref(&b->shape);
 	b->magic = 0;
 	free(b);

@@ -82,6 +82,11 @@ void busy_share(struct busy *b, struct store_obj *shape,
  * for each other until the peer timeout. */
 void busy_asking_peer(struct busy *b, bool asking);
 
+/* The fetch is about to move or free its copy (it freezes it for the
+ * store, or gives it up): readers on other workers stop reading it.
+ * Accepts NULL. */
+void busy_unshare(struct busy *b);
+
 /* The source has more (its copy may have moved): readers take what
  * their output has room for. */
 void busy_body(struct busy *b);

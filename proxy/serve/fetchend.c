@@ -217,6 +217,7 @@ fetch_finish_error(struct fetch *f, CURLcode rc)
 static void
 freeze_body(struct fetch *f)
 {
+	busy_unshare(f->busy);
 	if (f->body->len < BODYFD_MIN ||
 	    !bodyfd_convert(&f->body, f->w->node->body_fd_ceiling))
 		store_body_shrink(&f->body);

@@ -59,6 +59,7 @@
 void
 fetch_drop_copy(struct fetch *f)
 {
+	busy_unshare(f->busy);
 	disk_stream_abort(&f->stream);
 	if (f->body != NULL && f->body->refs == 1)
 		budget_freed(f->w->node->budget, f->body->cap);
