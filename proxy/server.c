@@ -670,6 +670,15 @@ stop(struct node *n)
 {
 	for (unsigned i = 0; i < n->nworkers; i++)
 		worker_stop(n->workers[i]);
+	/* what still holds stored bodies goes before the store: the
+	 * crowd's notes not yet run, and the outputs of freed clients
+	 * (libevent frees a bufferevent in a turn of its loop) */
+	for (unsigned i = 0; i < n->nworkers; i++) {
+		struct worker *w = n->workers[i];
+		inbox_discard(w->inbox);
+		if (w->base != NULL)
+			event_base_loop(w->base, EVLOOP_NONBLOCK);
+	}
 	crowd_free(&n->crowd);
 	pass_free(&n->pass);
 	/* may run one loop turn, so before anything its events touch */

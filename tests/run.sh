@@ -3,7 +3,7 @@
 # (unit, end-to-end, and against a real Squid):
 # a normal build and an AddressSanitizer + UBSan build, warnings as errors.
 # The normal build's end-to-end suites run again with every node at
-# workers 4, but the tests tests/workers-gaps names (with why).
+# workers 4.
 # After the normal build, a 3-node cluster replays a small trace through
 # deploy/compare.sh and its report must add up (tests/cluster-check.sh).
 # In both builds the simulator runs a small trace and must reproduce the
@@ -57,13 +57,10 @@ suite() {
 status=0
 suite build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo || status=1
 
-# The end-to-end suites again with every node at workers 4, but the gaps
-# tests/workers-gaps names (and says why).
+# The end-to-end suites again with every node at workers 4.
 echo "== end-to-end tests at workers 4 (build-test)"
-gaps=$(grep -v '^#' tests/workers-gaps | paste -sd'|')
-echo "   left out: $gaps"
-SUMCACHE_TEST_WORKERS=4 build-test/tests/e2e-tests --jobs "$jobs" \
-  --filter "!($gaps)" 2>&1 | tee -a "$log" || status=1
+SUMCACHE_TEST_WORKERS=4 build-test/tests/e2e-tests --jobs "$jobs" 2>&1 |
+  tee -a "$log" || status=1
 
 # Includes and calls between proxy/'s rooms, read from the real build.
 echo "== rooms check (build-test)"

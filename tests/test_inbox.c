@@ -120,3 +120,31 @@ Test(inbox, what_is_posted_at_the_free_is_dropped)
 	event_base_loop(base, EVLOOP_NONBLOCK);
 	event_base_free(base);
 }
+
+static void
+counted(void *arg)
+{
+	(*(int *)arg) += 100;
+}
+
+/* A stop drops what is pending before what the notes hold goes; what is
+ * posted after still runs on the loop. */
+Test(inbox, a_discard_drops_what_is_pending_and_later_notes_run)
+{
+	struct event_base *base = event_base_new();
+	cr_assert_eq(event_base_priority_init(base, 3), 0);
+	struct inbox *in = inbox_new(base);
+	int drops = 0, runs = 0;
+
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(inbox_post(in, never, dropped, &drops), 0);
+	inbox_discard(in);
+	cr_assert_eq(drops, 3, "each pending note's drop runs at the discard");
+	cr_assert_eq(inbox_post(in, counted, dropped, &runs), 0);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	cr_assert_eq(runs, 100, "a note posted after the discard runs");
+	inbox_discard(NULL);
+	inbox_free(&in);
+	cr_assert_eq(drops, 3, "nothing is dropped twice");
+	event_base_free(base);
+}

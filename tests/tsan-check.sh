@@ -15,9 +15,9 @@
 #             build-test) run against the TSan daemon (SUMCACHE_UNDER_TEST)
 #             at workers 4 (SUMCACHE_TEST_WORKERS), the stress of
 #             test_workers.c for STRESS_SECONDS too, but two tests whose
-#             figures TSan's own memory would break and the gaps named in
-#             tests/workers-gaps, one at a time (TSan's daemon is slow
-#             enough without a second suite beside it); every report any
+#             figures TSan's own memory would break, one at a time
+#             (TSan's daemon is slow enough without a second suite
+#             beside it); every report any
 #             daemon writes lands in a file and fails the check.
 # Prints "tsan-check: P passed, F failed".
 #
@@ -90,7 +90,6 @@ if [ -x "$e2e/tests/e2e-tests" ]; then
   mkdir -p "$reports/e2e"
   skip="faults/heap_the_cache_let_go_of_goes_back_to_the_kernel"
   skip="$skip|hostile/thousand_non_reading_misses_stay_in_the_budget"
-  skip="$skip|$(grep -v '^#' tests/workers-gaps | paste -sd'|')"
   TSAN_OPTIONS="halt_on_error=0 log_path=$reports/e2e/tsan" \
   SUMCACHE_UNDER_TEST=$(pwd)/$build/sumcache SUMCACHE_TEST_WORKERS=4 \
   SUMCACHE_STRESS_SECONDS=$seconds \

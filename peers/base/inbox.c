@@ -88,6 +88,23 @@ inbox_new(struct event_base *base)
 }
 
 void
+inbox_discard(struct inbox *in)
+{
+	if (in == NULL)
+		return;
+	pthread_mutex_lock(&in->lock);
+	struct note *n = in->head, *next;
+	in->head = in->tail = NULL;
+	pthread_mutex_unlock(&in->lock);
+	for (; n != NULL; n = next) {
+		next = n->next;
+		if (n->drop != NULL)
+			n->drop(n->arg);
+		free(n);
+	}
+}
+
+void
 inbox_free(struct inbox **inp)
 {
 	struct inbox *in = *inp;
@@ -99,12 +116,7 @@ inbox_free(struct inbox **inp)
 		here = NULL;
 	event_free(in->ev);
 	close(in->fd);
-	for (struct note *n = in->head, *next; n != NULL; n = next) {
-		next = n->next;
-		if (n->drop != NULL)
-			n->drop(n->arg);
-		free(n);
-	}
+	inbox_discard(in);
 	pthread_mutex_destroy(&in->lock);
 	in->magic = 0;
 	free(in);

@@ -20,6 +20,10 @@ struct inbox *inbox_new(struct event_base *base);
  * runs). Accepts NULL; clears *in. On base's thread, with base not yet
  * freed. */
 void inbox_free(struct inbox **in);
+/* What was posted and not run is dropped now (its drop runs); what is
+ * posted later is run or dropped as usual. For a stop whose notes hold
+ * what must go before the loop does. Accepts NULL. */
+void inbox_discard(struct inbox *in);
 
 /*
  * fn(arg) runs on the inbox's loop, after what was posted before it (in

@@ -59,16 +59,12 @@
  * revalidation behind a stale answer knows one is running (stale.c).
  *
  * With several workers, a fetch another worker leads is waited for at a
- * follower: a busy object of this worker with no fetch, which the
- * leader's end closes from afar (crowd.c holds the node's table of who
- * leads what and carries the news). Why this file is over 800 lines and
- * stays one: a follower is a busy object like any, its waiters are
- * seated, bounded, released and failed by the same code, and that code
- * is this file's private part (seats, the table, release); a file of its
- * own would need all of it opened in a header for 100 lines. The
- * cross-worker part that needs none of it is crowd.c.
+ * follower: a busy object of this worker with no fetch, driven by the
+ * leader's news (follow.c); the leader shares its body with the other
+ * workers' readers through crowd.c. busy_impl.h is what the two files
+ * share.
  */
-#include "busy.h"
+#include "busy_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -94,49 +90,8 @@
  * at which its drain callback asks for more */
 #define BUSY_OUT_LOW (CLIENT_OUT_HIGH / 4)
 
-#define BUSY_MAGIC 0x956f5c71u
-struct busy {
-	unsigned magic;         /* BUSY_MAGIC (SC_CAST) */
-	struct busy *hnext;
-	struct busy_table *table;
-	struct worker *s;
-	uint64_t hash;
-	bool in_table;
-	bool asking_peer;
-	bool follower;              /* no fetch: another worker's waits */
-	struct busy *fnext;         /* a follower: its worker's list */
-	struct crowd_claim *claim;  /* a leader's, with several workers */
-	struct crowd_share *share;  /* a follower's: the leader's body */
-	struct busy_source own;     /* a follower's source: the share's */
-	uint64_t started_ms;        /* the waiters' bound counts from here */
-	struct event *deadline;     /* armed by the first waiter */
-	struct busy_seat *waiting;  /* for the head */
-	struct busy_seat *readers;  /* being sent the body */
-	struct store_obj *shape;    /* once shared: head and metadata */
-	const struct busy_source *src; /* once shared: the fetch's */
-	void (*taken)(void *arg);   /* busy_on_taken's */
-	void *taken_arg;
-	size_t klen;
-	char key[];
-};
-
 struct busy_table {
 	struct busy *buckets[BUSY_BUCKETS];
-};
-
-/*
- * A txn's place at a busy object (t->seat): waiting for the head, or
- * reading the body. Made when the txn joins, freed when it leaves; the
- * txn knows nothing of what is in it.
- */
-struct busy_seat {
-	struct busy *b;
-	struct txn *t;
-	struct busy_seat *prev, *next;
-	busy_again_f *again;  /* a waiter let go goes on here */
-	uint64_t sent;        /* body bytes given to the client */
-	bool reading;         /* its head is out: it reads the body */
-	bool by_ref;          /* file pages were sent it by reference */
 };
 
 struct busy_table *
@@ -152,8 +107,8 @@ busy_table_free(struct busy_table **tp)
 	*tp = NULL;
 }
 
-static struct busy **
-slot(struct busy_table *tb, uint64_t hash, const char *key, size_t klen)
+struct busy **
+busy_slot(struct busy_table *tb, uint64_t hash, const char *key, size_t klen)
 {
 	struct busy **p = &tb->buckets[hash % BUSY_BUCKETS];
 
@@ -163,12 +118,12 @@ slot(struct busy_table *tb, uint64_t hash, const char *key, size_t klen)
 	return p;
 }
 
-static void
-leave_table(struct busy *b)
+void
+busy_leave_table(struct busy *b)
 {
 	if (!b->in_table)
 		return;
-	struct busy **p = slot(b->table, b->hash, b->key, b->klen);
+	struct busy **p = busy_slot(b->table, b->hash, b->key, b->klen);
 	SC_ASSERT(*p == b);
 	*p = b->hnext;
 	b->in_table = false;
@@ -292,7 +247,7 @@ on_deadline(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	/* a slow head: nobody else waits for it */
-	leave_table(b);
+	busy_leave_table(b);
 	for (struct busy_seat *st = b->waiting; st != NULL; st = st->next)
 		METRIC_INC(b->s->m.collapsed_timeout);
 	release_all(b, true);
@@ -354,18 +309,24 @@ pump(struct busy *b, struct busy_seat *st)
 	struct txn *t = st->t;
 	const struct busy_source *src = b->src;
 	struct crowd_share *sh = b->share;
-	bool ok = true;
 
-	/* a follower reads the leader's copy while the leader lets it:
-	 * unshared, the rest comes from the stored object at the end */
-	if (sh != NULL && !crowd_read_begin(sh, &b->own.have))
+	/* a follower reads the leader's copy while the leader lets it (not
+	 * while it moves: the next news says more; unshared, the rest
+	 * comes from the stored object at the end) */
+	if (sh != NULL && !crowd_read_begin(sh, &b->own))
 		return;
+	/* a window that slid past a follower joining as it did */
+	bool ok = st->sent >= src->base;
+	if (sh != NULL && src->base > 0)
+		busy_leave_table(b);  /* a newcomer would miss the start */
 	size_t queued = writer_queued(t);
 	uint64_t have = src->have;
 	int64_t end = t->range != NULL ? (int64_t)t->range->total :
 	    src->length;
 
-	if (queued < 2 * BUSY_OUT_LOW && t->range != NULL) {
+	if (!ok) {
+		/* the reader is cut below */
+	} else if (queued < 2 * BUSY_OUT_LOW && t->range != NULL) {
 		struct evbuffer *part = evbuffer_new();
 		if (part != NULL) {
 			range_copy(t->range, &st->sent, src->copy->data, 0,
@@ -432,8 +393,7 @@ start_reading(struct busy *b, struct txn *t, struct busy_seat *st,
 	pump(b, st);
 }
 
-/* A busy object of w for t's URL, in no table yet; NULL on ENOMEM. */
-static struct busy *
+struct busy *
 busy_new(struct worker *w, const struct txn *t)
 {
 	struct busy *b = calloc(1, sizeof(*b) + t->url.len);
@@ -447,197 +407,6 @@ busy_new(struct worker *w, const struct txn *t)
 	memcpy(b->key, t->url.norm, t->url.len);
 	b->hash = XXH3_64bits(b->key, b->klen);
 	return b;
-}
-
-/* ---- other workers' fetches (crowd.c) ---- */
-
-/* What a txn holding the lead of its URL's next fetch lets go of when it
- * goes without opening one: the followers look again. */
-static void
-drop_claim(struct txn *t)
-{
-	busy_unclaim(t);
-}
-
-static const struct txn_part claim_part = {"crowd claim", drop_claim};
-
-void
-busy_unclaim(struct txn *t)
-{
-	crowd_end(&t->crowd,
-	    &(struct crowd_outcome){.end = BUSY_LEADER_GONE});
-}
-
-static const struct crowd_follower_ops follower_ops;
-
-/* A new fetch's busy object b leads its URL for every worker: with the
- * claim t took when it found none (busy_join), or one taken now (a
- * revalidation nobody joined). */
-static void
-lead(struct busy *b, struct txn *t)
-{
-	struct worker *w = b->s;
-	uint64_t started;
-	struct crowd_share *sh;
-
-	if (t->crowd != NULL) {
-		b->claim = t->crowd;
-		t->crowd = NULL;
-		crowd_started(b->claim, b->started_ms);
-	} else if (w->node->crowd != NULL &&
-	    crowd_claim(w->node->crowd, w, b->key, b->klen, &follower_ops,
-	    &b->claim, &started, &sh) != CROWD_LEAD) {
-		b->claim = NULL; /* it fetches alongside another's */
-		crowd_share_unref(&sh);
-	}
-}
-
-static void
-unfollow(struct busy *b)
-{
-	struct busy **p = &b->s->followers;
-
-	while (*p != b) {
-		SC_ASSERT(*p != NULL);
-		p = &(*p)->fnext;
-	}
-	*p = b->fnext;
-	b->follower = false;
-}
-
-/* w's follower of key, with (want) or without a share; NULL if none. */
-static struct busy *
-follower_of(struct worker *w, const char *key, size_t klen, bool shared)
-{
-	struct busy *b = w->followers;
-
-	for (; b != NULL; b = b->fnext)
-		if (b->klen == klen && memcmp(b->key, key, klen) == 0 &&
-		    (b->share != NULL) == shared)
-			return b;
-	return NULL;
-}
-
-/* b, a follower, reads sh (its reference taken): its waiters become
- * readers of the leader's body as it arrives, as the leader's own. */
-static void
-attach(struct busy *b, struct crowd_share *sh)
-{
-	b->share = sh;
-	b->own = (struct busy_source){.copy = crowd_share_copy(sh),
-	    .length = (int64_t)crowd_share_length(sh)};
-	busy_share(b, crowd_share_shape(sh), &b->own, NULL);
-}
-
-/* On a follower's worker: the leader of key shares its body. */
-static void
-followed_shared(struct worker *w, const char *key, size_t klen,
-    struct crowd_share *sh)
-{
-	struct busy *b = follower_of(w, key, klen, false);
-
-	if (b != NULL && b->shape == NULL)
-		attach(b, sh);
-	else
-		crowd_share_unref(&sh);
-}
-
-/* On a follower's worker: more of the leader's body is in. */
-static void
-followed_more(struct worker *w, const char *key, size_t klen,
-    struct crowd_share *sh)
-{
-	(void)key;  /* the share names its follower: w's has it */
-	(void)klen;
-	for (struct busy *b = w->followers; b != NULL; b = b->fnext)
-		if (b->share == sh) {
-			busy_body(b);
-			return;
-		}
-}
-
-/* On a follower's worker: the leader of key is done, as out says. The
- * waiters here go as a fetch's own would: with the object stored, they
- * find it when they look again (served by the crowd: counted so, where
- * they find it), and its readers get the rest of it from out->obj. */
-static void
-followed_ended(struct worker *w, const char *key, size_t klen,
-    const struct crowd_outcome *out)
-{
-	struct busy *b = w->followers, *next;
-
-	for (; b != NULL; b = next) {
-		next = b->fnext;
-		if (b->klen != klen || memcmp(b->key, key, klen) != 0)
-			continue;
-		if (out->failed) {
-			busy_fail(&b, out->status, out->disconnected,
-			    out->cause);
-			continue;
-		}
-		/* the object is stored: a waiter that finds it was served
-		 * by the crowd (request.c counts it) */
-		if (out->end == BUSY_DONE)
-			for (struct busy_seat *st = b->waiting; st != NULL;
-			    st = st->next)
-				st->t->followed = true;
-		busy_close(&b, out->end, out->obj);
-	}
-}
-
-static const struct crowd_follower_ops follower_ops = {
-	followed_shared, followed_more, followed_ended,
-};
-
-/*
- * t's worker has no fetch of t's URL: another worker may lead one, which
- * t then waits for at a follower here (returned); or t leads the next
- * (the claim is t's until its fetch opens its busy object); NULL.
- */
-static struct busy *
-follow(struct txn *t)
-{
-	struct worker *w = t->w;
-	uint64_t started;
-	struct crowd_claim *claim = NULL;
-	struct crowd_share *sh;
-
-	if (w->node->crowd == NULL || t->crowd != NULL)
-		return NULL;
-	switch (crowd_claim(w->node->crowd, w, t->url.norm, t->url.len,
-	    &follower_ops, &claim, &started, &sh)) {
-	case CROWD_LEAD:
-		t->crowd = claim;
-		txn_hold(t, &claim_part);
-		return NULL;
-	case CROWD_ALONE:
-		return NULL;
-	case CROWD_FOLLOW:
-		break;
-	}
-	struct busy *b = busy_new(w, t);
-	if (b == NULL) {
-		crowd_share_unref(&sh);
-		return NULL; /* the leader's note finds none: t fetches */
-	}
-	b->started_ms = started;
-	b->follower = true;
-	b->fnext = w->followers;
-	w->followers = b;
-	*slot(b->table, b->hash, b->key, b->klen) = b;
-	b->in_table = true;
-	if (sh != NULL)
-		attach(b, sh);
-	return b;
-}
-
-void
-busy_followers_free(struct worker *w)
-{
-	while (w->followers != NULL) {
-		struct busy *b = w->followers;
-		busy_close(&b, BUSY_LEADER_GONE, NULL);
-	}
 }
 
 /* ---- the fetch's side ---- */
@@ -656,7 +425,7 @@ busy_open(struct worker *s, struct txn *t)
 		busy_unclaim(t);
 		return NULL;
 	}
-	struct busy **p = slot(b->table, b->hash, b->key, b->klen);
+	struct busy **p = busy_slot(b->table, b->hash, b->key, b->klen);
 	if (*p != NULL) {
 		busy_unclaim(t);
 		return b;  /* somebody leads it already */
@@ -664,14 +433,14 @@ busy_open(struct worker *s, struct txn *t)
 	b->started_ms = mono_ms();
 	*p = b;
 	b->in_table = true;
-	lead(b, t);
+	busy_lead(b, t);
 	return b;
 }
 
 bool
 busy_running(struct worker *s, const char *key, size_t klen)
 {
-	return *slot(s->busy, XXH3_64bits(key, klen), key, klen) != NULL ||
+	return *busy_slot(s->busy, XXH3_64bits(key, klen), key, klen) != NULL ||
 	    (s->node->crowd != NULL && crowd_running(s->node->crowd, key,
 	    klen));
 }
@@ -687,9 +456,9 @@ busy_join(struct txn *t, busy_again_f *again)
 	    http_field_find(&t->req, "authorization") != NULL)
 		return false;
 	uint64_t hash = XXH3_64bits(t->url.norm, t->url.len);
-	struct busy *b = *slot(s->busy, hash, t->url.norm, t->url.len);
+	struct busy *b = *busy_slot(s->busy, hash, t->url.norm, t->url.len);
 	if (b == NULL)
-		b = follow(t);
+		b = busy_follow(t);
 	if (b == NULL || (t->for_peer && b->asking_peer && b->shape == NULL))
 		return false;
 	if (b->shape == NULL) {
@@ -704,12 +473,27 @@ busy_join(struct txn *t, busy_again_f *again)
 		return true;
 	}
 	/* the head is in: read from the first byte, if it is our variant
-	 * and the source can give what it asks */
+	 * and the source can give what it asks (another worker's window
+	 * may have let it go: nobody joins it here any more) */
+	if (b->share != NULL && !busy_follower_from_start(b)) {
+		busy_leave_table(b);
+		return false;
+	}
 	if (!stored_vary_matches(b->shape, &t->req) ||
 	    !readable_by(b->src, t))
 		return false;
 	start_reading(b, t, NULL, false);
 	return true;
+}
+
+/* On a leader's loop: another worker's readers took more, or left. */
+static void
+leader_taken(void *arg)
+{
+	struct busy *b = SC_CAST(struct busy, arg, BUSY_MAGIC);
+
+	if (b->taken != NULL)
+		b->taken(b->taken_arg);
 }
 
 void
@@ -734,13 +518,25 @@ busy_share(struct busy *b, struct store_obj *shape,
 		else
 			release(st, true);
 	}
-	/* other workers' readers read a copy that never moves (crowd.c):
-	 * a known length in memory, reserved whole */
-	if (b->claim != NULL && src->copy != NULL && src->file == NULL &&
-	    src->length >= 0 && src->base == 0) {
-		crowd_share(b->claim, shape, src->copy, (uint64_t)src->length);
-		crowd_have(b->claim, src->have);
+	/* other workers' readers read the copy in memory (crowd.c); one on
+	 * its way to the disk is this worker's */
+	if (b->claim != NULL && src->copy != NULL && src->file == NULL) {
+		crowd_share(b->claim, shape, src->copy, src->length,
+		    leader_taken, b);
+		crowd_have(b->claim, src->have, src->length);
 	}
+}
+
+void
+busy_moving(struct busy *b)
+{
+	crowd_move_begin(b->claim);
+}
+
+void
+busy_moved(struct busy *b)
+{
+	crowd_move_end(b->claim, b->src->copy, b->src->base);
 }
 
 void
@@ -765,13 +561,16 @@ busy_body(struct busy *b)
 		next = st->next;
 		pump(b, st);
 	}
-	crowd_have(b->claim, b->src->have);
+	crowd_have(b->claim, b->src->have, b->src->length);
 }
 
 uint64_t
 busy_slowest(const struct busy *b)
 {
-	uint64_t least = b->src->have;
+	uint64_t least = b->src->have, elsewhere = crowd_slowest(b->claim);
+
+	if (elsewhere < least)
+		least = elsewhere;
 
 	for (const struct busy_seat *st = b->readers; st != NULL;
 	    st = st->next)
@@ -795,18 +594,26 @@ busy_on_taken(struct busy *b, void (*taken)(void *arg), void *arg)
 {
 	b->taken = taken;
 	b->taken_arg = arg;
+	crowd_windowed(b->claim);  /* the other workers' readers too */
 }
 
 bool
 busy_read(const struct busy *b)
 {
-	return b->readers != NULL;
+	return b->readers != NULL || busy_read_elsewhere(b);
+}
+
+bool
+busy_read_elsewhere(const struct busy *b)
+{
+	return crowd_slowest(b->claim) != CROWD_NONE;
 }
 
 void
 busy_unlist(struct busy *b)
 {
-	leave_table(b);
+	busy_leave_table(b);
+	crowd_unlist(b->claim);
 }
 
 void
@@ -902,10 +709,10 @@ busy_close(struct busy **bp, enum busy_end end, struct store_obj *obj)
 		return;
 	*bp = NULL;
 	b->taken = NULL;   /* the fetch ends: its readers leave for good */
-	leave_table(b);
+	busy_leave_table(b);
 	crowd_end(&b->claim, &(struct crowd_outcome){.end = end, .obj = obj});
 	if (b->follower)
-		unfollow(b);
+		busy_unfollow(b);
 	/* a follower's readers get the rest from obj: the leader's copy
 	 * may be gone */
 	b->own.copy = NULL;

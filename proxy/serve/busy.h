@@ -87,6 +87,12 @@ void busy_asking_peer(struct busy *b, bool asking);
  * Accepts NULL. */
 void busy_unshare(struct busy *b);
 
+/* The fetch moves bytes of its copy (it grows past what it has, or a
+ * window slides) between these: readers on other workers stay off it.
+ * The end says where it is now (the source's copy and base). */
+void busy_moving(struct busy *b);
+void busy_moved(struct busy *b);
+
 /* The source has more (its copy may have moved): readers take what
  * their output has room for. */
 void busy_body(struct busy *b);
@@ -102,8 +108,9 @@ bool busy_waiting(const struct busy *b);
  * ends). It runs wherever a reader drains or is freed, inside another
  * fetch's callbacks too: it should note the news, and act on the loop. */
 void busy_on_taken(struct busy *b, void (*taken)(void *arg), void *arg);
-/* Whether anyone reads b's body. */
+/* Whether anyone reads b's body; on another worker than b's. */
 bool busy_read(const struct busy *b);
+bool busy_read_elsewhere(const struct busy *b);
 /* No later request joins b: a tee has let its first bytes go, which a
  * newcomer would read. The next one leads a fetch of its own, and its
  * crowd joins that. */

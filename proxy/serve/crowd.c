@@ -15,24 +15,32 @@
  * inbox): done (with the stored object: its readers get the rest from
  * it, its waiters find it), not shareable, leader gone, failed.
  *
- * A body of known length kept in memory is the common case, and its
- * copy is reserved whole before the first byte (fetchrecv.c): its bytes
- * never move until the fetch ends. The leader shares it (a share:
- * crowd_share), and the other workers' readers read it as it arrives,
- * as the leader's own do: the leader says how much is in (crowd_have:
- * an atomic, and a note to each follower worker that has none on its
- * way), a follower reads between crowd_read_begin and crowd_read_end.
- * Before the leader moves or frees the copy (it freezes it into the
- * store, or gives it up) it unshares it: no reader enters any more,
- * and it waits for those inside (a pump's copy into a client's output:
- * microseconds). A body of unknown length may move as it grows, a tee
- * drops what its readers took, a disk stream is one worker's: those are
- * not shared; the other workers' waiters get the object from the store
- * when the fetch is complete.
+ * A body kept in memory is shared as it arrives (a share:
+ * crowd_share): the other workers' readers read the leader's copy as
+ * the leader's own do. The leader says how much is in (crowd_have: an
+ * atomic, and a note to each follower worker that has none on its way);
+ * a follower reads between crowd_read_begin and crowd_read_end. The copy
+ * of a known length is reserved whole and never moves; one of unknown
+ * length moves when it grows, and a tee's window slides: the leader moves
+ * bytes only between crowd_move_begin, which waits until no reader is
+ * inside (a pump's copy into a client's output: microseconds) and keeps
+ * new ones out, and crowd_move_end, which says where the copy is now.
+ * A tee keeps only what every reader has not taken: each follower worker
+ * says how far its slowest reader is (crowd_taken), and the leader,
+ * told on its loop, counts it as a reader of its own (crowd_slowest).
+ * Before the leader freezes its copy into the store or gives it up, it
+ * unshares it for good; the followers' readers get the rest from the
+ * stored object the end's note carries. A body going to the disk as it
+ * arrives is one worker's (the disk is home's): the other workers'
+ * waiters get it from the store when it is complete.
  *
  * The cost accepted: a lock is taken per miss that may collapse, one of
  * CROWD_STRIPES; a shared body costs the leader an atomic store and a
- * note per follower worker per arrival at most. No hit touches any.
+ * note per follower worker per arrival at most, and a wait for readers
+ * inside per move (a growing copy's doublings, a window's slides). No
+ * hit touches any. And a follower worker that joins a window just as
+ * it first slides may find its first bytes gone: its reader is cut
+ * (the window keeps what readers it knows of have not taken).
  */
 #include "crowd.h"
 
@@ -54,33 +62,50 @@
 #define CROWD_STRIPES 64
 
 /*
- * A leader's body shared with the other workers. shape, copy and length
- * are set before it is shared and never change; have is the leader's
- * (written with release, read with acquire: the bytes below it are in);
- * closed and reading keep readers off a copy that moves (crowd_unshare);
- * told[i] is set by the leader when a note of more is on its way to
- * workers[i] and cleared by that worker when it runs. Freed with its
- * last reference: the claim's, each note's, each follower's.
+ * A leader's body shared with the other workers. shape is set before it
+ * is shared. copy and base are the leader's, written only while moving
+ * with no reader inside, read by readers inside (reading counts them):
+ * moving, closed and reading keep the two apart (seq_cst: either the
+ * leader sees a reader come in, or the reader sees the copy moving).
+ * have and length are written by the leader with release, read with
+ * acquire: the bytes below have are in. told[i] is set by the leader
+ * when a note of more is on its way to workers[i], cleared by that
+ * worker when it runs. taken[i] is written by workers[i], read by the
+ * leader; taken_told is set by a follower when a note to the leader is
+ * on its way (only when windowed), cleared by the leader. leader,
+ * on_taken and arg are the leader's alone (on_taken cleared at the end).
+ * Freed with its last reference: the claim's, each note's, each
+ * follower's.
  */
 struct crowd_share {
 	_Atomic unsigned refs;
 	struct store_obj *shape;
 	struct store_body *copy;
-	uint64_t length;
+	uint64_t base;
 	_Atomic uint64_t have;
+	_Atomic int64_t length;
+	atomic_bool moving;
 	atomic_bool closed;
 	_Atomic unsigned reading;
+	atomic_bool windowed;
 	atomic_bool told[CONF_WORKERS_MAX];
+	_Atomic uint64_t taken[CONF_WORKERS_MAX];
+	atomic_bool taken_told;
+	struct worker *leader;
+	void (*on_taken)(void *arg);
+	void *arg;
 };
 
-/* A claim: in its bucket's chain while it leads; every field is under
- * its stripe's lock but key, hash and klen (set before it is shared),
- * followers (written under the lock, read by the leader without it) and
+/* A claim: in its bucket's chain while it leads and is listed; every
+ * field is under its stripe's lock but key, hash and klen (set before it
+ * is shared), followers (written under the lock, read by the leader
+ * without it), listed (the leader's: it unlists under the lock) and
  * share (set under the lock by the leader, which reads it without). */
 struct crowd_claim {
 	struct crowd_claim *next;
 	struct worker *leader;
 	uint64_t started_ms;
+	bool listed;
 	_Atomic uint64_t followers; /* bit i: workers[i] follows it */
 	const struct crowd_follower_ops *ops[CONF_WORKERS_MAX];
 	struct crowd_share *share;  /* the leader's body, once shared */
@@ -128,8 +153,8 @@ stripe_of(struct crowd *c, uint64_t hash)
 	return &c->stripe[(hash % CROWD_BUCKETS) % CROWD_STRIPES];
 }
 
-static struct crowd_share *
-share_ref(struct crowd_share *sh)
+struct crowd_share *
+crowd_share_ref(struct crowd_share *sh)
 {
 	atomic_fetch_add_explicit(&sh->refs, 1, memory_order_relaxed);
 	return sh;
@@ -169,11 +194,14 @@ crowd_claim(struct crowd *c, struct worker *w, const char *key, size_t klen,
 		/* ops first: the leader reads them once it sees the bit */
 		if (!(atomic_load(&(*p)->followers) & 1ull << w->id)) {
 			(*p)->ops[w->id] = ops;
+			/* it reads from the first byte: a window holds it */
+			if ((*p)->share != NULL)
+				atomic_store(&(*p)->share->taken[w->id], 0);
 			atomic_fetch_or(&(*p)->followers, 1ull << w->id);
 		}
 		*started_ms = (*p)->started_ms;
 		if ((*p)->share != NULL)
-			*sh = share_ref((*p)->share);
+			*sh = crowd_share_ref((*p)->share);
 		role = CROWD_FOLLOW;
 	} else if (*p != NULL) {
 		/* its own claim: a fetch that has not yet opened its busy
@@ -184,6 +212,7 @@ crowd_claim(struct crowd *c, struct worker *w, const char *key, size_t klen,
 	} else {
 		struct crowd_claim *cl = *claim;
 		cl->leader = w;
+		cl->listed = true;
 		cl->started_ms = mono_ms();
 		cl->hash = hash;
 		cl->klen = klen;
@@ -221,14 +250,14 @@ crowd_started(struct crowd_claim *claim, uint64_t started_ms)
 	pthread_mutex_unlock(lock);
 }
 
-/* What a follower worker is told, on its loop. */
-enum news { NEWS_SHARED, NEWS_MORE, NEWS_ENDED };
+/* What a follower worker is told, on its loop; or the leader (TAKEN). */
+enum news { NEWS_SHARED, NEWS_MORE, NEWS_ENDED, NEWS_TAKEN };
 
 struct note {
 	struct worker *w;
 	const struct crowd_follower_ops *ops;
 	enum news what;
-	struct crowd_share *sh;   /* SHARED, MORE: a reference */
+	struct crowd_share *sh;   /* but ENDED: a reference */
 	struct crowd_outcome out; /* ENDED: obj a reference */
 	size_t klen;
 	char key[];
@@ -263,40 +292,53 @@ tell(void *arg)
 	case NEWS_ENDED:
 		n->ops->ended(n->w, n->key, n->klen, &n->out);
 		break;
+	case NEWS_TAKEN:
+		atomic_store(&n->sh->taken_told, false);
+		if (n->sh->on_taken != NULL)
+			n->sh->on_taken(n->sh->arg);
+		break;
 	}
 	note_free(n);
 }
 
-/* Posts news of cl to workers[i]; without memory it is not told (a
- * follower's waiters then wait for their bound and fetch by themselves;
- * its readers read on at the next arrival, or fail at the bound of a
- * silent body). */
+/* Posts a note to w; without memory it is not told (a follower's
+ * waiters then wait for their bound and fetch by themselves, its readers
+ * read on at the next news; a leader's window hears at the next). */
 static void
-post(struct crowd_claim *cl, unsigned i, enum news what,
-    const struct crowd_outcome *out)
+post_to(struct worker *w, const struct crowd_follower_ops *ops,
+    enum news what, struct crowd_share *sh, const struct crowd_outcome *out,
+    const char *key, size_t klen)
 {
-	struct node *n = cl->leader->node;
-	struct note *nt = malloc(sizeof(*nt) + cl->klen);
+	struct note *nt = malloc(sizeof(*nt) + klen);
 
 	if (nt == NULL)
 		return;
-	*nt = (struct note){.w = n->workers[i], .ops = cl->ops[i],
-	    .what = what, .klen = cl->klen};
-	if (what != NEWS_ENDED)
-		nt->sh = share_ref(cl->share);
+	*nt = (struct note){.w = w, .ops = ops, .what = what, .klen = klen};
+	if (sh != NULL)
+		nt->sh = crowd_share_ref(sh);
 	if (out != NULL) {
 		nt->out = *out;
 		if (out->obj != NULL)
 			nt->out.obj = store_obj_ref(out->obj);
 	}
-	memcpy(nt->key, cl->key, cl->klen);
-	if (inbox_post(n->workers[i]->inbox, tell, note_free, nt) < 0)
+	memcpy(nt->key, key, klen);
+	if (inbox_post(w->inbox, tell, note_free, nt) < 0)
 		note_free(nt);
+}
+
+/* News of cl for its follower workers[i]. */
+static void
+post(struct crowd_claim *cl, unsigned i, enum news what,
+    const struct crowd_outcome *out)
+{
+	post_to(cl->leader->node->workers[i], cl->ops[i], what,
+	    what != NEWS_ENDED ? cl->share : NULL, out, cl->key, cl->klen);
 }
 
 void
 crowd_share(struct crowd_claim *cl, struct store_obj *shape,
-    struct store_body *copy, uint64_t length)
+    struct store_body *copy, int64_t length, void (*taken)(void *arg),
+    void *arg)
 {
 	struct crowd_share *sh = calloc(1, sizeof(*sh));
 
@@ -305,13 +347,21 @@ crowd_share(struct crowd_claim *cl, struct store_obj *shape,
 	atomic_init(&sh->refs, 1);
 	sh->shape = store_obj_ref(shape);
 	sh->copy = copy;
-	sh->length = length;
-	atomic_init(&sh->have, 0);
+	atomic_init(&sh->length, length);
+	sh->leader = cl->leader;
+	sh->on_taken = taken;
+	sh->arg = arg;
+	for (unsigned i = 0; i < CONF_WORKERS_MAX; i++)
+		atomic_init(&sh->taken[i], CROWD_NONE);
 	struct crowd *c = cl->leader->node->crowd;
 	pthread_mutex_t *lock = stripe_of(c, cl->hash);
 	pthread_mutex_lock(lock);
-	cl->share = sh;
 	uint64_t followers = atomic_load(&cl->followers);
+	/* each reads from the first byte: a window holds it for them */
+	for (unsigned i = 0; i < CONF_WORKERS_MAX; i++)
+		if (followers & 1ull << i)
+			atomic_store(&sh->taken[i], 0);
+	cl->share = sh;
 	pthread_mutex_unlock(lock);
 	/* a worker following after this is given the share by crowd_claim;
 	 * one following before is told here */
@@ -320,18 +370,62 @@ crowd_share(struct crowd_claim *cl, struct store_obj *shape,
 			post(cl, i, NEWS_SHARED, NULL);
 }
 
+/* Every follower worker reads again: a note to each that has none on
+ * its way. */
+static void
+nudge(struct crowd_claim *cl)
+{
+	uint64_t followers = atomic_load(&cl->followers);
+
+	for (unsigned i = 0; followers != 0; i++, followers >>= 1)
+		if ((followers & 1) &&
+		    !atomic_exchange(&cl->share->told[i], true))
+			post(cl, i, NEWS_MORE, NULL);
+}
+
 void
-crowd_have(struct crowd_claim *cl, uint64_t have)
+crowd_have(struct crowd_claim *cl, uint64_t have, int64_t length)
 {
 	struct crowd_share *sh = cl != NULL ? cl->share : NULL;
 
 	if (sh == NULL)
 		return;
+	atomic_store_explicit(&sh->length, length, memory_order_release);
 	atomic_store_explicit(&sh->have, have, memory_order_release);
-	uint64_t followers = atomic_load(&cl->followers);
-	for (unsigned i = 0; followers != 0; i++, followers >>= 1)
-		if ((followers & 1) && !atomic_exchange(&sh->told[i], true))
-			post(cl, i, NEWS_MORE, NULL);
+	nudge(cl);
+}
+
+/* Keeps readers off sh's copy: returns when none is inside. */
+static void
+keep_out(struct crowd_share *sh, atomic_bool *flag)
+{
+	atomic_store(flag, true);
+	/* a reader inside saw it open: it is copying a few kilobytes to a
+	 * client's output */
+	while (atomic_load(&sh->reading) != 0)
+		sched_yield();
+}
+
+void
+crowd_move_begin(struct crowd_claim *cl)
+{
+	if (cl != NULL && cl->share != NULL)
+		keep_out(cl->share, &cl->share->moving);
+}
+
+void
+crowd_move_end(struct crowd_claim *cl, struct store_body *copy, uint64_t base)
+{
+	struct crowd_share *sh = cl != NULL ? cl->share : NULL;
+
+	if (sh == NULL)
+		return;
+	sh->copy = copy;
+	sh->base = base;
+	atomic_store(&sh->moving, false);
+	/* a reader kept out while it moved reads again (its output may
+	 * have drained meanwhile, and a full window waits for it) */
+	nudge(cl);
 }
 
 void
@@ -339,26 +433,71 @@ crowd_unshare(struct crowd_claim *cl)
 {
 	struct crowd_share *sh = cl != NULL ? cl->share : NULL;
 
-	if (sh == NULL || atomic_load(&sh->closed))
+	if (sh != NULL && !atomic_load(&sh->closed))
+		keep_out(sh, &sh->closed);
+}
+
+void
+crowd_windowed(struct crowd_claim *cl)
+{
+	if (cl != NULL && cl->share != NULL)
+		atomic_store(&cl->share->windowed, true);
+}
+
+uint64_t
+crowd_slowest(const struct crowd_claim *cl)
+{
+	uint64_t least = CROWD_NONE;
+
+	if (cl == NULL || cl->share == NULL)
+		return least;
+	for (unsigned i = 0; i < cl->leader->node->nworkers; i++) {
+		uint64_t t = atomic_load(&cl->share->taken[i]);
+		if (t < least)
+			least = t;
+	}
+	return least;
+}
+
+/* cl leaves its chain; the caller holds its stripe's lock. */
+static void
+unlink_claim(struct crowd *c, struct crowd_claim *cl)
+{
+	struct crowd_claim **p = &c->buckets[cl->hash % CROWD_BUCKETS];
+
+	while (*p != cl) {
+		SC_ASSERT(*p != NULL);
+		p = &(*p)->next;
+	}
+	*p = cl->next;
+	cl->listed = false;
+}
+
+void
+crowd_unlist(struct crowd_claim *cl)
+{
+	if (cl == NULL || !cl->listed)
 		return;
-	atomic_store(&sh->closed, true);
-	/* a reader inside saw it open: it is copying a few kilobytes to a
-	 * client's output */
-	while (atomic_load(&sh->reading) != 0)
-		sched_yield();
+	struct crowd *c = cl->leader->node->crowd;
+	pthread_mutex_t *lock = stripe_of(c, cl->hash);
+	pthread_mutex_lock(lock);
+	unlink_claim(c, cl);
+	pthread_mutex_unlock(lock);
 }
 
 bool
-crowd_read_begin(struct crowd_share *sh, uint64_t *have)
+crowd_read_begin(struct crowd_share *sh, struct busy_source *src)
 {
-	/* seq_cst both sides: either the leader sees this reader, or this
-	 * reader sees it closed (crowd_unshare) */
 	atomic_fetch_add(&sh->reading, 1);
-	if (atomic_load(&sh->closed)) {
+	if (atomic_load(&sh->moving) || atomic_load(&sh->closed)) {
 		atomic_fetch_sub(&sh->reading, 1);
 		return false;
 	}
-	*have = atomic_load_explicit(&sh->have, memory_order_acquire);
+	src->have = atomic_load_explicit(&sh->have, memory_order_acquire);
+	src->length = atomic_load_explicit(&sh->length,
+	    memory_order_acquire);
+	src->copy = sh->copy;
+	src->base = sh->base;
 	return true;
 }
 
@@ -368,22 +507,20 @@ crowd_read_end(struct crowd_share *sh)
 	atomic_fetch_sub_explicit(&sh->reading, 1, memory_order_release);
 }
 
+void
+crowd_taken(struct crowd_share *sh, const struct worker *w, uint64_t least)
+{
+	if (atomic_exchange(&sh->taken[w->id], least) == least ||
+	    !atomic_load(&sh->windowed) ||
+	    atomic_exchange(&sh->taken_told, true))
+		return;
+	post_to(sh->leader, NULL, NEWS_TAKEN, sh, NULL, "", 0);
+}
+
 struct store_obj *
 crowd_share_shape(const struct crowd_share *sh)
 {
 	return sh->shape;
-}
-
-struct store_body *
-crowd_share_copy(const struct crowd_share *sh)
-{
-	return sh->copy;
-}
-
-uint64_t
-crowd_share_length(const struct crowd_share *sh)
-{
-	return sh->length;
 }
 
 void
@@ -395,15 +532,13 @@ crowd_end(struct crowd_claim **claimp, const struct crowd_outcome *out)
 		return;
 	*claimp = NULL;
 	crowd_unshare(cl);
+	if (cl->share != NULL)
+		cl->share->on_taken = NULL; /* the leader's busy goes */
 	struct crowd *c = cl->leader->node->crowd;
 	pthread_mutex_t *lock = stripe_of(c, cl->hash);
 	pthread_mutex_lock(lock);
-	struct crowd_claim **p = &c->buckets[cl->hash % CROWD_BUCKETS];
-	while (*p != cl) {
-		SC_ASSERT(*p != NULL);
-		p = &(*p)->next;
-	}
-	*p = cl->next;
+	if (cl->listed)
+		unlink_claim(c, cl);
 	uint64_t followers = atomic_load(&cl->followers);
 	pthread_mutex_unlock(lock);
 	for (unsigned i = 0; followers != 0; i++, followers >>= 1)

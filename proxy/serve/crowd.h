@@ -72,33 +72,62 @@ bool crowd_running(struct crowd *c, const char *key, size_t klen);
 /* The claim's fetch has started at started_ms (its busy object's). */
 void crowd_started(struct crowd_claim *claim, uint64_t started_ms);
 
+/* A follower worker with no reader of a share: it holds back nothing. */
+#define CROWD_NONE UINT64_MAX
+
 /*
- * The leader's head is in and its body comes into copy, reserved whole
- * for length bytes: its bytes never move while it is shared. Readers on
- * the other workers read it as it arrives (shape: the object's head and
- * metadata, a reference taken).
+ * The leader's head is in and its body comes into copy (length: -1 until
+ * known): readers on the other workers read it as it arrives (shape: the
+ * object's head and metadata, a reference taken). The leader moves the
+ * copy only between crowd_move_begin and crowd_move_end. taken(arg) runs
+ * on the leader's loop when another worker's readers took more or left
+ * and the leader asked for it (crowd_windowed).
  */
 void crowd_share(struct crowd_claim *claim, struct store_obj *shape,
-    struct store_body *copy, uint64_t length);
-/* The leader: bytes [0, have) of the shared copy are in. Accepts a claim
- * that shares nothing. */
-void crowd_have(struct crowd_claim *claim, uint64_t have);
-/* The leader is about to move or free its copy: returns when no other
+    struct store_body *copy, int64_t length, void (*taken)(void *arg),
+    void *arg);
+/* The leader: bytes [0, have) of the shared body are in (the copy holds
+ * [base, have)), and its length is length (-1: not known yet). Accepts a
+ * claim that shares nothing. */
+void crowd_have(struct crowd_claim *claim, uint64_t have, int64_t length);
+/* The leader is about to move bytes of its copy (it grows, or a window
+ * slides): returns when no other worker reads it; until crowd_move_end,
+ * none does. The end says where the copy is now (copy holds [base,
+ * ...)), and tells every follower worker to read again. */
+void crowd_move_begin(struct crowd_claim *claim);
+void crowd_move_end(struct crowd_claim *claim, struct store_body *copy,
+    uint64_t base);
+/* The leader's copy is a window that keeps only what every reader has
+ * not taken: other workers' readers say what they take (crowd_taken),
+ * and the leader hears it (taken). */
+void crowd_windowed(struct crowd_claim *claim);
+/* The fewest bytes a reader on another worker has taken, CROWD_NONE when
+ * none reads there. */
+uint64_t crowd_slowest(const struct crowd_claim *claim);
+/* No newcomer follows claim any more (a window let its first bytes go):
+ * the next one leads a fetch of its own. Its followers are still told. */
+void crowd_unlist(struct crowd_claim *claim);
+/* The leader is about to freeze or free its copy: returns when no other
  * worker reads it, and none will again (they get the rest from the
  * stored object when told the end). Accepts NULL and a claim that
  * shares nothing. */
 void crowd_unshare(struct crowd_claim *claim);
 
-/* A follower reads the shared copy: what the leader has of it (*have);
- * false when it may not (unshared). Between a true and crowd_read_end
- * its bytes [0, *have) stay where they are. Nests. */
-bool crowd_read_begin(struct crowd_share *sh, uint64_t *have);
+/* A follower reads the shared body: *src is what it may read now (copy,
+ * base, have, length); false when it may not (the copy moves, or is
+ * unshared: the next news says more). Between a true and crowd_read_end
+ * the bytes of src stay where they are. Nests. */
+bool crowd_read_begin(struct crowd_share *sh, struct busy_source *src);
 void crowd_read_end(struct crowd_share *sh);
-/* The shared object's head and metadata, the copy and its length. */
+/* Follower worker w's slowest reader has taken least bytes of the body
+ * (CROWD_NONE: none reads there any more). */
+void crowd_taken(struct crowd_share *sh, const struct worker *w,
+    uint64_t least);
+/* The shared object's head and metadata. */
 struct store_obj *crowd_share_shape(const struct crowd_share *sh);
-struct store_body *crowd_share_copy(const struct crowd_share *sh);
-uint64_t crowd_share_length(const struct crowd_share *sh);
-/* Accepts NULL; clears *sh. */
+/* Another reference to sh; crowd_share_unref drops one (accepts NULL,
+ * clears *sh). */
+struct crowd_share *crowd_share_ref(struct crowd_share *sh);
 void crowd_share_unref(struct crowd_share **sh);
 
 /* The claim ends: it leaves the table (a newcomer leads the next fetch),

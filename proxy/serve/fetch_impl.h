@@ -92,6 +92,8 @@ struct fetch {
 	bool tee;                  /* the copy is a window, not kept
 	                            * (busy.c), of at most tee_room bytes */
 	size_t tee_room;
+	bool tee_ending;           /* complete: waits for other workers'
+	                            * readers to take the rest (tee_wake) */
 	/* news of the source taken up on the loop, off the callback that
 	 * brought it: a disk stream's progress (stream_progress), or a
 	 * tee's readers (tee_wake) */

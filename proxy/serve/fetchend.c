@@ -306,6 +306,15 @@ finish_shared(struct fetch *f)
 		return;   /* stream_progress ends it */
 	}
 	if (f->tee) {
+		/* readers on other workers read the window to its end, now
+		 * known, before it goes: the fetch waits for them (tee_wake);
+		 * this worker's get the rest from it at the close */
+		f->src.length = (int64_t)f->src.have;
+		busy_body(f->busy);
+		if (busy_read_elsewhere(f->busy)) {
+			f->tee_ending = true;
+			return;
+		}
 		busy_close(&f->busy, BUSY_DONE, NULL);
 		fetch_free(&f);
 		return;

@@ -579,6 +579,14 @@ tee_wake(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (f->tee_ending) {
+		/* complete: it ends once other workers' readers are done */
+		if (!busy_read_elsewhere(f->busy)) {
+			busy_close(&f->busy, BUSY_DONE, NULL);
+			fetch_free(&f);
+		}
+		return;
+	}
 	if (!busy_read(f->busy)) {
 		fetch_free(&f);
 		return;
@@ -650,15 +658,24 @@ shared_in_memory(struct fetch *f, const char *data, size_t len)
 		event_active(f->wake, 0, 0);
 		return pause_recv(f);
 	}
-	if (f->tee) {
+	/* a window slides, a copy grows past its room: readers on other
+	 * workers stay off bytes that move */
+	bool moves = f->tee || b->len + len > b->cap;
+	if (moves)
+		busy_moving(f->busy);
+	if (f->tee)
 		tee_trim(f);
-		if (b->len + len > f->tee_room)
-			return pause_recv(f);
+	if (f->tee && b->len + len > f->tee_room) {
+		busy_moved(f->busy);
+		return pause_recv(f);
 	}
 	fetch_heard(f);
-	if (store_body_append(&f->body, data, len) < 0)
-		return 0;
+	int grown = store_body_append(&f->body, data, len);
 	f->src.copy = f->body;
+	if (moves)
+		busy_moved(f->busy);
+	if (grown < 0)
+		return 0;
 	f->src.have += len;
 	busy_body(f->busy);
 	return len;
