@@ -179,7 +179,11 @@ main(int argc, char **argv)
 	conf_warn(&s.conf, stderr);
 	const char *one_why;
 	unsigned workers = server_workers(&s.conf, &one_why);
-	if (one_why != NULL)
+	if (one_why != NULL && s.conf.workers == 0)
+		fprintf(stderr, "sumcache: workers auto (%u CPUs), 1 runs: %s "
+		    "is not yet shared between workers\n",
+		    conf_workers(&s.conf), one_why);
+	else if (one_why != NULL)
 		fprintf(stderr, "sumcache: workers %u asked, 1 runs: %s is not "
 		    "yet shared between workers\n", conf_workers(&s.conf),
 		    one_why);

@@ -171,9 +171,9 @@ harness_workers_opt(void)
 	static char opt[32];
 	const char *n = getenv("SUMCACHE_TEST_WORKERS");
 
-	if (n == NULL || *n == '\0')
-		return NULL;
-	snprintf(opt, sizeof(opt), "workers=%s", n);
+	/* the default is auto: the suites run at exactly 1 unless told */
+	snprintf(opt, sizeof(opt), "workers=%s", n != NULL && *n != '\0' ?
+	    n : "1");
 	return opt;
 }
 
@@ -197,10 +197,8 @@ proxy_spawn(struct env *e, const char *const *opts, const char *out_name)
 	snprintf(logopt, sizeof(logopt), "access_log=%s", e->log);
 	snprintf(portopt, sizeof(portopt), "node_name=test-node");
 	argv[n++] = (char *)harness_sumcache();
-	if (harness_workers_opt() != NULL) {
-		argv[n++] = "-o";
-		argv[n++] = (char *)harness_workers_opt();
-	}
+	argv[n++] = "-o";
+	argv[n++] = (char *)harness_workers_opt();
 	if (e->conf_file != NULL) {
 		argv[n++] = "-c";
 		argv[n++] = (char *)e->conf_file;

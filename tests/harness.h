@@ -249,8 +249,9 @@ long harness_now_ms(void);
 const char *harness_sumcache(void);
 
 /* "workers=N" from SUMCACHE_TEST_WORKERS (the suites run again at N
- * workers: tests/run.sh), or NULL: the first option of every node
- * started, so a test's own workers= wins. */
+ * workers: tests/run.sh), "workers=1" without it (the default is auto):
+ * the first option of every node started, so a test's own workers=
+ * wins. */
 const char *harness_workers_opt(void);
 /* How many workers the suites' nodes run: SUMCACHE_TEST_WORKERS's, or 1. */
 int harness_workers(void);

@@ -82,10 +82,8 @@ node_start(struct env *e, struct cluster *cl, int i)
 	int n = 0, k = 0;
 
 	argv[n++] = (char *)harness_sumcache();
-	if (harness_workers_opt() != NULL) {
-		argv[n++] = "-o";
-		argv[n++] = (char *)harness_workers_opt();
-	}
+	argv[n++] = "-o";
+	argv[n++] = (char *)harness_workers_opt();
 #define OPT(...) do {                                                         \
 		snprintf(opt[k], sizeof(opt[k]), __VA_ARGS__);                 \
 		argv[n++] = "-o";                                              \

@@ -1,8 +1,8 @@
 /*
  * test-origin's answers, by path (the list is origin.c's opening
  * comment): what each path writes, and the timers of the answers that
- * come in parts (?pause=, /steady). The request has been read whole;
- * delays and drops were origin.c's.
+ * come in parts (?pause=, chunked or not; /steady). The request has
+ * been read whole; delays and drops were origin.c's.
  */
 #include "origin.h"
 
@@ -259,27 +259,32 @@ respond(struct conn *c)
 			long pause = qparam(c, "pause", 0);
 			size_t now_n = pause > 0 ? (size_t)size / 2 : (size_t)size;
 			fill(b, (size_t)size, c->path + 5, (size_t)from);
+			if (pause > 0)
+				c->rest = evbuffer_new();
 			if (chunked) {
-				/* chunks of 4 KB, every one at once */
+				/* chunks of 4 KB: at once, or the second
+				 * half's after the pause */
+				struct evbuffer *dst = out;
 				for (size_t at = 0; at < (size_t)size;) {
 					size_t k = (size_t)size - at < 4096 ?
 					    (size_t)size - at : 4096;
-					evbuffer_add_printf(out, "%zx\r\n", k);
-					evbuffer_add(out, b + at, k);
-					evbuffer_add(out, "\r\n", 2);
+					if (pause > 0 && at >= now_n)
+						dst = c->rest;
+					evbuffer_add_printf(dst, "%zx\r\n", k);
+					evbuffer_add(dst, b + at, k);
+					evbuffer_add(dst, "\r\n", 2);
 					at += k;
 				}
-				evbuffer_add(out, "0\r\n\r\n", 5);
-				free(b);
-				return;
+				evbuffer_add(dst, "0\r\n\r\n", 5);
+			} else {
+				evbuffer_add(out, b, now_n);
+				if (pause > 0)
+					evbuffer_add(c->rest, b + now_n,
+					    (size_t)size - now_n);
 			}
-			evbuffer_add(out, b, now_n);
 			if (pause > 0) {
 				struct timeval tv = {pause / 1000,
 				    (pause % 1000) * 1000};
-				c->rest = evbuffer_new();
-				evbuffer_add(c->rest, b + now_n,
-				    (size_t)size - now_n);
 				c->resume = evtimer_new(base, on_resume, c);
 				evtimer_add(c->resume, &tv);
 			}

@@ -198,6 +198,68 @@ Test(collapse, readers_get_the_body_as_it_arrives)
 	env_stop(&e);
 }
 
+/*
+ * At workers 4 a crowd lands on every worker (SO_REUSEPORT spreads the
+ * connections: eight readers all on the leader's worker is a chance of
+ * 1 in 65,536), and each reader, wherever it is, has the first half of
+ * the body before the origin sends the second: the body streams to the
+ * other workers' readers from the leader's copy (crowd.c), of a known
+ * length and of one only the end tells (chunked). Before that copy was
+ * shared, readers on other workers got nothing until the fetch ended.
+ */
+Test(collapse, readers_on_every_worker_get_the_body_as_it_arrives)
+{
+	const char *opts[] = {"workers=4", NULL};
+	const char *paths[] = {
+	    "/obj/spread?max_age=60&size=400000&pause=1500",
+	    "/obj/spreadc?max_age=60&size=400000&pause=1500&chunked=1"};
+	enum { READERS = 8 };
+	struct env e;
+	char buf[65536];
+
+	env_start(&e, opts);
+	for (int k = 0; k < 2; k++) {
+		size_t got[READERS] = {0};
+		int fd[READERS];
+		int lead = harness_connect(e.pport);
+		send_get(lead, env_url(&e, paths[k]), NULL);
+		usleep(300 * 1000);
+		for (int i = 0; i < READERS; i++) {
+			fd[i] = harness_connect(e.pport);
+			send_get(fd[i], env_url(&e, paths[k]), NULL);
+		}
+		/* the first half is there before the origin sends the
+		 * second (1,500 ms after the first) */
+		for (long t0 = harness_now_ms(); harness_now_ms() - t0 < 800;) {
+			struct pollfd pfd[READERS];
+			for (int i = 0; i < READERS; i++)
+				pfd[i] = (struct pollfd){fd[i], POLLIN, 0};
+			if (poll(pfd, READERS, 100) <= 0)
+				continue;
+			for (int i = 0; i < READERS; i++) {
+				if (!(pfd[i].revents & POLLIN))
+					continue;
+				ssize_t r = recv(fd[i], buf, sizeof(buf), 0);
+				if (r > 0)
+					got[i] += (size_t)r;
+			}
+		}
+		for (int i = 0; i < READERS; i++) {
+			cr_expect_gt(got[i], 200000, "%s: reader %d had %zu "
+			    "bytes before the pause ended", paths[k], i,
+			    got[i]);
+			cr_expect_lt(got[i], 400000, "%s: reader %d had all %zu bytes", paths[k], i, got[i]);
+			close(fd[i]);
+		}
+		close(lead);
+	}
+	cr_assert_eq(origin_count(&e, "/obj/spread?", NULL), 1);
+	cr_assert_eq(origin_count(&e, "/obj/spreadc?", NULL), 1);
+	cr_assert_geq(proxy_metric(&e, "sumcache_collapsed_total{outcome="
+	    "\"served\"}"), 2 * READERS);
+	env_stop(&e);
+}
+
 Test(collapse, a_reader_that_stops_reading_slows_nobody)
 {
 	struct env e;

@@ -2,7 +2,9 @@
  * End-to-end: what a proxy must add, drop and reuse, and how it is
  * operated (config check, log reopening).
  */
+#define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -271,9 +273,23 @@ Test(ops, config_check_says_how_many_workers_run)
 	cr_assert(strstr(out, "workers 4 asked, 1 runs: cache_dir is not yet "
 	    "shared between workers") != NULL, "%s", out);
 	cr_assert(strstr(out, "workers 1 (a change") != NULL, "%s", out);
+	/* the default is auto: every CPU, or one with what is not shared */
+	cpu_set_t cpus;
+	cr_assert_eq(sched_getaffinity(0, sizeof(cpus), &cpus), 0);
+	char want[400];
+	snprintf(want, sizeof(want), "workers %d (auto: the CPUs",
+	    CPU_COUNT(&cpus));
+	cr_assert_eq(config_check(path, "node_name = \"ok\";\n", out,
+	    sizeof(out)), 0, "%s", out);
+	cr_assert(strstr(out, want) != NULL, "%s", out);
+	snprintf(dir, sizeof(dir), "cache_dir = \"%s/wd 64MB\";\n", E.dir);
+	cr_assert_eq(config_check(path, dir, out, sizeof(out)), 0, "%s", out);
+	snprintf(want, sizeof(want), "workers auto (%d CPUs), 1 runs: "
+	    "cache_dir is not yet shared", CPU_COUNT(&cpus));
+	cr_assert(CPU_COUNT(&cpus) == 1 || strstr(out, want) != NULL, "%s",
+	    out);
 	cr_assert_gt(config_check(path, "node_name = \"ok\";\n"
 	    "workers = \"65\";\n", out, sizeof(out)), 0);
-	char want[400];
 	snprintf(want, sizeof(want), "%s:2: workers", path);
 	cr_assert(strstr(out, want) != NULL, "%s", out);
 }

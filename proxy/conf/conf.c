@@ -77,7 +77,7 @@ static const struct directive directives[] = {
 	    false, "client connections and tunnels open at once (then new ones "
 	    "wait in the backlog); auto: 3/4 of what ulimit -n leaves, two "
 	    "descriptors each", RESTART},
-	{"workers", value_workers, OFF(workers), "1", false,
+	{"workers", value_workers, OFF(workers), "auto", false,
 	    "event loops, each on a thread of its own, sharing one cache (a "
 	    "client's connection stays on one); auto: the CPUs the process "
 	    "may run on, at most 64", RESTART},
