@@ -247,11 +247,17 @@ Test(hostile, low_descriptor_limit_neither_spins_nor_locks_clients_out,
 	struct idle_flood fl;
 	idle_flood(out, url, &fl);
 	cr_expect_leq(proxy_metric(&E, "sumcache_client_connections"), max);
-	cr_expect_geq(proxy_metric(&E, "sumcache_idle_connections_closed_total"),
+	/* each slot turns over once a grace period (250 ms) when none has
+	 * sent a request: at workers 4 the slots are fewer (descriptors
+	 * kept for each worker's own), so the last turns may come after
+	 * the 2 s */
+	cr_expect_geq(proxy_wait_metric(&E,
+	    "sumcache_idle_connections_closed_total", 200 - max, 3000),
 	    200 - max);
 	fprintf(stderr, "figure: ulimit -n 128, 200 idle connections: "
-	    "max_connections %g, %.2f s CPU in 2 s, %ld log bytes\n", max,
-	    fl.cpu, fl.logged);
+	    "max_connections %g, %g closed to make room, %.2f s CPU in 2 s, "
+	    "%ld log bytes\n", max, proxy_metric(&E,
+	    "sumcache_idle_connections_closed_total"), fl.cpu, fl.logged);
 	close_all(fl.fds, 200);
 	env_stop(&E);
 }

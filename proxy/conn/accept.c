@@ -33,6 +33,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 
@@ -67,40 +68,53 @@ open_conns(const struct worker *s)
 	    memory_order_relaxed);
 }
 
-/* On another worker's loop: the node is at its limit and the asker had
- * nothing idle to close: this one closes its own oldest idle connection,
- * if it has one. */
+static void resume_listener(struct worker *s);
+
+/* On the loop of a worker that asked for room: one was made for it. */
+static void
+room_made(void *arg)
+{
+	resume_listener(SC_CAST(struct worker, arg, WORKER_MAGIC));
+}
+
+/* A worker asks another (to) for room: to closes its oldest idle
+ * connection and tells the asker, which accepts again at once; or, the
+ * first asked having none, asks every other worker. */
+struct room_ask {
+	struct worker *to, *asker;
+	bool first;
+};
+
+static void ask(struct worker *to, struct worker *asker, bool first);
+
 static void
 room_asked(void *arg)
 {
-	struct worker *w = SC_CAST(struct worker, arg, WORKER_MAGIC);
+	struct room_ask *a = arg;
 	uint64_t retry_ms;
 
-	client_make_room(w, &retry_ms);
+	if (client_make_room(a->to, &retry_ms)) {
+		if (a->asker != a->to)
+			inbox_post(a->asker->inbox, room_made, NULL, a->asker);
+	} else if (a->first) {
+		struct node *n = a->to->node;
+		for (unsigned i = 0; i < n->nworkers; i++)
+			if (n->workers[i] != a->to)
+				ask(n->workers[i], a->asker, false);
+	}
+	free(a);
 }
 
-/* Every worker but w closes its oldest idle connection, if it has one. */
 static void
-ask_others(struct worker *w)
+ask(struct worker *to, struct worker *asker, bool first)
 {
-	struct node *n = w->node;
+	struct room_ask *a = malloc(sizeof(*a));
 
-	for (unsigned i = 0; i < n->nworkers; i++)
-		if (n->workers[i] != w)
-			inbox_post(n->workers[i]->inbox, room_asked, NULL,
-			    n->workers[i]);
-}
-
-/* On the loop of the worker with the node's oldest connection: it closes
- * its oldest idle one or, having none, asks the others. */
-static void
-room_asked_first(void *arg)
-{
-	struct worker *w = SC_CAST(struct worker, arg, WORKER_MAGIC);
-	uint64_t retry_ms;
-
-	if (!client_make_room(w, &retry_ms))
-		ask_others(w);
+	if (a == NULL)
+		return; /* the asker's retry looks again */
+	*a = (struct room_ask){to, asker, first};
+	if (inbox_post(to->inbox, room_asked, free, a) < 0)
+		free(a);
 }
 
 /* The worker whose oldest connection is the node's oldest. */
@@ -121,29 +135,38 @@ oldest_worker(const struct node *n)
  * At the node's limit a newcomer needs a connection closed, the node's
  * oldest idle one. Each worker's clients are its own, oldest last, and
  * each worker says when its oldest came (oldest_us): the worker with
- * the oldest closes its oldest idle one; one that has none asks every
- * other to close its own. Here (true) when it is this worker's to do,
- * else it is asked for and the newcomer looks again soon (*retry_ms).
- * The cost: a worker whose oldest connection is busy but has a younger
- * idle one closes that one, not another worker's older idle one; and a
- * worker with nothing idle costs one idle connection of each other.
+ * the oldest closes its oldest idle one (one that has none asks every
+ * other) and tells the asker, which accepts again at once. Here (true)
+ * when it is this worker's to do, else it is asked for and the
+ * newcomer's listener waits for the news, or looks again when the
+ * node's oldest connection may go (*retry_ms). The cost: a
+ * worker whose oldest connection is busy but has a younger idle one
+ * closes that one, not another worker's older idle one; and a worker
+ * with nothing idle costs one idle connection of each other.
  */
-#define ASKED_RETRY_MS 20
 static bool
 make_room(struct worker *s, uint64_t *retry_ms)
 {
-	struct worker *o = oldest_worker(s->node);
+	struct node *n = s->node;
+	struct worker *o = oldest_worker(n);
 
+	if (o == s && client_make_room(s, retry_ms))
+		return true;
+	if (n->nworkers == 1)
+		return false;
 	if (o == s) {
-		if (client_make_room(s, retry_ms))
-			return true;
-		ask_others(s);
-	} else {
-		*retry_ms = CLIENT_HEAD_GRACE_MS;
-		inbox_post(o->inbox, room_asked_first, NULL, o);
+		for (unsigned i = 0; i < n->nworkers; i++)
+			if (n->workers[i] != s)
+				ask(n->workers[i], s, false);
+		return false;  /* *retry_ms: when its own may go */
 	}
-	if (s->node->nworkers > 1 && *retry_ms > ASKED_RETRY_MS)
-		*retry_ms = ASKED_RETRY_MS;
+	ask(o, s, true);
+	/* an idle one goes at once (the news resumes the listener); a new
+	 * one that has sent nothing, when its grace ends: look again then */
+	uint64_t since_ms = (mono_us() - atomic_load_explicit(&o->oldest_us,
+	    memory_order_relaxed)) / 1000;
+	*retry_ms = since_ms < CLIENT_HEAD_GRACE_MS ? CLIENT_HEAD_GRACE_MS -
+	    since_ms : 1;
 	return false;
 }
 

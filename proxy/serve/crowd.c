@@ -68,10 +68,10 @@
  * moving, closed and reading keep the two apart (seq_cst: either the
  * leader sees a reader come in, or the reader sees the copy moving).
  * have and length are written by the leader with release, read with
- * acquire: the bytes below have are in. told[i] is set by the leader
- * when a note of more is on its way to workers[i], cleared by that
- * worker when it runs. taken[i] is written by workers[i], read by the
- * leader; taken_told is set by a follower when a note to the leader is
+ * acquire: the bytes below have are in. fw[i] is workers[i]'s (one
+ * for each of the node's workers): told is set by the leader when a
+ * note of more is on its way to it, cleared by that worker when it
+ * runs; taken is written by that worker, read by the leader; taken_told is set by a follower when a note to the leader is
  * on its way (only when windowed), cleared by the leader. leader,
  * on_taken and arg are the leader's alone (on_taken cleared at the end).
  * Freed with its last reference: the claim's, each note's, each
@@ -88,26 +88,30 @@ struct crowd_share {
 	atomic_bool closed;
 	_Atomic unsigned reading;
 	atomic_bool windowed;
-	atomic_bool told[CONF_WORKERS_MAX];
-	_Atomic uint64_t taken[CONF_WORKERS_MAX];
 	atomic_bool taken_told;
 	struct worker *leader;
 	void (*on_taken)(void *arg);
 	void *arg;
+	struct {
+		_Atomic uint64_t taken; /* its slowest reader, CROWD_NONE */
+		atomic_bool told;
+	} fw[];
 };
 
 /* A claim: in its bucket's chain while it leads and is listed; every
  * field is under its stripe's lock but key, hash and klen (set before it
  * is shared), followers (written under the lock, read by the leader
- * without it), listed (the leader's: it unlists under the lock) and
- * share (set under the lock by the leader, which reads it without). */
+ * without it), ops (set under the lock by the first follower, before
+ * its bit; every follower's are the same), listed (the leader's: it
+ * unlists under the lock) and share (set under the lock by the leader,
+ * which reads it without). */
 struct crowd_claim {
 	struct crowd_claim *next;
 	struct worker *leader;
 	uint64_t started_ms;
 	bool listed;
 	_Atomic uint64_t followers; /* bit i: workers[i] follows it */
-	const struct crowd_follower_ops *ops[CONF_WORKERS_MAX];
+	const struct crowd_follower_ops *ops;
 	struct crowd_share *share;  /* the leader's body, once shared */
 	uint64_t hash;
 	size_t klen;
@@ -193,10 +197,11 @@ crowd_claim(struct crowd *c, struct worker *w, const char *key, size_t klen,
 	if (*p != NULL && (*p)->leader != w) {
 		/* ops first: the leader reads them once it sees the bit */
 		if (!(atomic_load(&(*p)->followers) & 1ull << w->id)) {
-			(*p)->ops[w->id] = ops;
+			if ((*p)->ops == NULL)
+				(*p)->ops = ops;
 			/* it reads from the first byte: a window holds it */
 			if ((*p)->share != NULL)
-				atomic_store(&(*p)->share->taken[w->id], 0);
+				atomic_store(&(*p)->share->fw[w->id].taken, 0);
 			atomic_fetch_or(&(*p)->followers, 1ull << w->id);
 		}
 		*started_ms = (*p)->started_ms;
@@ -286,7 +291,7 @@ tell(void *arg)
 	case NEWS_MORE:
 		/* cleared before the callee reads have: an arrival after
 		 * its read sends another note */
-		atomic_store(&n->sh->told[n->w->id], false);
+		atomic_store(&n->sh->fw[n->w->id].told, false);
 		n->ops->more(n->w, n->key, n->klen, n->sh);
 		break;
 	case NEWS_ENDED:
@@ -331,7 +336,7 @@ static void
 post(struct crowd_claim *cl, unsigned i, enum news what,
     const struct crowd_outcome *out)
 {
-	post_to(cl->leader->node->workers[i], cl->ops[i], what,
+	post_to(cl->leader->node->workers[i], cl->ops, what,
 	    what != NEWS_ENDED ? cl->share : NULL, out, cl->key, cl->klen);
 }
 
@@ -340,7 +345,9 @@ crowd_share(struct crowd_claim *cl, struct store_obj *shape,
     struct store_body *copy, int64_t length, void (*taken)(void *arg),
     void *arg)
 {
-	struct crowd_share *sh = calloc(1, sizeof(*sh));
+	unsigned nw = cl->leader->node->nworkers;
+	struct crowd_share *sh = calloc(1, sizeof(*sh) + nw *
+	    sizeof(sh->fw[0]));
 
 	if (sh == NULL)
 		return; /* the others get the object when it is stored */
@@ -351,16 +358,16 @@ crowd_share(struct crowd_claim *cl, struct store_obj *shape,
 	sh->leader = cl->leader;
 	sh->on_taken = taken;
 	sh->arg = arg;
-	for (unsigned i = 0; i < CONF_WORKERS_MAX; i++)
-		atomic_init(&sh->taken[i], CROWD_NONE);
+	for (unsigned i = 0; i < nw; i++)
+		atomic_init(&sh->fw[i].taken, CROWD_NONE);
 	struct crowd *c = cl->leader->node->crowd;
 	pthread_mutex_t *lock = stripe_of(c, cl->hash);
 	pthread_mutex_lock(lock);
 	uint64_t followers = atomic_load(&cl->followers);
 	/* each reads from the first byte: a window holds it for them */
-	for (unsigned i = 0; i < CONF_WORKERS_MAX; i++)
+	for (unsigned i = 0; i < nw; i++)
 		if (followers & 1ull << i)
-			atomic_store(&sh->taken[i], 0);
+			atomic_store(&sh->fw[i].taken, 0);
 	cl->share = sh;
 	pthread_mutex_unlock(lock);
 	/* a worker following after this is given the share by crowd_claim;
@@ -379,7 +386,7 @@ nudge(struct crowd_claim *cl)
 
 	for (unsigned i = 0; followers != 0; i++, followers >>= 1)
 		if ((followers & 1) &&
-		    !atomic_exchange(&cl->share->told[i], true))
+		    !atomic_exchange(&cl->share->fw[i].told, true))
 			post(cl, i, NEWS_MORE, NULL);
 }
 
@@ -452,7 +459,7 @@ crowd_slowest(const struct crowd_claim *cl)
 	if (cl == NULL || cl->share == NULL)
 		return least;
 	for (unsigned i = 0; i < cl->leader->node->nworkers; i++) {
-		uint64_t t = atomic_load(&cl->share->taken[i]);
+		uint64_t t = atomic_load(&cl->share->fw[i].taken);
 		if (t < least)
 			least = t;
 	}
@@ -510,7 +517,7 @@ crowd_read_end(struct crowd_share *sh)
 void
 crowd_taken(struct crowd_share *sh, const struct worker *w, uint64_t least)
 {
-	if (atomic_exchange(&sh->taken[w->id], least) == least ||
+	if (atomic_exchange(&sh->fw[w->id].taken, least) == least ||
 	    !atomic_load(&sh->windowed) ||
 	    atomic_exchange(&sh->taken_told, true))
 		return;

@@ -49,7 +49,8 @@ busy_unclaim(struct txn *t)
 
 static const struct crowd_follower_ops follower_ops;
 
-/* A revalidation nobody joined takes its claim here. */
+/* With the claim t took when it found no fetch (busy_follow), or one
+ * taken now (a revalidation nobody joined). */
 void
 busy_lead(struct busy *b, struct txn *t)
 {
