@@ -87,6 +87,17 @@ struct room_ask {
 
 static void ask(struct worker *to, struct worker *asker, bool first);
 
+/* Every worker but from is asked for room for asker. */
+static void
+ask_others(struct worker *from, struct worker *asker)
+{
+	struct node *n = from->node;
+
+	for (unsigned i = 0; i < n->nworkers; i++)
+		if (n->workers[i] != from)
+			ask(n->workers[i], asker, false);
+}
+
 static void
 room_asked(void *arg)
 {
@@ -97,10 +108,7 @@ room_asked(void *arg)
 		if (a->asker != a->to)
 			inbox_post(a->asker->inbox, room_made, NULL, a->asker);
 	} else if (a->first) {
-		struct node *n = a->to->node;
-		for (unsigned i = 0; i < n->nworkers; i++)
-			if (n->workers[i] != a->to)
-				ask(n->workers[i], a->asker, false);
+		ask_others(a->to, a->asker);
 	}
 	free(a);
 }
@@ -155,9 +163,7 @@ make_room(struct worker *s, uint64_t *retry_ms)
 	if (n->nworkers == 1)
 		return false;
 	if (o == s) {
-		for (unsigned i = 0; i < n->nworkers; i++)
-			if (n->workers[i] != s)
-				ask(n->workers[i], s, false);
+		ask_others(s, s);
 		return false;  /* *retry_ms: when its own may go */
 	}
 	ask(o, s, true);
