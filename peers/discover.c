@@ -31,8 +31,9 @@ struct discover {
 	struct event *timer;
 	struct evdns_getaddrinfo_request *req;  /* in flight, or NULL */
 	int last_err;                           /* to log changes only */
-	size_t addresses;                       /* in the last answer */
-	uint64_t ok, failed;
+	/* home's to write; atomic, as /metrics reads them on any worker */
+	_Atomic size_t addresses;               /* in the last answer */
+	_Atomic uint64_t ok, failed;
 };
 
 static void

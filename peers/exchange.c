@@ -25,6 +25,7 @@
 #include <event2/event.h>
 
 #include "clock.h"
+#include "inbox.h"
 #include "sc_assert.h"
 
 #define PROBE_EVERY_MS 250
@@ -133,7 +134,7 @@ xfer_new(struct peer *p, const char *path)
 		return NULL;
 	}
 	x->p = p;
-	peers_hold(p);
+	peer_hold(p);
 	LIST_INSERT_HEAD(&ps->xfers, x, link);
 	snprintf(url, sizeof(url), "%s%s", p->proxy_url, path);
 	CURL *e = x->easy;
@@ -170,22 +171,82 @@ xfer_free(struct xfer **xp)
 	curl_slist_free_all(x->hdrs);
 	msg_unref(&x->m);
 	free(x->resp.p);
-	peers_put(&x->p);
+	peer_put(&x->p);
 	x->magic = 0;
 	free(x);
 }
 
-/* Starts x on the loop; on failure frees it and returns false. */
+static void
+run_event(void *arg)
+{
+	event_active(arg, EV_TIMEOUT, 0);
+}
+
+void
+home_soon(struct peers *ps, struct event *ev, bool *asked)
+{
+	if (*asked)
+		return;
+	*asked = true;
+	if (pthread_equal(pthread_self(), ps->home))
+		event_active(ev, EV_TIMEOUT, 0);
+	else if (inbox_post(ps->inbox, run_event, NULL, ev) < 0)
+		*asked = false;  /* ENOMEM: the next change asks again */
+}
+
+/* curlev's end of a transfer, on home's loop: x's own, locked. */
+static void
+on_xfer_done(void *arg, CURLcode rc)
+{
+	struct xfer *x = SC_CAST(struct xfer, arg, XFER_MAGIC);
+	struct peers *ps = x->ps;
+
+	peers_enter(ps);
+	x->done(x, rc);
+	peers_leave(ps);
+}
+
 bool
 xfer_start(struct xfer **xp, curlev_done_f *done)
 {
 	struct xfer *x = *xp;
+	struct peers *ps = x->ps;
 
-	x->cx = (struct curlev_xfer){.done = done, .arg = x};
-	if (curlev_start(x->ps->curl, x->easy, &x->cx) == 0)
+	x->done = done;
+	x->cx = (struct curlev_xfer){.done = on_xfer_done, .arg = x};
+	if (!pthread_equal(pthread_self(), ps->home)) {
+		x->next_kicked = NULL;
+		*ps->kicked_tail = x;
+		ps->kicked_tail = &x->next_kicked;
+		home_soon(ps, ps->kick_ev, &ps->kick_asked);
+		return true;
+	}
+	if (curlev_start(ps->curl, x->easy, &x->cx) == 0)
 		return true;
 	xfer_free(xp);
 	return false;
+}
+
+/* Home starts the transfers other threads asked for, in their order
+ * (a peer's invalidations must arrive in it). */
+static void
+on_kick(evutil_socket_t fd, short what, void *arg)
+{
+	struct peers *ps = SC_CAST(struct peers, arg, PEERS_MAGIC);
+	struct xfer *x;
+
+	(void)fd;
+	(void)what;
+	peers_enter(ps);
+	ps->kick_asked = false;
+	while ((x = ps->kicked) != NULL) {
+		ps->kicked = x->next_kicked;
+		if (ps->kicked == NULL)
+			ps->kicked_tail = &ps->kicked;
+		if (curlev_start(ps->curl, x->easy, &x->cx) != 0)
+			x->done(x, CURLE_FAILED_INIT);
+	}
+	peers_leave(ps);
 }
 
 void
@@ -238,7 +299,7 @@ on_push_done(void *arg, CURLcode rc)
 		peer_mark_down(p, xfer_why(x, rc));
 	} else {
 		note_rtt(p, secs * 1000);
-		peers_count(p, IPM_SENT, x->m->type, x->m->buf.len);
+		peer_count(p, IPM_SENT, x->m->type, x->m->buf.len);
 		/* 409: the peer saw a gap and is pulling from us already */
 		if (status != 204 && status != 409)
 			fprintf(stderr, "sumcache: peer %s refused our "
@@ -304,11 +365,12 @@ peers_announce(struct peers *ps)
 {
 	struct publication pub = {0};
 
-	if (pub_announce(ps->pub, wall_us(), wall_ms(), &pub) <= 0) {
+	peers_enter(ps);
+	if (pub_announce(ps->pub, wall_us(), wall_ms(), &pub) > 0)
+		send_all(ps, make_msg(ps, &pub));
+	else
 		sum_buf_free(&pub.payload);
-		return;
-	}
-	send_all(ps, make_msg(ps, &pub));
+	peers_leave(ps);
 }
 
 static void
@@ -318,8 +380,11 @@ on_publish(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	peers_enter(ps);
+	ps->publish_asked = false;
 	if (pub_threshold_reached(ps->pub))
 		publish(ps);
+	peers_leave(ps);
 }
 
 static void
@@ -329,18 +394,19 @@ on_interval(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	peers_enter(ps);
 	if (pub_interval_due(ps->pub, wall_ms()))
 		publish(ps);
+	peers_leave(ps);
 }
 
 static void
 changed(struct peers *ps)
 {
-	/* checked once at the end of the loop turn, so a burst of store
-	 * events makes one publication */
-	if (pub_threshold_reached(ps->pub) &&
-	    !event_pending(ps->publish_ev, EV_TIMEOUT, NULL))
-		event_active(ps->publish_ev, EV_TIMEOUT, 0);
+	/* checked once at the end of home's loop turn, so a burst of
+	 * store events makes one publication */
+	if (pub_threshold_reached(ps->pub))
+		home_soon(ps, ps->publish_ev, &ps->publish_asked);
 }
 
 /* Keys of the publisher's table walked per loop turn in a rebuild: about
@@ -355,13 +421,14 @@ on_rebuild_step(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (!pub_rebuild_step(ps->pub, REBUILD_STEP)) {
-		event_active(ps->rebuild_ev, EV_TIMEOUT, 0);
-		return;
-	}
-	if (pub_rebuild_end(ps->pub, wall_ms(), &pub) > 0)
+	peers_enter(ps);
+	ps->rebuild_asked = false;
+	if (!pub_rebuild_step(ps->pub, REBUILD_STEP))
+		home_soon(ps, ps->rebuild_ev, &ps->rebuild_asked);
+	else if (pub_rebuild_end(ps->pub, wall_ms(), &pub) > 0)
 		send_all(ps, make_msg(ps, &pub));
 	sum_buf_free(&pub.payload);
+	peers_leave(ps);
 }
 
 /* A filter grown full, or (timed) due a new base: rebuilt a step a loop
@@ -371,7 +438,7 @@ maybe_rebuild(struct peers *ps)
 {
 	if (pub_wants_rebuild(ps->pub, wall_ms())) {
 		pub_rebuild_begin(ps->pub, wall_us(), wall_ms());
-		event_active(ps->rebuild_ev, EV_TIMEOUT, 0);
+		home_soon(ps, ps->rebuild_ev, &ps->rebuild_asked);
 	}
 }
 
@@ -382,12 +449,15 @@ peers_object_added(struct peers *ps, const char *key, size_t len,
 	struct sumkey k;
 
 	/* an unhashable key (none today) is in no filter, and its removal
-	 * is refused alike */
-	if (sumkey_make(ps->hasher, SUM_METHOD_GET, key, len, &k) < 0 ||
-	    !pub_added(ps->pub, &k, expires_ms, wall_ms()))
+	 * is refused alike; the key is hashed before the lock */
+	if (sumkey_make(ps->hasher, SUM_METHOD_GET, key, len, &k) < 0)
 		return;
-	maybe_rebuild(ps);
-	changed(ps);
+	peers_enter(ps);
+	if (pub_added(ps->pub, &k, expires_ms, wall_ms())) {
+		maybe_rebuild(ps);
+		changed(ps);
+	}
+	peers_leave(ps);
 }
 
 void
@@ -397,10 +467,13 @@ peers_object_removed(struct peers *ps, const char *key, size_t len)
 
 	if (sumkey_make(ps->hasher, SUM_METHOD_GET, key, len, &k) < 0)
 		return;
-	if (!pub_removed(ps->pub, &k))
+	peers_enter(ps);
+	bool held = pub_removed(ps->pub, &k);
+	changed(ps);
+	peers_leave(ps);
+	if (!held)
 		fprintf(stderr, "sumcache: summary: removal of a key it does "
 		    "not hold (%.*s)\n", (int)(len > 200 ? 200 : len), key);
-	changed(ps);
 }
 
 /* Claims whose copies are no longer fresh enough for a peer lapse. */
@@ -411,9 +484,11 @@ on_expiry(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	peers_enter(ps);
 	if (pub_expire(ps->pub, wall_ms()) > 0)
 		changed(ps);
 	maybe_rebuild(ps);
+	peers_leave(ps);
 }
 
 static size_t
@@ -445,7 +520,7 @@ pull_ended(struct xfer *x, enum ipm_type type, long *status, double *secs)
 	*secs = 0;
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, status);
 	curl_easy_getinfo(x->easy, CURLINFO_TOTAL_TIME, secs);
-	peers_count(p, IPM_SENT, type, 0);
+	peer_count(p, IPM_SENT, type, 0);
 	if (p->retired) {
 		xfer_free(&x);
 		return false;
@@ -477,7 +552,7 @@ on_pull_done(void *arg, CURLcode rc)
 		xfer_free(&x);
 		return;
 	}
-	peers_count(p, IPM_RECEIVED, IPM_SUMMARY_PULL, x->resp.len);
+	peer_count(p, IPM_RECEIVED, IPM_SUMMARY_PULL, x->resp.len);
 	note_rtt(p, secs * 1000);
 	struct wire_summary w;
 	enum wire_err we = wire_decode(x->resp.p, x->resp.len, ps->key,
@@ -521,13 +596,10 @@ exchange_pull(struct peer *p)
 }
 
 static void
-on_probe(evutil_socket_t fd, short what, void *arg)
+probe(struct peers *ps)
 {
-	struct peers *ps = SC_CAST(struct peers, arg, PEERS_MAGIC);
 	uint64_t now = mono_ms();
 
-	(void)fd;
-	(void)what;
 	for (size_t i = 0; i < ps->n; i++) {
 		struct peer *p = ps->v[i];
 		if (p->pulling || p->self)
@@ -538,17 +610,33 @@ on_probe(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+static void
+on_probe(evutil_socket_t fd, short what, void *arg)
+{
+	struct peers *ps = SC_CAST(struct peers, arg, PEERS_MAGIC);
+
+	(void)fd;
+	(void)what;
+	peers_enter(ps);
+	probe(ps);
+	peers_leave(ps);
+}
+
 int
 exchange_init(struct peers *ps)
 {
 	LIST_INIT(&ps->xfers);
+	ps->kicked = NULL;
+	ps->kicked_tail = &ps->kicked;
+	ps->kick_ev = event_new(ps->base, -1, 0, on_kick, ps);
 	ps->publish_ev = event_new(ps->base, -1, 0, on_publish, ps);
 	ps->interval_timer = event_new(ps->base, -1, EV_PERSIST, on_interval,
 	    ps);
 	ps->probe_timer = event_new(ps->base, -1, EV_PERSIST, on_probe, ps);
 	ps->rebuild_ev = event_new(ps->base, -1, 0, on_rebuild_step, ps);
 	ps->expiry_timer = event_new(ps->base, -1, EV_PERSIST, on_expiry, ps);
-	return ps->publish_ev && ps->interval_timer && ps->probe_timer &&
+	return ps->kick_ev && ps->publish_ev && ps->interval_timer &&
+	    ps->probe_timer &&
 	    ps->rebuild_ev && ps->expiry_timer ? 0 : -1;
 }
 
@@ -563,7 +651,7 @@ exchange_start(struct peers *ps)
 	event_add(ps->probe_timer, &pv);
 	struct timeval ev = tv_ms(PUB_EXPIRE_TICK_MS);
 	event_add(ps->expiry_timer, &ev);
-	on_probe(-1, 0, ps);
+	probe(ps);
 }
 
 void
@@ -588,10 +676,18 @@ exchange_stop(struct peers *ps)
 {
 	struct xfer *x;
 
+	/* never started: nothing of curl's to cancel */
+	while ((x = ps->kicked) != NULL) {
+		ps->kicked = x->next_kicked;
+		xfer_free(&x);
+	}
+	ps->kicked_tail = &ps->kicked;
 	while ((x = LIST_FIRST(&ps->xfers)) != NULL) {
 		curlev_cancel(ps->curl, x->easy);
 		xfer_free(&x);
 	}
+	if (ps->kick_ev)
+		event_free(ps->kick_ev);
 	if (ps->publish_ev)
 		event_free(ps->publish_ev);
 	if (ps->interval_timer)
@@ -602,7 +698,8 @@ exchange_stop(struct peers *ps)
 		event_free(ps->rebuild_ev);
 	if (ps->expiry_timer)
 		event_free(ps->expiry_timer);
-	ps->publish_ev = ps->interval_timer = ps->probe_timer = NULL;
+	ps->kick_ev = ps->publish_ev = ps->interval_timer = NULL;
+	ps->probe_timer = NULL;
 	ps->rebuild_ev = ps->expiry_timer = NULL;
 	msg_unref(&ps->pull_msg);
 }

@@ -73,9 +73,10 @@ struct icpsock {
 	void *lookup_arg;
 	uint32_t next_reqnum;
 	struct icpq *q[QBUCKETS];
-	uint64_t dropped[ICP_NERRS + 3];  /* decode errors, then below */
-	uint64_t answered[ANS_NKINDS];
-	uint64_t timeouts;
+	/* home's to write; atomic, as /metrics reads them on any worker */
+	_Atomic uint64_t dropped[ICP_NERRS + 3]; /* decode errors, then below */
+	_Atomic uint64_t answered[ANS_NKINDS];
+	_Atomic uint64_t timeouts;
 	struct ratelog droplog;
 	/* ascending serials, as peers_list lists them (sync_records) */
 	struct icp_peer rec[PEERS_MAX];

@@ -96,7 +96,7 @@ flush(struct peers *ps)
 		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDS, m->buf.p);
 		curl_easy_setopt(x->easy, CURLOPT_POSTFIELDSIZE_LARGE,
 		    (curl_off_t)m->buf.len);
-		peers_count(p, IPM_SENT, IPM_INVALIDATION, m->buf.len);
+		peer_count(p, IPM_SENT, IPM_INVALIDATION, m->buf.len);
 		xfer_start(&x, on_sent);
 	}
 	msg_unref(&m);
@@ -105,9 +105,15 @@ flush(struct peers *ps)
 static void
 on_flush(evutil_socket_t fd, short what, void *arg)
 {
+	struct peers *ps = SC_CAST(struct peers, arg, PEERS_MAGIC);
+
 	(void)fd;
 	(void)what;
-	flush(arg);
+	peers_enter(ps);
+	ps->inval_asked = false;
+	if (ps->inval_n > 0)
+		flush(ps);
+	peers_leave(ps);
 }
 
 int
@@ -128,13 +134,23 @@ invalidate_stop(struct peers *ps)
 	ps->inval_n = 0;
 }
 
+static void invalidate(struct peers *ps, const char *url, size_t len);
+
 void
 peers_invalidate(struct peers *ps, const char *url, size_t len)
 {
-	uint64_t skipped;
-
 	if (ps->conf.keylen == 0 || len == 0)
 		return;  /* no key: no sumcache peer could check it */
+	peers_enter(ps);
+	invalidate(ps, url, len);
+	peers_leave(ps);
+}
+
+static void
+invalidate(struct peers *ps, const char *url, size_t len)
+{
+	uint64_t skipped;
+
 	if (len > WIRE_MAX_URL) {
 		if (ratelog_due(&ps->inval_log, &skipped))
 			fprintf(stderr, "sumcache: a URL of %zu bytes dropped "
@@ -151,9 +167,9 @@ peers_invalidate(struct peers *ps, const char *url, size_t len)
 		return;
 	ps->inval_urls[ps->inval_n++] = u;
 	ps->inval_bytes += len;
-	/* sent at the end of this loop turn, with whatever else it drops */
-	if (!event_pending(ps->inval_ev, EV_TIMEOUT, NULL))
-		event_active(ps->inval_ev, EV_TIMEOUT, 0);
+	/* sent at the end of home's loop turn, with whatever else is
+	 * dropped by then */
+	home_soon(ps, ps->inval_ev, &ps->inval_asked);
 }
 
 /* Counts and logs (a line a second) an invalidation refused; returns
@@ -195,13 +211,15 @@ stale_time(const struct peers *ps, const struct peer *p, uint64_t t)
 	return NULL;
 }
 
-int
-peers_receive_invalidation(struct peers *ps, const struct sockaddr *from,
-    const uint8_t *in, size_t len, peers_drop_f *drop, void *arg,
+/* The checks of peers_receive_invalidation, with the lock held: 204 and
+ * w decoded, or the refusal. */
+static int
+receive_checked(struct peers *ps, const struct sockaddr *from,
+    const uint8_t *in, size_t len, struct wire_invalidation *wp,
     const char **why)
 {
 	struct wire_invalidation w;
-	struct peer *p = peers_by_addr(ps, from);
+	struct peer *p = table_by_addr(ps, from);
 
 	if (p == NULL || ps->conf.keylen == 0) {
 		*why = "not a sumcache peer";
@@ -228,11 +246,32 @@ peers_receive_invalidation(struct peers *ps, const struct sockaddr *from,
 		return refuse(ps, from, 403, *why);
 	}
 	p->inval_us = w.time_us;
-	peers_count(p, IPM_RECEIVED, IPM_INVALIDATION, len);
+	peer_count(p, IPM_RECEIVED, IPM_INVALIDATION, len);
+	*wp = w;
+	return 204;
+}
+
+int
+peers_receive_invalidation(struct peers *ps, const struct sockaddr *from,
+    const uint8_t *in, size_t len, peers_drop_f *drop, void *arg,
+    const char **why)
+{
+	struct wire_invalidation w;
+	uint64_t bad = 0;
+
+	peers_enter(ps);
+	int status = receive_checked(ps, from, in, len, &w, why);
+	peers_leave(ps);
+	if (status != 204)
+		return status;
+	/* the store's changes tell this table (the lock order) */
 	for (size_t i = 0; i < w.nurls; i++)
 		if (!drop(arg, w.urls[i], strlen(w.urls[i])))
-			ps->count.inval_bad_urls++;
-	ps->count.inval_applied++;
+			bad++;
 	wire_invalidation_clear(&w);
+	peers_enter(ps);
+	ps->count.inval_bad_urls += bad;
+	ps->count.inval_applied++;
+	peers_leave(ps);
 	return 204;
 }

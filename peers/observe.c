@@ -54,6 +54,7 @@ peer_view(const struct peer *p, uint64_t now_ms, struct peer_view *v)
 	const struct psum *s = p->sum && p->sum->loaded ? p->sum : NULL;
 
 	*v = (struct peer_view){
+		.spec = p->spec,
 		.up = p->up,
 		.has_summary = s != NULL,
 		.epoch = s ? s->epoch : 0,
@@ -76,8 +77,34 @@ peer_view(const struct peer *p, uint64_t now_ms, struct peer_view *v)
 		}
 }
 
+size_t
+peers_views(struct peers *ps, uint64_t now_ms, struct peer_view *out,
+    size_t max)
+{
+	size_t n = 0;
+
+	peers_enter(ps);
+	for (size_t i = 0; i < ps->n && n < max; i++)
+		if (!ps->v[i]->self)
+			peer_view(ps->v[i], now_ms, &out[n++]);
+	peers_leave(ps);
+	return n;
+}
+
+static void traffic(const struct peers *ps, uint64_t msgs[2][IPM_NTYPES],
+    uint64_t bytes[2][IPM_NTYPES]);
+
 void
-peers_traffic(const struct peers *ps, uint64_t msgs[2][IPM_NTYPES],
+peers_traffic(struct peers *ps, uint64_t msgs[2][IPM_NTYPES],
+    uint64_t bytes[2][IPM_NTYPES])
+{
+	peers_enter(ps);
+	traffic(ps, msgs, bytes);
+	peers_leave(ps);
+}
+
+static void
+traffic(const struct peers *ps, uint64_t msgs[2][IPM_NTYPES],
     uint64_t bytes[2][IPM_NTYPES])
 {
 	memcpy(msgs, ps->gone_msgs, sizeof(ps->gone_msgs));
@@ -196,8 +223,18 @@ peerstats_render(const struct peers *ps, struct evbuffer *out)
 	}
 }
 
+static void render_metrics(const struct peers *ps, struct evbuffer *out);
+
 void
-peers_render_metrics(const struct peers *ps, struct evbuffer *out)
+peers_render_metrics(struct peers *ps, struct evbuffer *out)
+{
+	peers_enter(ps);
+	render_metrics(ps, out);
+	peers_leave(ps);
+}
+
+static void
+render_metrics(const struct peers *ps, struct evbuffer *out)
 {
 	static const struct metric_family_info *const gauges[PG_COUNT] = {
 		PF(PEER_UP), PF(PEER_SUM_EPOCH), PF(PEER_SUM_SEQUENCE),

@@ -21,8 +21,19 @@ placeable(const struct peers *ps, const struct peer *p, uint64_t now)
 	return p->up || (!ps->conf.summaries && now >= p->probe_at_ms);
 }
 
+static struct peer *owner(struct peers *ps, const char *key, size_t len);
+
 struct peer *
 peers_owner(struct peers *ps, const char *key, size_t len)
+{
+	peers_enter(ps);
+	struct peer *o = owner(ps, key, len);
+	peers_leave(ps);
+	return o;
+}
+
+static struct peer *
+owner(struct peers *ps, const char *key, size_t len)
 {
 	struct place_node nodes[PEERS_MAX + 1];
 	struct peer *who[PEERS_MAX + 1];
@@ -43,6 +54,6 @@ peers_owner(struct peers *ps, const char *key, size_t len)
 	}
 	struct peer *o = who[place_owner(nodes, n, place_hash(key, len))];
 	if (o != NULL)
-		peers_hold(o);
+		peer_hold(o);
 	return o;
 }

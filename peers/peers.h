@@ -13,7 +13,11 @@
  *   - A peer that fails a connect or times out is down: its summary is not
  *     used and it is pulled again with backoff until it answers.
  *
- * Everything runs on the proxy's event loop; transfers go through curlev.
+ * Threads: every worker of a node calls in (misses, the cache's inserts
+ * and evictions, peers' messages arriving on any worker's connections);
+ * the table guards itself with one lock, never taken on the hit path.
+ * Its timers and transfers are the loop of peers_new's base (home's),
+ * whose thread must be the one calling peers_new.
  */
 #ifndef PEERS_H
 #define PEERS_H
@@ -32,6 +36,7 @@
 struct event_base;
 struct evbuffer;
 struct curlev;
+struct inbox;
 
 enum peer_type {
 	PEER_SUMCACHE = 1,
@@ -144,8 +149,12 @@ enum ipm_dir {
 struct peer;
 
 /* What its peer line (or peer_dns) says: name, host, port, type, ICP
- * port, proxy_only. A found peer's name changes when it names itself. */
+ * port, proxy_only. Host, port, ICP port and type never change while
+ * the peer is held; a found peer's name changes when it names itself,
+ * and its options when DNS lists it again: read those in a copy
+ * (peer_spec_copy), unless on home's thread. */
 const struct peer_spec *peer_spec(const struct peer *p);
+void peer_spec_copy(const struct peer *p, struct peer_spec *out);
 /* "http://host:port", for curl's CURLOPT_PROXY. */
 const char *peer_proxy_url(const struct peer *p);
 /* "host:port" (an IPv6 host in brackets), the same address alone: what a
@@ -184,10 +193,11 @@ struct peers;
 
 /*
  * A peer table for specs; resolves every peer's host (numeric or a name,
- * at start-up). NULL with the reason in err.
+ * at start-up). base is home's loop, curl its transfers, inbox how
+ * another thread wakes it (inbox.h). NULL with the reason in err.
  */
 struct peers *peers_new(struct event_base *base, struct curlev *curl,
-    const struct peers_conf *conf, const struct peer_spec *specs, size_t n,
+    struct inbox *inbox, const struct peers_conf *conf, const struct peer_spec *specs, size_t n,
     char *err, size_t elen);
 void peers_free(struct peers **ps);
 
@@ -329,7 +339,9 @@ int peers_receive_invalidation(struct peers *ps, const struct sockaddr *from,
     const char **why);
 
 /* Every peer in the table but this node itself (peer_dns lists it);
- * at most max. Not held: use them before returning to the loop. */
+ * at most max. Not held: for home's thread only (which alone takes
+ * peers out of the table), until it returns to its loop. Another
+ * thread reads peers_views. */
 size_t peers_list(struct peers *ps, struct peer **out, size_t max);
 void peers_hold(struct peer *p);
 
@@ -349,6 +361,7 @@ void peers_silent(struct peer *p, const char *why);
 /* What /metrics and the status page show of one peer (now_ms from
  * mono_ms). */
 struct peer_view {
+	struct peer_spec spec;
 	bool up;
 	bool has_summary;   /* a summary is loaded; the next five are 0 if not */
 	uint64_t epoch, seq;
@@ -363,16 +376,18 @@ struct peer_view {
 	bool skipped;         /* its claims are not followed now */
 	uint64_t messages, bytes;  /* both directions, every type */
 };
-void peer_view(const struct peer *p, uint64_t now_ms, struct peer_view *v);
+/* The views of peers_list's peers, at most max, in its order. */
+size_t peers_views(struct peers *ps, uint64_t now_ms, struct peer_view *out,
+    size_t max);
 
 /* This node's inter-proxy traffic, [direction][type], every peer's
  * including those that left the table, as /metrics shows it (without
  * the table's entry for this node itself). */
-void peers_traffic(const struct peers *ps, uint64_t msgs[2][IPM_NTYPES],
+void peers_traffic(struct peers *ps, uint64_t msgs[2][IPM_NTYPES],
     uint64_t bytes[2][IPM_NTYPES]);
 const char *ipm_type_name(enum ipm_type t);
 
 /* Prometheus series for peers and summaries. */
-void peers_render_metrics(const struct peers *ps, struct evbuffer *out);
+void peers_render_metrics(struct peers *ps, struct evbuffer *out);
 
 #endif

@@ -10,10 +10,15 @@
  *   receive.c   the checks a summary passes, and refusals
  *   sqpeer.c    Squid peers' Cache Digests
  *   observe.c   the policy line, views and metrics
+ *
+ * Threads: one lock, the table's (ps->lock), guards all of struct peers
+ * and every struct peer; table.c's opening comment gives the rules. A
+ * function named peers_* takes it; the others here expect it held.
  */
 #ifndef PEERS_IMPL_H
 #define PEERS_IMPL_H
 
+#include <pthread.h>
 #include <sys/queue.h>
 
 #include <curl/curl.h>
@@ -86,6 +91,8 @@ struct xfer {
 	CURL *easy;
 	struct curl_slist *hdrs;
 	struct curlev_xfer cx;
+	curlev_done_f *done;    /* its end, called with the lock held */
+	struct xfer *next_kicked; /* waiting for home to start it */
 	struct msg *m;          /* push: what is sent */
 	struct sum_buf resp;    /* pull: what comes back */
 	uint64_t ignored;       /* push: bytes of the answer's body */
@@ -100,8 +107,15 @@ struct xfer {
 #define PEERS_MAGIC 0xd53da439u
 struct peers {
 	unsigned magic;         /* PEERS_MAGIC (SC_CAST) */
+	pthread_mutex_t lock;   /* guards the rest, but what is set at start */
+	pthread_t home;         /* base's thread: transfers start there */
 	struct event_base *base;
-	struct curlev *curl;
+	struct curlev *curl;    /* home's */
+	struct inbox *inbox;    /* home's: how other threads wake it */
+	struct event *kick_ev;  /* home starts the transfers of kicked */
+	struct xfer *kicked, **kicked_tail; /* asked for on other threads */
+	/* home_soon has made an event active, or will: one each */
+	bool kick_asked, publish_asked, rebuild_asked, inval_asked;
 	struct peers_conf conf;
 	uint8_t *key;
 	struct peer **v;              /* the table: configured, then found */
@@ -137,7 +151,31 @@ struct peers {
 };
 
 
-/* table.c */
+static inline void
+peers_enter(struct peers *ps)
+{
+	pthread_mutex_lock(&ps->lock);
+}
+
+static inline void
+peers_leave(struct peers *ps)
+{
+	pthread_mutex_unlock(&ps->lock);
+}
+
+/* exchange.c: ev (one of ps's) runs at home's next loop turn: made
+ * active on home's thread, posted to home's inbox from another (a loop's
+ * events are its thread's alone: server.c). *asked is the event's flag
+ * in struct peers: set until its callback clears it, so a burst asks
+ * once. */
+void home_soon(struct peers *ps, struct event *ev, bool *asked);
+
+/* table.c: what the peers_* of the same names do, with the lock held */
+void peer_count(struct peer *p, enum ipm_dir d, enum ipm_type t,
+    uint64_t bytes);
+void peer_put(struct peer **p);
+void peer_hold(struct peer *p);
+struct peer *table_by_addr(struct peers *ps, const struct sockaddr *addr);
 void peer_mark_up(struct peer *p);
 void peer_mark_down(struct peer *p, const char *why);
 void note_rtt(struct peer *p, double ms);
@@ -155,7 +193,10 @@ int invalidate_init(struct peers *ps);
 void invalidate_stop(struct peers *ps);
 
 /* exchange.c: transfers to a peer (held by the transfer), freed by the
- * done callback with xfer_free; xfer_start frees one it cannot start */
+ * done callback (called with the lock held) with xfer_free; xfer_start
+ * frees one it cannot start. Started on another thread than home's, a
+ * transfer waits for home's next loop turn (curl's handle is home's):
+ * true then, and a failure to start reaches done. */
 struct xfer *xfer_new(struct peer *p, const char *path);
 bool xfer_start(struct xfer **xp, curlev_done_f *done);
 /* Why a push or an invalidation failed with rc, for the log. */
@@ -194,6 +235,9 @@ int receive_version_refused(struct peers *ps, const char *who,
  * what we hold is unchanged. */
 int receive_apply(struct peers *ps, struct peer *p,
     const struct wire_summary *w, const char **why);
+
+/* observe.c */
+void peer_view(const struct peer *p, uint64_t now_ms, struct peer_view *v);
 
 /* sqpeer.c: a digest pull's curlev completion */
 void sqpeer_digest_done(void *arg, CURLcode rc);

@@ -67,7 +67,9 @@ peers_refused(struct peers *ps, enum reject r, const char *who)
 {
 	const char *why;
 
+	peers_enter(ps);
 	receive_refuse(ps, r, 0, who, NULL, &why);
+	peers_leave(ps);
 }
 
 /*
@@ -126,14 +128,27 @@ receive_apply(struct peers *ps, struct peer *p, const struct wire_summary *w,
 	}
 }
 
+static int receive(struct peers *ps, const struct sockaddr *from,
+    const uint8_t *in, size_t len, const char **why);
+
 int
 peers_receive(struct peers *ps, const struct sockaddr *from,
+    const uint8_t *in, size_t len, const char **why)
+{
+	peers_enter(ps);
+	int status = receive(ps, from, in, len, why);
+	peers_leave(ps);
+	return status;
+}
+
+static int
+receive(struct peers *ps, const struct sockaddr *from,
     const uint8_t *in, size_t len, const char **why)
 {
 	struct wire_summary w;
 	char who[sizeof(((struct peer_spec *)0)->host)];
 
-	struct peer *p = peers_by_addr(ps, from);
+	struct peer *p = table_by_addr(ps, from);
 	if (p == NULL || ps->conf.keylen == 0)
 		return receive_refuse(ps, REJ_NOT_PEER, 403, p == NULL ? "an unknown "
 		    "address" : p->spec.host, p == NULL ? NULL : "no cluster "
@@ -160,7 +175,7 @@ peers_receive(struct peers *ps, const struct sockaddr *from,
 		return receive_refuse(ps, REJ_NOT_PEER, 403, who, "unknown sender",
 		    why);
 	}
-	peers_count(p, IPM_RECEIVED, w.full ? IPM_SUMMARY_FULL : IPM_SUMMARY_DELTA,
+	peer_count(p, IPM_RECEIVED, w.full ? IPM_SUMMARY_FULL : IPM_SUMMARY_DELTA,
 	    len);
 	int status = receive_apply(ps, p, &w, why);
 	wire_summary_clear(&w);
@@ -169,8 +184,21 @@ peers_receive(struct peers *ps, const struct sockaddr *from,
 	return status;
 }
 
+static int receive_begin(struct peers *ps, const struct sockaddr *from,
+    const char *who, uint64_t len, const char **why);
+
 int
 peers_receive_begin(struct peers *ps, const struct sockaddr *from,
+    const char *who, uint64_t len, const char **why)
+{
+	peers_enter(ps);
+	int status = receive_begin(ps, from, who, len, why);
+	peers_leave(ps);
+	return status;
+}
+
+static int
+receive_begin(struct peers *ps, const struct sockaddr *from,
     const char *who, uint64_t len, const char **why)
 {
 	struct peer *slot = NULL;
@@ -178,7 +206,7 @@ peers_receive_begin(struct peers *ps, const struct sockaddr *from,
 	for (size_t i = 0; i < ps->n && slot == NULL; i++)
 		if (same_addr(from, &ps->v[i]->addr) && !ps->v[i]->receiving)
 			slot = ps->v[i];
-	if (peers_by_addr(ps, from) == NULL)
+	if (table_by_addr(ps, from) == NULL)
 		return receive_refuse(ps, REJ_NOT_PEER, 403, who, NULL, why);
 	if (len > ps->conf.max_message)
 		return receive_refuse(ps, REJ_TOO_BIG, 413, who, "over summary_max_size",
@@ -200,6 +228,7 @@ peers_receive_end(struct peers *ps, const struct sockaddr *from,
 {
 	/* the slot's peer may have left the table meanwhile: any peer at
 	 * the address marked receiving gives its slot back */
+	peers_enter(ps);
 	for (size_t i = 0; i < ps->n; i++)
 		if (same_addr(from, &ps->v[i]->addr) && ps->v[i]->receiving) {
 			ps->v[i]->receiving = false;
@@ -207,6 +236,7 @@ peers_receive_end(struct peers *ps, const struct sockaddr *from,
 		}
 	SC_ASSERT(ps->held >= len);
 	ps->held -= len;
+	peers_leave(ps);
 }
 
 void
@@ -214,15 +244,30 @@ peers_receive_slow(struct peers *ps, const char *who)
 {
 	const char *why;
 
+	peers_enter(ps);
 	receive_refuse(ps, REJ_SLOW, 0, who, "body not received within "
 	    "peer_timeout", &why);
+	peers_leave(ps);
 }
+
+static int pull_response(struct peers *ps, const struct sockaddr *from,
+    struct sum_buf *out);
 
 int
 peers_pull_response(struct peers *ps, const struct sockaddr *from,
     struct sum_buf *out)
 {
-	struct peer *p = peers_by_addr(ps, from);
+	peers_enter(ps);
+	int status = pull_response(ps, from, out);
+	peers_leave(ps);
+	return status;
+}
+
+static int
+pull_response(struct peers *ps, const struct sockaddr *from,
+    struct sum_buf *out)
+{
+	struct peer *p = table_by_addr(ps, from);
 
 	/* no cluster key: only Squid peers, which never pull */
 	if (p == NULL || ps->conf.keylen == 0) {
@@ -234,9 +279,9 @@ peers_pull_response(struct peers *ps, const struct sockaddr *from,
 		return 503;
 	int rc = sum_buf_put(out, m->buf.p, m->buf.len) < 0 ? 503 : 200;
 	/* as the puller counts it: a request in, a summary out */
-	peers_count(p, IPM_RECEIVED, IPM_SUMMARY_PULL, 0);
+	peer_count(p, IPM_RECEIVED, IPM_SUMMARY_PULL, 0);
 	if (rc == 200)
-		peers_count(p, IPM_SENT, IPM_SUMMARY_PULL, m->buf.len);
+		peer_count(p, IPM_SENT, IPM_SUMMARY_PULL, m->buf.len);
 	msg_unref(&m);
 	return rc;
 }

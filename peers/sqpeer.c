@@ -85,7 +85,7 @@ sqpeer_digest_done(void *arg, CURLcode rc)
 		xfer_free(&x);
 		return;
 	}
-	peers_count(p, IPM_RECEIVED, IPM_SQUID_DIGEST, x->resp.len);
+	peer_count(p, IPM_RECEIVED, IPM_SQUID_DIGEST, x->resp.len);
 	note_rtt(p, secs * 1000);
 	peer_mark_up(p);
 	struct psum *s = NULL;

@@ -15,6 +15,25 @@
  *   - On a miss, the live peers whose summary holds the key are the
  *     candidates, those whose claims have been right first, then the
  *     fastest (smoothed RTT), peers_asked at most.
+ *
+ * Threads. Every worker calls in: its misses ask for candidates and an
+ * owner and report how asking went, the cache's inserts and evictions
+ * (under the store's queue lock) change our filter, and peers' messages
+ * arrive on whichever worker accepted their connection. One lock, ps->lock,
+ * guards the table, each peer's fields, the publisher, the queues and
+ * the counters; every peers_* function takes it, for the length of the
+ * call. What peers_new sets and a reload changes while the workers are
+ * parked (base, curl, key, conf, the events) it does not guard. The
+ * timers and the transfers are home's (the base's thread): a transfer
+ * asked for on another thread waits in kicked for home's next loop
+ * turn, and every transfer's end runs with the lock held.
+ *
+ * Lock order: the store's queue lock, then this one; so under this lock
+ * nothing changes the store (peers_receive_invalidation drops its URLs
+ * after letting go). The hit path never takes it. The cost accepted: a
+ * worker's miss or insert waits while another holds it: for a lookup,
+ * a few hundred nanoseconds; for a summary being decoded or encoded in
+ * full, or a step of a filter's rebuild, up to a millisecond or so.
  */
 #include "peers_impl.h"
 
@@ -41,10 +60,20 @@ note_rtt(struct peer *p, double ms)
 }
 
 void
-peers_count(struct peer *p, enum ipm_dir d, enum ipm_type t, uint64_t bytes)
+peer_count(struct peer *p, enum ipm_dir d, enum ipm_type t, uint64_t bytes)
 {
 	p->msgs[d][t]++;
 	p->bytes[d][t] += bytes;
+}
+
+void
+peers_count(struct peer *p, enum ipm_dir d, enum ipm_type t, uint64_t bytes)
+{
+	struct peers *ps = p->owner;
+
+	peers_enter(ps);
+	peer_count(p, d, t, bytes);
+	peers_leave(ps);
 }
 
 void
@@ -107,7 +136,7 @@ addr_port(const struct sockaddr_storage *a)
 }
 
 struct peer *
-peers_by_addr(struct peers *ps, const struct sockaddr *addr)
+table_by_addr(struct peers *ps, const struct sockaddr *addr)
 {
 	for (size_t i = 0; i < ps->n; i++)
 		if (same_addr(addr, &ps->v[i]->addr))
@@ -115,9 +144,17 @@ peers_by_addr(struct peers *ps, const struct sockaddr *addr)
 	return NULL;
 }
 
-void
-peers_digest_served(struct peers *ps, const struct sockaddr *to,
-    uint64_t bytes)
+struct peer *
+peers_by_addr(struct peers *ps, const struct sockaddr *addr)
+{
+	peers_enter(ps);
+	struct peer *p = table_by_addr(ps, addr);
+	peers_leave(ps);
+	return p;
+}
+
+static void
+digest_served(struct peers *ps, const struct sockaddr *to, uint64_t bytes)
 {
 	struct peer *p = NULL;
 
@@ -128,8 +165,17 @@ peers_digest_served(struct peers *ps, const struct sockaddr *to,
 			p = ps->v[i];
 	if (p == NULL)
 		return;
-	peers_count(p, IPM_RECEIVED, IPM_SQUID_DIGEST, 0);
-	peers_count(p, IPM_SENT, IPM_SQUID_DIGEST, bytes);
+	peer_count(p, IPM_RECEIVED, IPM_SQUID_DIGEST, 0);
+	peer_count(p, IPM_SENT, IPM_SQUID_DIGEST, bytes);
+}
+
+void
+peers_digest_served(struct peers *ps, const struct sockaddr *to,
+    uint64_t bytes)
+{
+	peers_enter(ps);
+	digest_served(ps, to, bytes);
+	peers_leave(ps);
 }
 
 struct peer *
@@ -251,6 +297,18 @@ in_table(const struct peers *ps, const struct peer *p)
 void
 peers_put(struct peer **pp)
 {
+	if (*pp == NULL)
+		return;
+	struct peers *ps = (*pp)->owner;
+
+	peers_enter(ps);
+	peer_put(pp);
+	peers_leave(ps);
+}
+
+void
+peer_put(struct peer **pp)
+{
 	struct peer *p = *pp;
 
 	*pp = NULL;
@@ -284,7 +342,7 @@ retire(struct peers *ps, size_t i, const char *why)
 	exchange_drop_queue(p);
 	psum_free(&p->sum);
 	fold_traffic(ps, p);
-	peers_put(&p);
+	peer_put(&p);
 }
 
 /* Whether p is the found peer at a (address and port). */
@@ -295,8 +353,20 @@ found_at(const struct peer *p, const struct sockaddr_storage *a)
 	    addr_port(a) == p->spec.port;
 }
 
+static void found(struct peers *ps, const struct peer_spec *tmpl,
+    const struct sockaddr_storage *addrs, size_t n);
+
 void
 peers_found(struct peers *ps, const struct peer_spec *tmpl,
+    const struct sockaddr_storage *addrs, size_t n)
+{
+	peers_enter(ps);
+	found(ps, tmpl, addrs, n);
+	peers_leave(ps);
+}
+
+static void
+found(struct peers *ps, const struct peer_spec *tmpl,
     const struct sockaddr_storage *addrs, size_t n)
 {
 	/* leavers first, so their places go to newcomers */
@@ -398,30 +468,45 @@ peers_list(struct peers *ps, struct peer **out, size_t max)
 {
 	size_t n = 0;
 
+	SC_ASSERT(pthread_equal(pthread_self(), ps->home));
+	peers_enter(ps);
 	for (size_t i = 0; i < ps->n && n < max; i++)
 		if (!ps->v[i]->self)
 			out[n++] = ps->v[i];
+	peers_leave(ps);
 	return n;
 }
 
 void
-peers_hold(struct peer *p)
+peer_hold(struct peer *p)
 {
 	SC_ASSERT(p->refs > 0);
 	p->refs++;
 }
 
 void
+peers_hold(struct peer *p)
+{
+	peers_enter(p->owner);
+	peer_hold(p);
+	peers_leave(p->owner);
+}
+
+void
 peers_alive(struct peer *p)
 {
+	peers_enter(p->owner);
 	if (!p->retired)
 		peer_mark_up(p);
+	peers_leave(p->owner);
 }
 
 void
 peers_silent(struct peer *p, const char *why)
 {
+	peers_enter(p->owner);
 	peer_mark_down(p, why);
+	peers_leave(p->owner);
 }
 
 /*
@@ -429,8 +514,21 @@ peers_silent(struct peer *p, const char *why)
  * another scheme of our own that is a second hash, made only when a Squid
  * peer has a digest to look in.
  */
+static size_t candidates(struct peers *ps, const char *key, size_t len,
+    const struct peer *owner, struct peer **out, size_t max);
+
 size_t
 peers_candidates(struct peers *ps, const char *key, size_t len,
+    const struct peer *owner, struct peer **out, size_t max)
+{
+	peers_enter(ps);
+	size_t n = candidates(ps, key, len, owner, out, max);
+	peers_leave(ps);
+	return n;
+}
+
+static size_t
+candidates(struct peers *ps, const char *key, size_t len,
     const struct peer *owner, struct peer **out, size_t max)
 {
 	struct sumkey k, md5;
@@ -471,8 +569,8 @@ peers_candidates(struct peers *ps, const char *key, size_t len,
 		    out[max - 1]->claims.false_rate, out[max - 1]->rtt_ms))
 			continue;
 		if (j == max)
-			peers_put(&out[--j]);
-		peers_hold(p);
+			peer_put(&out[--j]);
+		peer_hold(p);
 		while (j > 0 && claim_before(p->claims.false_rate, p->rtt_ms,
 		    out[j - 1]->claims.false_rate, out[j - 1]->rtt_ms)) {
 			out[j] = out[j - 1];
@@ -496,11 +594,24 @@ note_claim(struct peer *p, enum claim_outcome o)
 	    p->claims.skip_ms / 1000.0);
 }
 
+static void fetch_done(struct peers *ps, struct peer *p,
+    enum peer_outcome outcome, double ms, uint64_t req_bytes,
+    uint64_t resp_bytes);
+
 void
 peers_fetch_done(struct peers *ps, struct peer *p, enum peer_outcome outcome,
     double ms, uint64_t req_bytes, uint64_t resp_bytes)
 {
-	peers_count(p, IPM_SENT, IPM_PEER_REQUEST, req_bytes);
+	peers_enter(ps);
+	fetch_done(ps, p, outcome, ms, req_bytes, resp_bytes);
+	peers_leave(ps);
+}
+
+static void
+fetch_done(struct peers *ps, struct peer *p, enum peer_outcome outcome,
+    double ms, uint64_t req_bytes, uint64_t resp_bytes)
+{
+	peer_count(p, IPM_SENT, IPM_PEER_REQUEST, req_bytes);
 	switch (outcome) {
 	case PEER_HIT:
 		p->count.remote_hits++;
@@ -521,7 +632,7 @@ peers_fetch_done(struct peers *ps, struct peer *p, enum peer_outcome outcome,
 			peer_mark_up(p);
 		break;
 	}
-	peers_count(p, IPM_RECEIVED, IPM_PEER_RESPONSE, resp_bytes);
+	peer_count(p, IPM_RECEIVED, IPM_PEER_RESPONSE, resp_bytes);
 	note_rtt(p, ms);
 }
 
@@ -580,7 +691,7 @@ resolve(struct peer *p, char *err, size_t elen)
 }
 
 struct peers *
-peers_new(struct event_base *base, struct curlev *curl,
+peers_new(struct event_base *base, struct curlev *curl, struct inbox *inbox,
     const struct peers_conf *conf, const struct peer_spec *specs, size_t n,
     char *err, size_t elen)
 {
@@ -589,8 +700,11 @@ peers_new(struct event_base *base, struct curlev *curl,
 	if (ps == NULL)
 		goto nomem;
 	ps->magic = PEERS_MAGIC;
+	pthread_mutex_init(&ps->lock, NULL);
+	ps->home = pthread_self();
 	ps->base = base;
 	ps->curl = curl;
+	ps->inbox = inbox;
 	ps->conf = *conf;
 	ps->started_us = wall_us();
 	/* unset: the protocol's own ceiling */
@@ -637,8 +751,21 @@ same_spec(const struct peer_spec *a, const struct peer_spec *b)
 	    a->type == b->type && a->proxy_only == b->proxy_only;
 }
 
+static int reconfigure(struct peers *ps, const struct peers_conf *conf,
+    const struct peer_spec *specs, size_t n, char *err, size_t elen);
+
 int
 peers_reconfigure(struct peers *ps, const struct peers_conf *conf,
+    const struct peer_spec *specs, size_t n, char *err, size_t elen)
+{
+	peers_enter(ps);
+	int rc = reconfigure(ps, conf, specs, n, err, elen);
+	peers_leave(ps);
+	return rc;
+}
+
+static int
+reconfigure(struct peers *ps, const struct peers_conf *conf,
     const struct peer_spec *specs, size_t n, char *err, size_t elen)
 {
 	struct peer **fresh = calloc(n ? n : 1, sizeof(*fresh));
@@ -712,18 +839,20 @@ fail:
 void
 peers_start(struct peers *ps)
 {
+	peers_enter(ps);
 	if (!ps->conf.summaries) {
 		/* ICP: peers are taken as up until they stop answering */
 		for (size_t i = 0; i < ps->n; i++)
 			ps->v[i]->up = true;
-		return;
+	} else {
+		/* a Squid is taken as up until a fetch from it fails; its
+		 * digest is fetched when a lookup first wants it */
+		for (size_t i = 0; i < ps->n; i++)
+			if (ps->v[i]->spec.type == PEER_SQUID_DIGEST)
+				ps->v[i]->up = true;
+		exchange_start(ps);
 	}
-	/* a Squid is taken as up until a fetch from it fails; its digest
-	 * is fetched when a lookup first wants it */
-	for (size_t i = 0; i < ps->n; i++)
-		if (ps->v[i]->spec.type == PEER_SQUID_DIGEST)
-			ps->v[i]->up = true;
-	exchange_start(ps);
+	peers_leave(ps);
 }
 
 void
@@ -738,12 +867,13 @@ peers_free(struct peers **psp)
 	exchange_stop(ps);
 	invalidate_stop(ps);
 	for (size_t i = 0; i < ps->n; i++)
-		peers_put(&ps->v[i]);
+		peer_put(&ps->v[i]);
 	pub_free(&ps->pub);
 	sumkey_hasher_free(&ps->hasher);
 	sumkey_hasher_free(&ps->md5);
 	free(ps->v);
 	free(ps->key);
+	pthread_mutex_destroy(&ps->lock);
 	ps->magic = 0;
 	free(ps);
 }
@@ -752,6 +882,14 @@ const struct peer_spec *
 peer_spec(const struct peer *p)
 {
 	return &p->spec;
+}
+
+void
+peer_spec_copy(const struct peer *p, struct peer_spec *out)
+{
+	peers_enter(p->owner);
+	*out = p->spec;
+	peers_leave(p->owner);
 }
 
 const char *
@@ -775,7 +913,10 @@ peer_addr(const struct peer *p)
 bool
 peer_is_up(const struct peer *p)
 {
-	return p->up;
+	peers_enter(p->owner);
+	bool up = p->up;
+	peers_leave(p->owner);
+	return up;
 }
 
 uint64_t

@@ -391,8 +391,8 @@ peers_init(struct worker *s)
 	char err[512];
 	struct peers_conf pc = server_peers_conf(s->node, c);
 
-	n->peers = peers_new(s->base, s->curl, &pc, c->peers, c->n_peers, err,
-	    sizeof(err));
+	n->peers = peers_new(s->base, s->curl, s->inbox, &pc, c->peers,
+	    c->n_peers, err, sizeof(err));
 	if (n->peers == NULL) {
 		fprintf(stderr, "sumcache: %s\n", err);
 		return -1;
@@ -595,14 +595,13 @@ server_workers(const struct conf *c, const char **why)
 	*why = NULL;
 	if (n == 1)
 		return 1;
-	/* their state is the home loop's alone, as yet (issue 47) */
+	/* their state is the home loop's alone, as yet (issue 47): the
+	 * disk tier's, and ICP's queries in flight (a miss waits on home's
+	 * socket for the replies) */
 	if (c->cache_dir != NULL)
 		*why = "cache_dir";
-	else if (c->sharing != SHARING_NONE || c->placement_hash)
-		*why = c->placement_hash ? "placement hash" : "sharing";
-	else if (strcmp(c->icp_listen, "none") != 0 &&
-	    strcmp(c->icp_listen, "auto") != 0)
-		*why = "icp_listen";
+	else if (c->sharing == SHARING_ICP)
+		*why = "ICP (sharing icp)";
 	return *why != NULL ? 1 : n;
 }
 

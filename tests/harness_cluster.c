@@ -214,11 +214,35 @@ node_wait_metric(const struct node *nd, const char *series, double want,
 	return metric_wait_at(nd->host, nd->port, series, want, ms);
 }
 
+/* What from's summary is now: its epoch, sequence, entries and pending
+ * changes, in one number each. */
+static void
+summary_state(const struct node *from, double v[4])
+{
+	v[0] = node_metric(from, "sumcache_summary_epoch");
+	v[1] = node_metric(from, "sumcache_summary_sequence");
+	v[2] = node_metric(from, "sumcache_summary_entries");
+	v[3] = node_metric(from, "sumcache_summary_pending");
+}
+
 void
 node_wait_synced(const struct node *from, const struct node *to)
 {
-	double epoch = node_metric(from, "sumcache_summary_epoch");
-	double seq = node_metric(from, "sumcache_summary_sequence");
+	double was[4], now[4];
+
+	/* with workers, a response may reach its client before the worker
+	 * that fetched it has stored it, and a change is published at
+	 * home's next loop turn: the summary is taken once it reads the
+	 * same twice 25 ms apart */
+	summary_state(from, now);
+	for (int waited = 0; waited < 2000; waited += 25) {
+		memcpy(was, now, sizeof(was));
+		usleep(25000);
+		summary_state(from, now);
+		if (memcmp(was, now, sizeof(was)) == 0)
+			break;
+	}
+	double epoch = now[0], seq = now[1];
 
 	/* a loaded machine (the suites run two at a time, some nodes with
 	 * four workers) may hold a push back a few seconds */

@@ -3,8 +3,9 @@
  * 200 keep-alive clients over 500 hot URLs in a cache too small for
  * them (inserts, evictions), fresh for 1 s (revalidations: 304s), PURGEd
  * now and then, every byte of every answer checked against its URL's.
- * Run by the end-to-end suite for SUMCACHE_STRESS_SECONDS (default 8),
- * and by tests/tsan-check.sh for 30 s against the TSan daemon.
+ * And two such nodes sharing summaries, each a peer of the other. Run
+ * by the end-to-end suite for SUMCACHE_STRESS_SECONDS (default 8), and
+ * by tests/tsan-check.sh for 30 s against the TSan daemon.
  */
 #define _GNU_SOURCE /* memmem, strcasestr */
 #include <criterion/criterion.h>
@@ -45,7 +46,7 @@ size_of(unsigned url)
 }
 
 static void
-ask(const struct env *e, struct conn *c, unsigned *seed)
+ask(const struct env *e, struct conn *c, unsigned *seed, int max_age)
 {
 	char req[512];
 	*seed = *seed * 1103515245u + 12345u;
@@ -54,9 +55,9 @@ ask(const struct env *e, struct conn *c, unsigned *seed)
 	c->url = (*seed >> 4) % URLS;
 	c->purge = r < 3;
 	int n = snprintf(req, sizeof(req), "%s http://127.0.0.1:%d/obj/w%u?"
-	    "size=%zu&max_age=1&etag=1 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n",
-	    c->purge ? "PURGE" : "GET", e->oport, c->url, size_of(c->url),
-	    e->oport);
+	    "size=%zu&max_age=%d&etag=1 HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+	    "\r\n", c->purge ? "PURGE" : "GET", e->oport, c->url,
+	    size_of(c->url), max_age, e->oport);
 	c->len = 0;
 	cr_assert(send(c->fd, req, (size_t)n, MSG_NOSIGNAL) == n);
 }
@@ -88,25 +89,28 @@ judge(struct conn *c)
 	return 1;
 }
 
-Test(workers, four_workers_serve_only_right_bodies_while_the_cache_churns,
-    .timeout = 180)
+/* What a churn saw. */
+struct tally {
+	long right, wrong, purges, rss_max;
+};
+
+/* CLIENTS keep-alive clients, client i on ports[i % nports], for ms,
+ * asking for objects fresh for max_age seconds: every answer judged; the
+ * largest RSS of pids[0..npids) noted. */
+static void
+churn(const struct env *e, const int *ports, int nports, const pid_t *pids,
+    int npids, int max_age, long ms, struct tally *t)
 {
-	struct env e;
-	const char *opts[] = {"workers=4", "cache_mem=3MB",
-	    "max_memory_object_size=64KB", "inflight_mem=16MB", NULL};
-	const char *secs = getenv("SUMCACHE_STRESS_SECONDS");
-	long ms = (secs != NULL ? atol(secs) : 8) * 1000;
 	static struct conn c[CLIENTS];
 	struct pollfd p[CLIENTS];
 	unsigned seed = 7;
-	long right = 0, wrong = 0, purges = 0, rss_max = 0;
 
+	memset(t, 0, sizeof(*t));
 	harness_raise_nofile();
-	env_start(&e, opts);
 	for (int i = 0; i < CLIENTS; i++) {
-		c[i].fd = harness_connect(e.pport);
+		c[i].fd = harness_connect(ports[i % nports]);
 		cr_assert(c[i].fd >= 0);
-		ask(&e, &c[i], &seed);
+		ask(e, &c[i], &seed, max_age);
 	}
 	long t0 = harness_now_ms(), next_rss = t0;
 	while (harness_now_ms() - t0 < ms) {
@@ -127,22 +131,46 @@ Test(workers, four_workers_serve_only_right_bodies_while_the_cache_churns,
 			if (v < 0)
 				continue;
 			if (k->purge)
-				purges++;
+				t->purges++;
 			else if (v == 1)
-				right++;
-			else if (wrong++ == 0)
+				t->right++;
+			else if (t->wrong++ == 0)
 				fprintf(stderr, "wrong answer for w%u: %.*s\n",
 				    k->url, 200, k->buf);
-			ask(&e, k, &seed);
+			ask(e, k, &seed, max_age);
 		}
 		if (harness_now_ms() >= next_rss) {
-			long rss = proc_rss_kb(e.proxy);
-			rss_max = rss > rss_max ? rss : rss_max;
+			for (int j = 0; j < npids; j++) {
+				long rss = proc_rss_kb(pids[j]);
+				t->rss_max = rss > t->rss_max ? rss :
+				    t->rss_max;
+			}
 			next_rss += 500;
 		}
 	}
 	for (int i = 0; i < CLIENTS; i++)
 		close(c[i].fd);
+}
+
+static long
+stress_ms(void)
+{
+	const char *secs = getenv("SUMCACHE_STRESS_SECONDS");
+
+	return (secs != NULL ? atol(secs) : 8) * 1000;
+}
+
+Test(workers, four_workers_serve_only_right_bodies_while_the_cache_churns,
+    .timeout = 180)
+{
+	struct env e;
+	const char *opts[] = {"workers=4", "cache_mem=3MB",
+	    "max_memory_object_size=64KB", "inflight_mem=16MB", NULL};
+	long ms = stress_ms();
+	struct tally t;
+
+	env_start(&e, opts);
+	churn(&e, &e.pport, 1, &e.proxy, 1, 1, ms, &t);
 	double evicted = proxy_metric(&e, "sumcache_evictions_total");
 	double reval = proxy_metric(&e,
 	    "sumcache_revalidations_total{result=\"unmodified\"}");
@@ -150,11 +178,11 @@ Test(workers, four_workers_serve_only_right_bodies_while_the_cache_churns,
 	printf("figure: 4 workers, %d clients, %d URLs, %ld s: %ld right, "
 	    "%ld wrong, %ld purges, %.0f evictions, %.0f revalidations, "
 	    "cache %.0f of 3145728 bytes, RSS at most %ld kB\n", CLIENTS,
-	    URLS, ms / 1000, right, wrong, purges, evicted, reval, bytes,
-	    rss_max);
-	cr_assert_eq(wrong, 0);
-	cr_assert_gt(right, 1000);
-	cr_assert_gt(purges, 10);
+	    URLS, ms / 1000, t.right, t.wrong, t.purges, evicted, reval,
+	    bytes, t.rss_max);
+	cr_assert_eq(t.wrong, 0);
+	cr_assert_gt(t.right, 1000);
+	cr_assert_gt(t.purges, 10);
 	cr_assert_gt(evicted, 100, "the cache did not churn");
 	cr_assert_gt(reval, 10, "nothing was revalidated");
 	cr_assert_leq(bytes, 3 * 1024 * 1024);
@@ -162,6 +190,59 @@ Test(workers, four_workers_serve_only_right_bodies_while_the_cache_churns,
 	 * the heap's slack: far below what a leak under load would reach
 	 * (not for another daemon: TSan's shadow memory is its own) */
 	if (getenv("SUMCACHE_UNDER_TEST") == NULL)
-		cr_assert_lt(rss_max, RSS_BOUND_KB, "RSS %ld kB", rss_max);
+		cr_assert_lt(t.rss_max, RSS_BOUND_KB, "RSS %ld kB", t.rss_max);
 	env_stop(&e);
+}
+
+TestSuite(workers_cluster, .init = cluster_suite_up,
+    .fini = cluster_suite_down);
+
+/*
+ * The same load on two nodes of four workers each sharing summaries:
+ * half the clients on each. Every worker's inserts and evictions change
+ * its node's summary, every worker's misses follow the peer's claims,
+ * and a claimed copy is often evicted (on any worker) while the peer's
+ * request for it is on its way: a false hit, which goes to the origin.
+ * Every body must still be right.
+ */
+Test(workers_cluster, two_nodes_of_four_workers_follow_each_others_claims,
+    .timeout = 180)
+{
+	const char *opts[] = {"workers=4", "cache_mem=3MB",
+	    "max_memory_object_size=64KB", "inflight_mem=16MB", NULL};
+	long ms = stress_ms();
+	struct tally t;
+
+	cluster_start(&CE, &CL, 2, opts, NULL);
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
+	int ports[2] = {a->port, b->port};
+	pid_t pids[2] = {a->pid, b->pid};
+	/* fresh long enough for a peer: claimed (summary/publisher.h) */
+	churn(&CE, ports, 2, pids, 2, 600, ms, &t);
+	double remote = 0, false_hits = 0, served = 0, evicted = 0, pubs = 0;
+	for (int i = 0; i < 2; i++) {
+		const struct node *n = &CL.nodes[i];
+		remote += node_metric(n, "sumcache_requests_total{result=\""
+		    "remote_hit\"}");
+		false_hits += node_metric(n, "sumcache_peer_false_hits_total");
+		served += node_metric(n, "sumcache_peer_requests_served_total"
+		    "{result=\"hit\"}");
+		evicted += node_metric(n, "sumcache_evictions_total");
+		pubs += node_metric(n, "sumcache_summary_publications_total"
+		    "{kind=\"delta\"}");
+	}
+	printf("figure: 2 nodes of 4 workers, %d clients, %d URLs, %ld s: "
+	    "%ld right, %ld wrong, %ld purges, %.0f remote hits, %.0f false "
+	    "hits, %.0f peer requests served from cache, %.0f evictions, "
+	    "%.0f deltas published, RSS at most %ld kB\n", CLIENTS, URLS,
+	    ms / 1000, t.right, t.wrong, t.purges, remote, false_hits, served,
+	    evicted, pubs, t.rss_max);
+	cr_assert_eq(t.wrong, 0);
+	cr_assert_gt(t.right, 1000);
+	cr_assert_gt(remote, 50, "the nodes did not follow each other's "
+	    "claims");
+	cr_assert_gt(evicted, 100, "the caches did not churn");
+	cr_assert_gt(pubs, 10, "the summaries did not change");
+	if (getenv("SUMCACHE_UNDER_TEST") == NULL)
+		cr_assert_lt(t.rss_max, RSS_BOUND_KB, "RSS %ld kB", t.rss_max);
 }

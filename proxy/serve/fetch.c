@@ -310,7 +310,7 @@ link_refused(struct fetch *f)
 	if (ratelog_due(&s->link_errlog, &skipped))
 		fprintf(stderr, "sumcache: peer %s: its link certificate was "
 		    "refused: %s (%llu more since the last line)\n",
-		    peer_spec(f->peer)->name, f->curl_err[0] ? f->curl_err :
+		    f->peer_as.name, f->curl_err[0] ? f->curl_err :
 		    "no detail", (unsigned long long)skipped);
 }
 
@@ -401,6 +401,8 @@ next_peer(struct fetch *f)
 		f->peer = NULL;
 		f->to = UPSTREAM_ORIGIN;
 	}
+	if (f->peer != NULL)
+		peer_spec_copy(f->peer, &f->peer_as);
 }
 
 /*

@@ -63,6 +63,9 @@ struct fetch {
 	struct peer *cand[PEERS_ASKED_MAX];
 	size_t ncand, next_cand;
 	struct peer *peer;
+	/* peer's name and options when it was chosen (a found peer's
+	 * change under the peer table's lock: peers.h) */
+	struct peer_spec peer_as;
 	enum upstream_to to;       /* what peer (or the origin) is asked as */
 	/* placement hash: the key's owner (NULL: this node), asked after
 	 * the candidates, and once more if it did not answer; whether this

@@ -247,7 +247,7 @@ fetched_range(struct fetch *f, int64_t clen)
 static bool
 owner_had_it(const struct fetch *f)
 {
-	const char *name = peer_spec(f->peer)->name;
+	const char *name = f->peer_as.name;
 	size_t nl = strlen(name);
 
 	for (unsigned i = 0; i < f->resp.nfields; i++) {
@@ -295,7 +295,7 @@ keep_for_store(struct fetch *f, const struct cc *respcc, int64_t clen)
 	struct worker *s = t->w;
 	const struct http_head *resp = &f->resp;
 	const char *why;
-	bool proxy_only = f->peer != NULL && peer_spec(f->peer)->proxy_only;
+	bool proxy_only = f->peer != NULL && f->peer_as.proxy_only;
 	bool cacheable = cachectl_storable(&t->req, &t->reqcc, resp, respcc,
 	    refresh_find(&s->node->conf.refresh, t->url.norm), &why) &&
 	    (clen < 0 || (uint64_t)clen <= s->node->conf.max_object_size);
@@ -519,7 +519,7 @@ fetch_on_header(char *buf, size_t size, size_t n, void *arg)
 		f->t->hier = f->to == UPSTREAM_OWNER ? SQ_CARP : f->by_icp ?
 		    SQ_SIBLING_HIT : SQ_CD_SIBLING_HIT;
 		snprintf(f->t->hier_host, sizeof(f->t->hier_host), "%s",
-		    peer_spec(f->peer)->name);
+		    f->peer_as.name);
 	} else {
 		f->t->hier = SQ_HIER_DIRECT;
 		if (curl_easy_getinfo(f->easy, CURLINFO_PRIMARY_IP, &ip) ==

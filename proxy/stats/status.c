@@ -153,16 +153,15 @@ json_sample(const struct status *st, struct evbuffer *out,
 static void
 json_peers(struct evbuffer *out, struct peers *ps)
 {
-	struct peer *v[PEERS_MAX];
-	size_t n = ps ? peers_list(ps, v, PEERS_MAX) : 0;
-	uint64_t now = mono_ms();
+	struct peer_view *views = ps ? malloc(PEERS_MAX * sizeof(*views)) :
+	    NULL;
+	size_t n = views ? peers_views(ps, mono_ms(), views, PEERS_MAX) : 0;
 
 	evbuffer_add_printf(out, "\"peers\":[");
 	for (size_t i = 0; i < n; i++) {
-		const struct peer_spec *sp = peer_spec(v[i]);
-		struct peer_view pv;
+		const struct peer_view pv = views[i];
+		const struct peer_spec *sp = &pv.spec;
 
-		peer_view(v[i], now, &pv);
 		evbuffer_add_printf(out, "%s{\"name\":", i ? "," : "");
 		json_str(out, sp->name);
 		evbuffer_add_printf(out, ",\"address\":");
@@ -185,6 +184,7 @@ json_peers(struct evbuffer *out, struct peers *ps)
 		    (unsigned long long)pv.messages,
 		    (unsigned long long)pv.bytes);
 	}
+	free(views);
 	evbuffer_add(out, "]", 1);
 }
 
