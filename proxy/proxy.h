@@ -79,9 +79,9 @@ struct server_conf_src {
  * tunnels, its timers, its counters and serve/'s state of the loop (busy
  * fetches, followers, background revalidations). A client connection
  * lives on one worker its whole life. The first worker is home: it also
- * runs the signals, the node's timers, the disk's completions, the
+ * runs the signals, the node's timers, the disk's start-up scan, the
  * peers' timers and transfers, ICP, discovery and the status sampler (a
- * node with a cache_dir or sharing icp runs home alone: server_workers).
+ * node with sharing icp runs home alone: server_workers).
  *
  * Who may touch what (Varnish's habit: each field's guard is named).
  * struct node's own fields are written at start, by home's thread before
@@ -96,8 +96,10 @@ struct server_conf_src {
  * tls, digest, peers, admit (a lock each, off the hit path: the peers'
  * is taken by misses, inserts and evictions, and peers' messages), log
  * (each worker writes through its own buffer), tiers (without a disk
- * nothing of its own changes after start; with one, home runs alone);
- * icp, discover, status and the timers are home's. Nothing in a struct worker is touched by another
+ * nothing of its own changes after start; with one, the disk lock,
+ * taken by misses, disk hits and bodies sent from a segment file, never
+ * by a hit on a body in memory); icp, discover, status and the timers
+ * are home's. Nothing in a struct worker is touched by another
  * thread but its counters (m: written by its thread, read atomically
  * when summed), oldest_us (atomic, the same way) and its inbox (inbox.c); work for a worker goes to its
  * inbox.

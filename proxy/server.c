@@ -595,12 +595,10 @@ server_workers(const struct conf *c, const char **why)
 	*why = NULL;
 	if (n == 1)
 		return 1;
-	/* their state is the home loop's alone, as yet (issue 47): the
-	 * disk tier's, and ICP's queries in flight (a miss waits on home's
-	 * socket for the replies) */
-	if (c->cache_dir != NULL)
-		*why = "cache_dir";
-	else if (c->sharing == SHARING_ICP)
+	/* its state is the home loop's alone, as yet (issue 47): ICP's
+	 * queries in flight (a miss waits on home's socket for the
+	 * replies) */
+	if (c->sharing == SHARING_ICP)
 		*why = "ICP (sharing icp)";
 	return *why != NULL ? 1 : n;
 }
@@ -671,7 +669,10 @@ stop(struct node *n)
 		worker_stop(n->workers[i]);
 	/* what still holds stored bodies goes before the store: the
 	 * crowd's notes not yet run, and the outputs of freed clients
-	 * (libevent frees a bufferevent in a turn of its loop) */
+	 * (libevent frees a bufferevent in a turn of its loop); the disk's
+	 * jobs report to home alone first, so none reaches a loop after
+	 * its inbox was emptied (a discarded job's report runs here) */
+	tiers_home_only(n->tiers);
 	for (unsigned i = 0; i < n->nworkers; i++) {
 		struct worker *w = n->workers[i];
 		inbox_discard(w->inbox);

@@ -11,8 +11,8 @@
 
 /*
  * The workers c runs: conf_workers, but one where a part of the node is
- * not yet shared by workers (the disk tier, ICP's queries): then *why
- * names it, else *why is NULL.
+ * not yet shared by workers (ICP's queries): then *why names it, else
+ * *why is NULL.
  */
 unsigned server_workers(const struct conf *c, const char **why);
 

@@ -98,7 +98,7 @@ if [ -x "$e2e/tests/e2e-tests" ]; then
   rc=$?
   tail -1 "$reports/e2e.out"
   n=$(count_reports "$reports/e2e")
-  grep '^figure: 4 workers' "$reports/e2e.out" || true
+  grep -E '^figure: (4 workers|2 nodes)' "$reports/e2e.out" || true
   if [ "$rc" -eq 0 ]; then ok "e2e: the suites pass against the TSan daemon at workers 4"
   else bad "e2e: failures against the TSan daemon"; grep -B2 -A8 'FAIL\|CRASH' "$reports/e2e.out" | head -60
   fi

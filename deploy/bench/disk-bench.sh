@@ -21,6 +21,8 @@
 #   OBJECTS=100000 ROUNDS=3 DURATION=5 deploy/bench/disk-bench.sh
 #   HITS_ONLY=1   the warm hits only: no restarts, no Squid, no cold runs
 #                 (an A/B of the hit path between two builds)
+#   WORKERS=N     the node's workers (default 1), all on CPU 1: with
+#                 HITS_ONLY, what sharing the disk between workers costs
 # The 1 GB object, and cold page caches for it: large-bench.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -29,6 +31,7 @@ cd "$(dirname "$0")/../.."
 OBJECTS=${OBJECTS:-100000}
 ROUNDS=${ROUNDS:-3}
 HITS_ONLY=${HITS_ONLY:-0}
+WORKERS=${WORKERS:-1}
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-50}
 ORIGIN_PORT=${ORIGIN_PORT:-18091}
@@ -57,6 +60,7 @@ sc_pid=""
 start_node() {
   taskset -c 1 build-bench/sumcache -o http_listen=127.0.0.1:$SC_PORT \
     -o access_log=none -o cache_mem=64MB -o node_name=bench \
+    -o workers="$WORKERS" \
     -o "cache_dir=$work/cache ${dir_mb}MB" >>"$work/sumcache.log" 2>&1 &
   sc_pid=$!
   pids+=($sc_pid)
@@ -297,7 +301,7 @@ fi
 # ---- report ----
 echo
 echo "disk-bench: $OBJECTS objects ($disk_mb MB of records) written in $fill_s s;"
-echo "  index $index_b bytes an object on disk"
+echo "  index $index_b bytes an object on disk; the node at workers $WORKERS"
 echo
 if [ "$HITS_ONLY" = 0 ]; then
   printf "%-22s %10s %14s %10s %18s\n" restart "serving s" "index whole s" restored \

@@ -28,6 +28,7 @@
 #include "sc_assert.h"
 
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -42,7 +43,7 @@
  * not one per object.
  */
 struct bodyfd_file {
-	unsigned refs;
+	_Atomic unsigned refs;   /* bodies are let go on any worker */
 	int fd;
 	struct evbuffer_file_segment *seg; /* owns fd */
 };
@@ -60,14 +61,16 @@ bodyfd_file_open(int fd, int64_t len)
 		close(fd);
 		return NULL;
 	}
-	*f = (struct bodyfd_file){.refs = 1, .fd = fd, .seg = seg};
+	f->fd = fd;
+	f->seg = seg;
+	atomic_init(&f->refs, 1);
 	return f;
 }
 
 static struct bodyfd_file *
 file_ref(struct bodyfd_file *f)
 {
-	f->refs++;
+	atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
 	return f;
 }
 
@@ -79,7 +82,7 @@ bodyfd_file_unref(struct bodyfd_file **fp)
 	if (f == NULL)
 		return;
 	*fp = NULL;
-	if (--f->refs > 0)
+	if (atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) > 1)
 		return;
 	/* a chain still sending keeps libevent's segment, and the fd */
 	evbuffer_file_segment_free(f->seg);

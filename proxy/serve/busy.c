@@ -518,11 +518,11 @@ busy_share(struct busy *b, struct store_obj *shape,
 		else
 			release(st, true);
 	}
-	/* other workers' readers read the copy in memory (crowd.c); one on
-	 * its way to the disk is this worker's */
-	if (b->claim != NULL && src->copy != NULL && src->file == NULL) {
-		crowd_share(b->claim, shape, src->copy, src->length,
-		    leader_taken, b);
+	/* other workers' readers read the copy in memory, or the record
+	 * on its way to the disk (crowd.c) */
+	if (b->claim != NULL && (src->copy != NULL || src->file != NULL)) {
+		crowd_share(b->claim, shape, src->copy, src->file,
+		    src->length, leader_taken, b);
 		crowd_have(b->claim, src->have, src->length);
 	}
 }

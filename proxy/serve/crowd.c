@@ -80,6 +80,8 @@
 struct crowd_share {
 	_Atomic unsigned refs;
 	struct store_obj *shape;
+	struct store_body *file;  /* a body on its way to the disk, or
+	                           * NULL: set before it is shared */
 	struct store_body *copy;
 	uint64_t base;
 	_Atomic uint64_t have;
@@ -176,6 +178,7 @@ crowd_share_unref(struct crowd_share **shp)
 	    1)
 		return;
 	store_obj_unref(&sh->shape);
+	store_body_unref(&sh->file);
 	free(sh);
 }
 
@@ -342,8 +345,8 @@ post(struct crowd_claim *cl, unsigned i, enum news what,
 
 void
 crowd_share(struct crowd_claim *cl, struct store_obj *shape,
-    struct store_body *copy, int64_t length, void (*taken)(void *arg),
-    void *arg)
+    struct store_body *copy, struct store_body *file, int64_t length,
+    void (*taken)(void *arg), void *arg)
 {
 	unsigned nw = cl->leader->node->nworkers;
 	struct crowd_share *sh = calloc(1, sizeof(*sh) + nw *
@@ -353,6 +356,7 @@ crowd_share(struct crowd_claim *cl, struct store_obj *shape,
 		return; /* the others get the object when it is stored */
 	atomic_init(&sh->refs, 1);
 	sh->shape = store_obj_ref(shape);
+	sh->file = file != NULL ? store_body_ref(file) : NULL;
 	sh->copy = copy;
 	atomic_init(&sh->length, length);
 	sh->leader = cl->leader;
@@ -504,6 +508,7 @@ crowd_read_begin(struct crowd_share *sh, struct busy_source *src)
 	src->length = atomic_load_explicit(&sh->length,
 	    memory_order_acquire);
 	src->copy = sh->copy;
+	src->file = sh->file;
 	src->base = sh->base;
 	return true;
 }

@@ -76,16 +76,18 @@ void crowd_started(struct crowd_claim *claim, uint64_t started_ms);
 #define CROWD_NONE UINT64_MAX
 
 /*
- * The leader's head is in and its body comes into copy (length: -1 until
- * known): readers on the other workers read it as it arrives (shape: the
- * object's head and metadata, a reference taken). The leader moves the
- * copy only between crowd_move_begin and crowd_move_end. taken(arg) runs
- * on the leader's loop when another worker's readers took more or left
- * and the leader asked for it (crowd_windowed).
+ * The leader's head is in and its body comes into copy, or into file, a
+ * record on its way to the disk whose bytes never move (a reference
+ * taken) (length: -1 until known): readers on the other workers read it
+ * as it arrives (shape: the object's head and metadata, a reference
+ * taken). The leader moves the copy only between crowd_move_begin and
+ * crowd_move_end. taken(arg) runs on the leader's loop when another
+ * worker's readers took more or left and the leader asked for it
+ * (crowd_windowed).
  */
 void crowd_share(struct crowd_claim *claim, struct store_obj *shape,
-    struct store_body *copy, int64_t length, void (*taken)(void *arg),
-    void *arg);
+    struct store_body *copy, struct store_body *file, int64_t length,
+    void (*taken)(void *arg), void *arg);
 /* The leader: bytes [0, have) of the shared body are in (the copy holds
  * [base, have)), and its length is length (-1: not known yet). Accepts a
  * claim that shares nothing. */

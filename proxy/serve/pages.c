@@ -112,7 +112,8 @@ pages_metrics_view(struct worker *s, struct metrics_view *v)
 	v->digest = n->digest != NULL ? &v->taken.digest : NULL;
 	v->leaves = n->tls != NULL ? &v->taken.leaves : NULL;
 	v->curl = &v->taken.curl;
-	v->disk = tiers_disk_stats(n->tiers);
+	v->disk = tiers_disk_stats(n->tiers, &v->taken.disk) ?
+	    &v->taken.disk : NULL;
 }
 
 static void

@@ -16,6 +16,7 @@
 
 #include "budget.h"
 #include "curlev.h"
+#include "disk.h"
 #include "families.h"
 #include "leaves.h"
 #include "sqdigest.h"
@@ -223,6 +224,7 @@ struct metrics_view {
 		struct curlev_stats curl;
 		struct sqdigest_stats digest;
 		struct leaves_stats leaves;
+		struct disk_stats disk;
 		struct metrics own;   /* the workers' summed */
 	} taken;
 	const struct metrics *own;

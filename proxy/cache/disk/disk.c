@@ -26,14 +26,29 @@
  * object replaced or invalidated still takes its space until its segment
  * goes, and a hot object is written again once a round.
  *
- * Ownership: the loop owns the index and the segment table; jobs on the
- * iopool own their buffers and read or write only the byte ranges the
- * loop gave them, through a descriptor whose segment they hold a
- * reference to (seg.refs): an evicted segment's file is unlinked at once
- * and closed when its last job is done. Space is given out on the loop,
- * so jobs never race for offsets. A write's entry is committed (found by
+ * Ownership: the disk lock guards the index and the segment table
+ * (Threads, below); jobs on the iopool own their buffers and read or
+ * write only the byte ranges given them under the lock, through a
+ * descriptor whose segment they hold a reference to (seg.refs): an
+ * evicted segment's file is unlinked at once and closed when its last
+ * job is done. Space is given out under the lock, so jobs never race
+ * for offsets. A write's entry is committed (found by
  * lookups) when its job reports success; a segment with writes in flight
  * is not evicted.
+ *
+ * Threads: every worker of a node reads and writes the disk tier, and
+ * one lock guards it all, the disk lock (d->mutex, recursive): the index,
+ * the segment table, the stats. tiers.c takes it at each of its entry
+ * points, before the store's locks, and holds it across what the two
+ * tiers do together (a store insert and its write, a promotion); the
+ * disk_stream_* calls take it themselves; every job's done() runs with
+ * it held (iopool.h), on the loop of the worker that submitted it, so
+ * a read, a warm-up or a stream's progress reports to the worker that
+ * asked. Recursive, as those reports call into the tiers again. The hit
+ * path takes it only for a body sent from a segment file (the fstat of
+ * disk_trusted); a body in memory takes none. The cost accepted: the
+ * disk's work of every worker is one at a time, record reads from the
+ * page cache included.
  *
  * Crash safety: a record counts only when its head checksum, its commit
  * mark and, when it is read, its body checksum hold (record.h). No fsync:
@@ -395,6 +410,18 @@ disk_supersede(struct disk *d, disk_ent e, const char *key, size_t klen)
 		if (x->flags & E_LIVE)
 			disk_ent_forget(d, o, DISK_DROP_REPLACED, key, klen);
 	}
+}
+
+void
+disk_lock(struct disk *d)
+{
+	pthread_mutex_lock(&d->mutex);
+}
+
+void
+disk_unlock(struct disk *d)
+{
+	pthread_mutex_unlock(&d->mutex);
 }
 
 /* ---- jobs ---- */

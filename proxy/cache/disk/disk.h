@@ -1,9 +1,12 @@
 /*
  * The disk tier: responses kept in append-only segment files under
  * cache_dir, found through an index in memory. disk.c's opening comment
- * says why it is shaped so. The loop owns the index and every call here;
- * the I/O runs on an iopool (iopool.h) and reports back through the
- * callbacks in struct disk_events.
+ * says why it is shaped so. One lock guards it (disk_lock): every call
+ * here but disk_open, disk_close, disk_check and the calls on a stream
+ * once begun (which take it themselves) expects the caller to hold it. The I/O
+ * runs on an iopool (iopool.h), and each job reports to the loop of the
+ * worker that submitted it, through the callbacks in struct disk_events
+ * and the ones a call is given, with the lock held.
  */
 #ifndef DISK_H
 #define DISK_H
@@ -103,6 +106,13 @@ struct disk *disk_open(struct event_base *base, const struct disk_conf *c,
     const struct disk_events *ev, char *err, size_t errlen);
 /* Waits for the I/O in flight, then closes. Accepts NULL. */
 void disk_close(struct disk **d);
+/* The disk lock, recursive: taken by each thread before the store's
+ * locks (tiers.c). */
+void disk_lock(struct disk *d);
+void disk_unlock(struct disk *d);
+/* The node is stopping: the jobs still running report to the loop of
+ * disk_open's base alone (iopool_home_only). */
+void disk_home_only(struct disk *d);
 
 /*
  * Checks a cache_dir for -t: it exists or can be created, is writable,
@@ -172,10 +182,10 @@ unsigned disk_lookup(struct disk *d, uint64_t hash, disk_ent *out,
     unsigned max);
 
 /*
- * Reads e's record, which should be key's. done(arg, o) runs on the loop
- * with a new object (one reference, the caller's; o->disk is e), or NULL
- * when the record is another key's, is gone, or fails a check (then it
- * is dropped and counted). Bodies up to mem_max bytes are read into
+ * Reads e's record, which should be key's. done(arg, o) runs on the
+ * caller's loop with a new object (one reference, the caller's; o->disk
+ * is e), or NULL when the record is another key's, is gone, or fails a
+ * check (then it is dropped and counted). Bodies up to mem_max bytes are read into
  * memory; longer ones are sent from the segment file (sharing one
  * descriptor). A body's checksum is verified once, at its first read
  * since start-up. A record whose bytes are all in the page cache is read
@@ -196,8 +206,8 @@ int disk_peek(struct disk *d, const char *key, size_t klen,
 /*
  * Reads len bytes at off of fd off the loop, so that they are in the
  * page cache when the loop sends them (disksend.c); done(arg, off, err)
- * runs on the loop after: err is 0, or the read's errno (EIO, or ENODATA
- * when the file ended first). fd must stay open until then.
+ * runs on the caller's loop after: err is 0, or the read's errno (EIO,
+ * or ENODATA when the file ended first). fd must stay open until then.
  * false, with nothing started, when it cannot now (closing, out of
  * memory): the loop's send then reads the disk itself.
  */

@@ -10,6 +10,7 @@
 #ifndef DISK_IMPL_H
 #define DISK_IMPL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -86,7 +87,11 @@ struct seg {
 	struct bodyfd_file *file; /* bodies sent from it, once one is */
 };
 
+/* Every field below, the segments' and the entries', is the disk
+ * lock's (mutex: disk.c's opening comment), but conf and path, set at
+ * disk_open; and a job's run touches only what its job owns. */
 struct disk {
+	pthread_mutex_t mutex;   /* the disk lock: recursive */
 	struct disk_conf conf;
 	char *path;
 	struct disk_events ev;

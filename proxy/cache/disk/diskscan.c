@@ -439,6 +439,11 @@ disk_open(struct event_base *base, const struct disk_conf *c,
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	pthread_mutexattr_t ma;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&d->mutex, &ma);
+	pthread_mutexattr_destroy(&ma);
 	d->conf = *c;
 	d->conf.path = d->path;
 	d->ev = *ev;
@@ -510,7 +515,7 @@ disk_open(struct event_base *base, const struct disk_conf *c,
 		disk_close(&d);
 		return NULL;
 	}
-	d->pool = iopool_new(base, c->threads);
+	d->pool = iopool_new(base, c->threads, &d->mutex);
 	if (d->pool == NULL || disk_index_grow(d) < 0) {
 		snprintf(err, errlen, "cache_dir %s: cannot start its I/O "
 		    "threads", d->path);
@@ -527,7 +532,15 @@ disk_open(struct event_base *base, const struct disk_conf *c,
 void
 disk_scan(struct disk *d)
 {
+	disk_lock(d);
 	scan_next(d);
+	disk_unlock(d);
+}
+
+void
+disk_home_only(struct disk *d)
+{
+	iopool_home_only(d->pool);
 }
 
 void
@@ -558,5 +571,6 @@ disk_close(struct disk **dp)
 	free(d->ents);
 	free(d->buckets);
 	free(d->path);
+	pthread_mutex_destroy(&d->mutex);
 	free(d);
 }

@@ -359,27 +359,48 @@ disk_stream_begin(struct disk *d, const struct store_obj *o,
 bool
 disk_stream_full(const struct disk_stream *ds)
 {
-	return ds->backlog >= DISK_STREAM_HIGH || pieces_out(ds) >= PIECES_OUT;
+	disk_lock(ds->d);
+	bool full = ds->backlog >= DISK_STREAM_HIGH ||
+	    pieces_out(ds) >= PIECES_OUT;
+	disk_unlock(ds->d);
+	return full;
 }
 
 void
 disk_stream_on_drained(struct disk_stream *ds, void (*drained)(void *arg),
     void *arg)
 {
+	disk_lock(ds->d);
 	ds->drained = drained;
 	ds->arg = arg;
+	disk_unlock(ds->d);
 }
 
 void
 disk_stream_on_written(struct disk_stream *ds,
     void (*written)(void *arg, uint64_t readable, bool failed), void *arg)
 {
+	disk_lock(ds->d);
 	ds->written = written;
 	ds->warg = arg;
+	disk_unlock(ds->d);
 }
+
+static int stream_flush(struct disk_stream *ds, bool last);
 
 int
 disk_stream_flush(struct disk_stream *ds, bool last)
+{
+	struct disk *d = ds->d;
+
+	disk_lock(d);
+	int rc = stream_flush(ds, last);
+	disk_unlock(d);
+	return rc;
+}
+
+static int
+stream_flush(struct disk_stream *ds, bool last)
 {
 	if (ds->err != 0)
 		return -1;
@@ -402,17 +423,32 @@ disk_stream_flush(struct disk_stream *ds, bool last)
 struct store_body *
 disk_stream_body(const struct disk_stream *ds)
 {
+	disk_lock(ds->d);
 	struct bodyfd_file *f = disk_seg_file(ds->g);
 	struct store_body *b = f != NULL ? store_body_new(0) : NULL;
 
 	if (b != NULL && !bodyfd_share(&b, f, (int64_t)ds->off +
 	    (int64_t)record_head_len(&ds->r), (size_t)ds->r.body_len))
 		store_body_unref(&b);
+	disk_unlock(ds->d);
 	return b;
 }
 
+static int stream_write(struct disk_stream *ds, const void *p, size_t n);
+
 int
 disk_stream_write(struct disk_stream *ds, const void *p, size_t n)
+{
+	struct disk *d = ds->d;
+
+	disk_lock(d);
+	int rc = stream_write(ds, p, n);
+	disk_unlock(d);
+	return rc;
+}
+
+static int
+stream_write(struct disk_stream *ds, const void *p, size_t n)
 {
 	const uint8_t *src = p;
 
@@ -441,12 +477,23 @@ disk_stream_write(struct disk_stream *ds, const void *p, size_t n)
 	return 0;
 }
 
+static void stream_end(struct disk_stream *ds);
+
 void
 disk_stream_end(struct disk_stream **dsp)
 {
 	struct disk_stream *ds = *dsp;
+	struct disk *d = ds->d;
 
 	*dsp = NULL;
+	disk_lock(d);
+	stream_end(ds);
+	disk_unlock(d);
+}
+
+static void
+stream_end(struct disk_stream *ds)
+{
 	SC_ASSERT(ds->err != 0 || ds->at - record_head_len(&ds->r) +
 	    ds->fill == ds->r.body_len);
 	ds->ended = true;
@@ -473,8 +520,11 @@ disk_stream_abort(struct disk_stream **dsp)
 	if (ds == NULL)
 		return;
 	*dsp = NULL;
+	struct disk *d = ds->d;
+	disk_lock(d);
 	ds->aborted = true;
-	if (ds->jobs > 0)
-		return; /* the last job lets it go */
-	stream_aborted(ds);
+	if (ds->jobs == 0)
+		stream_aborted(ds);
+	/* else the last job lets it go */
+	disk_unlock(d);
 }

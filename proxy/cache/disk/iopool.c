@@ -1,8 +1,10 @@
 /*
- * See iopool.h. One mutex guards both queues: jobs are disk operations of
- * tens of microseconds and more, so the lock is never the cost. Workers
- * wake the loop through an eventfd; the loop takes every finished job in
- * one turn.
+ * See iopool.h. One mutex guards both queues and home_only: jobs are disk
+ * operations of tens of microseconds and more, so the lock is never the
+ * cost. A finished job goes to its submitter's inbox; one with none (or
+ * every job, once home_only) to the finished queue, and the pool's
+ * threads wake base's loop through an eventfd, which takes every
+ * finished job in one turn.
  */
 #include "iopool.h"
 
@@ -15,6 +17,7 @@
 
 #include <event2/event.h>
 
+#include "inbox.h"
 #include "sc_assert.h"
 
 #define IOPOOL_MAX_THREADS 16
@@ -30,6 +33,8 @@ struct iopool {
 	pthread_cond_t work;
 	struct queue todo, finished;
 	bool stopping;
+	bool home_only;          /* finished jobs go to finished alone */
+	pthread_mutex_t *done_lock;
 	unsigned nthreads;
 	pthread_t threads[IOPOOL_MAX_THREADS];
 	int efd;
@@ -56,6 +61,42 @@ take_all(struct queue *q)
 	return j;
 }
 
+/* A job's done(), on whichever loop runs it, under the done lock. */
+static void
+run_one(struct iopool_job *j)
+{
+	pthread_mutex_t *lock = j->pool->done_lock;
+
+	pthread_mutex_lock(lock);
+	j->done(j);
+	pthread_mutex_unlock(lock);
+}
+
+static void
+run_note(void *arg)
+{
+	run_one(arg);
+}
+
+/* j's run is over: to its submitter's loop, or to base's. Called with
+ * p->lock held, kept over the post so that once iopool_home_only
+ * returns no job is on its way to another loop. */
+static void
+finish(struct iopool *p, struct iopool_job *j)
+{
+	/* a discarded note (a node stopping) still runs its done */
+	if (j->to != NULL && !p->home_only &&
+	    inbox_post(j->to, run_note, run_note, j) == 0)
+		return;
+	bool wake = p->finished.head == NULL;
+	push(&p->finished, j);
+	if (wake) {
+		uint64_t one = 1;
+		ssize_t n = write(p->efd, &one, sizeof(one));
+		(void)n; /* a full counter still wakes the loop */
+	}
+}
+
 static void *
 worker(void *arg)
 {
@@ -74,13 +115,7 @@ worker(void *arg)
 		pthread_mutex_unlock(&p->lock);
 		j->run(j);
 		pthread_mutex_lock(&p->lock);
-		bool wake = p->finished.head == NULL;
-		push(&p->finished, j);
-		if (wake) {
-			uint64_t one = 1;
-			ssize_t n = write(p->efd, &one, sizeof(one));
-			(void)n; /* a full counter still wakes the loop */
-		}
+		finish(p, j);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -94,7 +129,7 @@ run_done(struct iopool *p)
 	pthread_mutex_unlock(&p->lock);
 	while (j != NULL) {
 		struct iopool_job *next = j->next;
-		j->done(j);
+		run_one(j);
 		j = next;
 	}
 }
@@ -111,13 +146,15 @@ on_finished(evutil_socket_t fd, short what, void *arg)
 }
 
 struct iopool *
-iopool_new(struct event_base *base, unsigned threads)
+iopool_new(struct event_base *base, unsigned threads,
+    pthread_mutex_t *done_lock)
 {
 	struct iopool *p = calloc(1, sizeof(*p));
 
 	if (p == NULL)
 		return NULL;
 	p->magic = IOPOOL_MAGIC;
+	p->done_lock = done_lock;
 	if (threads == 0)
 		threads = 1;
 	if (threads > IOPOOL_MAX_THREADS)
@@ -151,11 +188,12 @@ iopool_free(struct iopool **pp)
 	*pp = NULL;
 	pthread_mutex_lock(&p->lock);
 	p->stopping = true;
+	p->home_only = true;
 	pthread_cond_broadcast(&p->work);
 	pthread_mutex_unlock(&p->lock);
 	for (unsigned i = 0; i < p->nthreads; i++)
 		pthread_join(p->threads[i], NULL);
-	/* with no thread, what was never run runs here */
+	/* with no thread, what was never run runs here, and is done here */
 	for (struct iopool_job *j = take_all(&p->todo); j != NULL;) {
 		struct iopool_job *next = j->next;
 		j->run(j);
@@ -174,9 +212,19 @@ iopool_free(struct iopool **pp)
 }
 
 void
+iopool_home_only(struct iopool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	p->home_only = true;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void
 iopool_submit(struct iopool *p, struct iopool_job *j)
 {
 	SC_ASSERT(j->run != NULL && j->done != NULL);
+	j->pool = p;
+	j->to = inbox_here();
 	pthread_mutex_lock(&p->lock);
 	push(&p->todo, j);
 	pthread_cond_signal(&p->work);

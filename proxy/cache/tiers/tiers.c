@@ -39,6 +39,16 @@
  * The cost accepted: every object stored is written once, even one that
  * memory alone would have kept until it went stale, and a 304 that
  * refreshes an object writes its body again.
+ *
+ * Threads. Without a disk the tiers hold nothing that changes: each
+ * call goes to the store, which guards itself. With one, every entry
+ * point takes the disk lock (disk.c) for the length of the call, before
+ * any of the store's locks, so a change to both tiers is one step to
+ * every worker; the disk's reports (struct disk_events) and the store's
+ * to us (mem_inserted, mem_removed, under the store's queue lock) come
+ * with it held, since every store change is made here. o->disk is the
+ * disk lock's: read only under it (a body in memory is told from a disk
+ * one by its body, which never changes, without it).
  */
 #include "tiers.h"
 
@@ -86,6 +96,21 @@ struct tiers_wait {
 	void *arg;               /* NULL once cancelled */
 	unsigned pending;        /* reads not yet back */
 };
+
+/* The disk lock, when there is a disk. */
+static void
+enter(struct tiers *tr)
+{
+	if (tr->disk != NULL)
+		disk_lock(tr->disk);
+}
+
+static void
+leave(struct tiers *tr)
+{
+	if (tr->disk != NULL)
+		disk_unlock(tr->disk);
+}
 
 /* ---- the account ---- */
 
@@ -264,6 +289,13 @@ tiers_start(struct tiers *tr)
 }
 
 void
+tiers_home_only(struct tiers *tr)
+{
+	if (tr != NULL && tr->disk != NULL)
+		disk_home_only(tr->disk);
+}
+
+void
 tiers_close(struct tiers **trp)
 {
 	struct tiers *tr = *trp;
@@ -281,14 +313,16 @@ tiers_close(struct tiers **trp)
 void
 tiers_store(struct tiers *tr, struct store_obj *o)
 {
+	enter(tr);
 	bool in_mem = o->body->len <= tr->conf->max_memory_object_size &&
 	    store_insert(tr->store, o);
 
-	if (tr->disk == NULL || o->body->len > tr->conf->max_object_size)
-		return;
-	disk_ent e = disk_store(tr->disk, o, in_mem);
-	if (in_mem)
-		o->disk = e;
+	if (tr->disk != NULL && o->body->len <= tr->conf->max_object_size) {
+		disk_ent e = disk_store(tr->disk, o, in_mem);
+		if (in_mem)
+			o->disk = e;
+	}
+	leave(tr);
 }
 
 struct disk_stream *
@@ -296,7 +330,10 @@ tiers_stream(struct tiers *tr, const struct store_obj *o, uint64_t body_len)
 {
 	if (tr->disk == NULL || body_len > tr->conf->max_object_size)
 		return NULL;
-	return disk_stream_begin(tr->disk, o, body_len);
+	enter(tr);
+	struct disk_stream *ds = disk_stream_begin(tr->disk, o, body_len);
+	leave(tr);
+	return ds;
 }
 
 unsigned
@@ -306,9 +343,12 @@ tiers_invalidate(struct tiers *tr, const char *key, size_t klen)
 
 	/* the disk first: it writes the tombstone, and memory's copies
 	 * are then plain memory objects leaving */
+	enter(tr);
 	if (tr->disk != NULL)
 		disk_only = disk_forget(tr->disk, key, klen);
-	return disk_only + store_invalidate(tr->store, key, klen);
+	unsigned n = disk_only + store_invalidate(tr->store, key, klen);
+	leave(tr);
+	return n;
 }
 
 /* ---- reading from disk ---- */
@@ -339,14 +379,28 @@ on_read(void *arg, struct store_obj *o)
 	wait_release(w);
 }
 
+static enum tiers_read read_disk(struct tiers *tr, const char *key,
+    size_t klen, void (*done)(void *arg), void *arg,
+    struct tiers_wait **wait);
+
 enum tiers_read
 tiers_read(struct tiers *tr, const char *key, size_t klen,
     void (*done)(void *arg), void *arg, struct tiers_wait **wait)
 {
-	disk_ent e[READ_MAX];
-
 	if (tr->disk == NULL)
 		return TIERS_NONE;
+	enter(tr);
+	enum tiers_read r = read_disk(tr, key, klen, done, arg, wait);
+	leave(tr);
+	return r;
+}
+
+/* The reads come back on this thread's loop (iopool.h), so done does. */
+static enum tiers_read
+read_disk(struct tiers *tr, const char *key, size_t klen,
+    void (*done)(void *arg), void *arg, struct tiers_wait **wait)
+{
+	disk_ent e[READ_MAX];
 	unsigned n = disk_lookup(tr->disk, XXH3_64bits(key, klen), e,
 	    READ_MAX);
 	if (n == 0)
@@ -374,35 +428,59 @@ tiers_peek(struct tiers *tr, const char *key, size_t klen,
 {
 	struct disk *d = tr->disk;
 
-	return d != NULL ? disk_peek(d, key, klen, m) : -1;
+	if (d == NULL)
+		return -1;
+	disk_lock(d);
+	int rc = disk_peek(d, key, klen, m);
+	disk_unlock(d);
+	return rc;
 }
 
 void
 tiers_wait_cancel(struct tiers_wait **wp)
 {
-	if (*wp != NULL)
-		(*wp)->arg = NULL;
+	struct tiers_wait *w = *wp;
+
 	*wp = NULL;
+	if (w == NULL)
+		return;
+	struct tiers *tr = w->tr;
+	enter(tr);
+	w->arg = NULL;
+	leave(tr);
 }
 
 /* ---- bodies sent from the disk ---- */
 
-/* A disk body in memory (read back, left in its segment file). */
+/* A body left in a segment file, which no lock guards (it never
+ * changes): what a hit checks first. */
+static bool
+disk_body(const struct store_obj *o)
+{
+	return o->body->ext != NULL && o->body->ext->on_disk;
+}
+
+/* A disk body in memory (read back, left in its segment file); under
+ * the disk lock. */
 static bool
 from_disk(const struct store_obj *o)
 {
-	return o->disk != 0 && o->body->ext != NULL && o->body->ext->on_disk;
+	return disk_body(o) && o->disk != 0;
 }
 
 bool
 tiers_sendable(struct tiers *tr, struct store_obj *o)
 {
-	if (!from_disk(o) || disk_trusted(tr->disk, o->disk))
+	if (!disk_body(o) || tr->disk == NULL)
 		return true;
+	enter(tr);
+	bool ok = !from_disk(o) || disk_trusted(tr->disk, o->disk);
 	/* a demotion: the disk keeps the record, and its next read checks
 	 * it */
-	store_remove(tr->store, o, STORE_EVICTED);
-	return false;
+	if (!ok)
+		store_remove(tr->store, o, STORE_EVICTED);
+	leave(tr);
+	return ok;
 }
 
 /* The claim s's body failed to send (tiers.h, struct disk_sent). */
@@ -413,17 +491,20 @@ claim_failed(const struct disk_sent *s)
 	disk_ent e = s->e;
 	struct tiers_wait *w = NULL;
 
-	if (tr->disk == NULL || !disk_distrust(tr->disk, e, s->where))
+	if (tr->disk == NULL)
 		return;
-	struct store_obj *o = store_find_hash(tr->store, s->hash, linked_to,
-	    &e);
-	if (o == NULL)
-		return; /* read, and checked, when next asked for */
-	o = store_obj_ref(o);
-	store_remove(tr->store, o, STORE_EVICTED);
-	/* nobody waits for it: with no arg, done is never called */
-	tiers_read(tr, o->key, o->key_len, NULL, NULL, &w);
-	store_obj_unref(&o);
+	enter(tr);
+	struct store_obj *o = !disk_distrust(tr->disk, e, s->where) ? NULL :
+	    store_find_hash(tr->store, s->hash, linked_to, &e);
+	/* else gone, or read and checked when next asked for */
+	if (o != NULL) {
+		o = store_obj_ref(o);
+		store_remove(tr->store, o, STORE_EVICTED);
+		/* nobody waits for it: with no arg, done is never called */
+		read_disk(tr, o->key, o->key_len, NULL, NULL, &w);
+		store_obj_unref(&o);
+	}
+	leave(tr);
 }
 
 void
@@ -431,31 +512,46 @@ tiers_sending(struct tiers *tr, const struct store_obj *o,
     struct disk_sent *out)
 {
 	*out = (struct disk_sent){0};
+	if (!disk_body(o) || tr->disk == NULL)
+		return;
+	enter(tr);
 	if (from_disk(o))
 		*out = (struct disk_sent){.failed = claim_failed, .tr = tr,
 		    .hash = o->hash, .e = o->disk,
 		    .where = disk_ent_where(tr->disk, o->disk)};
+	leave(tr);
 }
 
 bool
 tiers_send_intact(struct tiers *tr, const struct disk_sent *from)
 {
-	return from->e == 0 || tr->disk == NULL ||
-	    disk_trusted_at(tr->disk, from->e, from->where);
+	if (from->e == 0 || tr->disk == NULL)
+		return true;
+	enter(tr);
+	bool ok = disk_trusted_at(tr->disk, from->e, from->where);
+	leave(tr);
+	return ok;
 }
 
-
-const struct disk_stats *
-tiers_disk_stats(struct tiers *tr)
+bool
+tiers_disk_stats(struct tiers *tr, struct disk_stats *out)
 {
-	return tr != NULL && tr->disk != NULL ? disk_stats(tr->disk) : NULL;
+	if (tr == NULL || tr->disk == NULL)
+		return false;
+	enter(tr);
+	*out = *disk_stats(tr->disk);
+	leave(tr);
+	return true;
 }
 
 bool
 tiers_warm(struct tiers *tr, int fd, uint64_t off, size_t len,
     void (*done)(void *arg, uint64_t off, int err), void *arg)
 {
-
-	return tr != NULL && tr->disk != NULL &&
-	    disk_warm(tr->disk, fd, off, len, done, arg);
+	if (tr == NULL || tr->disk == NULL)
+		return false;
+	enter(tr);
+	bool ok = disk_warm(tr->disk, fd, off, len, done, arg);
+	leave(tr);
+	return ok;
 }

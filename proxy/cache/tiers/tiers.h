@@ -1,7 +1,9 @@
 /*
  * The cache as the rest of the node sees it: the memory store over the
  * disk tier (cache_dir), and one account of what the two hold for the
- * summary and the digest. tiers.c's opening comment gives the rules.
+ * summary and the digest. tiers.c's opening comment gives the rules,
+ * and the threads': any worker calls any of these; a callback given
+ * here runs on the loop of the worker that gave it.
  */
 #ifndef TIERS_H
 #define TIERS_H
@@ -13,6 +15,7 @@
 #include "store.h"
 
 struct conf;
+struct disk_stats;
 struct event_base;
 struct tiers;
 
@@ -43,6 +46,9 @@ struct tiers *tiers_open(struct event_base *base, struct store *store,
  * is reported to them, and at its end restored runs. */
 int tiers_observe(struct tiers *tr, const struct tiers_observer *ob);
 void tiers_start(struct tiers *tr);
+/* The node is stopping: the disk's jobs report to home's loop alone
+ * from now on (disk_home_only). Accepts NULL. */
+void tiers_home_only(struct tiers *tr);
 /* Waits for the disk's I/O in flight, frees the tiers. Accepts NULL;
  * clears *tr. */
 void tiers_close(struct tiers **tr);
@@ -123,8 +129,8 @@ void tiers_sending(struct tiers *tr, const struct store_obj *o,
  */
 bool tiers_send_intact(struct tiers *tr, const struct disk_sent *from);
 
-/* The disk tier's counters, or NULL without one. */
-const struct disk_stats *tiers_disk_stats(struct tiers *tr);
+/* The disk tier's counters, copied to out; false without a disk. */
+bool tiers_disk_stats(struct tiers *tr, struct disk_stats *out);
 
 /* disk_warm, when there is a disk (false when there is none). */
 bool tiers_warm(struct tiers *tr, int fd, uint64_t off, size_t len,
