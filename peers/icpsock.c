@@ -8,6 +8,7 @@
 #include "icpsock.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include <event2/event.h>
 #include <event2/util.h>
 
+#include "inbox.h"
 #include "metric.h"
 #include "ratelog.h"
 #include "sc_assert.h"
@@ -69,6 +71,7 @@ struct icpsock {
 	evutil_socket_t fd;
 	struct event *ev;
 	uint32_t timeout_ms;
+	struct inbox *home;      /* base's: where questions go */
 	icp_lookup_f *lookup;
 	void *lookup_arg;
 	uint32_t next_reqnum;
@@ -363,8 +366,10 @@ query_timeout(const struct icpsock *is, struct peer *const *v, size_t n)
 	    TIMEOUT_MAX_MS : (uint32_t)ms;
 }
 
-struct icpq *
-icpsock_ask(struct icpsock *is, const char *url, size_t len,
+/* The query itself, on home's loop: NULL when no live peer is there to
+ * wait for; else answer(arg, hit) runs once, later, unless cancelled. */
+static struct icpq *
+query_start(struct icpsock *is, const char *url, size_t len,
     icp_answer_f *answer, void *arg)
 {
 	struct peer *v[ASK_MAX];
@@ -429,12 +434,164 @@ none:
 	return NULL;
 }
 
-void
-icpsock_cancel(struct icpq **qp)
+static void
+query_cancel(struct icpq **qp)
 {
 	if (*qp != NULL)
 		query_free(*qp);
 	*qp = NULL;
+}
+
+/* ---- a worker's question, to home and back ---- */
+
+/*
+ * The socket and its queries are home's: a worker's question crosses to
+ * home's inbox, and the answer back to the asker's (inbox.h). refs: the
+ * asker's, until its answer runs or it cancels, and the trip's, home's
+ * while the query is out, then the answer note's; a cancel's note holds
+ * one more. cancelled is set by the asker and read anywhere; q and hit
+ * are home's until the answer is posted, which hands hit over.
+ */
+#define ICP_ASK_MAGIC 0x2c5b1e07u
+struct icp_ask {
+	unsigned magic;         /* ICP_ASK_MAGIC (SC_CAST) */
+	_Atomic unsigned refs;
+	atomic_bool cancelled;
+	struct icpsock *is;
+	struct inbox *asker;
+	icp_answer_f *answer;
+	void *arg;
+	struct icpq *q;
+	struct peer *hit;
+	size_t len;
+	char url[];
+};
+
+static void
+ask_unref(struct icp_ask *a)
+{
+	if (atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	peers_put(&a->hit);
+	a->magic = 0;
+	free(a);
+}
+
+/* On the asker's loop. */
+static void
+ask_answered(void *arg)
+{
+	struct icp_ask *a = SC_CAST(struct icp_ask, arg, ICP_ASK_MAGIC);
+
+	if (!atomic_load(&a->cancelled)) {
+		struct peer *hit = a->hit;
+		a->hit = NULL;
+		a->answer(a->arg, hit);
+		ask_unref(a);  /* the asker's: its handle is spent */
+	}
+	ask_unref(a);
+}
+
+/* An answer note dropped (a node stopping: every asker has cancelled). */
+static void
+ask_answer_dropped(void *arg)
+{
+	struct icp_ask *a = SC_CAST(struct icp_ask, arg, ICP_ASK_MAGIC);
+
+	if (!atomic_load(&a->cancelled))
+		ask_unref(a);
+	ask_unref(a);
+}
+
+/* Home's query is over: the answer goes to the asker's loop. */
+static void
+home_answer(void *arg, struct peer *hit)
+{
+	struct icp_ask *a = SC_CAST(struct icp_ask, arg, ICP_ASK_MAGIC);
+
+	a->q = NULL;
+	a->hit = hit;
+	if (inbox_post(a->asker, ask_answered, ask_answer_dropped, a) < 0) {
+		/* no memory for the note: the asker's request ends by its
+		 * client's timeout */
+		fprintf(stderr, "sumcache: ICP: an answer was lost (out of "
+		    "memory)\n");
+		ask_unref(a);
+	}
+}
+
+/* On home's loop: the query goes out, unless the asker has gone. */
+static void
+ask_on_home(void *arg)
+{
+	struct icp_ask *a = SC_CAST(struct icp_ask, arg, ICP_ASK_MAGIC);
+
+	if (atomic_load(&a->cancelled)) {
+		ask_unref(a);
+		return;
+	}
+	a->q = query_start(a->is, a->url, a->len, home_answer, a);
+	if (a->q == NULL)
+		home_answer(a, NULL);  /* no live peer: the origin now */
+}
+
+/* An ask note dropped: the node is stopping, and its asker with it. */
+static void
+ask_dropped(void *arg)
+{
+	ask_unref(SC_CAST(struct icp_ask, arg, ICP_ASK_MAGIC));
+}
+
+/* On home's loop: a query still out is cancelled (then no answer comes,
+ * and the trip's reference goes here). Also a dropped note's end. */
+static void
+cancel_on_home(void *arg)
+{
+	struct icp_ask *a = SC_CAST(struct icp_ask, arg, ICP_ASK_MAGIC);
+
+	if (a->q != NULL) {
+		query_cancel(&a->q);
+		ask_unref(a);
+	}
+	ask_unref(a);
+}
+
+struct icp_ask *
+icpsock_ask(struct icpsock *is, const char *url, size_t len,
+    icp_answer_f *answer, void *arg)
+{
+	struct icp_ask *a = malloc(sizeof(*a) + len + 1);
+
+	if (a == NULL)
+		return NULL;
+	*a = (struct icp_ask){.magic = ICP_ASK_MAGIC, .is = is,
+	    .asker = inbox_here(), .answer = answer, .arg = arg, .len = len};
+	atomic_init(&a->refs, 2);
+	atomic_init(&a->cancelled, false);
+	memcpy(a->url, url, len);
+	a->url[len] = '\0';
+	SC_ASSERT(a->asker != NULL);
+	if (inbox_post(is->home, ask_on_home, ask_dropped, a) < 0) {
+		a->magic = 0;
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
+void
+icpsock_cancel(struct icp_ask **ap)
+{
+	struct icp_ask *a = *ap;
+
+	*ap = NULL;
+	if (a == NULL)
+		return;
+	atomic_store(&a->cancelled, true);
+	atomic_fetch_add(&a->refs, 1);
+	if (inbox_post(a->is->home, cancel_on_home, cancel_on_home, a) < 0)
+		ask_unref(a);  /* the query's answer finds it cancelled */
+	ask_unref(a);
 }
 
 /* ---- the socket ---- */
@@ -482,7 +639,7 @@ icpsock_set_timeout(struct icpsock *is, uint32_t timeout_ms)
 }
 
 struct icpsock *
-icpsock_new(struct event_base *base, struct peers *ps,
+icpsock_new(struct event_base *base, struct inbox *home, struct peers *ps,
     const struct sockaddr *addr, socklen_t addrlen, uint32_t timeout_ms,
     icp_lookup_f *lookup, void *lookup_arg, char *err, size_t elen)
 {
@@ -494,6 +651,7 @@ icpsock_new(struct event_base *base, struct peers *ps,
 	}
 	is->magic = ICPSOCK_MAGIC;
 	is->base = base;
+	is->home = home;
 	is->ps = ps;
 	is->timeout_ms = timeout_ms;
 	is->lookup = lookup;
@@ -526,7 +684,8 @@ icpsock_free(struct icpsock **isp)
 	if (is == NULL)
 		return;
 	*isp = NULL;
-	/* queries end with their fetches, which are gone by now */
+	/* queries end with their fetches, which are gone by now (their
+	 * cancels ran when home's inbox was emptied) */
 	for (size_t b = 0; b < QBUCKETS; b++)
 		while (is->q[b] != NULL)
 			query_free(is->q[b]);

@@ -26,17 +26,20 @@
 struct event_base;
 struct evbuffer;
 struct icpsock;
-struct icpq;
+struct icp_ask;
+struct inbox;
 
 /* The server's question to the cache: ICP_OP_HIT, _MISS or _ERR. */
 typedef enum icp_op icp_lookup_f(void *arg, const char *url, size_t len);
 
 /*
- * Binds addr (UDP). timeout_ms 0: 2 x the mean ICP round trip of the live
- * peers, clamped to [5 ms, 2 s], as Squid does. NULL with the reason in
- * err.
+ * Binds addr (UDP) on base's loop (home's), whose inbox is home: the
+ * socket and the queries are that loop's. timeout_ms 0: 2 x the mean ICP
+ * round trip of the live peers, clamped to [5 ms, 2 s], as Squid does.
+ * NULL with the reason in err.
  */
-struct icpsock *icpsock_new(struct event_base *base, struct peers *ps,
+struct icpsock *icpsock_new(struct event_base *base, struct inbox *home,
+    struct peers *ps,
     const struct sockaddr *addr, socklen_t addrlen, uint32_t timeout_ms,
     icp_lookup_f *lookup, void *lookup_arg, char *err, size_t elen);
 void icpsock_free(struct icpsock **is);
@@ -47,13 +50,15 @@ void icpsock_set_timeout(struct icpsock *is, uint32_t timeout_ms);
 typedef void icp_answer_f(void *arg, struct peer *hit);
 
 /*
- * Asks every live peer about url. NULL when there is no live peer to
- * wait for: go to the origin now. Otherwise answer is called once, later,
- * unless the query is cancelled first.
+ * Asks every live peer about url, from any worker's loop: the question
+ * goes to home's, which sends the query, and answer(arg, hit) runs once
+ * on the asker's loop, later (hit NULL too when no peer was live), unless
+ * cancelled first. NULL (out of memory): go to the origin now.
  */
-struct icpq *icpsock_ask(struct icpsock *is, const char *url, size_t len,
+struct icp_ask *icpsock_ask(struct icpsock *is, const char *url, size_t len,
     icp_answer_f *answer, void *arg);
-void icpsock_cancel(struct icpq **q);
+/* The asker's loop: no answer will run. Accepts NULL; clears *a. */
+void icpsock_cancel(struct icp_ask **a);
 
 /* sumcache_icp_* series. */
 void icpsock_render_metrics(const struct icpsock *is, struct evbuffer *out);

@@ -177,22 +177,13 @@ main(int argc, char **argv)
 		goto out;
 	}
 	conf_warn(&s.conf, stderr);
-	const char *one_why;
-	unsigned workers = server_workers(&s.conf, &one_why);
-	if (one_why != NULL && s.conf.workers == 0)
-		fprintf(stderr, "sumcache: workers auto (%u CPUs), 1 runs: %s "
-		    "is not yet shared between workers\n",
-		    conf_workers(&s.conf), one_why);
-	else if (one_why != NULL)
-		fprintf(stderr, "sumcache: workers %u asked, 1 runs: %s is not "
-		    "yet shared between workers\n", conf_workers(&s.conf),
-		    one_why);
+	unsigned workers = conf_workers(&s.conf);
 	if (check) {
 		printf("sumcache: configuration OK\n");
 		/* the one directive a reload cannot change that is no layout
 		 * of memory or disk: said here, so nobody expects a HUP to */
 		printf("sumcache: workers %u%s (a change takes a restart)\n",
-		    workers, s.conf.workers == 0 && one_why == NULL ?
+		    workers, s.conf.workers == 0 ?
 		    " (auto: the CPUs this process may run on)" : "");
 		rc = 0;
 		goto out;

@@ -80,8 +80,8 @@ struct server_conf_src {
  * fetches, followers, background revalidations). A client connection
  * lives on one worker its whole life. The first worker is home: it also
  * runs the signals, the node's timers, the disk's start-up scan, the
- * peers' timers and transfers, ICP, discovery and the status sampler (a
- * node with sharing icp runs home alone: server_workers).
+ * peers' timers and transfers, the ICP socket (other workers' queries
+ * reach it through its inbox), discovery and the status sampler.
  *
  * Who may touch what (Varnish's habit: each field's guard is named).
  * struct node's own fields are written at start, by home's thread before

@@ -320,9 +320,9 @@ icp_init(struct worker *s)
 		else
 			((struct sockaddr_in *)&ss)->sin_port = port;
 	}
-	n->icp = icpsock_new(s->base, n->peers, (struct sockaddr *)&ss,
-	    (socklen_t)len, c->icp_timeout_ms, request_icp_lookup, s, err,
-	    sizeof(err));
+	n->icp = icpsock_new(s->base, s->inbox, n->peers,
+	    (struct sockaddr *)&ss, (socklen_t)len, c->icp_timeout_ms,
+	    request_icp_lookup, s, err, sizeof(err));
 	if (n->icp == NULL) {
 		fprintf(stderr, "sumcache: icp_listen %s: %s\n", c->icp_listen,
 		    err);
@@ -585,22 +585,6 @@ start(struct node *n)
 		if (accept_start(n->workers[i]) < 0)
 			return -1;
 	return 0;
-}
-
-unsigned
-server_workers(const struct conf *c, const char **why)
-{
-	unsigned n = conf_workers(c);
-
-	*why = NULL;
-	if (n == 1)
-		return 1;
-	/* its state is the home loop's alone, as yet (issue 47): ICP's
-	 * queries in flight (a miss waits on home's socket for the
-	 * replies) */
-	if (c->sharing == SHARING_ICP)
-		*why = "ICP (sharing icp)";
-	return *why != NULL ? 1 : n;
 }
 
 int

@@ -9,13 +9,6 @@
 #include "proxy.h"
 #include "publisher.h"
 
-/*
- * The workers c runs: conf_workers, but one where a part of the node is
- * not yet shared by workers (ICP's queries): then *why names it, else
- * *why is NULL.
- */
-unsigned server_workers(const struct conf *c, const char **why);
-
 /* Starts n from n->conf (read and checked), with nworkers workers. 0,
  * or -1 with the cause logged; server_fini frees what was started
  * either way. */

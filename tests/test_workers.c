@@ -198,14 +198,15 @@ TestSuite(workers_cluster, .init = cluster_suite_up,
     .fini = cluster_suite_down);
 
 /*
- * The same load on two nodes of four workers each sharing summaries:
- * half the clients on each. Every worker's inserts and evictions change
- * its node's summary, every worker's misses follow the peer's claims,
- * and a claimed copy is often evicted (on any worker) while the peer's
- * request for it is on its way: a false hit, which goes to the origin.
- * Every body must still be right.
+ * The same load on two nodes of four workers each sharing summaries,
+ * each with a cache_dir too small for the URLs: half the clients on
+ * each. Every worker's inserts and evictions change its node's summary
+ * and its disk, every worker's misses follow the peer's claims, and a
+ * claimed copy is often evicted (on any worker, from memory or from the
+ * disk) while the peer's request for it is on its way: a false hit,
+ * which goes to the origin. Every body must still be right.
  */
-Test(workers_cluster, two_nodes_of_four_workers_follow_each_others_claims,
+Test(workers_cluster, two_nodes_of_four_workers_with_disks_follow_each_others_claims,
     .timeout = 180)
 {
 	const char *opts[] = {"workers=4", "cache_mem=3MB",
@@ -213,13 +214,17 @@ Test(workers_cluster, two_nodes_of_four_workers_follow_each_others_claims,
 	long ms = stress_ms();
 	struct tally t;
 
-	cluster_start(&CE, &CL, 2, opts, NULL);
+	cluster_init(&CE, &CL, 2, opts, NULL);
+	CL.cache_dir_size = "4MB";
+	for (int i = 0; i < CL.n; i++)
+		node_start(&CE, &CL, i);
 	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
 	int ports[2] = {a->port, b->port};
 	pid_t pids[2] = {a->pid, b->pid};
 	/* fresh long enough for a peer: claimed (summary/publisher.h) */
 	churn(&CE, ports, 2, pids, 2, 600, ms, &t);
 	double remote = 0, false_hits = 0, served = 0, evicted = 0, pubs = 0;
+	double disk_hits = 0, disk_gone = 0;
 	for (int i = 0; i < 2; i++) {
 		const struct node *n = &CL.nodes[i];
 		remote += node_metric(n, "sumcache_requests_total{result=\""
@@ -230,18 +235,25 @@ Test(workers_cluster, two_nodes_of_four_workers_follow_each_others_claims,
 		evicted += node_metric(n, "sumcache_evictions_total");
 		pubs += node_metric(n, "sumcache_summary_publications_total"
 		    "{kind=\"delta\"}");
+		disk_hits += node_metric(n, "sumcache_hits_total{tier="
+		    "\"disk\"}");
+		disk_gone += node_metric(n, "sumcache_disk_segments_evicted"
+		    "_total");
 	}
 	printf("figure: 2 nodes of 4 workers, %d clients, %d URLs, %ld s: "
 	    "%ld right, %ld wrong, %ld purges, %.0f remote hits, %.0f false "
 	    "hits, %.0f peer requests served from cache, %.0f evictions, "
-	    "%.0f deltas published, RSS at most %ld kB\n", CLIENTS, URLS,
-	    ms / 1000, t.right, t.wrong, t.purges, remote, false_hits, served,
-	    evicted, pubs, t.rss_max);
+	    "%.0f disk hits, %.0f disk segments evicted, %.0f deltas "
+	    "published, RSS at most %ld kB\n", CLIENTS, URLS, ms / 1000,
+	    t.right, t.wrong, t.purges, remote, false_hits, served, evicted,
+	    disk_hits, disk_gone, pubs, t.rss_max);
 	cr_assert_eq(t.wrong, 0);
 	cr_assert_gt(t.right, 1000);
 	cr_assert_gt(remote, 50, "the nodes did not follow each other's "
 	    "claims");
 	cr_assert_gt(evicted, 100, "the caches did not churn");
+	cr_assert_gt(disk_hits, 100, "the disks served nothing");
+	cr_assert_gt(disk_gone, 2, "the disks did not churn");
 	cr_assert_gt(pubs, 10, "the summaries did not change");
 	if (getenv("SUMCACHE_UNDER_TEST") == NULL)
 		cr_assert_lt(t.rss_max, RSS_BOUND_KB, "RSS %ld kB", t.rss_max);

@@ -76,7 +76,7 @@ struct fetch {
 	bool keep_copy;
 	bool peer_refused;         /* it answered 5xx, 403 or 407: a false
 	                            * hit */
-	struct icpq *icpq;         /* ICP query out, before any source */
+	struct icp_ask *icpq;      /* ICP query out, before any source */
 	bool by_icp;               /* the candidate said ICP HIT */
 	struct store_body *body;   /* copy for the store, or NULL */
 	struct disk_stream *stream; /* or the body to the disk as it comes */
