@@ -13,6 +13,10 @@
 #     waited (sumcache_store_lock_waits_total, _wait_seconds_total).
 #
 #   ROUNDS=3 DURATION=5 CONNS=50 deploy/bench/workers-bench.sh
+#   PER_WORKER=1  each one-core node gets CONNS connections per worker
+#                 (workers 2: 2 x CONNS): the same load on each loop, so
+#                 what sharing costs is told from what smaller batches
+#                 per loop cost (fewer events per epoll_wait)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 . deploy/lib.sh
@@ -20,6 +24,7 @@ cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-50}
+PER_WORKER=${PER_WORKER:-0}
 ORIGIN_PORT=${ORIGIN_PORT:-18091}
 BASE_PORT=${BASE_PORT:-23200}
 
@@ -62,11 +67,13 @@ EOL
   echo "$work/req.lua"
 }
 
-# run NAME PORT TARGET PID WRKCPUS THREADS -> "name rps p50 p99 cpu_s_per_10k"
+# run NAME PORT TARGET PID WRKCPUS THREADS [CONNS] -> "name rps p50 p99
+# cpu_s_per_10k"
 run() {
   local name=$1 port=$2 target=$3 pid=$4 cpus=$5 threads=$6 out t0 t1
+  local conns=${7:-$CONNS}
   t0=$(bench_ticks "$pid")
-  out=$(taskset -c "$cpus" wrk -t"$threads" -c"$CONNS" -d"${DURATION}s" \
+  out=$(taskset -c "$cpus" wrk -t"$threads" -c"$conns" -d"${DURATION}s" \
     --latency -s "$(lua "$target")" "http://127.0.0.1:$port" 2>&1)
   t1=$(bench_ticks "$pid")
   wrk_line "$name" <<<"$out" | awk -v dt=$((t1 - t0)) -v hz="$BENCH_HZ" '
@@ -83,10 +90,12 @@ for r in $(seq "$ROUNDS"); do
   echo "round $r/$ROUNDS" >&2
   for w in 1 2 4; do
     port=$((BASE_PORT + w)); pid=${pid_of[w$w]}
+    c=$CONNS
+    [ "$PER_WORKER" = 1 ] && c=$((CONNS * w))
     for s in 1 16 256; do
-      run "hit${s}k_w$w" $port "$origin/${s}k.bin" "$pid" 0 1 >>"$results"
+      run "hit${s}k_w$w" $port "$origin/${s}k.bin" "$pid" 0 1 $c >>"$results"
     done
-    run "miss1k_w$w" $port "$origin/nostore/1k.bin" "$pid" 0 1 >>"$results"
+    run "miss1k_w$w" $port "$origin/nostore/1k.bin" "$pid" 0 1 $c >>"$results"
   done
   for w in 1 2; do
     run "both_hit1k_w$w" $((BASE_PORT + 10 + w)) "$origin/1k.bin" \
@@ -102,11 +111,11 @@ w1=$(metric $port sumcache_store_lock_waits_total)
 s1=$(metric $port sumcache_store_lock_wait_seconds_total)
 read -r _ hot_rps _ _ _ <"$work/hot.txt"
 
-awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" "$BENCH_MEDIAN_AWK"'
+awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" -v perw="$PER_WORKER" "$BENCH_MEDIAN_AWK"'
   { rps[$1] = rps[$1] " " $2; p99[$1] = p99[$1] " " $4; cpu[$1] = cpu[$1] " " $5 }
   END {
     printf "workers-bench: %d interleaved rounds, wrk -c%d -d%ds, medians\n\n", rounds, conns, dur
-    printf "one core (nodes on CPU 1, wrk on CPU 0): CPU s per 10,000 requests\n"
+    printf "one core (nodes on CPU 1, wrk on CPU 0): CPU s per 10,000 requests%s\n", perw ? "; connections: CONNS x workers" : ""
     printf "%-8s %10s %10s %10s %12s %12s\n", "run", "workers 1", "workers 2", "workers 4", "w2 / w1", "w4 / w1"
     n = split("hit1k hit16k hit256k miss1k", k, " ")
     for (i = 1; i <= n; i++) {
