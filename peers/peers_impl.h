@@ -5,7 +5,8 @@
  * its opening paragraph:
  *
  *   spec.c      peer lines
- *   table.c     the table: members, liveness, references, candidates
+ *   table.c     the table: storage, liveness, references, candidates
+ *   members.c   who the peers are: lines, reloads, peer_dns, senders
  *   exchange.c  publishing, the push queues, pulls and probes
  *   receive.c   the checks a summary passes, and refusals
  *   sqpeer.c    Squid peers' Cache Digests
@@ -169,6 +170,30 @@ peers_leave(struct peers *ps)
  * in struct peers: set until its callback clears it, so a burst asks
  * once. */
 void home_soon(struct peers *ps, struct event *ev, bool *asked);
+
+/* proxy_url's scheme: peer_authority is what follows it */
+#define PEER_URL_SCHEME "http://"
+
+/* table.c: the table's storage and references */
+int table_reserve(struct peers *ps, size_t more);
+struct peer *peer_alloc(struct peers *ps);
+void table_insert(struct peers *ps, struct peer *p);
+struct peer *table_add(struct peers *ps);
+/* p's traffic into the table's totals (p leaves) */
+void fold_traffic(struct peers *ps, struct peer *p);
+uint16_t addr_port(const struct sockaddr_storage *a);
+
+/* members.c: who the peers are */
+int check_specs(const char *node_name, const struct peer_spec *specs,
+    size_t n, char *err, size_t elen);
+/* the MD5 hasher once a Squid peer is listed; -1 on ENOMEM */
+int want_md5(struct peers *ps, const struct peer_spec *specs, size_t n);
+/* p's host resolved (at start-up), its endpoint set */
+int resolve(struct peer *p, char *err, size_t elen);
+void set_endpoint(struct peer *p, const struct sockaddr *sa,
+    socklen_t len);
+/* the table's i-th peer leaves it (why is logged) */
+void retire(struct peers *ps, size_t i, const char *why);
 
 /* table.c: what the peers_* of the same names do, with the lock held */
 void peer_count(struct peer *p, enum ipm_dir d, enum ipm_type t,
