@@ -426,13 +426,11 @@ int
 tiers_peek(struct tiers *tr, const char *key, size_t klen,
     struct store_meta *m)
 {
-	struct disk *d = tr->disk;
-
-	if (d == NULL)
+	if (tr->disk == NULL)
 		return -1;
-	disk_lock(d);
-	int rc = disk_peek(d, key, klen, m);
-	disk_unlock(d);
+	enter(tr);
+	int rc = disk_peek(tr->disk, key, klen, m);
+	leave(tr);
 	return rc;
 }
 
