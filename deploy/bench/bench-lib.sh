@@ -24,9 +24,9 @@ bench_cleanup() {
   if declare -F bench_cleanup_more >/dev/null; then bench_cleanup_more; fi
 }
 
-# bench_nginx PORT LOCATIONS: nginx on CPU 1 serving $work/www on
-# 127.0.0.1:PORT, LOCATIONS (nginx lines) in its server block, its pid in
-# $work/nginx.pid; returns once it listens.
+# bench_nginx PORT LOCATIONS: nginx on CPU $NGINX_CPU (default 1) serving
+# $work/www on 127.0.0.1:PORT, LOCATIONS (nginx lines) in its server block,
+# its pid in $work/nginx.pid; returns once it listens.
 bench_nginx() {
   cat >"$work/nginx.conf" <<EON
 daemon off;
@@ -47,7 +47,7 @@ $2
   }
 }
 EON
-  taskset -c 1 nginx -c "$work/nginx.conf" &
+  taskset -c "${NGINX_CPU:-1}" nginx -c "$work/nginx.conf" &
   pids+=($!)
   wait_port "$1"
 }

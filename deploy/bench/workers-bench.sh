@@ -2,17 +2,20 @@
 # workers-bench: what `workers N` costs and gives, on this machine
 # (interleaved rounds, medians; ../shared/BENCHMARKS.md):
 #   - the price of sharing: CPU seconds per 10,000 1 KB, 16 KB and 256 KB
-#     hits and 1 KB misses at workers 1, 2 and 4, every node on CPU 1 and
-#     wrk on CPU 0, so the CPU per request is the figure (the workers
-#     take turns on one core: the locks, atomics and threads, not the
-#     scaling);
+#     hits and 1 KB misses at workers 1, 2 and 4, the node on CPU 1 and
+#     wrk and the origin on CPU 0, so the CPU per request is the figure
+#     (the workers take turns on one core: the locks, atomics and
+#     threads, not the scaling). One node runs at a time, started afresh
+#     for each run, in an order that rotates by round, so no idle node
+#     and no origin shares its core, and the ratios are each round's
+#     own, so the machine's drift between rounds cancels;
 #   - throughput on both cores, wrk sharing them: workers 1 against
 #     workers 2, 1 KB hits;
 #   - lock contention: workers 8 on the 2 cores, every client on one hot
 #     1 KB URL: the store's lock waits per 10,000 requests and the time
 #     waited (sumcache_store_lock_waits_total, _wait_seconds_total).
 #
-#   ROUNDS=3 DURATION=5 CONNS=50 deploy/bench/workers-bench.sh
+#   ROUNDS=5 DURATION=5 CONNS=50 deploy/bench/workers-bench.sh
 #   PER_WORKER=1  each one-core node gets CONNS connections per worker
 #                 (workers 2: 2 x CONNS): the same load on each loop, so
 #                 what sharing costs is told from what smaller batches
@@ -21,7 +24,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 . deploy/lib.sh
 . deploy/bench/bench-lib.sh
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 DURATION=${DURATION:-5}
 CONNS=${CONNS:-50}
 PER_WORKER=${PER_WORKER:-0}
@@ -30,6 +33,9 @@ BASE_PORT=${BASE_PORT:-23200}
 
 bench_build
 bench_workdir workers-bench
+# the origin beside wrk, off the measured core: a miss's origin work is
+# not the node's
+NGINX_CPU=0
 mkdir -p "$work/www"
 for s in 1 16 256; do head -c $((s * 1024)) /dev/urandom >"$work/www/${s}k.bin"; done
 bench_nginx "$ORIGIN_PORT" "    location / { add_header Cache-Control \"max-age=3600\"; }
@@ -47,15 +53,13 @@ node() {
   pid_of[$name]=$!
   wait_port "$port"
 }
-node w1 $((BASE_PORT + 1)) 1 1
-node w2 $((BASE_PORT + 2)) 2 1
-node w4 $((BASE_PORT + 4)) 4 1
-node both1 $((BASE_PORT + 11)) 1 0,1
-node both2 $((BASE_PORT + 12)) 2 0,1
-node hot8 $((BASE_PORT + 18)) 8 0,1
-for p in 1 2 4 11 12 18; do
-  for s in 1 16 256; do bench_warm workers-bench $((BASE_PORT + p)) "$origin/${s}k.bin"; done
-done
+stop() { # NAME
+  kill "${pid_of[$1]}"
+  wait "${pid_of[$1]}" 2>/dev/null || true
+}
+warm() { # PORT
+  for s in 1 16 256; do bench_warm workers-bench "$1" "$origin/${s}k.bin"; done
+}
 
 lua() {
   cat >"$work/req.lua" <<EOL
@@ -86,41 +90,74 @@ metric() { # port series
 
 results="$work/results.txt"
 : >"$results"
+orders=("1 2 4" "2 4 1" "4 1 2")
 for r in $(seq "$ROUNDS"); do
   echo "round $r/$ROUNDS" >&2
-  for w in 1 2 4; do
-    port=$((BASE_PORT + w)); pid=${pid_of[w$w]}
+  for w in ${orders[$(((r - 1) % 3))]}; do
+    port=$((BASE_PORT + w))
     c=$CONNS
     [ "$PER_WORKER" = 1 ] && c=$((CONNS * w))
-    for s in 1 16 256; do
-      run "hit${s}k_w$w" $port "$origin/${s}k.bin" "$pid" 0 1 $c >>"$results"
+    # each run on a node of its own, after a second of the same load
+    # unmeasured: a fresh node's workers each fault in their own
+    # allocator arena and buffers, and the origin connections open,
+    # which a first run would charge to workers 4 four times; and no run
+    # inherits the heap another workload left
+    for s in 1 16 256 miss; do
+      node w$w $port "$w" 1
+      pid=${pid_of[w$w]}
+      if [ $s = miss ]; then
+        name=miss1k url="$origin/nostore/1k.bin"
+      else
+        name=hit${s}k url="$origin/${s}k.bin"
+        bench_warm workers-bench $port "$url"
+      fi
+      DURATION=1 run warm $port "$url" "$pid" 0 1 $c >/dev/null
+      run "${name}_w$w" $port "$url" "$pid" 0 1 $c >>"$results"
+      stop w$w
     done
-    run "miss1k_w$w" $port "$origin/nostore/1k.bin" "$pid" 0 1 $c >>"$results"
-  done
-  for w in 1 2; do
-    run "both_hit1k_w$w" $((BASE_PORT + 10 + w)) "$origin/1k.bin" \
-      "${pid_of[both$w]}" 0,1 2 >>"$results"
   done
 done
+node both1 $((BASE_PORT + 11)) 1 0,1
+node both2 $((BASE_PORT + 12)) 2 0,1
+warm $((BASE_PORT + 11))
+warm $((BASE_PORT + 12))
+for r in $(seq "$ROUNDS"); do
+  for w in 1 2; do
+    run "both_hit1k_w$w" $((BASE_PORT + 10 + w)) "$origin/1k.bin" \
+      "${pid_of[both$w]}" 0,1 2 $((CONNS < 2 ? 2 : CONNS)) >>"$results"
+  done
+done
+stop both1
+stop both2
 # the hot key under 8 workers on 2 cores: lock waits over one run
 port=$((BASE_PORT + 18))
+node hot8 $port 8 0,1
+warm $port
 w0=$(metric $port sumcache_store_lock_waits_total)
 s0=$(metric $port sumcache_store_lock_wait_seconds_total)
-run hot1k_w8 $port "$origin/1k.bin" "${pid_of[hot8]}" 0,1 2 >"$work/hot.txt"
+run hot1k_w8 $port "$origin/1k.bin" "${pid_of[hot8]}" 0,1 2 $((CONNS < 2 ? 2 : CONNS)) >"$work/hot.txt"
 w1=$(metric $port sumcache_store_lock_waits_total)
 s1=$(metric $port sumcache_store_lock_wait_seconds_total)
 read -r _ hot_rps _ _ _ <"$work/hot.txt"
 
 awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" -v perw="$PER_WORKER" "$BENCH_MEDIAN_AWK"'
-  { rps[$1] = rps[$1] " " $2; p99[$1] = p99[$1] " " $4; cpu[$1] = cpu[$1] " " $5 }
+  { rps[$1] = rps[$1] " " $2; p99[$1] = p99[$1] " " $4; cpu[$1] = cpu[$1] " " $5
+    at[$1, ++seen[$1]] = $5 }
+  # the median of each round'"'"'s own ratio: a round'"'"'s nodes run minutes
+  # apart at most, so the machine'"'"'s drift between rounds cancels
+  function paired(a, b,   r, s) {
+    for (r = 1; r <= seen[a]; r++) s = s " " at[a, r] / at[b, r]
+    return median(s) }
   END {
     printf "workers-bench: %d interleaved rounds, wrk -c%d -d%ds, medians\n\n", rounds, conns, dur
-    printf "one core (nodes on CPU 1, wrk on CPU 0): CPU s per 10,000 requests%s\n", perw ? "; connections: CONNS x workers" : ""
+    printf "one core (one node at a time on CPU 1, wrk and the origin on CPU 0): CPU s per 10,000 requests%s\n", perw ? "; connections: CONNS x workers" : ""
+    printf "(ratios: the median of each round'"'"'s own)\n"
     printf "%-8s %10s %10s %10s %12s %12s\n", "run", "workers 1", "workers 2", "workers 4", "w2 / w1", "w4 / w1"
     n = split("hit1k hit16k hit256k miss1k", k, " ")
     for (i = 1; i <= n; i++) {
       c1 = median(cpu[k[i] "_w1"]); c2 = median(cpu[k[i] "_w2"]); c4 = median(cpu[k[i] "_w4"])
-      printf "%-8s %10.3f %10.3f %10.3f %12.3f %12.3f\n", k[i], c1, c2, c4, c2 / c1, c4 / c1
+      printf "%-8s %10.3f %10.3f %10.3f %12.3f %12.3f\n", k[i], c1, c2, c4,
+        paired(k[i] "_w2", k[i] "_w1"), paired(k[i] "_w4", k[i] "_w1")
     }
     printf "\n%-8s %10s %10s %10s\n", "req/s", "workers 1", "workers 2", "workers 4"
     for (i = 1; i <= n; i++)
