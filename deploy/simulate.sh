@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
 # Sizing a cluster larger than this machine: sumcache-sim on synthetic
-# traces (workload-gen, piped: no trace file), three sweeps.
+# traces (workload-gen, piped: no trace file), of two kinds:
+#   churning  R x N requests (R = 20000) from 4N clients over R x N / 2
+#             objects, each proxy's cache 10 % of its infinite cache (the
+#             bytes of the distinct objects its clients ask for): the
+#             working set is many times the caches, which evict all along
+#   warming   R x N requests over R x N / 8 objects, 64 MB a proxy: the
+#             working set fits, the caches fill from empty, and nearly
+#             every change is an insert
+# Four sweeps:
 #   deploy/simulate.sh [--per-proxy R] [--proxies "4 8 ... 256"] [--out DIR]
-#   1. proxies: for each N a trace of R x N requests (R = 20000) from 4N
-#      clients over R x N / 2 objects; none, icp and summary (1 %, 16 bits
-#      per entry): hit ratios, protocol messages and bytes per request
-#   2. threshold: 8 proxies, 200,000 requests each (caches of ~12,000
-#      objects, so 0.1 % is still 12 changes): 0.1 % to 10 %, against ICP
-#   3. bits per entry, on the same trace: 8, 16, 32 at 1 %, filters sized
-#      for each proxy's mean object (sumcache sizes for 2 KB objects, which
-#      gives these 9 KB objects several times the bits), the summaries'
-#      false positives against the Bloom formula
-# Each proxy's cache is 10 % of its infinite cache (the bytes of the
-# distinct objects its clients ask for). Prints the tables; writes
-# proxies.csv, threshold.csv, bits.csv and, with gnuplot installed,
-# simulate.svg to DIR (run/sim).
+#   1. proxies: for each N both traces; none (churning), icp and summary
+#      (the daemon's defaults: threshold auto, 16 bits per entry): hit
+#      ratios, protocol messages and bytes per request
+#   2. threshold: 8 proxies, 200,000 requests each, churning (caches of
+#      ~12,000 objects, so 0.1 % is still 12 changes): auto and 0.1 % to
+#      10 %, against ICP
+#   3. threshold, warming: 8 proxies, 20,000 requests each over 20,000
+#      objects, 64 MB a proxy: auto and 1 % to 10 %, against ICP
+#   4. bits per entry, on the churning trace of 2: 8, 16, 32 at 1 %,
+#      filters sized for each proxy's mean object (sumcache sizes for
+#      2 KB objects, which gives these 9 KB objects several times the
+#      bits), the summaries' false positives against the Bloom formula
+# Prints the tables; writes proxies.csv, threshold.csv, warming.csv,
+# bits.csv and, with gnuplot installed, simulate.svg to DIR (run/sim).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . deploy/lib.sh
@@ -25,7 +34,7 @@ while [ $# -gt 0 ]; do
     --per-proxy) per_proxy=${2:?}; shift ;;
     --proxies) sizes=${2:?}; shift ;;
     --out) out=${2:?}; shift ;;
-    *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+    *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
   esac
   shift
 done
@@ -34,25 +43,40 @@ ensure_built "$build"
 mkdir -p "$out"
 sim=$build/sumcache-sim
 
-trace() {  # trace REQUESTS PROXIES: a workload-gen trace on stdout
-  "$build/workload-gen" --requests "$1" --objects $(($1 / 2)) \
+trace() {  # trace REQUESTS PROXIES [OBJECTS]: a workload-gen trace on stdout
+  "$build/workload-gen" --requests "$1" --objects "${3:-$(($1 / 2))}" \
     --proxies "$2" --clients $((4 * $2)) 2>/dev/null
 }
+warming() {  # warming REQUESTS PROXIES
+  trace "$1" "$2" $(($1 / 8))
+}
 
-rm -f "$out/proxies.csv"
+# rows KIND FILE SIM-ARGS...: the simulator's CSV rows with the trace's
+# kind in front, appended to FILE (made with the header if missing)
+rows() {
+  local kind=$1 file=$2
+  shift 2
+  "$sim" --csv "$@" >"$out/rows.csv"
+  [ -f "$file" ] || sed -n '1s/^/trace,/p' "$out/rows.csv" >"$file"
+  tail -n +2 "$out/rows.csv" | sed "s/^/$kind,/" >>"$file"
+  rm -f "$out/rows.csv"
+}
+
+rm -f "$out/proxies.csv" "$out/threshold.csv" "$out/warming.csv" "$out/bits.csv"
 for n in $sizes; do
   requests=$((per_proxy * n))
-  echo "simulate: $n proxies, $requests requests" >&2
-  "$sim" --proxies "$n" --csv <(trace "$requests" "$n") >"$out/rows.csv"
-  if [ ! -f "$out/proxies.csv" ]; then cp "$out/rows.csv" "$out/proxies.csv"
-  else tail -n +2 "$out/rows.csv" >>"$out/proxies.csv"; fi
+  echo "simulate: $n proxies, $requests requests, churning and warming" >&2
+  rows churning "$out/proxies.csv" --proxies "$n" <(trace "$requests" "$n")
+  rows warming "$out/proxies.csv" --proxies "$n" --modes icp,summary \
+    --cache 64MB <(warming "$requests" "$n")
 done
-rm -f "$out/rows.csv"
-echo "simulate: 8 proxies, 1600000 requests: thresholds, bits per entry" >&2
-"$sim" --proxies 8 --csv --thresholds 0.1,0.2,0.5,1,2,5,10 \
-  <(trace 1600000 8) >"$out/threshold.csv"
-"$sim" --proxies 8 --csv --modes summary --bits 8,16,32 --filter-for mean \
-  <(trace 1600000 8) >"$out/bits.csv"
+echo "simulate: 8 proxies: thresholds (churning, warming), bits per entry" >&2
+rows churning "$out/threshold.csv" --proxies 8 \
+  --thresholds auto,0.1,0.2,0.5,1,2,5,10 <(trace 1600000 8)
+rows warming "$out/warming.csv" --proxies 8 --modes icp,summary \
+  --cache 64MB --thresholds auto,1,2,5,10 <(trace 160000 8 20000)
+rows churning "$out/bits.csv" --proxies 8 --modes summary --bits 8,16,32 \
+  --thresholds 1 --filter-for mean <(trace 1600000 8)
 
 # the columns of a sumcache-sim CSV, by name, as awk variables
 table() {  # table FILE AWK-PROGRAM
@@ -62,38 +86,50 @@ table() {  # table FILE AWK-PROGRAM
 }
 
 echo
-echo "Proxies (threshold 1 %, 16 bits per entry; cache 10 % of each proxy's infinite cache)"
-printf '%7s %-8s %7s %7s %7s %12s %11s %9s %7s\n' proxies mode local remote \
-  total msgs/request bytes/req falsehits ratio
+echo "Proxies (the daemon's defaults: threshold auto, 16 bits per entry);"
+echo "churning: cache 10 % of each proxy's infinite cache; warming: 64 MB a proxy"
+printf '%7s %-9s %-8s %7s %7s %7s %12s %11s %9s %9s %7s\n' proxies trace \
+  mode local remote total msgs/request bytes/req falsehits falsemiss ratio
 table "$out/proxies.csv" '
-  { m[v("mode")] = v("messages_per_request") }
-  v("mode") == "summary" { r = m["summary"] > 0 ? m["icp"] / m["summary"] : 0 }
-  { printf "%7d %-8s %6.2f%% %6.2f%% %6.2f%% %12.4f %11.1f %8.3f%% %7s\n",
-      v("proxies"), v("mode"), v("local_hit_pct"), v("remote_hit_pct"),
+  { key = v("trace") v("proxies"); m[key, v("mode")] = v("messages_per_request") }
+  v("mode") == "summary" { r = m[key, "summary"] > 0 ? m[key, "icp"] / m[key, "summary"] : 0 }
+  { printf "%7d %-9s %-8s %6.2f%% %6.2f%% %6.2f%% %12.4f %11.1f %8.3f%% %8.3f%% %7s\n",
+      v("proxies"), v("trace"), v("mode"), v("local_hit_pct"), v("remote_hit_pct"),
       v("total_hit_pct"), v("messages_per_request"), v("bytes_per_request"),
-      v("false_hit_pct"), (v("mode") == "summary" ? sprintf("%.1fx", r) : "") }'
+      v("false_hit_pct"), v("false_miss_pct"),
+      (v("mode") == "summary" ? sprintf("%.1fx", r) : "") }'
 
-  echo
-  echo "Update threshold (8 proxies, 200,000 requests each, 16 bits per entry)"
-  printf '%-10s %7s %7s %7s %9s %12s %11s\n' run local remote total \
-    falsemiss msgs/request bytes/req
-  table "$out/threshold.csv" '
-    { run = v("mode") == "summary" ? v("threshold_pct") "%" : v("mode")
-      printf "%-10s %6.2f%% %6.2f%% %6.2f%% %8.3f%% %12.4f %11.1f\n", run,
+thresholds() {  # thresholds FILE
+  printf '%-10s %7s %7s %7s %9s %9s %12s %11s %7s\n' run local remote total \
+    falsehits falsemiss msgs/request bytes/req ratio
+  table "$1" '
+    { run = v("mode") == "summary" ? v("threshold_pct") : v("mode")
+      if (run ~ /^[0-9.]+$/) run = run "%"
+      if (v("mode") == "icp") icp = v("messages_per_request")
+      r = v("mode") == "summary" && icp > 0 ? sprintf("%.1fx", icp / v("messages_per_request")) : ""
+      printf "%-10s %6.2f%% %6.2f%% %6.2f%% %8.3f%% %8.3f%% %12.4f %11.1f %7s\n", run,
         v("local_hit_pct"), v("remote_hit_pct"), v("total_hit_pct"),
-        v("false_miss_pct"), v("messages_per_request"), v("bytes_per_request") }'
-  echo
-  echo "Bits per entry (8 proxies, threshold 1 %, k = 4, filters sized for the mean object)"
-  printf '%5s %9s %10s %10s %10s %10s %10s %10s\n' bits effective \
-    false-pos formula 'per probe' falsehits 'of them' bytes/req
-  printf '%5s %9s %10s %10s %10s %10s %10s %10s\n' '' '' '' '' '' \
-    '/request' expired ''
-  table "$out/bits.csv" '
-    { printf "%5d %9.1f %9.4f%% %9.4f%% %9.4f%% %9.3f%% %9.3f%% %10.1f\n",
-        v("bits_per_entry"), v("effective_bits_per_entry"),
-        v("bloom_fp_pct"), v("bloom_fp_theory_pct"),
-        v("probe_fp_pct"), v("false_hit_pct"), v("stale_false_hit_pct"),
-        v("bytes_per_request") }'
+        v("false_hit_pct"), v("false_miss_pct"), v("messages_per_request"),
+        v("bytes_per_request"), r }'
+}
+echo
+echo "Update threshold, churning (8 proxies, 200,000 requests each, 16 bits per entry)"
+thresholds "$out/threshold.csv"
+echo
+echo "Update threshold, warming (8 proxies, 20,000 requests each over 20,000 objects, 64 MB a proxy)"
+thresholds "$out/warming.csv"
+echo
+echo "Bits per entry (8 proxies, threshold 1 %, k = 4, filters sized for the mean object)"
+printf '%5s %9s %10s %10s %10s %10s %10s %10s\n' bits effective \
+  false-pos formula 'per probe' falsehits 'of them' bytes/req
+printf '%5s %9s %10s %10s %10s %10s %10s %10s\n' '' '' '' '' '' \
+  '/request' expired ''
+table "$out/bits.csv" '
+  { printf "%5d %9.1f %9.4f%% %9.4f%% %9.4f%% %9.3f%% %9.3f%% %10.1f\n",
+      v("bits_per_entry"), v("effective_bits_per_entry"),
+      v("bloom_fp_pct"), v("bloom_fp_theory_pct"),
+      v("probe_fp_pct"), v("false_hit_pct"), v("stale_false_hit_pct"),
+      v("bytes_per_request") }'
 
 if command -v gnuplot >/dev/null; then
   gnuplot <<EOT
@@ -107,22 +143,26 @@ set xlabel "proxies"
 set xrange [3:350]
 set title "protocol messages per request"
 set logscale y
-plot "< grep '^icp,' $out/proxies.csv" using 2:12 with linespoints \
+plot "< grep '^churning,icp,' $out/proxies.csv" using 3:13 with linespoints \
        title "ICP" lc rgb "#cc6677", \
-     "< grep '^summary,' $out/proxies.csv" using 2:12 with linespoints \
-       title "summary 1 %" lc rgb "#4477aa"
+     "< grep '^churning,summary,' $out/proxies.csv" using 3:13 with linespoints \
+       title "summary, auto" lc rgb "#4477aa", \
+     "< grep '^warming,summary,' $out/proxies.csv" using 3:13 with linespoints \
+       title "summary, auto, warming" lc rgb "#228833"
 set title "protocol bytes per request"
-plot "< grep '^icp,' $out/proxies.csv" using 2:13 with linespoints \
+plot "< grep '^churning,icp,' $out/proxies.csv" using 3:14 with linespoints \
        title "ICP" lc rgb "#cc6677", \
-     "< grep '^summary,' $out/proxies.csv" using 2:13 with linespoints \
-       title "summary 1 %" lc rgb "#4477aa"
+     "< grep '^churning,summary,' $out/proxies.csv" using 3:14 with linespoints \
+       title "summary, auto" lc rgb "#4477aa", \
+     "< grep '^warming,summary,' $out/proxies.csv" using 3:14 with linespoints \
+       title "summary, auto, warming" lc rgb "#228833"
 set autoscale x
 unset logscale y
 set xlabel "update threshold (%), 8 proxies"
 set title "total hit ratio (%)"
-stats "< grep '^icp,' $out/threshold.csv" using 9 name "ICP" nooutput
+stats "< grep '^churning,icp,' $out/threshold.csv" using 10 name "ICP" nooutput
 set yrange [ICP_max - 2:ICP_max + 1]
-plot "< grep '^summary,' $out/threshold.csv" using 3:9 \
+plot "< grep '^churning,summary,' $out/threshold.csv" using 4:10 \
        with linespoints title "summary" lc rgb "#4477aa", \
      ICP_max title "ICP" lc rgb "#cc6677"
 unset logscale x
@@ -131,13 +171,13 @@ set autoscale y
 set xlabel "bits per entry (k = 4), 8 proxies"
 set title "summary false positives (%)"
 set xtics (8, 16, 32)
-plot "$out/bits.csv" every ::1 using 4:18 title "measured" \
+plot "$out/bits.csv" every ::1 using 5:19 title "measured" \
        with linespoints lc rgb "#4477aa", \
-     "" every ::1 using 4:19 title "(1 - e^{-kn/m})^k" \
+     "" every ::1 using 5:20 title "(1 - e^{-kn/m})^k" \
        with lines dt 2 lc rgb "#228833"
 unset multiplot
 EOT
   echo
   echo "chart: $out/simulate.svg"
 fi
-echo "tables: $out/proxies.csv $out/threshold.csv $out/bits.csv"
+echo "tables: $out/proxies.csv $out/threshold.csv $out/warming.csv $out/bits.csv"

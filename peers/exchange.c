@@ -12,11 +12,14 @@
  * When to publish and what (delta or full, growth, epochs) is the
  * publisher's (summary/publisher.h); this file carries it out: a burst of
  * store events makes one publication at the end of the loop turn, the max
- * interval is checked every pub_tick_ms, and every message is signed once
- * and shared by the queues of all live peers.
+ * interval (and auto's threshold, which time alone can reach) is checked
+ * every pub_tick_ms, the requests peers send us are counted for auto
+ * (peers_asked), and every message is signed once and shared by the
+ * queues of all live peers.
  */
 #include "peers_impl.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +376,29 @@ peers_announce(struct peers *ps)
 	peers_leave(ps);
 }
 
+void
+peers_asked(struct peers *ps)
+{
+	atomic_fetch_add_explicit(&ps->asked, 1, memory_order_relaxed);
+}
+
+/* Whether the threshold calls for a publication now; the publisher
+ * hears of the peers' requests since it last did first. */
+static bool
+threshold_due(struct peers *ps)
+{
+	uint64_t now = wall_ms();
+	uint64_t asked = atomic_exchange_explicit(&ps->asked, 0,
+	    memory_order_relaxed);
+	unsigned live = 0;
+
+	if (asked > 0)
+		pub_asked(ps->pub, asked, now);
+	for (size_t i = 0; i < ps->n; i++)
+		live += ps->v[i]->up;
+	return pub_threshold_reached(ps->pub, live, now);
+}
+
 static void
 on_publish(evutil_socket_t fd, short what, void *arg)
 {
@@ -382,11 +408,13 @@ on_publish(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	peers_enter(ps);
 	ps->publish_asked = false;
-	if (pub_threshold_reached(ps->pub))
+	if (threshold_due(ps))
 		publish(ps);
 	peers_leave(ps);
 }
 
+/* Every tick: the max interval, and auto's threshold, which time alone
+ * can reach (what pending changes cost grows while they wait). */
 static void
 on_interval(evutil_socket_t fd, short what, void *arg)
 {
@@ -395,7 +423,7 @@ on_interval(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	peers_enter(ps);
-	if (pub_interval_due(ps->pub, wall_ms()))
+	if (pub_interval_due(ps->pub, wall_ms()) || threshold_due(ps))
 		publish(ps);
 	peers_leave(ps);
 }
@@ -405,7 +433,7 @@ changed(struct peers *ps)
 {
 	/* checked once at the end of home's loop turn, so a burst of
 	 * store events makes one publication */
-	if (pub_threshold_reached(ps->pub))
+	if (threshold_due(ps))
 		home_soon(ps, ps->publish_ev, &ps->publish_asked);
 }
 

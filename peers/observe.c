@@ -23,16 +23,24 @@ void
 peers_policy_line(const struct pub_conf *c, unsigned peers_asked, char *buf,
     size_t len)
 {
+	char thr[160];
+
+	if (c->threshold == PUB_THRESHOLD_AUTO)
+		snprintf(thr, sizeof(thr), "auto hit_messages=%d rate_ms=%llu "
+		    "floor=%g ceiling=%g", PUB_AUTO_HIT_MESSAGES,
+		    (unsigned long long)PUB_AUTO_RATE_MS, PUB_AUTO_FLOOR,
+		    PUB_AUTO_CEILING);
+	else
+		snprintf(thr, sizeof(thr), "%g", c->threshold);
 	snprintf(buf, len, "scheme=%s claims=%s timed_slack_ms=%d "
 	    "rebase_ms=%llu bits_per_entry=%u hash_functions=%u "
-	    "threshold=%g max_interval_ms=%llu tick_ms=%llu "
+	    "threshold=%s max_interval_ms=%llu tick_ms=%llu "
 	    "expected_objects=%llu filter_bits=%llu max_bits=%llu "
 	    "object_bytes=%d min_objects=%d peers_asked=%d "
 	    "claim_skip_run=%d claim_skip_ms=%d..%d "
 	    "icp_hit_fresh_s=%d", c->scheme == SUM_SQUID_MD5 ? "squid-md5" : "xxh3",
 	    pub_claims_name(c->claims), PUB_TIMED_SLACK_MS,
-	    (unsigned long long)PUB_REBASE_MS, c->bits_per_entry, c->k,
-	    c->threshold,
+	    (unsigned long long)PUB_REBASE_MS, c->bits_per_entry, c->k, thr,
 	    (unsigned long long)c->max_interval_ms,
 	    (unsigned long long)pub_tick_ms(c),
 	    (unsigned long long)c->expected_objects,

@@ -240,6 +240,10 @@ void peers_object_removed(struct peers *ps, const char *key, size_t len);
 /* The summary as it stands goes to every peer in a new epoch, full: the
  * cache was restored from disk (publisher.h, pub_announce). */
 void peers_announce(struct peers *ps);
+/* A peer sent us a request (served from the cache or not): what the
+ * publisher's auto threshold weighs a change by. Any thread, no lock (an
+ * atomic add). */
+void peers_asked(struct peers *ps);
 
 /*
  * A POSTed summary message from addr. Returns the HTTP status to answer

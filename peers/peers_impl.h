@@ -127,6 +127,9 @@ struct peers {
 	uint64_t gone_bytes[2][IPM_NTYPES];
 	bool any_gone;
 	struct publisher *pub;        /* our filter and when to publish it */
+	/* requests peers sent us since the publisher last heard (any
+	 * worker adds, without the lock; threshold_due takes them) */
+	_Atomic uint64_t asked;
 	struct sumkey_hasher *hasher;
 	struct sumkey_hasher *md5;    /* Squid peers' keys, when not hasher */
 	struct msg *pull_msg;         /* last publication in full, lazily */

@@ -3,6 +3,7 @@
  */
 #include "publisher.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,14 @@ struct publisher {
 	uint64_t interval_ms;    /* mean interval between publications */
 	uint64_t deltas, fulls, rebuilds, expired;
 	struct claims *claims;   /* every key given, claimed or not */
+	/* auto: peers' requests for our claimed keys, and the claimed keys
+	 * x the ms they were claimed for, both forgetting (rate_at) as of
+	 * rate_ms */
+	double asks, exposure;
+	uint64_t rate_ms;
 };
+
+static void published(struct publisher *p, uint64_t now_ms);
 
 static const char *const claims_names[PUB_CLAIMS_COUNT] = {
 	"timed", "fresh", "evicted",
@@ -175,6 +183,7 @@ pub_new(const struct pub_conf *c, uint64_t now_us, uint64_t now_ms)
 	/* sequence 1 is the empty filter, as made */
 	p->seq = 1;
 	p->last_publish_ms = now_ms;
+	p->rate_ms = now_ms;
 	return p;
 }
 
@@ -331,7 +340,7 @@ pub_rebuild_end(struct publisher *p, uint64_t now_ms,
 	 * published, so the next delta is relative to it */
 	published_whole(p->local, now_ms);
 	p->seq = 1;
-	p->last_publish_ms = now_ms;
+	published(p, now_ms);
 	p->fulls++;
 	return pub_last_full(p, now_ms, out) < 0 ? -1 : 1;
 }
@@ -346,12 +355,12 @@ pub_announce(struct publisher *p, uint64_t now_us, uint64_t now_ms,
 	    p->local->epoch + 1;
 	published_whole(p->local, now_ms);
 	p->seq = 1;
-	p->last_publish_ms = now_ms;
+	published(p, now_ms);
 	p->fulls++;
 	return pub_last_full(p, now_ms, out) < 0 ? -1 : 1;
 }
 
-/* The threshold is a share of what the cache holds (the paper's
+/* A threshold is a share of what the cache holds (the paper's
  * "percentage of the cache's documents"). Timed, a key that lapsed is
  * still a cached object whose return (a revalidation) is a change, so it
  * counts; it did not, and the filter's entries alone made every threshold
@@ -359,18 +368,93 @@ pub_announce(struct publisher *p, uint64_t now_us, uint64_t now_ms,
  * messages of claims until evicted, against 1.004x so). Fresh keeps its
  * rule: its lapses are changes already. */
 static uint64_t
-threshold_changes(const struct publisher *p)
+share_changes(const struct publisher *p, double share)
 {
-	double t = p->conf.threshold * (double)(timed(p) ?
-	    claims_keys(p->claims) : p->local->entries);
+	double t = share * (double)(timed(p) ? claims_keys(p->claims) :
+	    p->local->entries);
 
 	return t < 1 ? 1 : (uint64_t)t;
 }
 
-bool
-pub_threshold_reached(const struct publisher *p)
+/* The asks and the exposure brought forward to now_ms: both decay by
+ * e^(-dt/tau), and the exposure gains the claimed keys over dt, decayed
+ * as they came (keys x tau x (1 - e^(-dt/tau))). */
+static void
+rate_at(const struct publisher *p, uint64_t now_ms, double *asks,
+    double *exposure)
 {
-	return p->local->changes >= threshold_changes(p);
+	double tau = (double)PUB_AUTO_RATE_MS;
+	double dt = now_ms > p->rate_ms ? (double)(now_ms - p->rate_ms) : 0;
+	double keep = exp(-dt / tau);
+
+	*asks = p->asks * keep;
+	*exposure = p->exposure * keep + (double)p->local->entries * tau *
+	    (1 - keep);
+}
+
+/* The asks and exposure as of now_ms, kept: at every ask, and at every
+ * publication (when the claimed keys may jump). */
+static void
+rate_settle(struct publisher *p, uint64_t now_ms)
+{
+	rate_at(p, now_ms, &p->asks, &p->exposure);
+	if (now_ms > p->rate_ms)
+		p->rate_ms = now_ms;
+}
+
+void
+pub_asked(struct publisher *p, uint64_t n, uint64_t now_ms)
+{
+	rate_settle(p, now_ms);
+	p->asks += (double)n;
+}
+
+/* A publication went out at now_ms: what was pending is told. */
+static void
+published(struct publisher *p, uint64_t now_ms)
+{
+	rate_settle(p, now_ms);
+	p->last_publish_ms = now_ms;
+}
+
+/*
+ * Auto (summary/README.md, "When to publish"). A pending change costs
+ * the peers the requests they would send us for its key, had they been
+ * told (a remote hit they miss), or that they send for a key gone (a
+ * false hit): a claimed key draws `rate` of them a millisecond, measured
+ * over what we claimed. The changes came about evenly since the last
+ * publication, so what they have cost so far is rate x changes x t / 2;
+ * once that is worth a message to each peer, waiting costs more than
+ * publishing (the rent-or-buy point, which is also the interval that
+ * minimises messages plus loss at a steady pace of changes).
+ */
+static bool
+worth_publishing(const struct publisher *p, unsigned peers, uint64_t now_ms)
+{
+	double asks, exposure;
+
+	rate_at(p, now_ms, &asks, &exposure);
+	if (exposure <= 0)
+		return false;
+	double t = now_ms > p->last_publish_ms ?
+	    (double)(now_ms - p->last_publish_ms) : 0;
+	double lost = asks / exposure * (double)p->local->changes * t / 2;
+
+	return lost * PUB_AUTO_HIT_MESSAGES >= (double)peers;
+}
+
+bool
+pub_threshold_reached(const struct publisher *p, unsigned peers,
+    uint64_t now_ms)
+{
+	uint64_t changes = p->local->changes;
+
+	if (p->conf.threshold > 0)
+		return changes >= share_changes(p, p->conf.threshold);
+	if (changes < share_changes(p, PUB_AUTO_FLOOR))
+		return false;
+	return changes >= share_changes(p, PUB_AUTO_CEILING) ||
+	    worth_publishing(p, peers, now_ms);
 }
 
 bool
@@ -416,7 +500,7 @@ pub_publish(struct publisher *p, uint64_t now_ms, struct publication *out)
 	p->interval_ms = p->deltas + p->fulls == 0 ? gap :
 	    (4 * p->interval_ms + gap) / 5;
 	p->seq++;
-	p->last_publish_ms = now_ms;
+	published(p, now_ms);
 	if (full)
 		p->fulls++;
 	else

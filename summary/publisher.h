@@ -10,9 +10,14 @@
  *     bits_per_entry; pub_expected_objects gives the daemon's guess for a
  *     cache of a given size (PUB_OBJECT_BYTES per object, at least
  *     PUB_MIN_OBJECTS).
- *   - Threshold. A publication is due when the changes (adds and
- *     removes) since the last one reach threshold x entries, at least 1;
- *     timed, x the keys of the cached objects, lapsed or not.
+ *   - Threshold. A fixed one: a publication is due when the changes
+ *     (adds and removes) since the last one reach threshold x entries,
+ *     at least 1; timed, x the keys of the cached objects, lapsed or not.
+ *     Auto (threshold 0): when what the pending changes have cost the
+ *     peers so far, in the requests they would have sent us, is worth a
+ *     message to each of them (pub_threshold_reached; the derivation is
+ *     in summary/README.md), between PUB_AUTO_FLOOR and PUB_AUTO_CEILING
+ *     of the keys.
  *   - Max interval. Pending changes are published once max_interval has
  *     passed since the last publication; the caller checks every
  *     pub_tick_ms.
@@ -95,24 +100,48 @@ bool pub_claims_parse(const char *name, enum pub_claims *c);
 #define PUB_REBASE_MS (6ull * 3600 * 1000)
 
 /*
- * The update threshold when the configuration leaves it to us: the
- * paper's 1 % of the cached objects, or 10 % under placement hash. There
- * a miss goes to the key's owner whatever the summaries say, and they
- * only find the copies held elsewhere; on an 8-node replay a tenth of the
- * messages kept the hit ratio (deploy/README.md, Placement).
+ * The update threshold when the configuration leaves it to us: auto
+ * (0, the rule below), or 10 % under placement hash. There a miss goes
+ * to the key's owner whatever the summaries say, and they only find the
+ * copies held elsewhere; on an 8-node replay a tenth of the messages kept
+ * the hit ratio (deploy/README.md, Placement). And the owners' requests,
+ * which come whatever the summaries say, are no measure of what a
+ * summary is worth.
  */
+#define PUB_THRESHOLD_AUTO 0.0
 static inline double
 pub_threshold_default(bool placed)
 {
-	return placed ? 0.10 : 0.01;
+	return placed ? 0.10 : PUB_THRESHOLD_AUTO;
 }
+
+/*
+ * Auto's constants (summary/README.md, "When to publish"). A peer's
+ * request that the pending changes cost (a remote hit it did not know
+ * of, or a false hit on a key gone) is worth PUB_AUTO_HIT_MESSAGES
+ * messages. By bytes alone it would be about 26 (a 9 KB object fetched
+ * again from the origin against a 355-byte delta, on the simulator's
+ * traces); 192 is fitted: the least multiple of 64 that kept false hits
+ * at most 0.05 % of requests and the hit ratio at ICP's or over on four
+ * traces (summary/README.md says why bytes undercount; the figures are
+ * in deploy/README.md, "When to publish"). The rate at which peers ask
+ * for our keys forgets with a time constant of PUB_AUTO_RATE_MS. The
+ * floor keeps a node whose keys peers ask for all the time from
+ * publishing on every change; the ceiling bounds what a summary may miss
+ * when nobody asks (a cache warming up, before peers know it has
+ * anything).
+ */
+#define PUB_AUTO_HIT_MESSAGES 192
+#define PUB_AUTO_RATE_MS (5ull * 60 * 1000)
+#define PUB_AUTO_FLOOR 0.005
+#define PUB_AUTO_CEILING 0.10
 
 struct pub_conf {
 	enum pub_claims claims;
 	enum sum_scheme scheme;
 	unsigned bits_per_entry;
 	unsigned k;
-	double threshold;            /* share of entries, (0, 1] */
+	double threshold;            /* share of entries, (0, 1]; 0: auto */
 	uint64_t max_interval_ms;    /* 0: never on time alone */
 	uint64_t expected_objects;   /* the first filter's sizing */
 	uint64_t max_bits;           /* ceiling on a filter's m (the wire's) */
@@ -201,9 +230,13 @@ int pub_rebuild_end(struct publisher *p, uint64_t now_ms,
 int pub_announce(struct publisher *p, uint64_t now_us, uint64_t now_ms,
     struct publication *out);
 
-/* Whether a publication is due: by the threshold, or by the max
- * interval at now_ms. */
-bool pub_threshold_reached(const struct publisher *p);
+/* Peers asked this node n times at now_ms for keys its summary claimed
+ * (served or not): auto's measure of what a claim is worth. */
+void pub_asked(struct publisher *p, uint64_t n, uint64_t now_ms);
+/* Whether a publication is due at now_ms, to `peers` receivers: by the
+ * threshold, or by the max interval. */
+bool pub_threshold_reached(const struct publisher *p, unsigned peers,
+    uint64_t now_ms);
 bool pub_interval_due(const struct publisher *p, uint64_t now_ms);
 /* Publishes now: out gets the smaller of a delta and a full summary.
  * Returns 0, or -1 on ENOMEM with nothing published. */

@@ -20,6 +20,7 @@
 #include "metric.h"
 #include "peerstats.h"
 #include "psum.h"
+#include "publisher.h"
 #include "wire.h"
 
 TestSuite(peers, .init = cluster_suite_up, .fini = cluster_suite_down,
@@ -144,6 +145,68 @@ Test(peers, threshold_sets_publications_and_receivers_agree)
 	    "%g publications, %d expected", pubs,
 	    expected_publications(n, 0.10));
 	cr_expect_eq(node_metric(a, "sumcache_summary_entries"), n);
+}
+
+/* A's publications so far, deltas and fulls */
+static double
+publications(struct node *a)
+{
+	return node_metric(a, "sumcache_summary_publications_total"
+	    "{kind=\"delta\"}") + node_metric(a,
+	    "sumcache_summary_publications_total{kind=\"full\"}");
+}
+
+/* A fetches objects NAME0 .. NAME(n-1) */
+static void
+fetch_all(struct node *a, const char *name, int from, int n)
+{
+	struct resp r;
+	char url[256], obj[32];
+
+	for (int i = from; i < from + n; i++) {
+		snprintf(obj, sizeof(obj), "%s%d", name, i);
+		obj_url(url, sizeof(url), obj, 600);
+		node_get(a, url, &r);
+		cr_assert_eq(r.status, 200);
+		resp_free(&r);
+	}
+}
+
+Test(peers, auto_threshold_waits_while_no_peer_asks_and_not_once_they_do)
+{
+	const char *opts[] = {"summary_max_interval=10m", NULL};
+	const int n = 200;
+
+	cluster_start(&CE, &CL, 2, opts, NULL);
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
+	double base = publications(a);
+	/* nobody asks A for anything: its changes cost the peers nothing
+	 * yet, so it publishes at the ceiling (10 % of its keys) alone */
+	fetch_all(a, "w", 0, n);
+	node_wait_synced(a, b);
+	cr_assert_eq(publications(a) - base, expected_publications(n,
+	    PUB_AUTO_CEILING), "%g publications, %d at the ceiling",
+	    publications(a) - base, expected_publications(n,
+	    PUB_AUTO_CEILING));
+	double before = publications(a);
+	fetch_all(a, "x", 0, 5);
+	usleep(300 * 1000);
+	cr_assert_eq(publications(a), before, "5 changes, nobody asks: "
+	    "they wait");
+	/* B's clients want what A holds: remote hits from A */
+	double hits = node_metric(b, "sumcache_requests_total{result=\""
+	    "remote_hit\"}");
+	fetch_all(b, "w", 0, 50);
+	cr_assert_geq(node_metric(b, "sumcache_requests_total{result=\""
+	    "remote_hit\"}") - hits, 40, "B found A's copies");
+	/* now A's next change is worth telling at once */
+	const char *deltas = "sumcache_summary_publications_total"
+	    "{kind=\"delta\"}";
+	double sent = node_metric(a, deltas);
+	fetch_all(a, "x", 5, 1);
+	cr_assert_geq(node_wait_metric(a, deltas, sent + 1, 5000), sent + 1,
+	    "A did not publish after its peer asked");
+	node_wait_synced(a, b);
 }
 
 Test(peers, dead_peer_is_skipped_then_pulled_when_back)

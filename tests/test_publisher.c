@@ -67,10 +67,10 @@ Test(publisher, threshold_counts_adds_and_removes)
 	struct sumkey k;
 
 	cr_assert_not_null(p);
-	cr_assert(!pub_threshold_reached(p), "nothing changed yet");
+	cr_assert(!pub_threshold_reached(p, 1, 0), "nothing changed yet");
 	test_key(0, &k);
 	pub_added(p, &k, CLAIMS_FOREVER, 0);
-	cr_assert(pub_threshold_reached(p), "one change, one entry: due");
+	cr_assert(pub_threshold_reached(p, 1, 0), "one change, one entry: due");
 	for (uint64_t i = 1; i < 1000; i++) {
 		test_key(i, &k);
 		pub_added(p, &k, CLAIMS_FOREVER, 0);
@@ -82,29 +82,124 @@ Test(publisher, threshold_counts_adds_and_removes)
 	for (uint64_t i = 1000; i < 1009; i++) {
 		test_key(i, &k);
 		pub_added(p, &k, CLAIMS_FOREVER, 0);
-		cr_assert(!pub_threshold_reached(p), "%llu changes of %llu",
+		cr_assert(!pub_threshold_reached(p, 1, 0), "%llu changes of %llu",
 		    (unsigned long long)(i - 999),
 		    (unsigned long long)pub_filter(p)->entries);
 	}
 	test_key(1009, &k);
 	pub_added(p, &k, CLAIMS_FOREVER, 0);
-	cr_assert(pub_threshold_reached(p), "10 changes at 1,010 entries");
+	cr_assert(pub_threshold_reached(p, 1, 0), "10 changes at 1,010 entries");
 	cr_assert_eq(pub_publish(p, 20, &pub), 0);
 	sum_buf_free(&pub.payload);
 	/* removals are changes too: 10 at 1,000 entries */
 	for (uint64_t i = 0; i < 10; i++) {
 		test_key(i, &k);
-		cr_assert(!pub_threshold_reached(p));
+		cr_assert(!pub_threshold_reached(p, 1, 0));
 		cr_assert(pub_removed(p, &k));
 	}
 	cr_assert_eq(pub_filter(p)->entries, 1000);
-	cr_assert(pub_threshold_reached(p));
+	cr_assert(pub_threshold_reached(p, 1, 0));
 	struct pub_stats st;
 	pub_stats(p, &st);
 	cr_assert_eq(st.seq, 3, "sequence 1 is the empty filter");
 	cr_assert_eq(st.deltas + st.fulls, 2);
 	cr_assert_eq(st.last_publish_ms, 20);
 	pub_free(&p);
+}
+
+/* An auto publisher (fresh claims) with `keys` keys published at 0 ms,
+ * then `changes` more added: what the auto tests start from. */
+static struct publisher *
+auto_with(uint64_t keys, uint64_t changes)
+{
+	struct pub_conf c = conf(PUB_THRESHOLD_AUTO, 0, 2 * (keys + changes));
+	struct publisher *p = pub_new(&c, 1, 0);
+	struct publication pub = {0};
+	struct sumkey k;
+
+	cr_assert_not_null(p);
+	for (uint64_t i = 0; i < keys; i++) {
+		test_key(i, &k);
+		pub_added(p, &k, CLAIMS_FOREVER, 0);
+	}
+	cr_assert_eq(pub_publish(p, 0, &pub), 0);
+	sum_buf_free(&pub.payload);
+	for (uint64_t i = keys; i < keys + changes; i++) {
+		test_key(i, &k);
+		pub_added(p, &k, CLAIMS_FOREVER, 0);
+	}
+	return p;
+}
+
+/* Peers ask p per_s times a second from 0 ms: the first ms (scanning by
+ * 100) at which p is due to `peers`, or 0 within the hour. */
+static uint64_t
+first_due(struct publisher *p, unsigned peers, uint64_t per_s)
+{
+	for (uint64_t t = 100; t < 3600000; t += 100) {
+		if (t % 1000 == 0)
+			pub_asked(p, per_s, t);
+		if (pub_threshold_reached(p, peers, t))
+			return t;
+	}
+	return 0;
+}
+
+Test(publisher, auto_is_due_at_the_ceiling_when_no_peer_asks)
+{
+	/* 10 % of 10,000 + changes is 1,111 changes */
+	struct publisher *below = auto_with(10000, 1110);
+	struct publisher *at = auto_with(10000, 1112);
+
+	cr_assert(!pub_threshold_reached(below, 7, 3600000),
+	    "no peer asked: a change costs nothing, however long it waits");
+	cr_assert(pub_threshold_reached(at, 7, 1), "the ceiling: due");
+	pub_free(&below);
+	pub_free(&at);
+}
+
+Test(publisher, auto_is_never_due_under_the_floor)
+{
+	/* 0.5 % of 10,040 is 50 changes */
+	struct publisher *p = auto_with(10000, 40);
+
+	pub_asked(p, 1000000, 1000);
+	cr_assert(!pub_threshold_reached(p, 1, 60000),
+	    "peers ask all the time, but 40 changes are under the floor");
+	pub_free(&p);
+	p = auto_with(10000, 60);
+	pub_asked(p, 1000000, 1000);
+	cr_assert(pub_threshold_reached(p, 1, 1100), "60 are over it");
+	pub_free(&p);
+}
+
+Test(publisher, auto_is_due_sooner_the_more_peers_ask_and_later_the_more_they_are)
+{
+	/* 60 changes at 10,000 keys: between the floor and the ceiling */
+	struct publisher *p[3] = {auto_with(10000, 60),
+	    auto_with(10000, 60), auto_with(10000, 60)};
+	uint64_t t4 = first_due(p[0], 4, 1), busy4 = first_due(p[1], 4, 2);
+	uint64_t t8 = first_due(p[2], 8, 1);
+
+	cr_assert(t4 > 0 && t8 > 0 && busy4 > 0, "due in the hour: %llu %llu "
+	    "%llu", (unsigned long long)t4, (unsigned long long)t8,
+	    (unsigned long long)busy4);
+	/* what the changes have cost grows with the time they wait: twice
+	 * the asks, half the wait; twice the peers, twice the cost of
+	 * telling them, twice the wait */
+	double half = (double)busy4 / (double)t4, twice = (double)t8 /
+	    (double)t4;
+	cr_assert(half > 0.4 && half < 0.6, "twice the asks: %.3f", half);
+	cr_assert(twice > 1.7 && twice < 2.3, "twice the peers: %.3f", twice);
+	/* and the rule's own figure: 1 ask a second over 10,060 keys,
+	 * 60 changes, due when rate x changes x t / 2 x W reaches 4 */
+	double rate = 1.0 / (10060 * 1000.0);
+	double expect = 2 * 4 / (rate * 60 * PUB_AUTO_HIT_MESSAGES);
+	cr_assert(t4 > 0.8 * expect && t4 < 1.2 * expect,
+	    "due at %llu ms, the rule says %.0f", (unsigned long long)t4,
+	    expect);
+	for (int i = 0; i < 3; i++)
+		pub_free(&p[i]);
 }
 
 Test(publisher, max_interval_publishes_only_pending_changes)
@@ -123,7 +218,7 @@ Test(publisher, max_interval_publishes_only_pending_changes)
 	sum_buf_free(&pub.payload);
 	test_key(100, &k);
 	pub_added(p, &k, CLAIMS_FOREVER, 0);
-	cr_assert(!pub_threshold_reached(p), "1 change of 101 at 50 %");
+	cr_assert(!pub_threshold_reached(p, 1, 0), "1 change of 101 at 50 %");
 	cr_assert(!pub_interval_due(p, 5999));
 	cr_assert(pub_interval_due(p, 6000));
 	cr_assert_eq(pub_publish(p, 6000, &pub), 0);
@@ -158,7 +253,7 @@ Test(publisher, receiver_follows_every_publication)
 			test_key(i - 10000, &k);
 			cr_assert(pub_removed(p, &k));
 		}
-		if (pub_threshold_reached(p)) {
+		if (pub_threshold_reached(p, 1, 0)) {
 			cr_assert_eq(pub_publish(p, i, &pub), 0);
 			fulls += pub.full;
 			deltas += !pub.full;
@@ -348,7 +443,7 @@ Test(publisher, claims_lapse_before_expiry_and_come_back)
 	/* the later variant's deadline (20 s less the margin) holds */
 	cr_assert_eq(pub_expire(p, now + 17999), 0);
 	cr_assert_eq(pub_expire(p, now + 18000), 1);
-	cr_assert(pub_threshold_reached(p), "a lapse is a change");
+	cr_assert(pub_threshold_reached(p, 1, 0), "a lapse is a change");
 	cr_assert_eq(pub_publish(p, now + 18000, &pub), 0);
 	receive(view, &pub);
 	cr_assert(!psum_contains(view, &v, 0), "the peers see it gone");

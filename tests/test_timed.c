@@ -204,7 +204,7 @@ Test(timed, a_claim_ends_at_its_deadline_with_no_message)
 	/* the owner lets it go too: not a change, nothing to publish */
 	cr_assert_eq(pub_expire(p, T0 + 9000), 1);
 	cr_assert_eq(pub_filter(p)->changes, 0);
-	cr_assert(!pub_threshold_reached(p));
+	cr_assert(!pub_threshold_reached(p, 1, 0));
 	cr_assert(!pub_interval_due(p, T0 + 120000));
 	/* and a later message does not bring it back */
 	cr_assert(pub_added(p, &other, T0 + 100000, T0 + 9500));

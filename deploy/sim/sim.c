@@ -149,6 +149,7 @@ ask_summaries(struct sim *s, unsigned i, uint32_t obj, double now,
 	}
 	for (unsigned c = 0; c < nc; c++) {
 		s->st.peer_fetches++;
+		pub_asked(s->px[cand[c]].pub, 1, now_ms);
 		bool hit = fresh_copy(s, cand[c], obj, now, 0) != NULL;
 		claim_note(&rec[cand[c]], hit ? CLAIM_HIT : CLAIM_FALSE,
 		    now_ms);
@@ -222,7 +223,7 @@ revalidate(struct sim *s, unsigned i, uint32_t v, double now)
 	    trace_ms(now)))
 		die("out of memory");
 	pub_removed(x->pub, &o->key);
-	if (pub_threshold_reached(x->pub))
+	if (pub_threshold_reached(x->pub, receivers(s), trace_ms(now)))
 		publish(s, i, now);
 }
 
@@ -236,6 +237,7 @@ ask_owner(struct sim *s, unsigned owner, uint32_t obj, double now)
 
 	s->st.owner_requests++;
 	s->st.peer_fetches++;
+	pub_asked(s->px[owner].pub, 1, trace_ms(now));
 	if (v != NIL) {
 		s->e[v].visited = true;
 		if (s->e[v].expires > now) {
@@ -414,15 +416,19 @@ run(const struct trace *t, const struct params *p, struct stats *out)
 			for (unsigned i = 0; i < s.nodes; i++)
 				if (s.px[i].live &&
 				    pub_expire(s.px[i].pub, now) > 0 &&
-				    pub_threshold_reached(s.px[i].pub))
+				    pub_threshold_reached(s.px[i].pub,
+				    receivers(&s), now))
 					publish(&s, i, t->req[r].time);
 		}
-		/* the max interval, checked as often as the daemon does */
+		/* the max interval, and auto's threshold, which time alone
+		 * can reach, checked as often as the daemon does */
 		if (summaries && now - last_tick >= tick && now > last_tick) {
 			last_tick = now;
 			for (unsigned i = 0; i < s.nodes; i++)
 				if (s.px[i].live &&
-				    pub_interval_due(s.px[i].pub, now))
+				    (pub_interval_due(s.px[i].pub, now) ||
+				    pub_threshold_reached(s.px[i].pub,
+				    receivers(&s), now)))
 					publish(&s, i, t->req[r].time);
 		}
 		request(&s, &t->req[r]);

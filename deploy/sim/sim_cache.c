@@ -128,7 +128,7 @@ store(struct sim *s, unsigned i, uint32_t obj, double expires, double now)
 	}
 	if (pub_wants_rebuild(x->pub, trace_ms(now)))
 		rebuild(s, i, now);
-	else if (pub_threshold_reached(x->pub))
+	else if (pub_threshold_reached(x->pub, receivers(s), trace_ms(now)))
 		publish(s, i, now);
 }
 

@@ -114,5 +114,11 @@ void publish(struct sim *s, unsigned i, double now);
 void rebuild(struct sim *s, unsigned i, double now);
 /* Was obj in what proxy i last published (and has arrived)? */
 bool in_view(const struct sim *s, unsigned i, uint32_t obj);
+/* The peers a publication goes to: the other live nodes. */
+static inline unsigned
+receivers(const struct sim *s)
+{
+	return s->nlive > 0 ? s->nlive - 1 : 0;
+}
 
 #endif

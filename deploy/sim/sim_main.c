@@ -58,13 +58,18 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 	double dups = st->samples ? st->duplicates_sum / (double)st->samples :
 	    0, copies = st->samples ? st->copies_sum / (double)st->samples : 0;
 
+	/* a fixed threshold in %, or auto */
+	char thr[16];
+	if (sum && p->threshold == PUB_THRESHOLD_AUTO)
+		snprintf(thr, sizeof(thr), "auto");
+	else
+		snprintf(thr, sizeof(thr), "%g", sum ? p->threshold * 100 : 0);
 	if (csv) {
-		printf("%s,%u,%g,%u,%u,%" PRIu64 ",%.4f,%.4f,%.4f,%.4f,%.4f,"
+		printf("%s,%u,%s,%u,%u,%" PRIu64 ",%.4f,%.4f,%.4f,%.4f,%.4f,"
 		    "%.5f,%.2f,%.5f,%" PRIu64 ",%" PRIu64 ",%.0f,%.6f,%.6f,"
 		    "%.6f,%.6f,%.2f,%.4f,%.1f,%" PRIu64 ",%g,%" PRIu64 ",%"
 		    PRIu64 ",%.4f,%.4f,%.0f,%.0f,%" PRIu64 ",%" PRIu64 ",%d,%d,%s\n",
-		    mode_names[p->mode], p->proxies,
-		    sum ? p->threshold * 100 : 0, sum ? p->bits : 0,
+		    mode_names[p->mode], p->proxies, thr, sum ? p->bits : 0,
 		    sum ? p->k : 0, st->requests,
 		    pct(st->local_hits, st->requests),
 		    pct(st->remote_hits, st->requests),
@@ -92,12 +97,13 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 	char what[64];
 	const char *name = p->mode == MODE_SUMMARY ? "summary" : "sum+hash";
 	if (sum && p->delay > 0)
-		snprintf(what, sizeof(what), "%s %s %g%% %ub +%gs", name,
-		    pub_claims_name(p->claims), p->threshold * 100, p->bits,
-		    p->delay);
+		snprintf(what, sizeof(what), "%s %s %s%s %ub +%gs", name,
+		    pub_claims_name(p->claims), thr, p->threshold > 0 ? "%" :
+		    "", p->bits, p->delay);
 	else if (sum)
-		snprintf(what, sizeof(what), "%s %s %g%% %ub", name,
-		    pub_claims_name(p->claims), p->threshold * 100, p->bits);
+		snprintf(what, sizeof(what), "%s %s %s%s %ub", name,
+		    pub_claims_name(p->claims), thr, p->threshold > 0 ? "%" :
+		    "", p->bits);
 	else
 		snprintf(what, sizeof(what), "%s", mode_names[p->mode]);
 	printf("%-26s %5u %7.2f %7.2f %7.2f %7.3f %7.3f %9.4f %9.1f %8.4f",
@@ -148,8 +154,9 @@ usage(void)
 	    "  --proxies N          proxies; client c uses proxy c mod N (4)\n"
 	    "  --modes LIST         none,icp,summary,carp,summary+hash\n"
 	    "                       (none,icp,summary)\n"
-	    "  --thresholds LIST    summary update thresholds in %% (the\n"
-	    "                       daemon's auto: 1, 10 under summary+hash)\n"
+	    "  --thresholds LIST    summary update thresholds in %% or auto,\n"
+	    "                       publisher.h's rule (the daemon's\n"
+	    "                       default: auto, 10 under summary+hash)\n"
 	    "  --bits LIST          summary bits per entry (16)\n"
 	    "  --hash-functions K   (4)\n"
 	    "  --cache SIZE         per proxy: P%% of its infinite cache, or bytes\n"
@@ -207,6 +214,34 @@ parse_list(const char *s, double *v)
 	}
 }
 
+/* --thresholds: percentages over 0 and at most 100, or auto (0). */
+static unsigned
+parse_thresholds(const char *s, double *v)
+{
+	unsigned n = 0;
+
+	for (;;) {
+		char *end;
+		if (n == MAX_LIST)
+			return 0;
+		if (strncmp(s, "auto", 4) == 0) {
+			v[n++] = PUB_THRESHOLD_AUTO;
+			end = (char *)s + 4;
+		} else {
+			errno = 0;
+			double x = strtod(s, &end);
+			if (end == s || errno != 0 || !(x > 0) || x > 100)
+				return 0;
+			v[n++] = x / 100;
+		}
+		if (*end == '\0')
+			return n;
+		if (*end != ',')
+			return 0;
+		s = end + 1;
+	}
+}
+
 static int
 parse_cache(const char *s, struct params *p)
 {
@@ -249,7 +284,7 @@ main(int argc, char **argv)
 	    .max_interval = 60, .filter_object_bytes = PUB_OBJECT_BYTES,
 	    .peers_asked = PEERS_ASKED_DEFAULT,
 	    .admit_hits = ADMIT_HITS_DEFAULT};
-	double thresholds[MAX_LIST] = {1}, bits[MAX_LIST] = {16};
+	double thresholds[MAX_LIST] = {PUB_THRESHOLD_AUTO}, bits[MAX_LIST] = {16};
 	unsigned nthr = 1, nbits = 1, nclaims = 1;
 	bool thr_auto = true;  /* no --thresholds: the daemon's default */
 	enum pub_claims claims[PUB_CLAIMS_COUNT] = {PUB_CLAIMS_TIMED};
@@ -282,14 +317,11 @@ main(int argc, char **argv)
 			}
 			break;
 		case 't':
-			nthr = parse_list(optarg, thresholds);
+			nthr = parse_thresholds(optarg, thresholds);
 			thr_auto = false;
-			for (unsigned i = 0; i < nthr; i++)
-				if (thresholds[i] > 100)
-					nthr = 0;
 			if (nthr == 0)
-				bad_option(name, optarg, "percentages over 0, "
-				    "at most 100, comma-separated");
+				bad_option(name, optarg, "auto or percentages "
+				    "over 0, at most 100, comma-separated");
 			break;
 		case 'b':
 			nbits = parse_list(optarg, bits);
@@ -368,7 +400,7 @@ main(int argc, char **argv)
 			bad_option("policy", "", "--cache SIZE in bytes and "
 			    "--filter-for BYTES");
 		p.threshold = thr_auto ? pub_threshold_default(false) :
-		    thresholds[0] / 100;
+		    thresholds[0];
 		p.bits = (unsigned)bits[0];
 		struct pub_conf pc = sim_pub_conf(&p, p.cache_bytes);
 		peers_policy_line(&pc, p.peers_asked, line, sizeof(line));
@@ -402,7 +434,7 @@ main(int argc, char **argv)
 				struct stats st;
 				p.threshold = thr_auto ?
 				    pub_threshold_default(p.mode ==
-				    MODE_SUMMARY_HASH) : thresholds[a] / 100;
+				    MODE_SUMMARY_HASH) : thresholds[a];
 				p.bits = (unsigned)bits[b];
 				p.claims = claims[q];
 				run(&t, &p, &st);

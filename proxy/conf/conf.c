@@ -143,8 +143,10 @@ static const struct directive directives[] = {
 	    "4", false, "hash functions of the summary (1 to 16)", RESTART},
 	{"summary_threshold", value_share_auto, OFF(summary_threshold), "auto",
 	    false, "publish when this share of cached objects has changed; "
-	    "auto: 1%, or 10% under placement hash, where a miss goes to the "
-	    "key's owner whatever the summaries say", LIVE},
+	    "auto: when what the pending changes have cost the peers (their "
+	    "requests for our keys, measured) is worth a message to each, "
+	    "between 0.5% and 10%; under placement hash 10%, where a miss goes "
+	    "to the key's owner whatever the summaries say", LIVE},
 	{"summary_max_size", value_size_auto, OFF(summary_max_size), "auto",
 	    false, "largest summary taken from a peer (4 of them may arrive "
 	    "at once); auto: the largest a node with this cache_mem, cache_dir "

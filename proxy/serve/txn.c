@@ -37,6 +37,8 @@ txn_account(struct txn *t)
 		/* a revalidation behind a stale answer: logged, not a
 		 * client's request */
 	} else if (t->for_peer) {
+		if (s->node->peers != NULL)
+			peers_asked(s->node->peers);
 		if (t->result == RESULT_LOCAL_HIT)
 			METRIC_INC(s->m.peer_served_hit);
 		else
