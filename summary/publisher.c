@@ -433,6 +433,9 @@ worth_publishing(const struct publisher *p, unsigned peers, uint64_t now_ms)
 {
 	double asks, exposure;
 
+	/* with no peer to tell, nobody is waiting either */
+	if (peers == 0)
+		return false;
 	rate_at(p, now_ms, &asks, &exposure);
 	if (exposure <= 0)
 		return false;

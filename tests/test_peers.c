@@ -181,13 +181,21 @@ Test(peers, auto_threshold_waits_while_no_peer_asks_and_not_once_they_do)
 	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
 	double base = publications(a);
 	/* nobody asks A for anything: its changes cost the peers nothing
-	 * yet, so it publishes at the ceiling (10 % of its keys) alone */
+	 * yet, so it publishes at the ceiling (10 % of its keys) alone: at
+	 * most as often as that (fewer when inserts on several workers
+	 * meet in one of home's loop turns, as at workers 4) */
 	fetch_all(a, "w", 0, n);
+	/* and then to its next publication, so that few changes wait */
+	int more = n;
+	for (double at = publications(a); publications(a) == at &&
+	    more < 2 * n; more++)
+		fetch_all(a, "w", more, 1);
 	node_wait_synced(a, b);
-	cr_assert_eq(publications(a) - base, expected_publications(n,
-	    PUB_AUTO_CEILING), "%g publications, %d at the ceiling",
-	    publications(a) - base, expected_publications(n,
-	    PUB_AUTO_CEILING));
+	double pubs = publications(a) - base;
+	cr_assert(pubs >= 1 && pubs <= expected_publications(more,
+	    PUB_AUTO_CEILING), "%g publications, %d at the ceiling (1 %%: "
+	    "%d)", pubs, expected_publications(more, PUB_AUTO_CEILING),
+	    expected_publications(more, 0.01));
 	double before = publications(a);
 	fetch_all(a, "x", 0, 5);
 	usleep(300 * 1000);

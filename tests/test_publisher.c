@@ -153,6 +153,10 @@ Test(publisher, auto_is_due_at_the_ceiling_when_no_peer_asks)
 
 	cr_assert(!pub_threshold_reached(below, 7, 3600000),
 	    "no peer asked: a change costs nothing, however long it waits");
+	pub_asked(below, 1000, 1000);
+	cr_assert(pub_threshold_reached(below, 7, 2000), "asked: due");
+	cr_assert(!pub_threshold_reached(below, 0, 2000),
+	    "no live peer: nobody to tell, nobody waiting");
 	cr_assert(pub_threshold_reached(at, 7, 1), "the ceiling: due");
 	pub_free(&below);
 	pub_free(&at);
