@@ -58,12 +58,13 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 	double dups = st->samples ? st->duplicates_sum / (double)st->samples :
 	    0, copies = st->samples ? st->copies_sum / (double)st->samples : 0;
 
-	/* a fixed threshold in %, or auto */
-	char thr[16];
-	if (sum && p->threshold == PUB_THRESHOLD_AUTO)
-		snprintf(thr, sizeof(thr), "auto");
-	else
-		snprintf(thr, sizeof(thr), "%g", sum ? p->threshold * 100 : 0);
+	/* the threshold: a number in the CSV, "auto" or "N%" in the table */
+	bool thr_auto = sum && p->threshold == PUB_THRESHOLD_AUTO;
+	char thr[16], thr_pct[16];
+	snprintf(thr, sizeof(thr), thr_auto ? "auto" : "%g",
+	    sum ? p->threshold * 100 : 0);
+	snprintf(thr_pct, sizeof(thr_pct), thr_auto ? "auto" : "%g%%",
+	    p->threshold * 100);
 	if (csv) {
 		printf("%s,%u,%s,%u,%u,%" PRIu64 ",%.4f,%.4f,%.4f,%.4f,%.4f,"
 		    "%.5f,%.2f,%.5f,%" PRIu64 ",%" PRIu64 ",%.0f,%.6f,%.6f,"
@@ -97,13 +98,11 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 	char what[64];
 	const char *name = p->mode == MODE_SUMMARY ? "summary" : "sum+hash";
 	if (sum && p->delay > 0)
-		snprintf(what, sizeof(what), "%s %s %s%s %ub +%gs", name,
-		    pub_claims_name(p->claims), thr, p->threshold > 0 ? "%" :
-		    "", p->bits, p->delay);
+		snprintf(what, sizeof(what), "%s %s %s %ub +%gs", name,
+		    pub_claims_name(p->claims), thr_pct, p->bits, p->delay);
 	else if (sum)
-		snprintf(what, sizeof(what), "%s %s %s%s %ub", name,
-		    pub_claims_name(p->claims), thr, p->threshold > 0 ? "%" :
-		    "", p->bits);
+		snprintf(what, sizeof(what), "%s %s %s %ub", name,
+		    pub_claims_name(p->claims), thr_pct, p->bits);
 	else
 		snprintf(what, sizeof(what), "%s", mode_names[p->mode]);
 	printf("%-26s %5u %7.2f %7.2f %7.2f %7.3f %7.3f %9.4f %9.1f %8.4f",
