@@ -382,8 +382,18 @@ peers_asked(struct peers *ps)
 	atomic_fetch_add_explicit(&ps->asked, 1, memory_order_relaxed);
 }
 
+void
+peers_count_requests(struct peers *ps, uint64_t (*count)(void *arg),
+    void *arg)
+{
+	ps->requests = count;
+	ps->requests_arg = arg;
+	ps->requests_heard = count(arg);
+}
+
 /* Whether the threshold calls for a publication now; the publisher
- * hears of the peers' requests since it last did first. */
+ * hears of the peers' requests and the clients' since it last did
+ * first. */
 static bool
 threshold_due(struct peers *ps)
 {
@@ -394,6 +404,12 @@ threshold_due(struct peers *ps)
 
 	if (asked > 0)
 		pub_asked(ps->pub, asked, now);
+	if (ps->requests != NULL) {
+		uint64_t total = ps->requests(ps->requests_arg);
+		if (total > ps->requests_heard)
+			pub_requested(ps->pub, total - ps->requests_heard, now);
+		ps->requests_heard = total;
+	}
 	for (size_t i = 0; i < ps->n; i++)
 		live += ps->v[i]->up;
 	return pub_threshold_reached(ps->pub, live, now);

@@ -26,9 +26,10 @@ peers_policy_line(const struct pub_conf *c, unsigned peers_asked, char *buf,
 	char thr[160];
 
 	if (c->threshold == PUB_THRESHOLD_AUTO)
-		snprintf(thr, sizeof(thr), "auto hit_messages=%d rate_ms=%llu "
-		    "floor=%g ceiling=%g", PUB_AUTO_HIT_MESSAGES,
-		    (unsigned long long)PUB_AUTO_RATE_MS, PUB_AUTO_FLOOR,
+		snprintf(thr, sizeof(thr), "auto hit_messages=%d loss=%g "
+		    "rate_ms=%llu floor=%g ceiling=%g", PUB_AUTO_HIT_MESSAGES,
+		    PUB_AUTO_LOSS, (unsigned long long)PUB_AUTO_RATE_MS,
+		    PUB_AUTO_FLOOR,
 		    PUB_AUTO_CEILING);
 	else
 		snprintf(thr, sizeof(thr), "%g", c->threshold);

@@ -244,6 +244,11 @@ void peers_announce(struct peers *ps);
  * publisher's auto threshold weighs a change by. Any thread, no lock (an
  * atomic add). */
 void peers_asked(struct peers *ps);
+/* How the publisher's auto threshold learns the node's own pace: count()
+ * returns the requests the node's clients have sent it so far, from any
+ * thread (it reads the workers' counters). Set once, at start. */
+void peers_count_requests(struct peers *ps, uint64_t (*count)(void *arg),
+    void *arg);
 
 /*
  * A POSTed summary message from addr. Returns the HTTP status to answer

@@ -130,6 +130,12 @@ struct peers {
 	/* requests peers sent us since the publisher last heard (any
 	 * worker adds, without the lock; threshold_due takes them) */
 	_Atomic uint64_t asked;
+	/* the node's clients' requests so far (peers_count_requests, set
+	 * before other threads start), and the count the publisher has
+	 * heard of (threshold_due, under the lock) */
+	uint64_t (*requests)(void *arg);
+	void *requests_arg;
+	uint64_t requests_heard;
 	struct sumkey_hasher *hasher;
 	struct sumkey_hasher *md5;    /* Squid peers' keys, when not hasher */
 	struct msg *pull_msg;         /* last publication in full, lazily */

@@ -383,6 +383,19 @@ server_peers_conf(const struct node *s, const struct conf *c)
 	return pc;
 }
 
+/* The node's clients' requests so far, every worker's: what auto's
+ * threshold weighs the peers' losses against (publisher.h). */
+static uint64_t
+client_requests(void *arg)
+{
+	const struct node *n = arg;
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < n->nworkers; i++)
+		sum += metrics_requests(&n->workers[i]->m);
+	return sum;
+}
+
 static int
 peers_init(struct worker *s)
 {
@@ -397,6 +410,7 @@ peers_init(struct worker *s)
 		fprintf(stderr, "sumcache: %s\n", err);
 		return -1;
 	}
+	peers_count_requests(n->peers, client_requests, n);
 	if (c->sharing == SHARING_SUMMARY && feed_start(n->tiers, n->peers) < 0)
 		return -1;
 	if (c->cluster_key != NULL && ((n->cluster = cluster_id_new(

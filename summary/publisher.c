@@ -29,6 +29,9 @@ struct publisher {
 	 * x the ms they were claimed for, both forgetting (rate_at) as of
 	 * rate_ms */
 	double asks, exposure;
+	/* this node's own clients' requests, and the ms they were counted
+	 * over, forgetting alike */
+	double requests, span;
 	uint64_t rate_ms;
 };
 
@@ -376,12 +379,13 @@ share_changes(const struct publisher *p, double share)
 	return t < 1 ? 1 : (uint64_t)t;
 }
 
-/* The asks and the exposure brought forward to now_ms: both decay by
- * e^(-dt/tau), and the exposure gains the claimed keys over dt, decayed
- * as they came (keys x tau x (1 - e^(-dt/tau))). */
+/* The asks, the exposure, the clients' requests and their span brought
+ * forward to now_ms: all decay by e^(-dt/tau); the exposure gains the
+ * claimed keys over dt, decayed as they came (keys x tau x (1 -
+ * e^(-dt/tau))), and the span the ms alike (tau x (1 - e^(-dt/tau))). */
 static void
 rate_at(const struct publisher *p, uint64_t now_ms, double *asks,
-    double *exposure)
+    double *exposure, double *requests, double *span)
 {
 	double tau = (double)PUB_AUTO_RATE_MS;
 	double dt = now_ms > p->rate_ms ? (double)(now_ms - p->rate_ms) : 0;
@@ -390,14 +394,17 @@ rate_at(const struct publisher *p, uint64_t now_ms, double *asks,
 	*asks = p->asks * keep;
 	*exposure = p->exposure * keep + (double)p->local->entries * tau *
 	    (1 - keep);
+	*requests = p->requests * keep;
+	*span = p->span * keep + tau * (1 - keep);
 }
 
-/* The asks and exposure as of now_ms, kept: at every ask, and at every
- * publication (when the claimed keys may jump). */
+/* The rates as of now_ms, kept: at every ask, every count of the
+ * clients' requests, and every publication (when the claimed keys may
+ * jump). */
 static void
 rate_settle(struct publisher *p, uint64_t now_ms)
 {
-	rate_at(p, now_ms, &p->asks, &p->exposure);
+	rate_at(p, now_ms, &p->asks, &p->exposure, &p->requests, &p->span);
 	if (now_ms > p->rate_ms)
 		p->rate_ms = now_ms;
 }
@@ -407,6 +414,13 @@ pub_asked(struct publisher *p, uint64_t n, uint64_t now_ms)
 {
 	rate_settle(p, now_ms);
 	p->asks += (double)n;
+}
+
+void
+pub_requested(struct publisher *p, uint64_t n, uint64_t now_ms)
+{
+	rate_settle(p, now_ms);
+	p->requests += (double)n;
 }
 
 /* A publication went out at now_ms: what was pending is told. */
@@ -422,28 +436,38 @@ published(struct publisher *p, uint64_t now_ms)
  * the peers the requests they would send us for its key, had they been
  * told (a remote hit they miss), or that they send for a key gone (a
  * false hit): a claimed key draws `rate` of them a millisecond, measured
- * over what we claimed. The changes came about evenly since the last
- * publication, so what they have cost so far is rate x changes x t / 2;
- * once that is worth a message to each peer, waiting costs more than
- * publishing (the rent-or-buy point, which is also the interval that
- * minimises messages plus loss at a steady pace of changes).
+ * over what we claimed, so the changes pending lose rate x changes a
+ * millisecond. Publish at the first of two points:
+ *   - the price: the changes came about evenly since the last
+ *     publication, so what they have cost so far is rate x changes x t /
+ *     2; once that is worth a message to each peer, waiting costs more
+ *     than publishing (the rent-or-buy point, which is also the interval
+ *     that minimises messages plus loss at a steady pace of changes);
+ *   - the bound: what they lose a millisecond reaches PUB_AUTO_LOSS of
+ *     the requests this node's own clients send it a millisecond. Every
+ *     node holding to it holds the cluster's loss to that share of all
+ *     requests at any size; the price alone lets it grow with the peers
+ *     (a message to each grows dearer, what one node is asked for does
+ *     not).
  */
 static bool
 worth_publishing(const struct publisher *p, unsigned peers, uint64_t now_ms)
 {
-	double asks, exposure;
+	double asks, exposure, requests, span;
 
 	/* with no peer to tell, nobody is waiting either */
 	if (peers == 0)
 		return false;
-	rate_at(p, now_ms, &asks, &exposure);
+	rate_at(p, now_ms, &asks, &exposure, &requests, &span);
 	if (exposure <= 0)
 		return false;
+	double changes = (double)p->local->changes;
+	double losing = asks / exposure * changes;
 	double t = now_ms > p->last_publish_ms ?
 	    (double)(now_ms - p->last_publish_ms) : 0;
-	double lost = asks / exposure * (double)p->local->changes * t / 2;
 
-	return lost * PUB_AUTO_HIT_MESSAGES >= (double)peers;
+	return losing * t / 2 * PUB_AUTO_HIT_MESSAGES >= (double)peers ||
+	    (losing > 0 && losing >= PUB_AUTO_LOSS * requests / span);
 }
 
 bool

@@ -15,9 +15,10 @@
  *     at least 1; timed, x the keys of the cached objects, lapsed or not.
  *     Auto (threshold 0): when what the pending changes have cost the
  *     peers so far, in the requests they would have sent us, is worth a
- *     message to each of them (pub_threshold_reached; the derivation is
- *     in summary/README.md), between PUB_AUTO_FLOOR and PUB_AUTO_CEILING
- *     of the keys.
+ *     message to each of them, or when what they cost a millisecond
+ *     reaches PUB_AUTO_LOSS of this node's own requests
+ *     (pub_threshold_reached; the derivation is in summary/README.md),
+ *     between PUB_AUTO_FLOOR and PUB_AUTO_CEILING of the keys.
  *   - Max interval. Pending changes are published once max_interval has
  *     passed since the last publication; the caller checks every
  *     pub_tick_ms.
@@ -119,19 +120,20 @@ pub_threshold_default(bool placed)
  * Auto's constants (summary/README.md, "When to publish"). A peer's
  * request that the pending changes cost (a remote hit it did not know
  * of, or a false hit on a key gone) is worth PUB_AUTO_HIT_MESSAGES
- * messages. By bytes alone it would be about 26 (a 9 KB object fetched
+ * messages; by bytes alone it would be about 26 (a 9 KB object fetched
  * again from the origin against a 355-byte delta, on the simulator's
- * traces); 192 is fitted: the least multiple of 64 that kept false hits
- * at most 0.05 % of requests and the hit ratio at ICP's or over on four
- * traces (summary/README.md says why bytes undercount; the figures are
- * in deploy/README.md, "When to publish"). The rate at which peers ask
- * for our keys forgets with a time constant of PUB_AUTO_RATE_MS. The
- * floor keeps a node whose keys peers ask for all the time from
- * publishing on every change; the ceiling bounds what a summary may miss
- * when nobody asks (a cache warming up, before peers know it has
- * anything).
+ * traces). Whatever the price, the changes pending may cost the peers at
+ * most PUB_AUTO_LOSS of the requests this node's clients send it. Both
+ * are fitted, to the goals of 4 to 256 proxies on warming and churning
+ * traces (deploy/README.md, "When to publish"): the bound sets the
+ * quality of large clusters, the price how much an 8-node one saves. The
+ * rates forget with a time constant of PUB_AUTO_RATE_MS. The floor keeps
+ * a node whose keys peers ask for all the time from publishing on every
+ * change; the ceiling bounds what a summary may miss when nobody asks (a
+ * cache warming up, before peers know it has anything).
  */
-#define PUB_AUTO_HIT_MESSAGES 192
+#define PUB_AUTO_HIT_MESSAGES 128
+#define PUB_AUTO_LOSS 0.0035
 #define PUB_AUTO_RATE_MS (5ull * 60 * 1000)
 #define PUB_AUTO_FLOOR 0.005
 #define PUB_AUTO_CEILING 0.10
@@ -233,6 +235,8 @@ int pub_announce(struct publisher *p, uint64_t now_us, uint64_t now_ms,
 /* Peers asked this node n times at now_ms for keys its summary claimed
  * (served or not): auto's measure of what a claim is worth. */
 void pub_asked(struct publisher *p, uint64_t n, uint64_t now_ms);
+/* This node's clients sent it n requests at now_ms. */
+void pub_requested(struct publisher *p, uint64_t n, uint64_t now_ms);
 /* Whether a publication is due at now_ms, to `peers` receivers: by the
  * threshold, or by the max interval. */
 bool pub_threshold_reached(const struct publisher *p, unsigned peers,

@@ -120,6 +120,34 @@ Test(metric, proxy_counters_render_with_help_and_type_first)
 	evbuffer_free(b);
 }
 
+/* What auto's threshold reads as the node's own requests is every
+ * sumcache_requests_total sample and nothing else: not the requests peers
+ * sent (those weigh a claim, not the node's pace). */
+Test(metric, client_requests_are_the_requests_family)
+{
+	struct metrics m;
+	struct evbuffer *b = evbuffer_new();
+
+	memset(&m, 0, sizeof(m));
+	m.req_local_hit = 5;
+	m.req_remote_hit = 3;
+	m.req_miss = 7;
+	m.req_error = 2;
+	m.peer_served_hit = 100;
+	m.peer_served_miss = 100;
+	m.client_connections = 1000;
+	metrics_render(&(struct metrics_view){.own = &m}, b);
+	char *text = buffer_text(b);
+	uint64_t rendered = 0;
+	for (char *at = strstr(text, "\nsumcache_requests_total{"); at != NULL;
+	    at = strstr(at + 1, "\nsumcache_requests_total{"))
+		rendered += strtoull(strchr(at, '}') + 2, NULL, 10);
+	cr_assert_eq(rendered, 17, "the family's samples: %s", text);
+	cr_assert_eq(metrics_requests(&m), rendered);
+	free(text);
+	evbuffer_free(b);
+}
+
 /* A lower room's counter is read where that room keeps it, with no copy
  * in struct metrics; a source the node lacks (here the disk tier) reads
  * zero, and the status page's samples read the same places. */

@@ -131,14 +131,18 @@ auto_with(uint64_t keys, uint64_t changes)
 	return p;
 }
 
-/* Peers ask p per_s times a second from 0 ms: the first ms (scanning by
- * 100) at which p is due to `peers`, or 0 within the hour. */
+/* Peers ask p asks_per_s times a second from 0 ms, and its own clients
+ * send it requests_per_s: the first ms (scanning by 100) at which p is
+ * due to `peers`, or 0 within the hour. */
 static uint64_t
-first_due(struct publisher *p, unsigned peers, uint64_t per_s)
+first_due(struct publisher *p, unsigned peers, uint64_t asks_per_s,
+    uint64_t requests_per_s)
 {
 	for (uint64_t t = 100; t < 3600000; t += 100) {
-		if (t % 1000 == 0)
-			pub_asked(p, per_s, t);
+		if (t % 1000 == 0) {
+			pub_asked(p, asks_per_s, t);
+			pub_requested(p, requests_per_s, t);
+		}
 		if (pub_threshold_reached(p, peers, t))
 			return t;
 	}
@@ -182,8 +186,11 @@ Test(publisher, auto_is_due_sooner_the_more_peers_ask_and_later_the_more_they_ar
 	/* 60 changes at 10,000 keys: between the floor and the ceiling */
 	struct publisher *p[3] = {auto_with(10000, 60),
 	    auto_with(10000, 60), auto_with(10000, 60)};
-	uint64_t t4 = first_due(p[0], 4, 1), busy4 = first_due(p[1], 4, 2);
-	uint64_t t8 = first_due(p[2], 8, 1);
+	/* clients busy enough that the loss bound does not come first */
+	uint64_t busy = 1000000;
+	uint64_t t4 = first_due(p[0], 4, 1, busy);
+	uint64_t busy4 = first_due(p[1], 4, 2, busy);
+	uint64_t t8 = first_due(p[2], 8, 1, busy);
 
 	cr_assert(t4 > 0 && t8 > 0 && busy4 > 0, "due in the hour: %llu %llu "
 	    "%llu", (unsigned long long)t4, (unsigned long long)t8,
@@ -204,6 +211,33 @@ Test(publisher, auto_is_due_sooner_the_more_peers_ask_and_later_the_more_they_ar
 	    expect);
 	for (int i = 0; i < 3; i++)
 		pub_free(&p[i]);
+}
+
+Test(publisher, auto_is_due_once_the_changes_lose_its_share_of_the_clients_requests)
+{
+	/* 1 ask a second over 10,060 keys, 60 changes pending: they lose
+	 * 60 / 10,060 requests a second, which is PUB_AUTO_LOSS of
+	 * `clients` requests a second */
+	double clients = 60.0 / 10060 / PUB_AUTO_LOSS;
+	struct publisher *few = auto_with(10000, 60);
+	struct publisher *many = auto_with(10000, 60);
+	struct publisher *priced = auto_with(10000, 60);
+	uint64_t t_few = first_due(few, 4, 1, (uint64_t)(0.8 * clients));
+	uint64_t t_many = first_due(many, 4, 1, (uint64_t)(1.25 * clients) +
+	    1);
+	uint64_t t_price = first_due(priced, 4, 1, 1000000);
+
+	cr_assert(clients > 1, "the case needs a client a second: %.2f",
+	    clients);
+	cr_assert(t_few > 0 && t_few <= 1000,
+	    "under the bound's clients, due at the first ask: %llu",
+	    (unsigned long long)t_few);
+	cr_assert(t_many > 1000 && t_many == t_price,
+	    "over them, due when the price says (%llu), not before: %llu",
+	    (unsigned long long)t_price, (unsigned long long)t_many);
+	pub_free(&few);
+	pub_free(&many);
+	pub_free(&priced);
 }
 
 Test(publisher, max_interval_publishes_only_pending_changes)

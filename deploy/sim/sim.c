@@ -263,6 +263,8 @@ request(struct sim *s, const struct request *r)
 	enum mode m = s->p.mode;
 
 	s->st.requests++;
+	if (mode_summaries(m))
+		pub_requested(s->px[i].pub, 1, trace_ms(r->time));
 	if (v != NIL) {
 		s->e[v].visited = true;
 		if (s->e[v].expires > r->time)

@@ -144,8 +144,9 @@ static const struct directive directives[] = {
 	{"summary_threshold", value_share_auto, OFF(summary_threshold), "auto",
 	    false, "publish when this share of cached objects has changed; "
 	    "auto: when what the pending changes have cost the peers (their "
-	    "requests for our keys, measured) is worth a message to each, "
-	    "between 0.5% and 10%; under placement hash 10%, where a miss goes "
+	    "requests for our keys, measured) is worth a message to each, or "
+	    "costs them 0.35% of this node's own requests, between 0.5% and "
+	    "10%; under placement hash 10%, where a miss goes "
 	    "to the key's owner whatever the summaries say", LIVE},
 	{"summary_max_size", value_size_auto, OFF(summary_max_size), "auto",
 	    false, "largest summary taken from a peer (4 of them may arrive "

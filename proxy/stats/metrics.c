@@ -119,6 +119,28 @@ metrics_sum(struct metrics *into, const struct metrics *from)
 #undef METRICS_SUM
 }
 
+uint64_t
+metrics_requests(const struct metrics *m)
+{
+	uint64_t n = 0;
+
+#define METRICS_REQUESTS_OWN(field, family)                                   \
+	if (MF_##family == MF_REQUESTS)                                       \
+		n += atomic_load_explicit(&m->field, memory_order_relaxed);
+#define METRICS_REQUESTS_NODE(field, family)
+#define METRICS_REQUESTS_STORE(field, family)
+#define METRICS_REQUESTS_BUDGET(field, family)
+#define METRICS_REQUESTS_DIGEST(field, family)
+#define METRICS_REQUESTS_DISK(field, family)
+#define METRICS_REQUESTS_LEAVES(field, family)
+#define METRICS_REQUESTS_CURL(field, family)
+#define METRICS_REQUESTS(src, field, family, label, status)                   \
+	METRICS_REQUESTS_##src(field, family)
+	METRICS_TABLE(METRICS_REQUESTS)
+#undef METRICS_REQUESTS
+	return n;
+}
+
 /* A family named in seconds has rows kept in microseconds. */
 static bool
 in_seconds(const struct metric_family_info *f)

@@ -205,6 +205,9 @@ struct metrics {
 
 /* Adds every counter of from to into's (into is the caller's own). */
 void metrics_sum(struct metrics *into, const struct metrics *from);
+/* The requests m's worker has answered its clients (sumcache_requests_total,
+ * every result), read as metrics_sum reads them. */
+uint64_t metrics_requests(const struct metrics *m);
 
 /* The node's gauges: what a worker would only copy. */
 struct metrics_node {
