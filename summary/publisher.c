@@ -466,8 +466,10 @@ worth_publishing(const struct publisher *p, unsigned peers, uint64_t now_ms)
 	double t = now_ms > p->last_publish_ms ?
 	    (double)(now_ms - p->last_publish_ms) : 0;
 
+	/* the price; then the bound, losing >= LOSS x requests / span
+	 * multiplied out (the span is 0 until the first ms has passed) */
 	return losing * t / 2 * PUB_AUTO_HIT_MESSAGES >= (double)peers ||
-	    (losing > 0 && losing >= PUB_AUTO_LOSS * requests / span);
+	    (losing > 0 && losing * span >= PUB_AUTO_LOSS * requests);
 }
 
 bool

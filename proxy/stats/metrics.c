@@ -84,9 +84,16 @@ source(const struct metrics_view *v, enum metrics_src src)
 	return NULL;
 }
 
-/* A source the node does not have (no disk tier, no digest) reads 0.
- * An OWN row is read atomically: the view may name a worker's own
- * counters, which its thread is writing. */
+/* An OWN row of m, read atomically: m may be a worker's own counters,
+ * which its thread is writing. */
+static uint64_t
+own_value(const struct metrics *m, const struct metric_row *r)
+{
+	return atomic_load_explicit((const _Atomic uint64_t *)((const char *)m +
+	    r->off), memory_order_relaxed);
+}
+
+/* A source the node does not have (no disk tier, no digest) reads 0. */
 static uint64_t
 value(const struct metrics_view *v, const struct metric_row *r)
 {
@@ -95,8 +102,7 @@ value(const struct metrics_view *v, const struct metric_row *r)
 	if (base == NULL)
 		return 0;
 	if (r->src == SRC_OWN)
-		return atomic_load_explicit((const _Atomic uint64_t *)(base +
-		    r->off), memory_order_relaxed);
+		return own_value(v->own, r);
 	return *(const uint64_t *)(base + r->off);
 }
 
@@ -124,20 +130,10 @@ metrics_requests(const struct metrics *m)
 {
 	uint64_t n = 0;
 
-#define METRICS_REQUESTS_OWN(field, family)                                   \
-	if (MF_##family == MF_REQUESTS)                                       \
-		n += atomic_load_explicit(&m->field, memory_order_relaxed);
-#define METRICS_REQUESTS_NODE(field, family)
-#define METRICS_REQUESTS_STORE(field, family)
-#define METRICS_REQUESTS_BUDGET(field, family)
-#define METRICS_REQUESTS_DIGEST(field, family)
-#define METRICS_REQUESTS_DISK(field, family)
-#define METRICS_REQUESTS_LEAVES(field, family)
-#define METRICS_REQUESTS_CURL(field, family)
-#define METRICS_REQUESTS(src, field, family, label, status)                   \
-	METRICS_REQUESTS_##src(field, family)
-	METRICS_TABLE(METRICS_REQUESTS)
-#undef METRICS_REQUESTS
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		if (rows[i].family == MF(REQUESTS) &&
+		    rows[i].src == SRC_OWN)
+			n += own_value(m, &rows[i]);
 	return n;
 }
 
