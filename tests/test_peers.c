@@ -217,6 +217,52 @@ Test(peers, auto_threshold_waits_while_no_peer_asks_and_not_once_they_do)
 	node_wait_synced(a, b);
 }
 
+/* Auto weighs what pending changes lose the peers against the requests
+ * the node's own clients send it (publisher.h, the bound): the node
+ * counts them in its workers' counters and the exchange reads them. A
+ * node whose clients are busy and whose peer asked once holds a few
+ * changes back; one whose count never reached the publisher would take
+ * its clients for idle and publish them at once. */
+Test(peers, auto_weighs_a_peers_ask_against_the_nodes_own_requests)
+{
+	const char *opts[] = {"summary_max_interval=10m", NULL};
+	const int n = 400, changes = 5;
+	struct resp r;
+	char url[256];
+
+	cluster_start(&CE, &CL, 2, opts, NULL);
+	struct node *a = &CL.nodes[0], *b = &CL.nodes[1];
+	fetch_all(a, "c", 0, n);
+	/* to A's next publication, so that nothing waits */
+	int more = n;
+	for (double at = publications(a); publications(a) == at &&
+	    more < 2 * n; more++)
+		fetch_all(a, "c", more, 1);
+	node_wait_synced(a, b);
+	/* B asks A once: a remote hit */
+	obj_url(url, sizeof(url), "c0", 600);
+	node_get(b, url, &r);
+	cr_assert_eq(r.status, 200);
+	resp_free(&r);
+	cr_assert_eq(node_sent(b, "peer_request", a->name), 1,
+	    "B asked A for c0");
+	/* A's clients add a few changes, over the floor (0.5 % of A's
+	 * keys). Over the run, one ask among ~400 keys: by the bound the 5
+	 * changes lose the peers 5 / 400 of that ask's pace, where 0.35 %
+	 * of A's own 400-odd requests is 1.4 (100x more); by the price they
+	 * are worth 1 x 5 x 128 / (2 x 400) = 0.8 of a message even had the
+	 * whole run passed since the last publication. Had A's own
+	 * requests not reached the publisher, the bound would see no
+	 * clients at all and publish at once. */
+	double before = publications(a);
+	fetch_all(a, "d", 0, changes);
+	usleep(500 * 1000);
+	cr_assert_geq(node_metric(a, "sumcache_summary_pending_changes"),
+	    changes);
+	cr_assert_eq(publications(a), before, "A published %d changes after "
+	    "one ask, as if its own clients were idle", changes);
+}
+
 Test(peers, dead_peer_is_skipped_then_pulled_when_back)
 {
 	const char *opts[] = {"peer_connect_timeout=200ms", NULL};
