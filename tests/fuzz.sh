@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (HTTP heads, ICP, Squid digests, summary
-# messages) and runs each on a corpus kept between runs, then prints its
+# messages, the compact timed summary's) and runs each on a corpus kept between runs, then prints its
 # executions and a closing line per target.
 #
 #   tests/fuzz.sh SECONDS          each target for SECONDS (CI: 20)
@@ -21,22 +21,22 @@ jobs=$(nproc)
 CC=clang cmake -S . -B build-fuzz -DSUMCACHE_FUZZ=ON -DSUMCACHE_TESTS=OFF \
   -DSUMCACHE_WERROR=ON >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzz-http fuzz-icp \
-  fuzz-digest fuzz-summary fuzz-seeds >/dev/null
+  fuzz-digest fuzz-summary fuzz-cuckoo fuzz-seeds >/dev/null
 
 root=${FUZZ_CORPUS:-build-fuzz}
 corpus() { echo "$root/corpus-$1"; }
 seeds=$(mktemp -d)
 trap 'rm -rf "$seeds"' EXIT
-mkdir -p "$seeds"/corpus-{icp,digest,summary}
+mkdir -p "$seeds"/corpus-{icp,digest,summary,cuckoo}
 build-fuzz/fuzz-seeds "$seeds"
 cp -r tests/fuzz/corpus/http "$seeds/corpus-http"
-for t in http icp digest summary; do
+for t in http icp digest summary cuckoo; do
   mkdir -p "$(corpus "$t")"
   cp -n "$seeds/corpus-$t"/* "$(corpus "$t")/"
 done
 
 status=0
-for t in http icp digest summary; do
+for t in http icp digest summary cuckoo; do
   echo "== fuzz-$t for ${seconds}s on $(corpus "$t")"
   if build-fuzz/fuzz-$t -max_total_time="$seconds" -max_len=4096 \
       -artifact_prefix=build-fuzz/ "$(corpus "$t")" \

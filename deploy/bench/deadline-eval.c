@@ -19,13 +19,29 @@
  *                                 a bucket when its time comes. Each bucket
  *                                 is sized for the keys it will get (an
  *                                 oracle: the candidate's best case)
+ *   (issue 49: a peer's memory)
+ *   timed cells, 8-bit deadlines  timed cells whose deadlines are
+ *                                 deadline.h codes of 8 bits
+ *   d-left                        a d-left counting filter: 4 sub-tables
+ *                                 of buckets of 8 cells at 75 % load, each
+ *                                 cell a fingerprint (remainder), a count
+ *                                 and the latest deadline of its keys
+ *   cuckoo                        a cuckoo table at 95 % load, buckets of
+ *                                 4, each slot one key's fingerprint and
+ *                                 its own deadline, in three forms
+ *   cuckoo.c                      the form chosen, as summary/cuckoo.c
+ *                                 builds it, with real messages
+ * The deadlines of the last four are deadline.h codes from a base that
+ * both sides shift, with no message; a code beyond the range is sent
+ * exact once it comes within it.
  *
  * Each is measured at every publication in the first two hours (while
  * keys come) and averaged: false positives of keys never stored; stale
  * claims (stored keys expired or evicted, still claimed: a peer would ask
  * in vain); lost claims (fresh keys not claimed: a remote hit missed);
- * publications and wire bytes per stored key over the whole run; the
- * bytes a peer holds. The encodings are summary/'s own (Rice lists, the timed
+ * publications and wire bytes per stored key over the whole run; a full
+ * summary's bytes per stored key; the bytes a peer holds; and ns per add,
+ * lookup (of keys never stored) and removal. The encodings are summary/'s own (Rice lists, the timed
  * cell lists); a bucket's list pays a 3-byte header.
  *
  *   deadline-eval [N]   (100000)
@@ -37,6 +53,7 @@
 #include <time.h>
 
 #include "cbf.h"
+#include "cuckoo.h"
 #include "deadline.h"
 #include "psum.h"
 #include "sumkey.h"
@@ -139,7 +156,7 @@ bucket_of(struct buckets *bs, uint64_t until, bool make)
 
 enum cand {
 	C_EVICTED, C_FRESH, C_TIMED, C_BUCKETS2, C_BUCKETS4,
-	C_QCELLS, C_DLEFT, C_CUCKOO_A, C_CUCKOO_B, C_CUCKOO_C, C_CUCKOO_D,
+	C_QCELLS, C_DLEFT, C_CUCKOO_A, C_CUCKOO_B, C_CUCKOO_D, C_BUILT,
 	C_N
 };
 static const char *const cand_names[C_N] = {
@@ -147,7 +164,7 @@ static const char *const cand_names[C_N] = {
 	"timed cells", "buckets, factor 2", "buckets, factor 4",
 	"timed cells, 8-bit deadlines", "d-left, 18+14 bits",
 	"cuckoo, 18+14 bits", "cuckoo, 18+12 bits, 1/4 s",
-	"cuckoo, 18+12 bits, 1/2 s", "cuckoo, 16+14 bits",
+	"cuckoo, 16+14 bits", "cuckoo.c: 18+12 bits, 1/2 s",
 };
 /* ---- quantized deadlines: summary/deadline.h's codes, in several forms ---- */
 
@@ -276,8 +293,6 @@ tab_new(enum cand c, size_t nkeys)
 		[C_CUCKOO_A] = {T_CUCKOO, 18, {3, 11, 250, 4096}},
 		/* exact to 256 s, 4.5 h of range */
 		[C_CUCKOO_B] = {T_CUCKOO, 18, {3, 9, 250, 4096}},
-		/* 500 ms units, exact to 512 s, 9.1 h of range */
-		[C_CUCKOO_C] = {T_CUCKOO, 18, {3, 9, 500, 2048}},
 		[C_CUCKOO_D] = {T_CUCKOO, 16, {3, 11, 250, 4096}},
 	};
 
@@ -567,6 +582,108 @@ tab_publish(struct tab *t, uint64_t now, size_t *full_len)
 	return delta < *full_len ? delta : *full_len;
 }
 
+/* ---- summary/cuckoo.c, as the publisher will run it ---- */
+
+/*
+ * The chosen form (18-bit fingerprints, DL_FORM's half-second codes),
+ * built: the node's table and a peer's copy, taking real messages. What
+ * the node's claims table would tell it, the eval keeps per key: whether
+ * the key is in the table, and whether its code was beyond the range at
+ * the last base (then it is retimed at each shift).
+ */
+struct built {
+	struct ck_table *t;
+	struct ck_copy *c;
+	bool *counted, *beyond;
+	size_t full_len;
+};
+
+static struct built *
+built_new(size_t nkeys)
+{
+	struct built *b = calloc(1, sizeof(*b));
+
+	b->t = ck_new(ck_buckets_for(nkeys), 0);
+	b->c = ck_copy_new(b->t->nb);
+	b->counted = calloc(nkeys, sizeof(bool));
+	b->beyond = calloc(nkeys, sizeof(bool));
+	return b;
+}
+
+static void
+built_free(struct built *b)
+{
+	if (b == NULL)
+		return;
+	ck_free(&b->t);
+	ck_copy_free(&b->c);
+	free(b->counted);
+	free(b->beyond);
+	free(b);
+}
+
+static void
+built_shift(struct built *b, const struct key *keys, size_t nkeys,
+    uint64_t now)
+{
+	if (ck_shift(b->t, now) == 0)
+		return;
+	for (size_t i = 0; i < nkeys; i++)
+		if (b->counted[i] && b->beyond[i]) {
+			ck_retime(b->t, &keys[i].k, keys[i].until,
+			    keys[i].until);
+			b->beyond[i] = ck_beyond(b->t, keys[i].until);
+		}
+}
+
+static void
+built_add(struct built *b, const struct key *keys, uint32_t id)
+{
+	if (ck_add(b->t, &keys[id].k, keys[id].until) < 0)
+		return;
+	b->counted[id] = true;
+	b->beyond[id] = ck_beyond(b->t, keys[id].until);
+}
+
+static void
+built_remove(struct built *b, const struct key *keys, uint32_t id)
+{
+	if (!b->counted[id])
+		return;
+	b->counted[id] = false;
+	ck_remove(b->t, &keys[id].k, keys[id].until);
+}
+
+static size_t
+built_publish(struct built *b, uint64_t now)
+{
+	struct sum_buf out = {0};
+	uint64_t sent, sum, slots = b->t->nb * CK_BUCKET, nlive = 0;
+	bool full;
+
+	ck_publish(b->t, now, &out, &full, &sent, &sum);
+	int rc = full ? ck_copy_load(b->c, sent, out.p, out.len, sum) :
+	    ck_copy_apply(b->c, sent, out.p, out.len, sum);
+	if (rc != 0) {
+		fprintf(stderr, "deadline-eval: a peer refused cuckoo.c's "
+		    "message (%d)\n", rc);
+		exit(1);
+	}
+	/* what a full one would take now: its live slots' list and
+	 * contents */
+	uint64_t *live = malloc(slots * sizeof(*live));
+	for (uint64_t i = 0; i < slots; i++)
+		if (b->t->slot[i] != 0 && dl_live(&DL_FORM, b->t->slot[i] &
+		    ((1u << DL_BITS) - 1), b->t->origin_ms + b->t->shifts *
+		    CK_SHIFT_MS, now))
+			live[nlive++] = i;
+	b->full_len = rice_size(live, nlive, rice_best_param(live, nlive)) +
+	    (nlive * CK_SLOT_BITS + 7) / 8;
+	free(live);
+	free(out.p);
+	return out.len;
+}
+
 /* ---- one run ---- */
 
 
@@ -582,15 +699,29 @@ struct result {
 static bool
 is_tab(enum cand c)
 {
-	return c >= C_QCELLS;
+	return c >= C_QCELLS && c < C_BUILT;
 }
 
+/* One candidate's state in a run: its filter, buckets or table. */
+struct state {
+	enum cand c;
+	struct cbf *f;
+	struct buckets *bs;
+	struct tab *t;
+	struct built *b;
+	size_t tab_full;
+};
+
 static bool
-claimed(enum cand c, struct cbf *f, struct buckets *bs, struct tab *t,
-    const struct sumkey *k, uint64_t now)
+claimed(const struct state *st, const struct sumkey *k, uint64_t now)
 {
+	enum cand c = st->c;
+	const struct cbf *f = st->f;
+
 	if (is_tab(c))
-		return tab_claims(t, k, now);
+		return tab_claims(st->t, k, now);
+	if (c == C_BUILT)
+		return ck_copy_contains(st->b->c, k, now - st->b->t->origin_ms);
 	if (c == C_TIMED) {
 		uint64_t pos[CBF_MAX_K];
 		sumkey_positions(f->scheme, k, f->k, f->m, pos);
@@ -601,6 +732,7 @@ claimed(enum cand c, struct cbf *f, struct buckets *bs, struct tab *t,
 		return true;
 	}
 	if (c == C_BUCKETS2 || c == C_BUCKETS4) {
+		const struct buckets *bs = st->bs;
 		for (unsigned i = 0; i < bs->n; i++)
 			if (bs->b[i].until > now && bs->b[i].f != NULL &&
 			    cbf_contains(bs->b[i].f, k))
@@ -612,25 +744,27 @@ claimed(enum cand c, struct cbf *f, struct buckets *bs, struct tab *t,
 
 /* The size of a full summary now, as the peers hold it. */
 static size_t
-full_size(enum cand c, struct cbf *f, struct buckets *bs, size_t tab_full)
+full_size(const struct state *st)
 {
 	struct sum_buf out = {0};
 	size_t len = 0;
 
-	if (is_tab(c))
-		return tab_full;
-	if (c == C_TIMED) {
-		sum_encode_timed_full(f->until_pub, f->m, &out);
-	} else if (c == C_BUCKETS2 || c == C_BUCKETS4) {
-		for (unsigned i = 0; i < bs->n; i++) {
-			struct cbf *g = bs->b[i].f;
+	if (is_tab(st->c))
+		return st->tab_full;
+	if (st->c == C_BUILT)
+		return st->b->full_len;
+	if (st->c == C_TIMED) {
+		sum_encode_timed_full(st->f->until_pub, st->f->m, &out);
+	} else if (st->c == C_BUCKETS2 || st->c == C_BUCKETS4) {
+		for (unsigned i = 0; i < st->bs->n; i++) {
+			struct cbf *g = st->bs->b[i].f;
 			if (g == NULL || g->ones == 0)
 				continue;
 			sum_encode_full(g->bits, g->m, &out);
 			len += 3;
 		}
 	} else {
-		sum_encode_full(f->bits, f->m, &out);
+		sum_encode_full(st->f->bits, st->f->m, &out);
 	}
 	len += out.len;
 	free(out.p);
@@ -638,23 +772,23 @@ full_size(enum cand c, struct cbf *f, struct buckets *bs, size_t tab_full)
 }
 
 static void
-measure(enum cand c, struct cbf *f, struct buckets *bs, struct tab *t,
-    size_t tab_full, const struct key *keys, size_t n, const uint8_t *in,
-    uint64_t now, struct result *r)
+measure(const struct state *st, const struct key *keys, size_t n,
+    const uint8_t *in, uint64_t now, struct result *r)
 {
 	uint64_t fp = 0, stale = 0, nstale = 0, lost = 0, nfresh = 0;
 	uint64_t stored = 0;
+	enum cand c = st->c;
 
 	for (uint64_t i = 0; i < PROBES; i++) {
 		struct sumkey k;
 		make_key(0x8000000000000000ull + rnd() % (1ull << 40), &k);
-		fp += claimed(c, f, bs, t, &k, now);
+		fp += claimed(st, &k, now);
 	}
 	for (size_t i = 0; i < n; i += 7) {
 		if (keys[i].stored > now)
 			continue;
 		bool gone = !in[i] || keys[i].until <= now;
-		bool cl = claimed(c, f, bs, t, &keys[i].k, now);
+		bool cl = claimed(st, &keys[i].k, now);
 		if (gone) {
 			nstale++;
 			stale += cl;
@@ -668,41 +802,44 @@ measure(enum cand c, struct cbf *f, struct buckets *bs, struct tab *t,
 	r->lost += nfresh ? (double)lost / (double)nfresh : 0;
 	for (size_t i = 0; i < n; i++)
 		stored += in[i];
-	r->full_per_key += (double)full_size(c, f, bs, tab_full) /
+	r->full_per_key += (double)full_size(st) /
 	    (double)(stored ? stored : 1);
 	double held = 0;
 	if (is_tab(c))
-		held = (double)t->nslots * tab_slot_bits(t) / 8;
+		held = (double)st->t->nslots * tab_slot_bits(st->t) / 8;
+	else if (c == C_BUILT)
+		held = (double)ck_copy_bytes(st->b->c);
 	else if (c == C_TIMED)
-		held = 2.0 * (double)f->m;
+		held = 2.0 * (double)st->f->m;
 	else if (c == C_BUCKETS2 || c == C_BUCKETS4) {
-		for (unsigned i = 0; i < bs->n; i++)
-			if (bs->b[i].until > now && bs->b[i].f != NULL)
-				held += (double)bs->b[i].f->m / 8 + 16;
+		for (unsigned i = 0; i < st->bs->n; i++)
+			if (st->bs->b[i].until > now && st->bs->b[i].f != NULL)
+				held += (double)st->bs->b[i].f->m / 8 + 16;
 	} else {
-		held = (double)f->m / 8;
+		held = (double)st->f->m / 8;
 	}
 	r->peer_bytes += held;
 	r->samples++;
 }
 
 static size_t
-publish(enum cand c, struct cbf *f, struct buckets *bs, struct tab *t,
-    uint64_t now, size_t *tab_full)
+publish(struct state *st, uint64_t now)
 {
 	struct sum_buf out = {0};
 	bool full;
 	uint64_t sum;
 	size_t len = 0;
 
-	if (is_tab(c)) {
-		len = tab_publish(t, now, tab_full);
-	} else if (c == C_TIMED) {
-		sum_publish_timed(f, now, &out, &full, &sum);
+	if (is_tab(st->c)) {
+		len = tab_publish(st->t, now, &st->tab_full);
+	} else if (st->c == C_BUILT) {
+		len = built_publish(st->b, now);
+	} else if (st->c == C_TIMED) {
+		sum_publish_timed(st->f, now, &out, &full, &sum);
 		len = out.len;
-	} else if (c == C_BUCKETS2 || c == C_BUCKETS4) {
-		for (unsigned i = 0; i < bs->n; i++) {
-			struct cbf *g = bs->b[i].f;
+	} else if (st->c == C_BUCKETS2 || st->c == C_BUCKETS4) {
+		for (unsigned i = 0; i < st->bs->n; i++) {
+			struct cbf *g = st->bs->b[i].f;
 			if (g == NULL || g->changes == 0)
 				continue;
 			struct sum_buf one = {0};
@@ -711,7 +848,7 @@ publish(enum cand c, struct cbf *f, struct buckets *bs, struct tab *t,
 			free(one.p);
 		}
 	} else {
-		sum_publish(f, &out, &full, &sum);
+		sum_publish(st->f, &out, &full, &sum);
 		len = out.len;
 	}
 	free(out.p);
@@ -722,19 +859,20 @@ static void
 run(enum cand c, const struct key *keys, size_t n, const struct event *ev,
     size_t nev, struct result *r)
 {
-	struct cbf *f = NULL;
-	struct buckets *bs = calloc(1, sizeof(*bs));
-	struct tab *t = is_tab(c) ? tab_new(c, n) : NULL;
+	struct state st = {.c = c};
 	uint8_t *in = calloc(n, 1);
 	uint64_t pending = 0, every = n / 100;
-	size_t tab_full = 0;
 
 	memset(r, 0, sizeof(*r));
+	st.bs = calloc(1, sizeof(*st.bs));
+	st.t = is_tab(c) ? tab_new(c, n) : NULL;
+	st.b = c == C_BUILT ? built_new(n) : NULL;
 	if (c == C_TIMED)
-		f = cbf_new_timed(SUM_XXH3, cbf_size_for(n, BITS), K, 1, 0);
+		st.f = cbf_new_timed(SUM_XXH3, cbf_size_for(n, BITS), K, 1, 0);
 	else if (c == C_EVICTED || c == C_FRESH)
-		f = cbf_new(SUM_XXH3, cbf_size_for(n, BITS), K, 1);
+		st.f = cbf_new(SUM_XXH3, cbf_size_for(n, BITS), K, 1);
 	if (c == C_BUCKETS2 || c == C_BUCKETS4) {
+		struct buckets *bs = st.bs;
 		bs->factor_log = c == C_BUCKETS2 ? 1 : 2;
 		/* the oracle: every bucket's keys, to size it for them */
 		for (size_t i = 0; i < n; i++)
@@ -744,18 +882,25 @@ run(enum cand c, const struct key *keys, size_t n, const struct event *ev,
 			bs->b[i].f = cbf_new(SUM_XXH3, cbf_size_for(
 			    bs->b[i].expect, BITS), K, 1);
 	}
+	struct cbf *f = st.f;
+	struct buckets *bs = st.bs;
+	struct tab *t = st.t;
 	for (size_t e = 0; e < nev; e++) {
 		const struct key *kk = &keys[ev[e].key];
 		uint64_t now = ev[e].at;
 		bool change = false;
 		if (t != NULL)
 			tab_shift(t, keys, n, now);
+		if (st.b != NULL)
+			built_shift(st.b, keys, n, now);
 		switch (ev[e].type) {
 		case EV_STORE:
 			in[ev[e].key] = 1;
 			change = true;
 			if (t != NULL)
 				tab_add(t, keys, ev[e].key);
+			else if (st.b != NULL)
+				built_add(st.b, keys, ev[e].key);
 			else if (c == C_TIMED)
 				cbf_add_until(f, &kk->k, kk->until);
 			else if (c == C_BUCKETS2 || c == C_BUCKETS4)
@@ -771,6 +916,8 @@ run(enum cand c, const struct key *keys, size_t n, const struct event *ev,
 			change = c == C_EVICTED || kk->until > now;
 			if (t != NULL)
 				tab_remove(t, keys, ev[e].key);
+			else if (st.b != NULL)
+				built_remove(st.b, keys, ev[e].key);
 			else if (c == C_TIMED)
 				cbf_remove(f, &kk->k);
 			else if (c == C_BUCKETS2 || c == C_BUCKETS4)
@@ -789,20 +936,25 @@ run(enum cand c, const struct key *keys, size_t n, const struct event *ev,
 				cbf_lapse(f, &kk->k);
 			} else if (t != NULL) {
 				tab_remove(t, keys, ev[e].key);
+			} else if (st.b != NULL) {
+				built_remove(st.b, keys, ev[e].key);
 			}
 			break;
 		}
 		if (!change || ++pending < every)
 			continue;
 		pending = 0;
-		r->bytes += publish(c, f, bs, t, now, &tab_full);
+		r->bytes += publish(&st, now);
 		r->pubs++;
 		if (now <= 2 * HOUR_MS)
-			measure(c, f, bs, t, tab_full, keys, n, in, now, r);
+			measure(&st, keys, n, in, now, r);
 	}
 	if (t != NULL)
 		r->overflows = t->overflows;
+	if (st.b != NULL)
+		r->overflows = st.b->t->full_adds;
 	tab_free(t);
+	built_free(st.b);
 	cbf_free(&f);
 	for (unsigned i = 0; i < bs->n; i++)
 		cbf_free(&bs->b[i].f);
@@ -834,6 +986,26 @@ time_ops(enum cand c, const struct key *keys, size_t n, struct result *r)
 
 	if (c == C_BUCKETS2 || c == C_BUCKETS4)
 		return;
+	if (c == C_BUILT) {
+		struct built *b = built_new(n);
+		t0 = clock_ns();
+		for (size_t i = 0; i < n; i++)
+			built_add(b, keys, (uint32_t)i);
+		r->ns_add = (clock_ns() - t0) / (double)n;
+		built_publish(b, 0);
+		t0 = clock_ns();
+		for (size_t i = 0; i < n; i++) {
+			make_key(0x4000000000000000ull + i, &probe);
+			sink += ck_copy_contains(b->c, &probe, 0);
+		}
+		r->ns_lookup = (clock_ns() - t0) / (double)n;
+		t0 = clock_ns();
+		for (size_t i = 0; i < n; i++)
+			built_remove(b, keys, (uint32_t)i);
+		r->ns_remove = (clock_ns() - t0) / (double)n;
+		built_free(b);
+		return;
+	}
 	if (is_tab(c)) {
 		struct tab *t = tab_new(c, n);
 		t0 = clock_ns();
@@ -871,7 +1043,7 @@ time_ops(enum cand c, const struct key *keys, size_t n, struct result *r)
 	t0 = clock_ns();
 	for (size_t i = 0; i < n; i++) {
 		make_key(0x4000000000000000ull + i, &probe);
-		sink += claimed(c, f, NULL, NULL, &probe, 0);
+		sink += claimed(&(struct state){.c = c, .f = f}, &probe, 0);
 	}
 	r->ns_lookup = (clock_ns() - t0) / (double)n;
 	t0 = clock_ns();

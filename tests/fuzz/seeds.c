@@ -1,6 +1,6 @@
 /*
  * fuzz-seeds DIR: writes seed inputs for the fuzz targets into
- * DIR/corpus-{icp,digest,summary} (which must exist): well-formed messages of each kind, made with
+ * DIR/corpus-{icp,digest,summary,cuckoo} (which must exist): well-formed messages of each kind, made with
  * our own encoders, for libFuzzer to mutate from. Run by tests/run.sh
  * before the fuzzers.
  */
@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
+#include "cuckoo.h"
 #include "digest.h"
 #include "icp.h"
 #include "psum.h"
@@ -116,6 +118,38 @@ main(int argc, char **argv)
 	add_keys(f, x, 200, 203);
 	summary_seed(dir, "timed-delta", f, 2);
 	cbf_free(&f);
+
+	/* fuzz_cuckoo.c's two games: a full message for a copy of 32
+	 * buckets, and a script of adds, clock steps, removals and new
+	 * deadlines */
+	snprintf(dir, sizeof(dir), "%s/corpus-cuckoo", argv[1]);
+	struct ck_table *t = ck_new(32, 0);
+	for (int i = 0; i < 100; i++) {
+		struct sumkey k;
+		char u[64];
+		int n = snprintf(u, sizeof(u), "http://seed.test/o/%d", i);
+		sumkey_make(x, SUM_METHOD_GET, u, (size_t)n, &k);
+		ck_add(t, &k, 60000ull + 7000ull * i);
+	}
+	struct sum_buf cb = {0};
+	uint64_t sent, sum;
+	bool whole;
+	uint8_t head[19] = {0, 31, 1};
+	ck_publish(t, 5000, &cb, &whole, &sent, &sum);
+	store_le64(head + 3, sent);
+	store_le64(head + 11, sum);
+	struct sum_buf seed = {0};
+	sum_buf_put(&seed, head, sizeof(head));
+	sum_buf_put(&seed, cb.p, cb.len);
+	put(dir, "full", seed.p, seed.len);
+	free(seed.p);
+	free(cb.p);
+	ck_free(&t);
+	const uint8_t script[] = {1, 7, 0 << 2 | 0, 10, 1 << 2 | 0, 200,
+	    2 << 2 | 0, 255, 3 << 2 | 0, 40, 4 << 2 | 0, 3, 0 | 3, 5,
+	    1 << 2 | 1, 0, 5 << 2 | 0, 90, 2 << 2 | 2, 120, 0 | 3, 200,
+	    3 << 2 | 2, 250, 0 | 3, 255, 4 << 2 | 1, 0, 0 | 3, 1};
+	put(dir, "script", script, sizeof(script));
 
 	snprintf(dir, sizeof(dir), "%s/corpus-digest", argv[1]);
 	uint32_t cap = 100;
