@@ -34,7 +34,8 @@
  * ms, shifts = sent_ms / the shift's ms: a peer knows the base from
  * sent_ms alone.
  *
- * Wire (the payload of a version 3 timed Summary; rice.h lists):
+ * Messages (what a version 3 Summary is to carry; the publisher, the
+ * wire and the simulator do not use the table yet; rice.h lists):
  *   full:   Rice list of the live slots | their contents
  *   delta:  Rice list of the slots set | their contents | Rice list of
  *           the slots cleared
