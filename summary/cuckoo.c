@@ -312,6 +312,8 @@ put_contents(struct sum_buf *out, const uint32_t *v, size_t n)
 {
 	size_t bytes = (n * CK_SLOT_BITS + 7) / 8;
 
+	if (n == 0)
+		return 0;
 	if (sum_buf_reserve(out, bytes) < 0)
 		return -1;
 	uint8_t *p = out->p + out->len;
@@ -401,7 +403,8 @@ ck_publish(struct ck_table *t, uint64_t now_ms, struct sum_buf *out,
 	base = base_ms(t);
 	/* a slot goes when a peer would see it otherwise: live here and
 	 * not the same there, or live there only */
-	qsort(t->dirty, n, sizeof(*t->dirty), by_slot);
+	if (n > 1)
+		qsort(t->dirty, n, sizeof(*t->dirty), by_slot);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t s = t->dirty[i];
 		bool here = live(t->slot[s], base, now_ms);

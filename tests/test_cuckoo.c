@@ -422,3 +422,21 @@ Test(cuckoo, the_fixture_delta_applies)
 	memcpy(f.held, f.c->bytes, 64 * CK_BUCKET_BYTES + 1);
 	untouched(&f);
 }
+
+Test(cuckoo, a_table_never_changed_publishes_an_empty_summary)
+{
+	struct ck_table *t = ck_new(8, 500);
+	struct ck_copy *c = ck_copy_new(8);
+	struct sumkey k;
+	bool full;
+
+	/* nothing ever listed to publish (fuzz-cuckoo's first find: the
+	 * list was NULL and sorted all the same) */
+	cr_assert_eq(send(t, c, 500 + 3 * CK_SHIFT_MS, &full), 0);
+	cr_assert_eq(c->keys, 0);
+	cr_assert_eq(c->shifts, 3);
+	test_key(1, &k);
+	cr_assert_not(ck_copy_contains(c, &k, 3 * CK_SHIFT_MS));
+	ck_free(&t);
+	ck_copy_free(&c);
+}
