@@ -386,7 +386,7 @@ int
 ck_publish(struct ck_table *t, uint64_t now_ms, struct sum_buf *out,
     bool *full, uint64_t *sent_ms, uint64_t *checksum)
 {
-	uint64_t slots = t->nb * CK_BUCKET, base = base_ms(t);
+	uint64_t slots = t->nb * CK_BUCKET, base;
 	size_t n = t->ndirty, nset = 0, ncleared = 0, nlive = 0;
 	uint64_t *set = malloc((n ? n : 1) * sizeof(*set));
 	uint64_t *cleared = malloc((n ? n : 1) * sizeof(*cleared));
