@@ -34,14 +34,14 @@ peers_policy_line(const struct pub_conf *c, unsigned peers_asked, char *buf,
 	else
 		snprintf(thr, sizeof(thr), "%g", c->threshold);
 	snprintf(buf, len, "scheme=%s claims=%s timed_slack_ms=%d "
-	    "rebase_ms=%llu bits_per_entry=%u hash_functions=%u "
+	    "shift_ms=%llu bits_per_entry=%u hash_functions=%u "
 	    "threshold=%s max_interval_ms=%llu tick_ms=%llu "
 	    "expected_objects=%llu filter_bits=%llu max_bits=%llu "
 	    "object_bytes=%d min_objects=%d peers_asked=%d "
 	    "claim_skip_run=%d claim_skip_ms=%d..%d "
 	    "icp_hit_fresh_s=%d", c->scheme == SUM_SQUID_MD5 ? "squid-md5" : "xxh3",
 	    pub_claims_name(c->claims), PUB_TIMED_SLACK_MS,
-	    (unsigned long long)PUB_REBASE_MS, c->bits_per_entry, c->k, thr,
+	    (unsigned long long)CK_SHIFT_MS, c->bits_per_entry, c->k, thr,
 	    (unsigned long long)c->max_interval_ms,
 	    (unsigned long long)pub_tick_ms(c),
 	    (unsigned long long)c->expected_objects,
@@ -251,7 +251,6 @@ render_metrics(const struct peers *ps, struct evbuffer *out)
 		PF(PEER_SUM_ENTRIES), PF(PEER_SUM_CHECKSUM), PF(PEER_RTT),
 		PF(PEER_CLAIM_FALSE_RATE), PF(PEER_CLAIMS_SKIPPED),
 	};
-	const struct cbf *f = pub_filter(ps->pub);
 	struct pub_stats st;
 	uint64_t now = mono_ms();
 
@@ -267,20 +266,19 @@ render_metrics(const struct peers *ps, struct evbuffer *out)
 		    ps->rejected[r]);
 	metric_single_u64(out, PF(SUM_RECEIVING), ps->held);
 	metric_single_u64(out, PF(SUM_MAX_SIZE), ps->conf.max_message);
-	metric_single_u64(out, PF(SUM_ENTRIES), f->entries);
-	metric_single_u64(out, PF(SUM_BITS), f->m);
-	metric_single_u64(out, PF(SUM_EPOCH), f->epoch);
+	metric_single_u64(out, PF(SUM_ENTRIES), st.entries);
+	metric_single_u64(out, PF(SUM_BITS), st.m);
+	metric_single_u64(out, PF(SUM_EPOCH), st.epoch);
 	metric_single_u64(out, PF(SUM_SEQUENCE), st.seq);
-	/* the top 53 bits of the XXH64, exact as a float */
-	metric_single_u64(out, PF(SUM_CHECKSUM),
-	    sum_published_checksum(f) >> 11);
-	metric_single_u64(out, PF(SUM_PENDING), f->changes);
+	/* the top 53 bits of the checksum, exact as a float */
+	metric_single_u64(out, PF(SUM_CHECKSUM), st.checksum >> 11);
+	metric_single_u64(out, PF(SUM_PENDING), st.pending);
 	metric_single_u64(out, PF(SUM_REBUILDS), st.rebuilds);
 	metric_single_u64(out, PF(SUM_EXPIRED), st.expired);
 	metric_single_u64(out, PF(SUM_KEYS), st.keys);
 	metric_single_u64(out, PF(SUM_TABLE_BYTES), st.table_bytes);
-	metric_single_u64(out, PF(SUM_SATURATIONS), f->saturations);
-	metric_single_u64(out, PF(SUM_BAD_REMOVES), f->bad_removes);
+	metric_single_u64(out, PF(SUM_SATURATIONS), st.saturations);
+	metric_single_u64(out, PF(SUM_BAD_REMOVES), st.bad_removes);
 
 	render_traffic(ps, out, true);
 	render_traffic(ps, out, false);

@@ -165,8 +165,8 @@ fields(const Sumcache__V1__Summary *m, struct wire_summary *s)
 	if (!wire_name_ok(m->sender, nlen))
 		return WIRE_MALFORMED;
 	memcpy(s->sender, m->sender, nlen + 1);
-	/* before anything else is read: a version 1 Summary has the same
-	 * fields, and a payload that means something else */
+	/* before anything else is read: a Summary of versions 1 and 2 has
+	 * the same fields, and a payload that means something else */
 	s->version = m->version;
 	if (m->version != WIRE_VERSION)
 		return WIRE_VERSION_DIFFERS;
@@ -195,8 +195,9 @@ fields(const Sumcache__V1__Summary *m, struct wire_summary *s)
 	s->timed = m->kind == SUMCACHE__V1__KIND__KIND_TIMED_FULL ||
 	    m->kind == SUMCACHE__V1__KIND__KIND_TIMED_DELTA;
 	s->sent_ms = m->sent_ms;
-	if (m->m == 0 || m->m > WIRE_MAX_BITS || m->k == 0 || m->k > 16 ||
-	    m->seq == 0)
+	/* a timed summary's k is its fingerprint's bits (cuckoo.h) */
+	if (m->m == 0 || m->m > WIRE_MAX_BITS || m->seq == 0 ||
+	    (s->timed ? m->k != CK_FP_BITS : m->k == 0 || m->k > CBF_MAX_K))
 		return WIRE_MALFORMED;
 	s->epoch = m->epoch;
 	s->seq = m->seq;

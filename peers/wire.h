@@ -30,8 +30,10 @@
  */
 bool wire_name_ok(const char *name, size_t len);
 
-/* The Summary's version this code writes and reads (proto/). */
-#define WIRE_VERSION 2
+/* The Summary's version this code writes and reads (proto/): 3, the
+ * timed kinds a cuckoo table's (summary/cuckoo.h); 2 carried timed
+ * cells, 1 no deadlines. */
+#define WIRE_VERSION 3
 
 struct wire_summary {
 	char sender[WIRE_MAX_SENDER + 1];
@@ -46,7 +48,8 @@ struct wire_summary {
 	size_t payload_len;
 	uint64_t checksum;
 	uint64_t entries;
-	bool timed;           /* cells with deadlines (summary/timed.h) */
+	bool timed;           /* a table of fingerprints with deadlines
+	                       * (summary/cuckoo.h) */
 	uint64_t sent_ms;     /* timed: the sender's clock */
 };
 

@@ -65,6 +65,15 @@ cbf_new(enum sum_scheme scheme, uint64_t m, unsigned k, uint64_t epoch)
 	return f;
 }
 
+size_t
+cbf_bytes(const struct cbf *f)
+{
+	size_t words = (size_t)((f->m + 63) / 64);
+
+	/* the counters, the projection and its published copy */
+	return sizeof(*f) + (size_t)((f->m + 1) / 2) + 2 * words * 8;
+}
+
 void
 cbf_free(struct cbf **fp)
 {

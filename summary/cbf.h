@@ -68,6 +68,8 @@ uint64_t cbf_size_for_fpr(uint64_t n, double p, unsigned *k);
 struct cbf *cbf_new(enum sum_scheme scheme, uint64_t m, unsigned k,
     uint64_t epoch);
 void cbf_free(struct cbf **f);
+/* Bytes f holds: counters, projection, and the projection published. */
+size_t cbf_bytes(const struct cbf *f);
 
 /* A timed filter, its cells' deadlines counted from base_ms. */
 struct cbf *cbf_new_timed(enum sum_scheme scheme, uint64_t m, unsigned k,

@@ -208,7 +208,7 @@ claims_free(struct claims **tp)
 
 int
 claims_add(struct claims *t, const struct sumkey *k, uint64_t until_ms,
-    uint64_t now_ms, struct claim **out)
+    uint64_t now_ms, struct claim **out, uint64_t *was_ms)
 {
 	uint32_t i = find(t, k);
 
@@ -218,6 +218,8 @@ claims_add(struct claims *t, const struct sumkey *k, uint64_t until_ms,
 	c->objects++;
 	if (c->objects > 1 && until_ms <= c->until_ms)
 		return 0;  /* a variant: the key's deadline is the latest */
+	if (was_ms != NULL)
+		*was_ms = c->until_ms;
 	c->until_ms = until_ms;
 	if (c->claimed) {
 		if (c->heap != NIL && until_ms == CLAIMS_FOREVER)

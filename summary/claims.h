@@ -67,12 +67,14 @@ void claims_free(struct claims **t);
  * now_ms on the same clock. Returns 1 when the key has just become
  * claimed (*c: the owner counts it), 2 when a claimed key's deadline
  * moved later (*c: a revalidated copy, or a later variant; a filter
- * whose cells carry deadlines raises them), 0 when nothing changed for
+ * whose slots carry deadlines moves them, and finds the key's slot by
+ * the deadline it had, *was_ms when was_ms is not NULL), 0 when nothing
+ * changed for
  * the filter, -1 on ENOMEM (the object has no claim; its removal is then
  * refused).
  */
 int claims_add(struct claims *t, const struct sumkey *k, uint64_t until_ms,
-    uint64_t now_ms, struct claim **c);
+    uint64_t now_ms, struct claim **c, uint64_t *was_ms);
 /*
  * A stored object with key k left. Returns 1 when the key was claimed
  * and no longer is (*gone: its last state, for the owner to uncount), 0

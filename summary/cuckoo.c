@@ -3,6 +3,7 @@
  */
 #include "cuckoo.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,6 +113,16 @@ ck_free(struct ck_table **tp)
 	*tp = NULL;
 }
 
+size_t
+ck_bytes(const struct ck_table *t)
+{
+	size_t slots = (size_t)t->nb * CK_BUCKET;
+
+	/* the slots, as published, the dirty bits and list */
+	return sizeof(*t) + 2 * slots * sizeof(uint32_t) +
+	    (slots + 63) / 64 * 8 + t->dirty_cap * sizeof(uint64_t);
+}
+
 static uint64_t
 base_ms(const struct ck_table *t)
 {
@@ -139,6 +150,18 @@ touch(struct ck_table *t, uint64_t s)
 	t->dirty[t->ndirty++] = s;
 }
 
+/* A content once the base has moved on n shifts: empty when its code
+ * reaches 0, at the node and at every peer alike, so that no message
+ * carries a slot with no deadline. */
+static uint32_t
+shifted(uint32_t content, uint64_t n)
+{
+	if (content == 0 || n == 0)
+		return content;
+	uint32_t code = dl_shift(F, code_of(content), n);
+	return code == 0 ? 0 : (content & ~CODE_MASK) | code;
+}
+
 static void
 put(struct ck_table *t, uint64_t s, uint32_t content)
 {
@@ -159,13 +182,14 @@ ck_shift(struct ck_table *t, uint64_t now_ms)
 	 * message: not a change */
 	t->pub_sum = 0;
 	for (uint64_t s = 0; s < slots; s++) {
-		if (t->slot[s] != 0)
-			t->slot[s] = (t->slot[s] & ~CODE_MASK) |
-			    dl_shift(F, code_of(t->slot[s]), n);
+		if (t->slot[s] != 0) {
+			t->slot[s] = shifted(t->slot[s], n);
+			t->keys -= t->slot[s] == 0;
+		}
 		if (t->pub[s] != 0) {
-			t->pub[s] = (t->pub[s] & ~CODE_MASK) |
-			    dl_shift(F, code_of(t->pub[s]), n);
-			t->pub_sum += ck_slot_mix(s, t->pub[s]);
+			t->pub[s] = shifted(t->pub[s], n);
+			if (t->pub[s] != 0)
+				t->pub_sum += ck_slot_mix(s, t->pub[s]);
 		}
 	}
 	t->shifts = want;
@@ -178,8 +202,36 @@ ck_beyond(const struct ck_table *t, uint64_t until_ms)
 	return dl_of(F, base_ms(t), until_ms) == dl_top(F);
 }
 
+bool
+ck_came_within(const struct ck_table *t, uint64_t shifts, uint64_t until_ms)
+{
+	uint64_t was = base_ms(t) - shifts * CK_SHIFT_MS;
+
+	return until_ms != UINT64_MAX && !ck_beyond(t, until_ms) &&
+	    dl_of(F, was, until_ms) == dl_top(F);
+}
+
+double
+ck_fpr(uint64_t keys, uint64_t slots)
+{
+	/* each of the 2 x CK_BUCKET slots a lookup reads holds a key with
+	 * probability keys / slots, whose fingerprint is the probe's with
+	 * probability 1 / FP_MASK */
+	double load = slots ? (double)keys / (double)slots : 0;
+
+	return 1 - pow(1 - load / FP_MASK, 2 * CK_BUCKET);
+}
+
+void
+ck_whole_next(struct ck_table *t)
+{
+	t->dirty_lost = true;
+}
+
 /* The slot of the key's fingerprint whose code is code, or else any of
- * its fingerprint's; UINT64_MAX when none. */
+ * its fingerprint's; UINT64_MAX when none. Code 0 (a deadline the base
+ * has passed) takes only its own: a slot a shift emptied is not to be
+ * looked for in a twin's. */
 static uint64_t
 find(const struct ck_table *t, const struct place *p, uint32_t code)
 {
@@ -194,7 +246,7 @@ find(const struct ck_table *t, const struct place *p, uint32_t code)
 				return s;
 			any = s;
 		}
-	return any;
+	return code == 0 ? UINT64_MAX : any;
 }
 
 static bool
@@ -479,6 +531,53 @@ out:
 	return rc;
 }
 
+int
+ck_encode_published(const struct ck_table *t, uint64_t now_ms,
+    struct sum_buf *out, uint64_t *sent_ms, uint64_t *checksum)
+{
+	uint64_t slots = t->nb * CK_BUCKET, n = 0, sum = 0;
+	uint64_t clock = now_ms > t->origin_ms ? now_ms - t->origin_ms : 0;
+	uint64_t shifts = clock / CK_SHIFT_MS;
+	uint64_t *set = malloc((t->keys + 1) * sizeof(*set));
+	uint32_t *content = malloc((t->keys + 1) * sizeof(*content));
+	size_t cap = (size_t)t->keys + 1;
+	int rc = -1;
+
+	/* pub as a peer holds it at now_ms: shifted to now's base if the
+	 * table has not been yet (what a peer does with sent_ms) */
+	shifts = shifts > t->shifts ? shifts - t->shifts : 0;
+	for (uint64_t s = 0; s < slots && set != NULL && content != NULL;
+	    s++) {
+		uint32_t c = shifted(t->pub[s], shifts);
+		if (c == 0)
+			continue;
+		if (n == cap) {
+			cap *= 2;
+			uint64_t *s2 = realloc(set, cap * sizeof(*set));
+			if (s2 != NULL)
+				set = s2;
+			uint32_t *c2 = realloc(content, cap * sizeof(*content));
+			if (c2 != NULL)
+				content = c2;
+			if (s2 == NULL || c2 == NULL)
+				goto out;
+		}
+		set[n] = s;
+		content[n++] = c;
+		sum += ck_slot_mix(s, c);
+	}
+	if (set == NULL || content == NULL ||
+	    encode(out, set, content, n, NULL, 0, true) < 0)
+		goto out;
+	*sent_ms = clock;
+	*checksum = sum;
+	rc = 0;
+out:
+	free(set);
+	free(content);
+	return rc;
+}
+
 /* ---- a peer's copy ---- */
 
 struct ck_copy *
@@ -632,14 +731,6 @@ bad:
 	return SUM_ERR_MALFORMED;
 }
 
-/* A content once the base has moved on n shifts. */
-static uint32_t
-shifted(uint32_t content, uint64_t n)
-{
-	if (content == 0 || n == 0)
-		return content;
-	return (content & ~CODE_MASK) | dl_shift(F, code_of(content), n);
-}
 
 int
 ck_copy_load(struct ck_copy *c, uint64_t sent_ms, const uint8_t *in,
@@ -685,10 +776,13 @@ ck_copy_apply(struct ck_copy *c, uint64_t sent_ms, const uint8_t *in,
 	uint64_t n = shifts - c->shifts, sum = c->sum, keys = c->keys;
 	if (n > 0) {
 		sum = 0;
+		keys = 0;
 		for (uint64_t s = 0; s < slots; s++) {
 			uint32_t content = shifted(copy_slot(c->bytes, s), n);
-			if (content != 0)
+			if (content != 0) {
 				sum += ck_slot_mix(s, content);
+				keys++;
+			}
 		}
 	}
 	for (size_t i = 0; i < m.nset; i++) {

@@ -34,8 +34,8 @@
  * ms, shifts = sent_ms / the shift's ms: a peer knows the base from
  * sent_ms alone.
  *
- * Messages (what a version 3 Summary is to carry; the publisher, the
- * wire and the simulator do not use the table yet; rice.h lists):
+ * Messages (a version 3 Summary's payload, proto/sumcache.proto; rice.h
+ * lists):
  *   full:   Rice list of the live slots | their contents
  *   delta:  Rice list of the slots set | their contents | Rice list of
  *           the slots cleared
@@ -44,7 +44,8 @@
  * delta share no slot. The checksum (the Summary's) is the sum mod 2^64
  * of ck_slot_mix(slot, content) over every non-empty slot of the copy,
  * after the message's shifts: a peer's copy is the node's last
- * published table, passed slots and all.
+ * published table, passed slots and all. A code a shift takes to 0
+ * empties its slot, on both sides.
  *
  * Ownership: each side owns its arrays; nothing is shared.
  */
@@ -97,6 +98,9 @@ uint64_t ck_buckets_for(uint64_t keys);
  * out of range. */
 struct ck_table *ck_new(uint64_t nb, uint64_t now_ms);
 void ck_free(struct ck_table **t);
+/* Bytes the table holds (the node's own: its slots twice, as they are
+ * and as published, and the list of those changed). */
+size_t ck_bytes(const struct ck_table *t);
 
 /*
  * Moves the base on to now_ms's (before any other call at now_ms; the
@@ -109,17 +113,24 @@ uint64_t ck_shift(struct ck_table *t, uint64_t now_ms);
 /* Whether until_ms is beyond the range of the current base: its code is
  * the top code, to be made exact once the base comes nearer. */
 bool ck_beyond(const struct ck_table *t, uint64_t until_ms);
+/* Whether until_ms was beyond the range before the last `shifts` shifts
+ * and is within it now: its key is to be retimed (ck_retime, was_ms
+ * UINT64_MAX, the top code). */
+bool ck_came_within(const struct ck_table *t, uint64_t shifts,
+    uint64_t until_ms);
 
 /* Adds key, claimed until until_ms (UINT64_MAX: while cached). 0, or -1
  * when the table is too full (nothing changed; grow it). A key is added
  * once: the caller's claims table keeps one entry a key. */
 int ck_add(struct ck_table *t, const struct sumkey *key, uint64_t until_ms);
 /* Removes key, added with deadline until_ms (which tells it from a twin
- * of the same fingerprint and buckets); false when it is not there. */
+ * of the same fingerprint and buckets); false when it is not there (an
+ * add refused, or a code a shift took to 0 and emptied). */
 bool ck_remove(struct ck_table *t, const struct sumkey *key,
     uint64_t until_ms);
 /* The key's deadline, was_ms, is now until_ms (a revalidation; or the
- * same deadline come within range). false when it is not there. */
+ * same deadline come within range, was_ms UINT64_MAX). false when it is
+ * not there (the caller adds it). */
 bool ck_retime(struct ck_table *t, const struct sumkey *key, uint64_t was_ms,
     uint64_t until_ms);
 /* Whether the table claims key at now_ms. */
@@ -136,8 +147,19 @@ bool ck_contains(const struct ck_table *t, const struct sumkey *key,
 int ck_publish(struct ck_table *t, uint64_t now_ms, struct sum_buf *out,
     bool *full, uint64_t *sent_ms, uint64_t *checksum);
 
+/* The next ck_publish sends the whole table (a new epoch). */
+void ck_whole_next(struct ck_table *t);
+/* The last publication whole, as a peer holds it at now_ms: a full
+ * message for a pull or a peer come back. 0, or -1 on ENOMEM. */
+int ck_encode_published(const struct ck_table *t, uint64_t now_ms,
+    struct sum_buf *out, uint64_t *sent_ms, uint64_t *checksum);
+
 /* One slot's term in the checksum. */
 uint64_t ck_slot_mix(uint64_t slot, uint32_t content);
+/* The false-positive rate of a table of `slots` holding keys: a lookup
+ * reads 2 x CK_BUCKET slots, each a match with probability load / 2^18
+ * (linear in the load, where a Bloom filter's falls as its power k). */
+double ck_fpr(uint64_t keys, uint64_t slots);
 
 /* A peer's copy of a table. */
 struct ck_copy {

@@ -89,12 +89,15 @@ params_ok(enum sum_scheme scheme, uint64_t m, unsigned k)
 		(scheme == SUM_SQUID_MD5 && k == SUM_SQUID_K));
 }
 
-/* A timed summary holds two bytes a cell: fewer cells than a plain one
- * may be asked of it, m being a peer's header field. */
+/* A timed summary is a cuckoo table's copy (cuckoo.h): m its slots,
+ * whole buckets, k its fingerprint's bits, either scheme (the table reads
+ * the key's 16 bytes, whichever hash made them). */
 static bool
 timed_params_ok(enum sum_scheme scheme, uint64_t m, unsigned k)
 {
-	return params_ok(scheme, m, k) && m <= SUM_MAX_TIMED_CELLS;
+	return m >= CK_BUCKET && m % CK_BUCKET == 0 &&
+	    m / CK_BUCKET <= CK_MAX_BUCKETS && k == CK_FP_BITS &&
+	    (scheme == SUM_XXH3 || scheme == SUM_SQUID_MD5);
 }
 
 /* An empty summary of either kind. */
@@ -108,10 +111,10 @@ psum_alloc(enum sum_scheme scheme, uint64_t m, unsigned k, bool timed)
 	if (p == NULL)
 		return NULL;
 	if (timed)
-		p->until = calloc((size_t)m, sizeof(*p->until));
+		p->ck = ck_copy_new(m / CK_BUCKET);
 	else
 		p->bits = calloc(nwords(m), sizeof(uint64_t));
-	if (p->until == NULL && p->bits == NULL) {
+	if (p->ck == NULL && p->bits == NULL) {
 		free(p);
 		return NULL;
 	}
@@ -143,7 +146,7 @@ psum_free(struct psum **pp)
 		return;
 	*pp = NULL;
 	free(p->bits);
-	free(p->until);
+	ck_copy_free(&p->ck);
 	free(p);
 }
 
@@ -167,14 +170,10 @@ psum_contains(const struct psum *p, const struct sumkey *key,
 {
 	uint64_t pos[CBF_MAX_K];
 
+	if (p->ck != NULL)
+		return ck_copy_contains(p->ck, key,
+		    sender_now(&p->clock, now_ms));
 	sumkey_positions(p->scheme, key, p->k, p->m, pos);
-	if (p->until != NULL) {
-		uint64_t t = sender_now(&p->clock, now_ms);
-		for (unsigned i = 0; i < p->k; i++)
-			if ((uint64_t)p->until[pos[i]] * 1000 <= t)
-				return false;
-		return true;
-	}
 	for (unsigned i = 0; i < p->k; i++)
 		if (!bit(p->bits, pos[i]))
 			return false;
@@ -190,7 +189,15 @@ psum_fill(const struct psum *p)
 double
 psum_fpr(const struct psum *p)
 {
-	return pow(psum_fill(p), p->k);
+	return p->ck != NULL ? ck_fpr(p->ones, p->m) :
+	    pow(psum_fill(p), p->k);
+}
+
+size_t
+psum_bytes(const struct psum *p)
+{
+	return sizeof(*p) + (p->ck != NULL ? ck_copy_bytes(p->ck) :
+	    nwords(p->m) * sizeof(uint64_t));
 }
 
 uint64_t
@@ -406,75 +413,53 @@ later_clock(const struct psum *p, const struct sum_clock *clk)
 	    clk->local_ms};
 }
 
-int
-psum_load_timed(struct psum *p, enum sum_scheme scheme, uint64_t m,
-    unsigned k, uint64_t epoch, uint64_t seq, const uint8_t *in, size_t len,
-    uint64_t checksum, const struct sum_clock *clk)
+/* A full timed message: a copy of its size (p's, or a new one) loads
+ * it; the clock as the message sets it. */
+static int
+psum_load_timed(struct psum *p, const struct sum_msg *msg,
+    const struct sum_clock *clk)
 {
-	struct timed_cells c;
-
-	if (!timed_params_ok(scheme, m, k) || p->until == NULL)
+	if (!timed_params_ok(msg->scheme, msg->m, msg->k) || p->ck == NULL)
 		return SUM_ERR_PARAMS;
-	uint16_t *until = calloc((size_t)m, sizeof(*until));
-	if (until == NULL)
+	struct ck_copy *c = p->ck->nb == msg->m / CK_BUCKET ? p->ck :
+	    ck_copy_new(msg->m / CK_BUCKET);
+	if (c == NULL)
 		return SUM_ERR_NOMEM;
-	int rc = timed_decode(in, len, m, false, &c);
+	int rc = ck_copy_load(c, msg->sent_ms, msg->payload, msg->len,
+	    msg->checksum);
 	if (rc < 0) {
-		free(until);
+		if (c != p->ck)
+			ck_copy_free(&c);
 		return rc;
 	}
-	uint64_t sum = 0;
-	for (size_t i = 0; i < c.n; i++) {
-		until[c.pos[i]] = c.until[i];
-		sum += sum_cell_mix(c.pos[i], c.until[i]);
+	if (c != p->ck) {
+		ck_copy_free(&p->ck);
+		p->ck = c;
 	}
-	size_t n = c.n;
-	timed_cells_clear(&c);
-	if (sum != checksum) {
-		free(until);
-		return SUM_ERR_CHECKSUM;
-	}
-	/* a new epoch may count from a new base: its clock starts afresh */
-	p->clock = p->loaded && epoch == p->epoch ? later_clock(p, clk) :
-	    *clk;
-	free(p->until);
-	p->until = until;
-	loaded(p, scheme, m, k, epoch, seq, n, checksum);
+	/* a new epoch counts from a new origin: its clock starts afresh */
+	p->clock = p->loaded && msg->epoch == p->epoch ?
+	    later_clock(p, clk) : *clk;
+	loaded(p, msg->scheme, msg->m, msg->k, msg->epoch, msg->seq,
+	    c->keys, msg->checksum);
 	return 0;
 }
 
-int
-psum_apply_timed(struct psum *p, uint64_t epoch, uint64_t seq,
-    const uint8_t *in, size_t len, uint64_t checksum,
+static int
+psum_apply_timed(struct psum *p, const struct sum_msg *msg,
     const struct sum_clock *clk)
 {
-	struct timed_cells c;
-
-	if (p->until == NULL)
+	if (p->ck == NULL)
 		return SUM_ERR_PARAMS;
-	if (!p->loaded || epoch != p->epoch || seq != p->seq + 1)
+	if (!p->loaded || msg->epoch != p->epoch || msg->seq != p->seq + 1)
 		return SUM_ERR_GAP;
-	int rc = timed_decode(in, len, p->m, true, &c);
+	int rc = ck_copy_apply(p->ck, msg->sent_ms, msg->payload, msg->len,
+	    msg->checksum);
 	if (rc < 0)
 		return rc;
-	/* checked before anything changes: the sum moves cell by cell */
-	uint64_t sum = p->checksum, ones = p->ones;
-	for (size_t i = 0; i < c.n; i++) {
-		uint16_t old = p->until[c.pos[i]];
-		sum_cell_update(&sum, c.pos[i], old, c.until[i]);
-		ones += (c.until[i] != 0) - (old != 0);
-	}
-	if (sum != checksum) {
-		timed_cells_clear(&c);
-		return SUM_ERR_CHECKSUM;
-	}
-	for (size_t i = 0; i < c.n; i++)
-		p->until[c.pos[i]] = c.until[i];
-	timed_cells_clear(&c);
-	p->seq = seq;
+	p->seq = msg->seq;
 	p->clock = later_clock(p, clk);
-	p->ones = ones;
-	p->checksum = checksum;
+	p->ones = p->ck->keys;
+	p->checksum = msg->checksum;
 	return 0;
 }
 
@@ -585,22 +570,19 @@ psum_take(struct psum **pp, const struct sum_msg *msg, uint64_t local_ms)
 	struct psum *p = *pp;
 
 	if (!msg->full) {
-		if (p == NULL || (p->until != NULL) != msg->timed)
+		if (p == NULL || (p->ck != NULL) != msg->timed)
 			return SUM_ERR_GAP;
-		return msg->timed ? psum_apply_timed(p, msg->epoch, msg->seq,
-		    msg->payload, msg->len, msg->checksum, &clk) :
+		return msg->timed ? psum_apply_timed(p, msg, &clk) :
 		    psum_apply_delta(p, msg->epoch, msg->seq, msg->payload,
 		    msg->len, msg->checksum);
 	}
-	bool fresh = p == NULL || (p->until != NULL) != msg->timed;
+	bool fresh = p == NULL || (p->ck != NULL) != msg->timed;
 	if (fresh && (p = psum_alloc(msg->scheme, msg->m, msg->k,
 	    msg->timed)) == NULL)
 		return (msg->timed ? timed_params_ok(msg->scheme, msg->m,
 		    msg->k) : params_ok(msg->scheme, msg->m, msg->k)) ?
 		    SUM_ERR_NOMEM : SUM_ERR_PARAMS;
-	int rc = msg->timed ? psum_load_timed(p, msg->scheme, msg->m, msg->k,
-	    msg->epoch, msg->seq, msg->payload, msg->len, msg->checksum,
-	    &clk) : psum_load_full(p, msg->scheme, msg->m, msg->k, msg->epoch,
+	int rc = msg->timed ? psum_load_timed(p, msg, &clk) : psum_load_full(p, msg->scheme, msg->m, msg->k, msg->epoch,
 	    msg->seq, msg->payload, msg->len, msg->checksum);
 	if (fresh) {
 		if (rc == 0) {

@@ -1,8 +1,10 @@
 /*
- * Peer summaries: the bit array a peer has published, as we hold it, and
- * the messages that carry it (full or delta). The encoders run on the
- * publishing side from a counting filter; the decoders on the receiving
- * side, strictly: a summary is only ever replaced by a message that
+ * Peer summaries: what a peer has published, as we hold it, and the
+ * messages that carry it (full or delta). Two kinds: a bit array (claims
+ * fresh or until evicted), encoded here from a counting filter; and a
+ * timed summary, a copy of the peer's cuckoo table whose slots carry
+ * their keys' deadlines (cuckoo.h, which encodes and decodes it). The
+ * decoders are strict: a summary is only ever replaced by a message that
  * decoded completely and whose result matches the sender's checksum.
  */
 #ifndef PSUM_H
@@ -13,14 +15,13 @@
 #include <stdint.h>
 
 #include "cbf.h"
+#include "cuckoo.h"
 #include "rice.h"
 #include "sumkey.h"
 
 /* Largest summary a peer may announce: 2^32 bits (512 MiB of array);
- * timed, 2^26 cells (128 MiB of deadlines, a filter for 4M objects at
- * 16 cells each). */
+ * timed, CK_MAX_BUCKETS x CK_BUCKET slots. */
 #define SUM_MAX_BITS (1ull << 32)
-#define SUM_MAX_TIMED_CELLS (1ull << 26)
 
 enum sum_full_kind {
 	SUM_FULL_RAW = 0,  /* the array itself, ceil(m/8) bytes */
@@ -36,20 +37,18 @@ struct sum_clock {
 
 struct psum {
 	enum sum_scheme scheme;
-	unsigned k;
-	uint64_t m;
+	unsigned k;         /* timed: the fingerprint's bits */
+	uint64_t m;         /* bits; timed: slots */
 	uint64_t epoch;
 	uint64_t seq;
 	uint64_t *bits;     /* bit b: word b/64, bit b%64 (byte b/8, 1<<b%8);
 	                     * NULL when timed */
-	uint64_t ones;      /* bits set; timed: cells with a deadline, passed
-	                     * ones too */
-	uint64_t checksum;  /* sum_checksum of bits, or sum_checksum_timed */
+	uint64_t ones;      /* bits set; timed: slots held, passed ones too */
+	uint64_t checksum;  /* sum_checksum of bits, or the table's sum */
 	bool loaded;        /* a full summary has been accepted */
-	/* timed (psum_new_timed): each cell's deadline, seconds since the
-	 * sender's base (0: none), as the sender published it; and its
-	 * clock, as its last message set it */
-	uint16_t *until;
+	/* timed (psum_new_timed): the peer's table as it last published
+	 * it, and its clock, as its last message set it */
+	struct ck_copy *ck;
 	struct sum_clock clock;
 };
 
@@ -86,9 +85,12 @@ void psum_free(struct psum **p);
  * still ahead of the sender's clock as we reckon it. */
 bool psum_contains(const struct psum *p, const struct sumkey *key,
     uint64_t now_ms);
-/* Fraction of bits set, and the false-positive rate it implies: fill^k. */
+/* Fraction of bits (slots) set, and the false-positive rate it implies:
+ * fill^k, or the table's (ck_fpr). */
 double psum_fill(const struct psum *p);
 double psum_fpr(const struct psum *p);
+/* Bytes p holds: everything a lookup reads. */
+size_t psum_bytes(const struct psum *p);
 
 /*
  * Replaces the summary with a full message (new parameters allowed: a new
@@ -106,15 +108,6 @@ int psum_load_full(struct psum *p, enum sum_scheme scheme, uint64_t m,
 int psum_apply_delta(struct psum *p, uint64_t epoch, uint64_t seq,
     const uint8_t *in, size_t len, uint64_t checksum);
 
-/* The same for a timed summary (timed.h's lists; clk: the message's
- * sent_ms and our clock when it came). */
-int psum_load_timed(struct psum *p, enum sum_scheme scheme, uint64_t m,
-    unsigned k, uint64_t epoch, uint64_t seq, const uint8_t *in, size_t len,
-    uint64_t checksum, const struct sum_clock *clk);
-int psum_apply_timed(struct psum *p, uint64_t epoch, uint64_t seq,
-    const uint8_t *in, size_t len, uint64_t checksum,
-    const struct sum_clock *clk);
-
 /* A summary message as the receiving side needs it. */
 struct sum_msg {
 	bool timed, full;
@@ -125,7 +118,8 @@ struct sum_msg {
 	const uint8_t *payload;
 	size_t len;
 	uint64_t checksum;
-	uint64_t sent_ms;           /* timed: the sender's clock */
+	uint64_t sent_ms;           /* timed: the sender's clock, ms since
+	                             * its table was made */
 };
 
 /*

@@ -8,18 +8,28 @@
 #include <string.h>
 
 #include "claims.h"
+#include "cuckoo.h"
 #include "sc_assert.h"
 
 /* The filters a key is counted in go by its claim's tag: the parity of
- * the filter that counts it, while it is claimed. */
+ * the filter that counts it, while it is claimed. Claims fresh or
+ * evicted count keys in a counting filter (local, next); timed claims
+ * put each key and its deadline in a cuckoo table (table, table_next),
+ * and the publisher counts the changes and bad removes itself. */
 struct publisher {
 	struct pub_conf conf;
 	struct cbf *local;       /* counts the claimed keys; is published */
 	struct cbf *next;        /* being built larger, or NULL */
+	struct ck_table *table;  /* timed: local's place */
+	struct ck_table *table_next;
 	bool rebuilding;         /* a walk is running (next may be NULL) */
 	uint8_t parity;          /* the parity of keys local counts */
 	size_t walk_at;          /* the rebuild's next slot */
 	uint64_t capacity;       /* keys local was sized for */
+	uint64_t epoch;          /* of the filter in use */
+	uint64_t next_epoch;     /* of the one being built */
+	uint64_t changes;        /* timed: since the last publication */
+	uint64_t bad_removes;    /* removes of keys no stored object has */
 	uint64_t seq;
 	uint64_t last_publish_ms;
 	uint64_t interval_ms;    /* mean interval between publications */
@@ -36,6 +46,8 @@ struct publisher {
 };
 
 static void published(struct publisher *p, uint64_t now_ms);
+static int publish_whole(struct publisher *p, uint64_t now_ms,
+    struct publication *out);
 
 static const char *const claims_names[PUB_CLAIMS_COUNT] = {
 	"timed", "fresh", "evicted",
@@ -64,14 +76,37 @@ timed(const struct publisher *p)
 	return p->conf.claims == PUB_CLAIMS_TIMED;
 }
 
-/* Counts c in f, with its deadline when f is timed. */
-static void
-count_in(struct cbf *f, const struct claim *c)
+/* Keys the filter in use counts, and changes since the last
+ * publication. */
+static uint64_t
+entries(const struct publisher *p)
 {
-	if (f->until != NULL)
-		cbf_add_until(f, &c->key, c->until_ms);
+	return timed(p) ? p->table->keys : p->local->entries;
+}
+
+static uint64_t
+changes(const struct publisher *p)
+{
+	return timed(p) ? p->changes : p->local->changes;
+}
+
+/* Whether a walk has a new filter to count keys in. */
+static bool
+has_next(const struct publisher *p)
+{
+	return timed(p) ? p->table_next != NULL : p->next != NULL;
+}
+
+/* Counts c in the new filter, or the one in use. A table too full for
+ * it (ck_add refused) leaves it out until the growth that follows. */
+static void
+count_in(struct publisher *p, bool next, const struct claim *c)
+{
+	if (timed(p))
+		(void)ck_add(next ? p->table_next : p->table, &c->key,
+		    c->until_ms);
 	else
-		cbf_add(f, &c->key);
+		cbf_add(next ? p->next : p->local, &c->key);
 }
 
 /* Whether c is counted in the new filter of a walk: the walk passed it,
@@ -79,7 +114,7 @@ count_in(struct cbf *f, const struct claim *c)
 static bool
 in_next(const struct publisher *p, const struct claim *c)
 {
-	return p->rebuilding && p->next != NULL && c->tag != p->parity;
+	return p->rebuilding && has_next(p) && c->tag != p->parity;
 }
 
 /* A key just claimed: counted in the filter, and in the new one during
@@ -88,54 +123,89 @@ static void
 count(struct publisher *p, struct claim *c)
 {
 	c->tag = p->rebuilding ? !p->parity : p->parity;
-	count_in(p->local, c);
-	if (p->rebuilding && p->next != NULL)
-		count_in(p->next, c);
+	count_in(p, false, c);
+	if (p->rebuilding && has_next(p))
+		count_in(p, true, c);
+	p->changes++;
 }
 
-/* A claimed key's deadline moved later: its cells follow. */
+/* c's deadline was was_ms (UINT64_MAX: its code the top, beyond the
+ * range) in t: its slot takes c's; a key not found there (refused, or
+ * emptied by a shift a moment before it lapses) goes in afresh. */
 static void
-extend(struct publisher *p, const struct claim *c)
+retime_in(struct ck_table *t, const struct claim *c, uint64_t was_ms)
 {
-	cbf_extend(p->local, &c->key, c->until_ms);
+	if (!ck_retime(t, &c->key, was_ms, c->until_ms))
+		(void)ck_add(t, &c->key, c->until_ms);
+}
+
+/* A claimed key's deadline moved, from was_ms: its slots follow (timed;
+ * a filter of bits has nothing to change). */
+static void
+retime(struct publisher *p, const struct claim *c, uint64_t was_ms)
+{
+	if (!timed(p))
+		return;
+	retime_in(p->table, c, was_ms);
 	if (in_next(p, c))
-		cbf_extend(p->next, &c->key, c->until_ms);
+		retime_in(p->table_next, c, was_ms);
+	p->changes++;
 }
 
 /* A key no longer claimed: evicted (a change), or lapsed (timed: the
- * peers let it go by themselves). */
+ * peers let it go by themselves, its code passed). */
 static void
 uncount(struct publisher *p, const struct claim *c, bool lapsed)
 {
-	bool (*out)(struct cbf *, const struct sumkey *) = lapsed &&
-	    timed(p) ? cbf_lapse : cbf_remove;
-
-	if (in_next(p, c))
-		out(p->next, &c->key);
-	out(p->local, &c->key);
-}
-
-/* A filter for p's policy, made now. */
-static struct cbf *
-filter_new(const struct publisher *p, uint64_t m, uint64_t epoch,
-    uint64_t now_ms)
-{
-	return timed(p) ? cbf_new_timed(p->conf.scheme, m, p->conf.k, epoch,
-	    now_ms) : cbf_new(p->conf.scheme, m, p->conf.k, epoch);
-}
-
-/* f is published whole at now_ms: a timed one's peers will hold each
- * cell's deadline, none for those already passed. */
-static void
-published_whole(struct cbf *f, uint64_t now_ms)
-{
-	cbf_mark_published(f);
-	if (f->until == NULL)
+	if (timed(p)) {
+		if (in_next(p, c))
+			ck_remove(p->table_next, &c->key, c->until_ms);
+		ck_remove(p->table, &c->key, c->until_ms);
+		p->changes += !lapsed;
 		return;
-	for (uint64_t i = 0; i < f->m; i++)
-		f->until_pub[i] = cbf_live_until(f, f->until, i, now_ms);
-	f->until_pub_sum = sum_checksum_timed(f->until_pub, f->m);
-	cbf_timed_published(f);
+	}
+	if (in_next(p, c))
+		cbf_remove(p->next, &c->key);
+	cbf_remove(p->local, &c->key);
+}
+
+/*
+ * The tables' bases move on to now_ms's (deadline.h): no message, but a
+ * key whose deadline was beyond the range and has come within it gets its
+ * exact code, a change to publish. A walk of the claims table once a
+ * shift (CK_SHIFT_MS), cheaper than keeping the keys beyond in a heap of
+ * their own.
+ */
+static void
+shift(struct publisher *p, uint64_t now_ms)
+{
+	if (!timed(p))
+		return;
+	uint64_t n = ck_shift(p->table, now_ms);
+	uint64_t nn = p->table_next != NULL ?
+	    ck_shift(p->table_next, now_ms) : 0;
+	if (n == 0 && nn == 0)
+		return;
+	size_t end = claims_slots(p->claims);
+	for (size_t i = 0; i < end; i++) {
+		struct claim *c = claims_slot(p->claims, i);
+		if (c->objects == 0 || !c->claimed)
+			continue;
+		if (n > 0 && ck_came_within(p->table, n, c->until_ms)) {
+			retime_in(p->table, c, UINT64_MAX);
+			p->changes++;
+		}
+		if (nn > 0 && in_next(p, c) &&
+		    ck_came_within(p->table_next, nn, c->until_ms))
+			retime_in(p->table_next, c, UINT64_MAX);
+	}
+}
+
+/* A filter of bits for p's policy. */
+static struct cbf *
+filter_new(const struct publisher *p, uint64_t m, uint64_t epoch)
+{
+	return cbf_new(p->conf.scheme, m, p->conf.k, epoch);
 }
 
 uint64_t
@@ -160,11 +230,35 @@ filter_bits(const struct publisher *p, uint64_t objects)
 	uint64_t m = cbf_size_for(objects, p->conf.bits_per_entry);
 	uint64_t max = p->conf.max_bits;
 
-	/* a timed filter's peers take fewer cells (psum.h) */
-	if (p->conf.claims == PUB_CLAIMS_TIMED && (max == 0 ||
-	    max > SUM_MAX_TIMED_CELLS))
-		max = SUM_MAX_TIMED_CELLS;
 	return max != 0 && m > max ? max : m;
+}
+
+/* A timed table's buckets for objects keys: at most the wire's m in
+ * slots, and CK_MAX_BUCKETS. */
+static uint64_t
+table_buckets(const struct publisher *p, uint64_t objects)
+{
+	uint64_t nb = ck_buckets_for(objects), max = CK_MAX_BUCKETS;
+
+	if (p->conf.max_bits != 0 && p->conf.max_bits / CK_BUCKET < max)
+		max = p->conf.max_bits / CK_BUCKET;
+	return nb > max ? (max ? max : 1) : nb;
+}
+
+/* The filter for p's policy, sized for objects, made at now_ms; false
+ * on ENOMEM. */
+static bool
+make_filter(struct publisher *p, bool next, uint64_t objects,
+    uint64_t epoch, uint64_t now_ms)
+{
+	if (timed(p)) {
+		struct ck_table *t = ck_new(table_buckets(p, objects), now_ms);
+		*(next ? &p->table_next : &p->table) = t;
+		return t != NULL;
+	}
+	struct cbf *f = filter_new(p, filter_bits(p, objects), epoch);
+	*(next ? &p->next : &p->local) = f;
+	return f != NULL;
 }
 
 struct publisher *
@@ -176,10 +270,10 @@ pub_new(const struct pub_conf *c, uint64_t now_us, uint64_t now_ms)
 		return NULL;
 	p->conf = *c;
 	p->capacity = c->expected_objects;
-	p->local = filter_new(p, filter_bits(p, c->expected_objects), now_us,
-	    now_ms);
+	p->epoch = now_us;
 	p->claims = claims_new();
-	if (p->local == NULL || p->claims == NULL) {
+	if (!make_filter(p, false, c->expected_objects, now_us, now_ms) ||
+	    p->claims == NULL) {
 		pub_free(&p);
 		return NULL;
 	}
@@ -200,6 +294,8 @@ pub_free(struct publisher **pp)
 	*pp = NULL;
 	cbf_free(&p->local);
 	cbf_free(&p->next);
+	ck_free(&p->table);
+	ck_free(&p->table_next);
 	claims_free(&p->claims);
 	free(p);
 }
@@ -233,12 +329,14 @@ pub_added(struct publisher *p, const struct sumkey *k, uint64_t expires_ms,
 	uint64_t until = p->conf.claims == PUB_CLAIMS_EVICTED ?
 	    CLAIMS_FOREVER : claims_until(expires_ms, pub_margin_ms(p));
 	struct claim *c;
-	int rc = claims_add(p->claims, k, until, now_ms, &c);
+	uint64_t was;
 
+	shift(p, now_ms);
+	int rc = claims_add(p->claims, k, until, now_ms, &c, &was);
 	if (rc == 1)
 		count(p, c);
-	else if (rc == 2 && timed(p))
-		extend(p, c);
+	else if (rc == 2)
+		retime(p, c, was);
 	return rc >= 0;
 }
 
@@ -249,7 +347,7 @@ pub_removed(struct publisher *p, const struct sumkey *k)
 	int rc = claims_remove(p->claims, k, &gone);
 
 	if (rc < 0) {
-		p->local->bad_removes++;
+		p->bad_removes++;
 		return false;
 	}
 	if (rc == 1)
@@ -263,6 +361,7 @@ pub_expire(struct publisher *p, uint64_t now_ms)
 	uint64_t n = 0;
 	const struct claim *c;
 
+	shift(p, now_ms);
 	while ((c = claims_lapse(p->claims, now_ms)) != NULL) {
 		uncount(p, c, true);
 		n++;
@@ -271,17 +370,20 @@ pub_expire(struct publisher *p, uint64_t now_ms)
 	return n;
 }
 
+/* More keys than the filter was sized for, or (timed) a key the table
+ * had no room for. */
 static bool
 wants_growth(const struct publisher *p)
 {
-	return !p->conf.fixed_size && p->local->entries > p->capacity;
+	return !p->conf.fixed_size && (entries(p) > p->capacity ||
+	    (timed(p) && p->table->full_adds > 0));
 }
 
 bool
 pub_wants_rebuild(const struct publisher *p, uint64_t now_ms)
 {
-	return !p->rebuilding && (wants_growth(p) || (timed(p) &&
-	    now_ms - p->local->base_ms >= PUB_REBASE_MS));
+	(void)now_ms;
+	return !p->rebuilding && wants_growth(p);
 }
 
 bool
@@ -294,17 +396,15 @@ void
 pub_rebuild_begin(struct publisher *p, uint64_t now_us, uint64_t now_ms)
 {
 	SC_ASSERT(!p->rebuilding);
-	bool grow = wants_growth(p);
-	/* room to double again before the next rebuild; a rebase keeps
-	 * the size */
-	uint64_t cap = grow ? 2 * p->local->entries : p->capacity;
-	uint64_t epoch = now_us > p->local->epoch ? now_us :
-	    p->local->epoch + 1;
+	/* room to double again before the next rebuild (a table that
+	 * refused a key below its sizing: twice that) */
+	uint64_t cap = 2 * (entries(p) > p->capacity ? entries(p) :
+	    p->capacity);
 
-	p->next = filter_new(p, filter_bits(p, cap), epoch, now_ms);
+	p->next_epoch = now_us > p->epoch ? now_us : p->epoch + 1;
 	/* asked once per growth, even when there is no memory for it */
-	if (grow)
-		p->capacity = p->next != NULL ? cap : 2 * p->capacity;
+	p->capacity = make_filter(p, true, cap, p->next_epoch, now_ms) ? cap :
+	    2 * p->capacity;
 	p->rebuilding = true;
 	p->walk_at = 0;
 }
@@ -319,8 +419,8 @@ pub_rebuild_step(struct publisher *p, size_t max)
 		struct claim *c = claims_slot(p->claims, p->walk_at);
 		if (c->objects == 0 || !c->claimed || c->tag != p->parity)
 			continue;
-		if (p->next != NULL)
-			count_in(p->next, c);
+		if (has_next(p))
+			count_in(p, true, c);
 		c->tag = !p->parity;
 	}
 	return p->walk_at >= end;
@@ -333,19 +433,20 @@ pub_rebuild_end(struct publisher *p, uint64_t now_ms,
 	SC_ASSERT(p->rebuilding);
 	p->rebuilding = false;
 	p->parity = !p->parity;
-	if (p->next == NULL)
+	if (!has_next(p))
 		return 0;
-	cbf_free(&p->local);
-	p->local = p->next;
-	p->next = NULL;
+	if (timed(p)) {
+		ck_free(&p->table);
+		p->table = p->table_next;
+		p->table_next = NULL;
+	} else {
+		cbf_free(&p->local);
+		p->local = p->next;
+		p->next = NULL;
+	}
+	p->epoch = p->next_epoch;
 	p->rebuilds++;
-	/* a new epoch starts with a full summary at sequence 1: marked
-	 * published, so the next delta is relative to it */
-	published_whole(p->local, now_ms);
-	p->seq = 1;
-	published(p, now_ms);
-	p->fulls++;
-	return pub_last_full(p, now_ms, out) < 0 ? -1 : 1;
+	return publish_whole(p, now_ms, out);
 }
 
 int
@@ -354,13 +455,8 @@ pub_announce(struct publisher *p, uint64_t now_us, uint64_t now_ms,
 {
 	if (p->rebuilding)
 		return 0;
-	p->local->epoch = now_us > p->local->epoch ? now_us :
-	    p->local->epoch + 1;
-	published_whole(p->local, now_ms);
-	p->seq = 1;
-	published(p, now_ms);
-	p->fulls++;
-	return pub_last_full(p, now_ms, out) < 0 ? -1 : 1;
+	p->epoch = now_us > p->epoch ? now_us : p->epoch + 1;
+	return publish_whole(p, now_ms, out);
 }
 
 /* A threshold is a share of what the cache holds (the paper's
@@ -374,7 +470,7 @@ static uint64_t
 share_changes(const struct publisher *p, double share)
 {
 	double t = share * (double)(timed(p) ? claims_keys(p->claims) :
-	    p->local->entries);
+	    entries(p));
 
 	return t < 1 ? 1 : (uint64_t)t;
 }
@@ -392,7 +488,7 @@ rate_at(const struct publisher *p, uint64_t now_ms, double *asks,
 	double keep = exp(-dt / tau);
 
 	*asks = p->asks * keep;
-	*exposure = p->exposure * keep + (double)p->local->entries * tau *
+	*exposure = p->exposure * keep + (double)entries(p) * tau *
 	    (1 - keep);
 	*requests = p->requests * keep;
 	*span = p->span * keep + tau * (1 - keep);
@@ -461,8 +557,7 @@ worth_publishing(const struct publisher *p, unsigned peers, uint64_t now_ms)
 	rate_at(p, now_ms, &asks, &exposure, &requests, &span);
 	if (exposure <= 0)
 		return false;
-	double changes = (double)p->local->changes;
-	double losing = asks / exposure * changes;
+	double losing = asks / exposure * (double)changes(p);
 	double t = now_ms > p->last_publish_ms ?
 	    (double)(now_ms - p->last_publish_ms) : 0;
 
@@ -476,65 +571,97 @@ bool
 pub_threshold_reached(const struct publisher *p, unsigned peers,
     uint64_t now_ms)
 {
-	uint64_t changes = p->local->changes;
+	uint64_t n = changes(p);
 
 	if (p->conf.threshold > 0)
-		return changes >= share_changes(p, p->conf.threshold);
-	if (changes < share_changes(p, PUB_AUTO_FLOOR))
+		return n >= share_changes(p, p->conf.threshold);
+	if (n < share_changes(p, PUB_AUTO_FLOOR))
 		return false;
-	return changes >= share_changes(p, PUB_AUTO_CEILING) ||
+	return n >= share_changes(p, PUB_AUTO_CEILING) ||
 	    worth_publishing(p, peers, now_ms);
 }
 
 bool
 pub_interval_due(const struct publisher *p, uint64_t now_ms)
 {
-	return p->conf.max_interval_ms > 0 && p->local->changes > 0 &&
+	return p->conf.max_interval_ms > 0 && changes(p) > 0 &&
 	    now_ms - p->last_publish_ms >= p->conf.max_interval_ms;
 }
 
 static void
 describe(const struct publisher *p, bool full, uint64_t checksum,
-    uint64_t now_ms, struct publication *out)
+    uint64_t sent_ms, struct publication *out)
 {
-	const struct cbf *f = p->local;
-
-	out->timed = f->until != NULL;
-	out->sent_ms = out->timed && now_ms > f->base_ms ? now_ms - f->base_ms :
-	    0;
+	out->timed = timed(p);
+	out->sent_ms = sent_ms;
 	out->full = full;
-	out->scheme = f->scheme;
-	out->m = f->m;
-	out->k = f->k;
-	out->epoch = f->epoch;
+	out->scheme = p->conf.scheme;
+	out->m = timed(p) ? p->table->nb * CK_BUCKET : p->local->m;
+	out->k = timed(p) ? CK_FP_BITS : p->local->k;
+	out->epoch = p->epoch;
 	out->seq = p->seq;
-	out->entries = f->entries;
+	out->entries = entries(p);
 	out->checksum = checksum;
+}
+
+/* The filter's delta or whole, whichever is smaller, into out. */
+static int
+encode_publication(struct publisher *p, uint64_t now_ms,
+    struct publication *out)
+{
+	bool full;
+	uint64_t checksum, sent_ms = 0;
+
+	if (timed(p)) {
+		shift(p, now_ms);
+		if (ck_publish(p->table, now_ms, &out->payload, &full,
+		    &sent_ms, &checksum) < 0)
+			return -1;
+		p->changes = 0;
+	} else if (sum_publish(p->local, &out->payload, &full,
+	    &checksum) < 0) {
+		return -1;
+	}
+	describe(p, full, checksum, sent_ms, out);
+	return 0;
+}
+
+/* The filter starts a new epoch (p->epoch set) with a full summary at
+ * sequence 1, marked published, so the next delta is relative to it. */
+static int
+publish_whole(struct publisher *p, uint64_t now_ms, struct publication *out)
+{
+	p->seq = 1;
+	p->fulls++;
+	published(p, now_ms);
+	if (timed(p)) {
+		ck_whole_next(p->table);
+		return encode_publication(p, now_ms, out) < 0 ? -1 : 1;
+	}
+	cbf_mark_published(p->local);
+	return pub_last_full(p, now_ms, out) < 0 ? -1 : 1;
 }
 
 int
 pub_publish(struct publisher *p, uint64_t now_ms, struct publication *out)
 {
-	bool full;
-	uint64_t checksum;
-
-	if ((timed(p) ? sum_publish_timed(p->local, now_ms, &out->payload,
-	    &full, &checksum) : sum_publish(p->local, &out->payload, &full,
-	    &checksum)) < 0)
-		return -1;
 	/* the delay a change waits to be published: its mean, recent
 	 * intervals weighing most */
 	uint64_t gap = now_ms > p->last_publish_ms ?
 	    now_ms - p->last_publish_ms : 0;
+
+	p->seq++;
+	if (encode_publication(p, now_ms, out) < 0) {
+		p->seq--;
+		return -1;
+	}
 	p->interval_ms = p->deltas + p->fulls == 0 ? gap :
 	    (4 * p->interval_ms + gap) / 5;
-	p->seq++;
 	published(p, now_ms);
-	if (full)
+	if (out->full)
 		p->fulls++;
 	else
 		p->deltas++;
-	describe(p, full, checksum, now_ms, out);
 	return 0;
 }
 
@@ -542,13 +669,19 @@ int
 pub_last_full(const struct publisher *p, uint64_t now_ms,
     struct publication *out)
 {
-	const struct cbf *f = p->local;
+	uint64_t checksum, sent_ms = 0;
 
-	if ((f->until != NULL ? sum_encode_timed_full(f->until_pub, f->m,
-	    &out->payload) : sum_encode_full(f->published, f->m,
-	    &out->payload)) < 0)
-		return -1;
-	describe(p, true, sum_published_checksum(f), now_ms, out);
+	if (timed(p)) {
+		if (ck_encode_published(p->table, now_ms, &out->payload,
+		    &sent_ms, &checksum) < 0)
+			return -1;
+	} else {
+		if (sum_encode_full(p->local->published, p->local->m,
+		    &out->payload) < 0)
+			return -1;
+		checksum = sum_checksum(p->local->published, p->local->m);
+	}
+	describe(p, true, checksum, sent_ms, out);
 	return 0;
 }
 
@@ -556,6 +689,15 @@ const struct cbf *
 pub_filter(const struct publisher *p)
 {
 	return p->local;
+}
+
+double
+pub_fpr(const struct publication *pub)
+{
+	double n = (double)pub->entries, m = (double)pub->m;
+
+	return pub->timed ? ck_fpr(pub->entries, pub->m) :
+	    pow(1 - exp(-(double)pub->k * n / m), pub->k);
 }
 
 void
@@ -570,6 +712,19 @@ pub_stats(const struct publisher *p, struct pub_stats *out)
 		.expired = p->expired,
 		.keys = claims_keys(p->claims),
 		.table_bytes = claims_bytes(p->claims),
+		.entries = entries(p),
+		.m = timed(p) ? p->table->nb * CK_BUCKET : p->local->m,
+		.epoch = p->epoch,
+		.pending = changes(p),
+		.checksum = timed(p) ? p->table->pub_sum :
+		    sum_checksum(p->local->published, p->local->m),
+		/* and those a counting filter found no counter for */
+		.bad_removes = p->bad_removes + (timed(p) ? 0 :
+		    p->local->bad_removes),
+		.saturations = timed(p) ? p->table->full_adds :
+		    p->local->saturations,
+		.filter_bytes = timed(p) ? ck_bytes(p->table) :
+		    cbf_bytes(p->local),
 	};
 }
 

@@ -7,8 +7,9 @@
  *
  * The rules:
  *   - Sizing. A filter is sized for conf.expected_objects at
- *     bits_per_entry; pub_expected_objects gives the daemon's guess for a
- *     cache of a given size (PUB_OBJECT_BYTES per object, at least
+ *     bits_per_entry (timed: a table of that many keys at CK_LOAD);
+ *     pub_expected_objects gives the daemon's guess for a cache of a
+ *     given size (PUB_OBJECT_BYTES per object, at least
  *     PUB_MIN_OBJECTS).
  *   - Threshold. A fixed one: a publication is due when the changes
  *     (adds and removes) since the last one reach threshold x entries,
@@ -22,19 +23,21 @@
  *   - Max interval. Pending changes are published once max_interval has
  *     passed since the last publication; the caller checks every
  *     pub_tick_ms.
- *   - Delta or full: whichever encodes smaller (sum_publish).
+ *   - Delta or full: whichever encodes smaller (sum_publish, or
+ *     ck_publish for a timed table).
  *   - Claims (pub_conf.claims). The filter holds a key while some stored
  *     object has it and the copy is still fresh enough for a peer to be
  *     served it. The publisher keeps each key it was given in a claims
  *     table (claims.h): pub_expire takes keys out of the filter as their
  *     deadline passes, with no walk of the store, and a key comes back
  *     when an object of it is stored again. Three policies:
- *       timed    (the daemon's) the filter is timed (cbf.h): each cell
- *                carries the latest deadline of its keys, rounded down to
- *                a second, and peers drop a claim when its deadline
- *                passes, so a lapse is not a change to publish; a
- *                deadline moved later (a revalidation) is. Deadlines are
- *                expiry less PUB_TIMED_SLACK_MS.
+ *       timed    (the daemon's) the filter is a cuckoo table (cuckoo.h)
+ *                whose slots each carry one key's fingerprint and its
+ *                own deadline, rounded down (deadline.h), and peers drop
+ *                a claim when its deadline passes, so a lapse is not a
+ *                change to publish; a deadline moved later (a
+ *                revalidation) is. Deadlines are expiry less
+ *                PUB_TIMED_SLACK_MS.
  *       fresh    the filter is plain bits; a key leaves at its expiry less
  *                the publication delay (the mean interval between
  *                publications, at most the max interval), since peers see
@@ -43,10 +46,12 @@
  *       evicted  a key stays until its last object is evicted (the paper's
  *                summary, and this project's before freshness).
  *     The simulator runs all three on one trace, to show the trade.
- *   - Rebase. A timed filter's deadlines count seconds from its base in
- *     16 bits; every PUB_REBASE_MS it is rebuilt at its size (below) on a
- *     new base, which also lowers cells left high by keys gone since.
- *   - Growth. Once the filter claims more keys than it was sized for, a
+ *   - Shifts. A timed table's codes count from a base that moves on
+ *     every CK_SHIFT_MS, here and at every peer with no message
+ *     (deadline.h); a key whose deadline was beyond the codes' range and
+ *     has come within it gets its exact code then, a change.
+ *   - Growth. Once the filter claims more keys than it was sized for (or
+ *     a timed table had no room for one), a
  *     filter for twice as many is built beside it from a walk over the
  *     publisher's own table (no store or disk walk, no I/O), a step at a
  *     time while objects keep coming and going; it then replaces the old
@@ -95,10 +100,6 @@ bool pub_claims_parse(const char *name, enum pub_claims *c);
  * reckoning of our clock may lag (a message's transit), and the time a
  * peer's request takes to reach us. */
 #define PUB_TIMED_SLACK_MS 1000
-/* A timed filter starts a new base this often: well inside the 18.2 h its
- * cells can count (CBF_UNTIL_MAX), so a deadline beyond that is rounded
- * down to a time the next base extends before it comes. */
-#define PUB_REBASE_MS (6ull * 3600 * 1000)
 
 /*
  * The update threshold when the configuration leaves it to us: auto
@@ -147,7 +148,7 @@ struct pub_conf {
 	uint64_t max_interval_ms;    /* 0: never on time alone */
 	uint64_t expected_objects;   /* the first filter's sizing */
 	uint64_t max_bits;           /* ceiling on a filter's m (the wire's) */
-	bool fixed_size;             /* never grown (rebased still) */
+	bool fixed_size;             /* never grown */
 };
 
 /* What one publication says: the message's fields besides the sender. */
@@ -158,16 +159,22 @@ struct publication {
 	unsigned k;
 	uint64_t epoch, seq;
 	uint64_t entries;
-	uint64_t checksum;           /* of the array as published */
+	uint64_t checksum;           /* of the summary as published */
 	struct sum_buf payload;      /* appended to; the caller frees it */
-	bool timed;                  /* cells with deadlines (timed.h) */
-	uint64_t sent_ms;            /* timed: our clock, ms since the base */
+	bool timed;                  /* a cuckoo table (cuckoo.h): m its
+	                              * slots, k its fingerprint's bits */
+	uint64_t sent_ms;            /* timed: our clock, ms since the
+	                              * table was made */
 };
 
 struct publisher;
 
 /* A publication as the receiving side takes it (psum_take). */
 struct sum_msg pub_msg(const struct publication *pub);
+/* The false-positive rate a publication's summary should show, from its
+ * size and entries: a Bloom filter's (1 - e^(-kn/m))^k, or the table's
+ * (ck_fpr). */
+double pub_fpr(const struct publication *pub);
 
 /* Objects a cache of cache_bytes is first sized for, at object_bytes an
  * object (the daemon: PUB_OBJECT_BYTES). */
@@ -251,7 +258,8 @@ int pub_publish(struct publisher *p, uint64_t now_ms,
 int pub_last_full(const struct publisher *p, uint64_t now_ms,
     struct publication *out);
 
-/* The filter in use, and the publication counts. */
+/* The counting filter in use (claims fresh or evicted; NULL when
+ * timed), and what the status page shows of either kind. */
 const struct cbf *pub_filter(const struct publisher *p);
 struct pub_stats {
 	uint64_t seq;                /* of the last publication */
@@ -259,8 +267,17 @@ struct pub_stats {
 	uint64_t rebuilds;
 	uint64_t last_publish_ms;
 	uint64_t expired;            /* keys that lapsed out of the filter */
-	uint64_t keys;               /* in the table: claimed or not */
-	uint64_t table_bytes;        /* the table's memory */
+	uint64_t keys;               /* in the claims table: claimed or not */
+	uint64_t table_bytes;        /* the claims table's memory */
+	uint64_t entries;            /* keys the filter counts */
+	uint64_t m;                  /* its bits (timed: slots) */
+	uint64_t epoch;
+	uint64_t pending;            /* changes not yet published */
+	uint64_t checksum;           /* of the summary as last published */
+	uint64_t bad_removes;        /* removes of keys no object had */
+	uint64_t saturations;        /* counters at their top; timed: keys
+	                              * the table had no room for */
+	uint64_t filter_bytes;       /* the filter's memory */
 };
 void pub_stats(const struct publisher *p, struct pub_stats *out);
 

@@ -104,7 +104,10 @@ if [ "$fuzz_seconds" -gt 0 ]; then
   ./tests/fuzz.sh "$fuzz_seconds" 2>&1 | tee -a "$log" || status=1
 fi
 
-# One closing line over every suite above.
+# What failed, by name, so that a log cut in its middle still says it;
+# then one closing line over every suite above.
+grep -E '^\[FAIL\]|^  FAIL |^\[----\].*(Assertion|CRASH|[Cc]rash|Timed out)' "$log" |
+  sed 's/^/failed: /' || true
 awk '
   /Synthesis: Tested:/ { for (i = 1; i <= NF; i++) {
       if ($i == "Passing:") p += $(i + 1)

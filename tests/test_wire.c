@@ -132,7 +132,7 @@ Test(wire, an_invalidation_naming_its_sender_in_other_characters_is_refused)
 /* A Summary as another version would send it, signed with our key: the
  * MAC is right, the version is not. */
 static struct sum_buf
-versioned(uint32_t version, Sumcache__V1__Kind kind)
+versioned(uint32_t version, Sumcache__V1__Kind kind, uint32_t k)
 {
 	Sumcache__V1__Summary sum = SUMCACHE__V1__SUMMARY__INIT;
 	Sumcache__V1__Signed sig = SUMCACHE__V1__SIGNED__INIT;
@@ -145,7 +145,7 @@ versioned(uint32_t version, Sumcache__V1__Kind kind)
 	sum.seq = 1;
 	sum.scheme = SUMCACHE__V1__HASH_SCHEME__HASH_XXH3;
 	sum.m = 64;
-	sum.k = 4;
+	sum.k = k;
 	sum.kind = kind;
 	sum.payload.data = payload;
 	sum.payload.len = sizeof(payload);
@@ -165,18 +165,21 @@ versioned(uint32_t version, Sumcache__V1__Kind kind)
 }
 
 /* Version 1 had no version field: its Summary reads as version 0, and is
- * refused as such before its payload (bits, where version 2 has cells
- * with deadlines) is looked at; the sender and version are kept for the
- * log line. Ours say 2, and a timed kind, which version 1 refuses as
- * malformed: neither misreads the other. */
+ * refused as such before its payload (bits, where version 2 has timed
+ * cells and version 3 a cuckoo table) is looked at; the sender and
+ * version are kept for the log line. Version 2's timed kinds have the
+ * numbers of ours and another payload: refused by the version too, not
+ * misread. Ours say 3, and a timed kind's k is its fingerprint's 18
+ * bits. */
 Test(wire, a_summary_of_another_version_is_refused_by_its_version)
 {
 	struct wire_summary out;
-	uint32_t versions[] = {0, 1, 3};
+	uint32_t versions[] = {0, 1, 2, 4};
 
-	for (size_t i = 0; i < 3; i++) {
-		struct sum_buf b = versioned(versions[i],
-		    SUMCACHE__V1__KIND__KIND_FULL);
+	for (size_t i = 0; i < 4; i++) {
+		struct sum_buf b = versioned(versions[i], i == 2 ?
+		    SUMCACHE__V1__KIND__KIND_TIMED_FULL :
+		    SUMCACHE__V1__KIND__KIND_FULL, 4);
 		cr_assert_eq(wire_decode(b.p, b.len, key, sizeof(key) - 1,
 		    &out), WIRE_VERSION_DIFFERS, "version %u", versions[i]);
 		cr_assert_eq(out.version, versions[i]);
@@ -185,17 +188,29 @@ Test(wire, a_summary_of_another_version_is_refused_by_its_version)
 		free(b.p);
 	}
 	struct sum_buf b = versioned(WIRE_VERSION,
-	    SUMCACHE__V1__KIND__KIND_TIMED_FULL);
+	    SUMCACHE__V1__KIND__KIND_TIMED_FULL, CK_FP_BITS);
 	cr_assert_eq(wire_decode(b.p, b.len, key, sizeof(key) - 1, &out),
 	    WIRE_OK);
 	cr_assert(out.timed && out.full);
+	cr_assert_eq(out.k, CK_FP_BITS);
 	wire_summary_clear(&out);
+	free(b.p);
+	/* a timed kind whose k is a filter's: not a table we read */
+	b = versioned(WIRE_VERSION, SUMCACHE__V1__KIND__KIND_TIMED_FULL, 4);
+	cr_assert_eq(wire_decode(b.p, b.len, key, sizeof(key) - 1, &out),
+	    WIRE_MALFORMED);
+	free(b.p);
+	/* and a filter's k of 18, more than a filter takes */
+	b = versioned(WIRE_VERSION, SUMCACHE__V1__KIND__KIND_FULL, CK_FP_BITS);
+	cr_assert_eq(wire_decode(b.p, b.len, key, sizeof(key) - 1, &out),
+	    WIRE_MALFORMED);
 	free(b.p);
 
 	/* what we send carries the version and the timed kind */
 	struct wire_summary w = {
-		.epoch = 1, .seq = 1, .scheme = SUM_XXH3, .m = 64, .k = 4,
-		.full = false, .timed = true, .sent_ms = 123456,
+		.epoch = 1, .seq = 1, .scheme = SUM_XXH3, .m = 64,
+		.k = CK_FP_BITS, .full = false, .timed = true,
+		.sent_ms = 123456,
 	};
 	uint8_t payload[1] = {0};
 	w.payload = payload;

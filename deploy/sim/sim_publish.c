@@ -77,8 +77,7 @@ arrive(struct sim *s, unsigned i, const struct publication *pub, double at)
 	if (psum_take(&x->view, &msg, trace_ms(at)) != 0)
 		die("a summary did not decode to what was published");
 	x->arrived++;
-	double n = (double)pub->entries, m = (double)pub->m;
-	x->pub_fpr = pow(1 - exp(-(double)pub->k * n / m), pub->k);
+	x->pub_fpr = pub_fpr(pub);
 	probe_absent(s, x);
 	const struct ghost *g;
 	for (; (g = fifo_head(&x->ghosts)) != NULL && g->pubs < x->arrived;

@@ -37,7 +37,7 @@ decode(const struct wire_summary *w)
 		 * kind */
 		struct sum_msg e = msg;
 		uint64_t *zero = calloc((w->m + 63) / 64, 8);
-		if (zero == NULL || (w->timed ? sum_buf_varint(&empty, 0) :
+		if (zero == NULL || (w->timed ? rice_encode(&empty, NULL, 0) :
 		    sum_encode_full(zero, w->m, &empty)) < 0) {
 			free(zero);
 			goto out;

@@ -13,6 +13,7 @@
 #include "digest.h"
 #include "icp.h"
 #include "psum.h"
+#include "publisher.h"
 #include "sumcache.pb-c.h"
 #include "sumkey.h"
 #include "wire.h"
@@ -31,60 +32,76 @@ put(const char *dir, const char *name, const void *p, size_t n)
 	fclose(f);
 }
 
-/* A filter holding keys [from, to) of a made-up site. */
+/* Keys [from, to) of a made-up site, fresh a minute and more, into a
+ * publisher at now_ms. */
 static void
-add_keys(struct cbf *f, struct sumkey_hasher *h, int from, int to)
+add_keys(struct publisher *p, struct sumkey_hasher *h, int from, int to,
+    uint64_t now_ms)
 {
 	for (int i = from; i < to; i++) {
 		char url[64];
 		struct sumkey k;
 		int n = snprintf(url, sizeof(url), "http://seed.test/o/%d", i);
-		if (sumkey_make(h, SUM_METHOD_GET, url, (size_t)n, &k) != 0)
-			continue;
-		if (f->until != NULL)   /* deadlines a minute and more out */
-			cbf_add_until(f, &k, f->base_ms + 60000 + 1000ull * i);
-		else
-			cbf_add(f, &k);
+		if (sumkey_make(h, SUM_METHOD_GET, url, (size_t)n, &k) != 0 ||
+		    !pub_added(p, &k, now_ms + 60000 + 1000ull * (unsigned)i,
+		    now_ms))
+			exit(1);
 	}
 }
 
-/* The Summary (unsigned) for f's next publication. */
+/* The Summary (unsigned) for p's next publication, at now_ms. */
 static void
-summary_seed(const char *dir, const char *name, struct cbf *f, uint64_t seq)
+summary_seed(const char *dir, const char *name, struct publisher *p,
+    uint64_t now_ms)
 {
-	struct sum_buf b = {0};
-	bool full;
-	uint64_t checksum;
+	struct publication pub = {0};
 
-	bool timed = f->until != NULL;
-	if ((timed ? sum_publish_timed(f, f->base_ms, &b, &full, &checksum) :
-	    sum_publish(f, &b, &full, &checksum)) < 0)
+	if (pub_publish(p, now_ms, &pub) < 0)
 		exit(1);
 	Sumcache__V1__Summary s = SUMCACHE__V1__SUMMARY__INIT;
 	s.sender = "seed";
-	s.epoch = f->epoch;
-	s.seq = seq;
-	s.scheme = f->scheme == SUM_XXH3 ? SUMCACHE__V1__HASH_SCHEME__HASH_XXH3 :
+	s.epoch = pub.epoch;
+	s.seq = pub.seq;
+	s.scheme = pub.scheme == SUM_XXH3 ?
+	    SUMCACHE__V1__HASH_SCHEME__HASH_XXH3 :
 	    SUMCACHE__V1__HASH_SCHEME__HASH_SQUID_MD5;
-	s.m = f->m;
-	s.k = f->k;
-	if (timed)
-		s.kind = full ? SUMCACHE__V1__KIND__KIND_TIMED_FULL :
+	s.m = pub.m;
+	s.k = pub.k;
+	if (pub.timed)
+		s.kind = pub.full ? SUMCACHE__V1__KIND__KIND_TIMED_FULL :
 		    SUMCACHE__V1__KIND__KIND_TIMED_DELTA;
 	else
-		s.kind = full ? SUMCACHE__V1__KIND__KIND_FULL :
+		s.kind = pub.full ? SUMCACHE__V1__KIND__KIND_FULL :
 		    SUMCACHE__V1__KIND__KIND_DELTA;
 	s.version = WIRE_VERSION;
-	s.payload.data = b.p;
-	s.payload.len = b.len;
-	s.checksum = checksum;
-	s.entries = f->entries;
+	s.sent_ms = pub.sent_ms;
+	s.payload.data = pub.payload.p;
+	s.payload.len = pub.payload.len;
+	s.checksum = pub.checksum;
+	s.entries = pub.entries;
 	size_t n = sumcache__v1__summary__get_packed_size(&s);
 	uint8_t *out = malloc(n);
 	sumcache__v1__summary__pack(&s, out);
 	put(dir, name, out, n);
 	free(out);
-	free(b.p);
+	sum_buf_free(&pub.payload);
+}
+
+/* A publisher of a small filter (fresh) or table (timed), made at
+ * now_ms. */
+static struct publisher *
+seed_publisher(enum pub_claims claims, uint64_t now_ms)
+{
+	struct pub_conf c = {
+		.claims = claims, .scheme = SUM_XXH3, .bits_per_entry = 16,
+		.k = 4, .threshold = 0.01, .expected_objects = 256,
+		.fixed_size = true,
+	};
+	struct publisher *p = pub_new(&c, 1000, now_ms);
+
+	if (p == NULL)
+		exit(1);
+	return p;
 }
 
 int
@@ -106,18 +123,18 @@ main(int argc, char **argv)
 	struct sumkey_hasher *x = sumkey_hasher_new(SUM_XXH3);
 	struct sumkey_hasher *md5 = sumkey_hasher_new(SUM_SQUID_MD5);
 	snprintf(dir, sizeof(dir), "%s/corpus-summary", argv[1]);
-	struct cbf *f = cbf_new(SUM_XXH3, 4096, 4, 1000);
-	add_keys(f, x, 0, 200);
-	summary_seed(dir, "full", f, 1);
-	add_keys(f, x, 200, 203);
-	summary_seed(dir, "delta", f, 2);
-	cbf_free(&f);
-	f = cbf_new_timed(SUM_XXH3, 4096, 4, 1000, 5000);
-	add_keys(f, x, 0, 200);
-	summary_seed(dir, "timed-full", f, 1);
-	add_keys(f, x, 200, 203);
-	summary_seed(dir, "timed-delta", f, 2);
-	cbf_free(&f);
+	const char *names[][2] = {{"full", "delta"},
+	    {"timed-full", "timed-delta"}};
+	enum pub_claims kinds[] = {PUB_CLAIMS_FRESH, PUB_CLAIMS_TIMED};
+	for (int i = 0; i < 2; i++) {
+		/* 200 keys: a full message; 3 more: a delta */
+		struct publisher *p = seed_publisher(kinds[i], 5000);
+		add_keys(p, x, 0, 200, 5000);
+		summary_seed(dir, names[i][0], p, 5000);
+		add_keys(p, x, 200, 203, 6000);
+		summary_seed(dir, names[i][1], p, 6000);
+		pub_free(&p);
+	}
 
 	/* fuzz_cuckoo.c's two games: a full message for a copy of 32
 	 * buckets, and a script of adds, clock steps, removals and new
@@ -154,8 +171,15 @@ main(int argc, char **argv)
 	snprintf(dir, sizeof(dir), "%s/corpus-digest", argv[1]);
 	uint32_t cap = 100;
 	struct sum_buf d = {0};
-	f = cbf_new(SUM_SQUID_MD5, 8ull * digest_mask_size(cap, 5), 4, 1);
-	add_keys(f, md5, 0, 80);
+	struct cbf *f = cbf_new(SUM_SQUID_MD5, 8ull * digest_mask_size(cap, 5),
+	    4, 1);
+	for (int i = 0; i < 80; i++) {
+		char url[64];
+		struct sumkey k;
+		int n = snprintf(url, sizeof(url), "http://seed.test/o/%d", i);
+		if (sumkey_make(md5, SUM_METHOD_GET, url, (size_t)n, &k) == 0)
+			cbf_add(f, &k);
+	}
 	if (digest_build(f, cap, 5, &d) != 0)
 		return 1;
 	put(dir, "digest", d.p, d.len);

@@ -46,7 +46,7 @@ on_added(void *arg, const char *key, size_t klen, uint64_t expires_ms)
 
 	pthread_mutex_lock(&d->lock);
 	if (sumkey_make(d->md5, SUM_METHOD_GET, key, klen, &k) == 0 &&
-	    claims_add(d->claims, &k, until, wall_us() / 1000, &c) == 1)
+	    claims_add(d->claims, &k, until, wall_us() / 1000, &c, NULL) == 1)
 		cbf_add(d->f, &c->key);
 	pthread_mutex_unlock(&d->lock);
 }
