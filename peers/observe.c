@@ -72,6 +72,7 @@ peer_view(const struct peer *p, uint64_t now_ms, struct peer_view *v)
 		.checksum = s ? s->checksum >> 11 : 0,
 		.fill = s ? psum_fill(s) : 0,
 		.fpr = s ? psum_fpr(s) : 0,
+		.memory = p->sum ? psum_bytes(p->sum) : 0,
 		.age_s = p->sum_updated_ms ?
 		    (double)(now_ms - p->sum_updated_ms) / 1000 : -1,
 		.rtt_s = p->rtt_ms / 1000,
@@ -154,7 +155,8 @@ render_traffic(const struct peers *ps, struct evbuffer *out, bool msgs)
 /* A per-peer gauge from each peer's view. */
 enum peer_gauge {
 	PG_UP, PG_EPOCH, PG_SEQUENCE, PG_FILL, PG_FPR, PG_AGE, PG_ENTRIES,
-	PG_CHECKSUM, PG_RTT, PG_CLAIM_FALSE_RATE, PG_CLAIMS_SKIPPED, PG_COUNT
+	PG_MEMORY, PG_CHECKSUM, PG_RTT, PG_CLAIM_FALSE_RATE, PG_CLAIMS_SKIPPED,
+	PG_COUNT
 };
 
 static double
@@ -168,6 +170,7 @@ gauge_value(const struct peer_view *pv, enum peer_gauge g)
 	case PG_FPR: return pv->fpr;
 	case PG_AGE: return pv->age_s;
 	case PG_ENTRIES: return (double)pv->entries;
+	case PG_MEMORY: return (double)pv->memory;
 	case PG_CHECKSUM: return (double)pv->checksum;
 	case PG_CLAIM_FALSE_RATE: return pv->false_rate;
 	case PG_CLAIMS_SKIPPED: return pv->skipped;
@@ -248,7 +251,8 @@ render_metrics(const struct peers *ps, struct evbuffer *out)
 	static const struct metric_family_info *const gauges[PG_COUNT] = {
 		PF(PEER_UP), PF(PEER_SUM_EPOCH), PF(PEER_SUM_SEQUENCE),
 		PF(PEER_SUM_FILL), PF(PEER_SUM_FPR), PF(PEER_SUM_AGE),
-		PF(PEER_SUM_ENTRIES), PF(PEER_SUM_CHECKSUM), PF(PEER_RTT),
+		PF(PEER_SUM_ENTRIES), PF(PEER_SUM_MEMORY), PF(PEER_SUM_CHECKSUM),
+		PF(PEER_RTT),
 		PF(PEER_CLAIM_FALSE_RATE), PF(PEER_CLAIMS_SKIPPED),
 	};
 	struct pub_stats st;
@@ -268,6 +272,7 @@ render_metrics(const struct peers *ps, struct evbuffer *out)
 	metric_single_u64(out, PF(SUM_MAX_SIZE), ps->conf.max_message);
 	metric_single_u64(out, PF(SUM_ENTRIES), st.entries);
 	metric_single_u64(out, PF(SUM_BITS), st.m);
+	metric_single_u64(out, PF(SUM_MEMORY), st.filter_bytes);
 	metric_single_u64(out, PF(SUM_EPOCH), st.epoch);
 	metric_single_u64(out, PF(SUM_SEQUENCE), st.seq);
 	/* the top 53 bits of the checksum, exact as a float */

@@ -378,6 +378,7 @@ struct peer_view {
 	double fill;        /* share of the filter's bits set */
 	double fpr;         /* false-positive rate those bits give */
 	uint64_t entries;   /* objects the peer said it holds */
+	uint64_t memory;    /* bytes we hold for its summary (psum_bytes) */
 	double age_s;       /* since its summary last changed; -1 never */
 	double rtt_s;       /* smoothed; 0 not measured */
 	struct peer_counters count; /* PEER_COUNTERS (peerstats.h) */

@@ -28,15 +28,19 @@
 	X(SUM_MAX_SIZE, gauge, "sumcache_summary_max_size_bytes", "",         \
 	    "Largest summary message taken from a peer (summary_max_size)")   \
 	X(SUM_ENTRIES, gauge, "sumcache_summary_entries", "",                 \
-	    "Objects in this node's counting filter")                         \
+	    "Keys in this node's summary")                                    \
 	X(SUM_BITS, gauge, "sumcache_summary_bits", "",                       \
-	    "Bits (counters) of this node's filter")                          \
+	    "Size of this node's summary: slots of its table (timed), or "    \
+	    "bits of its filter")                                             \
+	X(SUM_MEMORY, gauge, "sumcache_summary_memory_bytes", "",             \
+	    "Memory of this node's own summary, as kept and as last "         \
+	    "published")                                                      \
 	X(SUM_EPOCH, gauge, "sumcache_summary_epoch", "",                     \
 	    "Epoch of this node's filter (microseconds when it was made)")    \
 	X(SUM_SEQUENCE, gauge, "sumcache_summary_sequence", "",               \
 	    "Sequence of this node's last publication in its epoch")          \
 	X(SUM_CHECKSUM, gauge, "sumcache_summary_checksum", "",               \
-	    "Top 53 bits of the XXH64 of the array last published")           \
+	    "Top 53 bits of the checksum of the summary last published")      \
 	X(SUM_PENDING, gauge, "sumcache_summary_pending_changes", "",         \
 	    "Adds and removes since the last publication")                    \
 	X(SUM_REBUILDS, counter, "sumcache_summary_rebuilds_total", "",       \
@@ -49,7 +53,8 @@
 	X(SUM_TABLE_BYTES, gauge, "sumcache_summary_table_bytes", "",         \
 	    "Memory of the summary's table of URLs and deadlines")            \
 	X(SUM_SATURATIONS, counter, "sumcache_summary_saturations_total", "", \
-	    "Counter increments lost at the counters' maximum")               \
+	    "Keys the summary had no room for: a table's adds refused, or "   \
+	    "counter increments lost at the counters' maximum")               \
 	X(SUM_BAD_REMOVES, counter, "sumcache_summary_bad_removes_total", "", \
 	    "Removals of keys the filter could not hold (a bug if not 0)")    \
 	/* inter-proxy traffic and peers (peers/) */                          \
@@ -65,15 +70,18 @@
 	X(PEER_SUM_SEQUENCE, gauge, "sumcache_peer_summary_sequence", "peer", \
 	    "Sequence of the summary held of the peer")                       \
 	X(PEER_SUM_FILL, gauge, "sumcache_peer_summary_fill_ratio", "peer",   \
-	    "Share of the peer's summary bits set")                           \
+	    "Share of the peer's summary slots (or bits) set")                \
 	X(PEER_SUM_FPR, gauge, "sumcache_peer_summary_false_positive_rate",   \
-	    "peer", "False-positive rate the peer's summary bits give")       \
+	    "peer", "False-positive rate the peer's summary gives")           \
 	X(PEER_SUM_AGE, gauge, "sumcache_peer_summary_age_seconds", "peer",   \
 	    "Since the peer's summary last changed; -1 never")                \
 	X(PEER_SUM_ENTRIES, gauge, "sumcache_peer_summary_entries", "peer",   \
-	    "Objects the peer said it holds")                                 \
+	    "Keys the peer said its summary holds")                           \
+	X(PEER_SUM_MEMORY, gauge, "sumcache_peer_summary_memory_bytes",       \
+	    "peer", "Memory this node holds for the peer's summary: "         \
+	    "everything a lookup reads")                                      \
 	X(PEER_SUM_CHECKSUM, gauge, "sumcache_peer_summary_checksum", "peer", \
-	    "Top 53 bits of the XXH64 of the peer's summary as held")         \
+	    "Top 53 bits of the checksum of the peer's summary as held")      \
 	X(PEER_RTT, gauge, "sumcache_peer_rtt_seconds", "peer",               \
 	    "Smoothed round-trip time of requests to the peer; 0 unmeasured") \
 	X(PEER_REMOTE_HITS, counter, "sumcache_peer_remote_hits_total",       \

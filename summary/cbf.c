@@ -85,40 +85,7 @@ cbf_free(struct cbf **fp)
 	free(f->counters);
 	free(f->bits);
 	free(f->published);
-	free(f->until);
-	free(f->until_pub);
-	free(f->dirty_bits);
-	free(f->dirty);
 	free(f);
-}
-
-struct cbf *
-cbf_new_timed(enum sum_scheme scheme, uint64_t m, unsigned k,
-    uint64_t epoch, uint64_t base_ms)
-{
-	struct cbf *f = cbf_new(scheme, m, k, epoch);
-
-	if (f == NULL)
-		return NULL;
-	f->until = calloc((size_t)m, sizeof(*f->until));
-	f->until_pub = calloc((size_t)m, sizeof(*f->until_pub));
-	f->dirty_bits = calloc((size_t)((m + 63) / 64), sizeof(uint64_t));
-	if (f->until == NULL || f->until_pub == NULL || f->dirty_bits ==
-	    NULL) {
-		cbf_free(&f);
-		return NULL;
-	}
-	f->base_ms = base_ms;
-	return f;
-}
-
-uint16_t
-cbf_cell_until(const struct cbf *f, uint64_t until_ms)
-{
-	if (until_ms <= f->base_ms)
-		return 0;
-	uint64_t s = (until_ms - f->base_ms) / 1000;  /* rounded down */
-	return s > CBF_UNTIL_MAX ? CBF_UNTIL_MAX : (uint16_t)s;
 }
 
 static unsigned
@@ -181,30 +148,8 @@ cbf_add(struct cbf *f, const struct sumkey *key)
 	count_at(f, pos, positions(f, key, pos));
 }
 
-/* Cell i's deadline becomes u. A cell that cannot be listed (out of
- * memory) makes the next publication a full one (dirty_lost). */
-static void
-set_until(struct cbf *f, uint64_t i, uint16_t u)
-{
-	f->until[i] = u;
-	if (f->dirty_bits[i >> 6] & (1ull << (i & 63)))
-		return;
-	if (f->ndirty == f->dirty_cap) {
-		size_t nc = f->dirty_cap ? 2 * f->dirty_cap : 256;
-		uint64_t *nd = realloc(f->dirty, nc * sizeof(*nd));
-		if (nd == NULL) {
-			f->dirty_lost = true;
-			return;
-		}
-		f->dirty = nd;
-		f->dirty_cap = nc;
-	}
-	f->dirty_bits[i >> 6] |= 1ull << (i & 63);
-	f->dirty[f->ndirty++] = i;
-}
-
-static bool
-take_out(struct cbf *f, const struct sumkey *key, bool change)
+bool
+cbf_remove(struct cbf *f, const struct sumkey *key)
 {
 	uint64_t pos[CBF_MAX_K];
 	unsigned n = positions(f, key, pos);
@@ -222,63 +167,13 @@ take_out(struct cbf *f, const struct sumkey *key, bool change)
 		if (c == 1) {
 			f->bits[pos[i] >> 6] &= ~(1ull << (pos[i] & 63));
 			f->ones--;
-			if (f->until != NULL && f->until[pos[i]] != 0)
-				set_until(f, pos[i], 0);
 		}
 		set_counter(f, pos[i], c - 1);
 	}
 	if (f->entries > 0)
 		f->entries--;
-	if (change)
-		f->changes++;
+	f->changes++;
 	return true;
-}
-
-bool
-cbf_remove(struct cbf *f, const struct sumkey *key)
-{
-	return take_out(f, key, true);
-}
-
-bool
-cbf_lapse(struct cbf *f, const struct sumkey *key)
-{
-	return take_out(f, key, false);
-}
-
-/* Each of the n cells keeps the later of its deadline and until_ms's;
- * whether one rose. */
-static bool
-raise_at(struct cbf *f, const uint64_t *pos, unsigned n, uint64_t until_ms)
-{
-	uint16_t u = cbf_cell_until(f, until_ms);
-	bool rose = false;
-
-	for (unsigned i = 0; i < n; i++)
-		if (f->until[pos[i]] < u) {
-			set_until(f, pos[i], u);
-			rose = true;
-		}
-	return rose;
-}
-
-void
-cbf_add_until(struct cbf *f, const struct sumkey *key, uint64_t until_ms)
-{
-	uint64_t pos[CBF_MAX_K];
-	unsigned n = positions(f, key, pos);
-
-	count_at(f, pos, n);
-	raise_at(f, pos, n, until_ms);
-}
-
-void
-cbf_extend(struct cbf *f, const struct sumkey *key, uint64_t until_ms)
-{
-	uint64_t pos[CBF_MAX_K];
-
-	if (raise_at(f, pos, positions(f, key, pos), until_ms))
-		f->changes++;
 }
 
 bool
@@ -337,65 +232,6 @@ cbf_delta_clear(struct cbf_delta *d)
 {
 	free(d->set);
 	free(d->cleared);
-	memset(d, 0, sizeof(*d));
-}
-
-static int
-ascending(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/*
- * Only a cell whose deadline changed since the last publication can look
- * different to a peer: one that did not holds what was sent, or (after a
- * full message, which sends no passed deadline) a passed deadline where
- * the peer holds none, which a peer reads alike.
- */
-int
-cbf_timed_delta(struct cbf *f, uint64_t now_ms, struct cbf_timed_delta *d)
-{
-	memset(d, 0, sizeof(*d));
-	if (f->dirty_lost)
-		return 1;
-	if (f->ndirty > 0)
-		qsort(f->dirty, f->ndirty, sizeof(*f->dirty), ascending);
-	d->pos = malloc((f->ndirty ? f->ndirty : 1) * sizeof(*d->pos));
-	d->until = malloc((f->ndirty ? f->ndirty : 1) * sizeof(*d->until));
-	if (d->pos == NULL || d->until == NULL) {
-		cbf_timed_delta_clear(d);
-		return -1;
-	}
-	for (size_t j = 0; j < f->ndirty; j++) {
-		uint64_t i = f->dirty[j];
-		uint16_t want = cbf_live_until(f, f->until, i, now_ms);
-		if (want == cbf_live_until(f, f->until_pub, i, now_ms))
-			continue;
-		d->pos[d->n] = i;
-		d->until[d->n++] = want;
-	}
-	return 0;
-}
-
-void
-cbf_timed_published(struct cbf *f)
-{
-	for (size_t j = 0; j < f->ndirty; j++)
-		f->dirty_bits[f->dirty[j] >> 6] &= ~(1ull << (f->dirty[j] & 63));
-	f->ndirty = 0;
-	if (f->dirty_lost) {
-		memset(f->dirty_bits, 0, (size_t)((f->m + 63) / 64) * 8);
-		f->dirty_lost = false;
-	}
-}
-
-void
-cbf_timed_delta_clear(struct cbf_timed_delta *d)
-{
-	free(d->pos);
-	free(d->until);
 	memset(d, 0, sizeof(*d));
 }
 

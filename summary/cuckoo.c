@@ -517,6 +517,13 @@ ck_publish(struct ck_table *t, uint64_t now_ms, struct sum_buf *out,
 		t->dirty_bits[t->dirty[i] / 64] = 0;
 	t->ndirty = 0;
 	t->dirty_lost = false;
+	/* a large list (a table filled between two publications) is not
+	 * kept for the next: it regrows to what the changes need */
+	if (t->dirty_cap > 1024) {
+		free(t->dirty);
+		t->dirty = NULL;
+		t->dirty_cap = 0;
+	}
 	*sent_ms = now_ms - t->origin_ms;
 	*checksum = t->pub_sum;
 	rc = 0;

@@ -19,7 +19,6 @@
 
 #include <xxhash.h>
 
-#include "timed.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "summary arrays are little-endian words; port sum_checksum first"
@@ -41,44 +40,6 @@ uint64_t
 sum_checksum(const uint64_t *bits, uint64_t m)
 {
 	return XXH64(bits, nbytes(m), 0);
-}
-
-uint64_t
-sum_cell_mix(uint64_t pos, uint16_t until)
-{
-	/* splitmix64's finalizer over the cell and its deadline */
-	uint64_t x = pos << 16 | until;
-
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-uint64_t
-sum_checksum_timed(const uint16_t *until, uint64_t m)
-{
-	uint64_t sum = 0;
-
-	for (uint64_t i = 0; i < m; i++)
-		if (until[i] != 0)
-			sum += sum_cell_mix(i, until[i]);
-	return sum;
-}
-
-void
-sum_cell_update(uint64_t *sum, uint64_t pos, uint16_t from, uint16_t to)
-{
-	if (from != 0)
-		*sum -= sum_cell_mix(pos, from);
-	if (to != 0)
-		*sum += sum_cell_mix(pos, to);
-}
-
-uint64_t
-sum_published_checksum(const struct cbf *f)
-{
-	return f->until != NULL ? f->until_pub_sum :
-	    sum_checksum(f->published, f->m);
 }
 
 static bool
@@ -463,40 +424,14 @@ psum_apply_timed(struct psum *p, const struct sum_msg *msg,
 	return 0;
 }
 
-int
-sum_encode_timed_full(const uint16_t *until, uint64_t m, struct sum_buf *out)
-{
-	uint64_t n = 0;
-
-	for (uint64_t i = 0; i < m; i++)
-		n += until[i] != 0;
-	uint64_t *pos = n ? malloc((size_t)n * sizeof(*pos)) : NULL;
-	uint16_t *u = n ? malloc((size_t)n * sizeof(*u)) : NULL;
-	int rc = -1;
-
-	if (n == 0 || (pos != NULL && u != NULL)) {
-		size_t j = 0;
-		for (uint64_t i = 0; i < m; i++)
-			if (until[i] != 0) {
-				pos[j] = i;
-				u[j++] = until[i];
-			}
-		rc = timed_encode(out, pos, u, j);
-	}
-	free(pos);
-	free(u);
-	return rc;
-}
-
 /*
  * Bytes below the size of a full summary of f: encoding a full one is
  * O(m), so it is only built when the delta is not already smaller. The
  * set cells are n positions that hashing spreads over m; their Rice
  * list costs at least n (log2((m - n) / n) + 0.9) bits at its best
  * parameter (the sum of n (r + 1) and the gaps' quotients, over r), and
- * more when split into lists, as timed cells are by deadline; a plain
- * full may be the raw array instead, m / 8 bytes. (A floor of one bit a
- * cell, the first version, had the daemon build a timed full for most
+ * more; a full may be the raw array instead, m / 8 bytes. (A floor of
+ * one bit a cell, a first version, had the daemon build a full for most
  * of its deltas under placement hash: 6 % of its own CPU.)
  */
 static size_t
@@ -510,57 +445,6 @@ full_floor(const struct cbf *f)
 	if (floor <= 0)
 		return 0;  /* a filter more than half full */
 	return (size_t)(floor < raw ? floor : raw);
-}
-
-int
-sum_publish_timed(struct cbf *f, uint64_t now_ms, struct sum_buf *out,
-    bool *full, uint64_t *checksum)
-{
-	struct cbf_timed_delta d;
-	struct sum_buf delta = {0}, whole = {0};
-	uint16_t *want = NULL;
-	int rc = -1;
-
-	int lost = cbf_timed_delta(f, now_ms, &d);
-	if (lost < 0)
-		return -1;
-	if (!lost && timed_encode(&delta, d.pos, d.until, d.n) < 0)
-		goto out;
-	*full = false;
-	if (lost || delta.len > full_floor(f)) {
-		want = malloc((size_t)f->m * sizeof(*want));
-		if (want == NULL)
-			goto out;
-		for (uint64_t i = 0; i < f->m; i++)
-			want[i] = cbf_live_until(f, f->until, i, now_ms);
-		if (sum_encode_timed_full(want, f->m, &whole) < 0)
-			goto out;
-		/* a tie goes to the delta: what it says is what changed */
-		*full = lost || whole.len < delta.len;
-	}
-	struct sum_buf *pick = *full ? &whole : &delta;
-	if (sum_buf_put(out, pick->p, pick->len) < 0)
-		goto out;
-	if (*full) {
-		memcpy(f->until_pub, want, (size_t)f->m * sizeof(*want));
-		f->until_pub_sum = sum_checksum_timed(want, f->m);
-	} else {
-		for (size_t i = 0; i < d.n; i++) {
-			sum_cell_update(&f->until_pub_sum, d.pos[i],
-			    f->until_pub[d.pos[i]], d.until[i]);
-			f->until_pub[d.pos[i]] = d.until[i];
-		}
-	}
-	*checksum = f->until_pub_sum;
-	cbf_mark_published(f);
-	cbf_timed_published(f);
-	rc = 0;
-out:
-	cbf_timed_delta_clear(&d);
-	free(delta.p);
-	free(whole.p);
-	free(want);
-	return rc;
 }
 
 int

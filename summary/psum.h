@@ -58,21 +58,6 @@ uint64_t sum_checksum(const uint64_t *bits, uint64_t m);
 /* Bits set in an array of m bits. */
 uint64_t sum_popcount(const uint64_t *bits, uint64_t m);
 
-/* A timed array's checksum: the sum, mod 2^64, of sum_cell_mix over its
- * cells with a deadline. A sum, so that a delta's few cells update it on
- * both sides (sum_cell_update) where a hash of the array would cost a
- * pass over all m cells, sixteen times the bytes of a plain array, for
- * every message. */
-uint64_t sum_cell_mix(uint64_t pos, uint16_t until);
-uint64_t sum_checksum_timed(const uint16_t *until, uint64_t m);
-/* *sum, for cell pos going from deadline from to deadline to. */
-void sum_cell_update(uint64_t *sum, uint64_t pos, uint16_t from,
-    uint16_t to);
-
-/* The checksum of f's array as last published, timed or not: what a peer
- * holding it has. */
-uint64_t sum_published_checksum(const struct cbf *f);
-
 /* Empty summary; NULL on ENOMEM or bad parameters. */
 struct psum *psum_new(enum sum_scheme scheme, uint64_t m, unsigned k);
 /* Empty timed summary: its claims lapse by their deadlines. */
@@ -141,15 +126,5 @@ int sum_encode_delta(const struct cbf_delta *d, struct sum_buf *out);
  */
 int sum_publish(struct cbf *f, struct sum_buf *out, bool *full,
     uint64_t *checksum);
-
-/* A timed filter's array as published (every cell with a deadline, past
- * ones too, so that a holder's array is the sender's): a full message. */
-int sum_encode_timed_full(const uint16_t *until, uint64_t m,
-    struct sum_buf *out);
-/* sum_publish for a timed filter at now_ms (the base's clock): the
- * cells whose deadline a peer would see differently, or every cell
- * still claimed, whichever is smaller. */
-int sum_publish_timed(struct cbf *f, uint64_t now_ms, struct sum_buf *out,
-    bool *full, uint64_t *checksum);
 
 #endif

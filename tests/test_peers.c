@@ -22,6 +22,7 @@
 #include "psum.h"
 #include "publisher.h"
 #include "wire.h"
+#include "wiretest.h"
 
 TestSuite(peers, .init = cluster_suite_up, .fini = cluster_suite_down,
     .timeout = 90);
@@ -539,6 +540,47 @@ Test(peers, hostile_messages_are_refused_and_change_nothing)
 	close(hole);
 }
 
+/* A peer of version 2 (timed cells) or 1 (no deadlines) sends a payload
+ * that means something else to us: refused with 426 before it is read,
+ * counted, and the log says which version and what to do; what is held
+ * of the peer stays. */
+Test(peers, a_peer_of_an_older_version_is_refused_and_told_why)
+{
+	char key[128], zpeer[64];
+	int zport, hole = black_hole(&zport);
+
+	snprintf(zpeer, sizeof(zpeer), "peer=z 127.0.0.1:%d", zport);
+	const char *opts[] = {zpeer, NULL};
+	cluster_start(&CE, &CL, 1, opts, NULL);
+	struct node *b = &CL.nodes[0];
+	read_key(key, sizeof(key));
+	double before = rejected(b, "version");
+	struct sum_buf good = {0};
+	make_full("z", 1000, 1000, 77, key, &good);
+	cr_assert_eq(post_summary("127.0.0.1", b->port, good.p, good.len, -1),
+	    204);
+	double held = node_metric(b, "sumcache_peer_summary_checksum"
+	    "{peer=\"z\"}");
+
+	struct sum_buf v2 = wiretest_versioned(2,
+	    SUMCACHE__V1__KIND__KIND_TIMED_FULL, 4, "z", key, strlen(key));
+	cr_expect_eq(post_summary("127.0.0.1", b->port, v2.p, v2.len, -1),
+	    426);
+	struct sum_buf v1 = wiretest_versioned(0, SUMCACHE__V1__KIND__KIND_FULL,
+	    4, "z", key, strlen(key));
+	cr_expect_eq(post_summary("127.0.0.1", b->port, v1.p, v1.len, -1),
+	    426);
+	cr_expect_eq(rejected(b, "version") - before, 2);
+	cr_expect(harness_file_has(b->out, "z sends summaries of version 2",
+	    "reads version 3", 3000), "the log names the versions");
+	cr_expect_eq(node_metric(b, "sumcache_peer_summary_checksum"
+	    "{peer=\"z\"}"), held, "what is held of z stays");
+	free(good.p);
+	free(v2.p);
+	free(v1.p);
+	close(hole);
+}
+
 Test(peers, outgrown_filter_is_rebuilt_larger_in_a_new_epoch, .timeout = 120)
 {
 	/* 2 MB of cache_mem: a filter sized for 1,024 objects (its
@@ -581,6 +623,19 @@ Test(peers, outgrown_filter_is_rebuilt_larger_in_a_new_epoch, .timeout = 120)
 	    "sumcache_peer_summary_checksum{peer=\"%s\"}", a->name);
 	cr_expect_eq(node_metric(b, series),
 	    node_metric(a, "sumcache_summary_checksum"));
+	/* what each holds: B, A's table packed at 15 bytes a bucket of 4
+	 * slots (and a header); A, its slots twice (as they are and as
+	 * published), 4 bytes each, and a bit a slot for those changed */
+	double slots = node_metric(a, "sumcache_summary_bits");
+	snprintf(series, sizeof(series),
+	    "sumcache_peer_summary_memory_bytes{peer=\"%s\"}", a->name);
+	double held = node_metric(b, series);
+	cr_expect_geq(held, slots / 4 * 15);
+	cr_expect_leq(held, slots / 4 * 15 + 256, "%.0f bytes for %.0f "
+	    "slots", held, slots);
+	double own = node_metric(a, "sumcache_summary_memory_bytes");
+	cr_expect_geq(own, slots * 8);
+	cr_expect_leq(own, slots * 8 + slots / 8 + 8 * 1024 + 256);
 	/* objects from before and after the rebuild are remote hits */
 	obj_url(url, sizeof(url), "g0", 600);
 	node_get(b, url, &r);

@@ -6,6 +6,7 @@
 
 #include "sumcache.pb-c.h"
 #include "wire.h"
+#include "wiretest.h"
 
 static const uint8_t key[] = "cluster-key-for-wire-tests";
 
@@ -134,34 +135,8 @@ Test(wire, an_invalidation_naming_its_sender_in_other_characters_is_refused)
 static struct sum_buf
 versioned(uint32_t version, Sumcache__V1__Kind kind, uint32_t k)
 {
-	Sumcache__V1__Summary sum = SUMCACHE__V1__SUMMARY__INIT;
-	Sumcache__V1__Signed sig = SUMCACHE__V1__SIGNED__INIT;
-	uint8_t payload[2] = {0, 0}, inner[256], tag[32];
-	unsigned taglen = 0;
-	struct sum_buf b = {0};
-
-	sum.sender = "old-node";
-	sum.epoch = 1;
-	sum.seq = 1;
-	sum.scheme = SUMCACHE__V1__HASH_SCHEME__HASH_XXH3;
-	sum.m = 64;
-	sum.k = k;
-	sum.kind = kind;
-	sum.payload.data = payload;
-	sum.payload.len = sizeof(payload);
-	sum.version = version;
-	size_t n = sumcache__v1__summary__pack(&sum, inner);
-	cr_assert_leq(n, sizeof(inner));
-	cr_assert_not_null(HMAC(EVP_sha256(), key, sizeof(key) - 1, inner, n,
-	    tag, &taglen));
-	sig.summary.data = inner;
-	sig.summary.len = n;
-	sig.mac.data = tag;
-	sig.mac.len = taglen;
-	cr_assert_eq(sum_buf_reserve(&b,
-	    sumcache__v1__signed__get_packed_size(&sig)), 0);
-	b.len = sumcache__v1__signed__pack(&sig, b.p);
-	return b;
+	return wiretest_versioned(version, kind, k, "old-node", key,
+	    sizeof(key) - 1);
 }
 
 /* Version 1 had no version field: its Summary reads as version 0, and is

@@ -8,9 +8,6 @@
  *
  *   plain, claims until evicted   the paper's summary: bits, no deadline
  *   plain, claims while fresh     bits; a lapse is a removal, published
- *   timed cells                   summary/'s timed filter (cbf.h): each
- *                                 cell keeps its keys' latest deadline in
- *                                 16 bits, rounded down to a second
  *   buckets, factor 2 / 4         a plain filter per deadline bucket: a
  *                                 key goes to the bucket of its deadline
  *                                 rounded down to a power of two of
@@ -20,8 +17,9 @@
  *                                 is sized for the keys it will get (an
  *                                 oracle: the candidate's best case)
  *   (issue 49: a peer's memory)
- *   timed cells, 8-bit deadlines  timed cells whose deadlines are
- *                                 deadline.h codes of 8 bits
+ *   timed cells, 8-bit deadlines  issue 35's timed cells (each cell the
+ *                                 latest deadline of its keys), their
+ *                                 deadlines deadline.h codes of 8 bits
  *   d-left                        a d-left counting filter: 4 sub-tables
  *                                 of buckets of 8 cells at 75 % load, each
  *                                 cell a fingerprint (remainder), a count
@@ -44,8 +42,11 @@
  * in vain); lost claims (fresh keys not claimed: a remote hit missed);
  * publications and wire bytes per stored key over the whole run; a full
  * summary's bytes per stored key; the bytes a peer holds; and ns per add,
- * lookup (of keys never stored) and removal. The encodings are summary/'s own (Rice lists, the timed
- * cell lists); a bucket's list pays a 3-byte header.
+ * lookup (of keys never stored) and removal. The encodings are
+ * summary/'s own (Rice lists, the table's contents); a bucket's list
+ * pays a 3-byte header. Issue 35's timed cells, 16 bits of deadline a
+ * cell, were measured here until the table replaced them (their figures
+ * are in deploy/README.md).
  *
  *   deadline-eval [N]   (100000)
  */
@@ -152,13 +153,13 @@ bucket_of(struct buckets *bs, uint64_t until, bool make)
 }
 
 enum cand {
-	C_EVICTED, C_FRESH, C_TIMED, C_BUCKETS2, C_BUCKETS4,
+	C_EVICTED, C_FRESH, C_BUCKETS2, C_BUCKETS4,
 	C_QCELLS, C_DLEFT, C_CUCKOO_A, C_CUCKOO_B, C_CUCKOO_D, C_BUILT,
 	C_N
 };
 static const char *const cand_names[C_N] = {
 	"plain, claims until evicted", "plain, claims while fresh",
-	"timed cells", "buckets, factor 2", "buckets, factor 4",
+	"buckets, factor 2", "buckets, factor 4",
 	"timed cells, 8-bit deadlines", "d-left, 18+14 bits",
 	"cuckoo, 18+14 bits", "cuckoo, 18+12 bits, 1/4 s",
 	"cuckoo, 16+14 bits", "cuckoo.c: 18+12 bits, 1/2 s",
@@ -321,21 +322,11 @@ static bool
 claimed(const struct state *st, const struct sumkey *k, uint64_t now)
 {
 	enum cand c = st->c;
-	const struct cbf *f = st->f;
 
 	if (is_tab(c))
 		return tab_claims(st->t, k, now);
 	if (c == C_BUILT)
 		return ck_copy_contains(st->b->c, k, now - st->b->t->origin_ms);
-	if (c == C_TIMED) {
-		uint64_t pos[CBF_MAX_K];
-		sumkey_positions(f->scheme, k, f->k, f->m, pos);
-		for (unsigned i = 0; i < f->k; i++)
-			if ((uint64_t)f->until_pub[pos[i]] * 1000 + f->base_ms <=
-			    now)
-				return false;
-		return true;
-	}
 	if (c == C_BUCKETS2 || c == C_BUCKETS4) {
 		const struct buckets *bs = st->bs;
 		for (unsigned i = 0; i < bs->n; i++)
@@ -344,7 +335,7 @@ claimed(const struct state *st, const struct sumkey *k, uint64_t now)
 				return true;
 		return false;
 	}
-	return cbf_contains(f, k);
+	return cbf_contains(st->f, k);
 }
 
 /* The size of a full summary now, as the peers hold it. */
@@ -358,9 +349,7 @@ full_size(const struct state *st)
 		return st->tab_full;
 	if (st->c == C_BUILT)
 		return st->b->full_len;
-	if (st->c == C_TIMED) {
-		sum_encode_timed_full(st->f->until_pub, st->f->m, &out);
-	} else if (st->c == C_BUCKETS2 || st->c == C_BUCKETS4) {
+	if (st->c == C_BUCKETS2 || st->c == C_BUCKETS4) {
 		for (unsigned i = 0; i < st->bs->n; i++) {
 			struct cbf *g = st->bs->b[i].f;
 			if (g == NULL || g->ones == 0)
@@ -414,8 +403,6 @@ measure(const struct state *st, const struct key *keys, size_t n,
 		held = (double)st->t->nslots * tab_slot_bits(st->t) / 8;
 	else if (c == C_BUILT)
 		held = (double)ck_copy_bytes(st->b->c);
-	else if (c == C_TIMED)
-		held = 2.0 * (double)st->f->m;
 	else if (c == C_BUCKETS2 || c == C_BUCKETS4) {
 		for (unsigned i = 0; i < st->bs->n; i++)
 			if (st->bs->b[i].until > now && st->bs->b[i].f != NULL)
@@ -439,9 +426,6 @@ publish(struct state *st, uint64_t now)
 		len = tab_publish(st->t, now, &st->tab_full);
 	} else if (st->c == C_BUILT) {
 		len = built_publish(st->b, now);
-	} else if (st->c == C_TIMED) {
-		sum_publish_timed(st->f, now, &out, &full, &sum);
-		len = out.len;
 	} else if (st->c == C_BUCKETS2 || st->c == C_BUCKETS4) {
 		for (unsigned i = 0; i < st->bs->n; i++) {
 			struct cbf *g = st->bs->b[i].f;
@@ -472,9 +456,7 @@ run(enum cand c, const struct key *keys, size_t n, const struct event *ev,
 	st.bs = calloc(1, sizeof(*st.bs));
 	st.t = is_tab(c) ? tab_for(c, n) : NULL;
 	st.b = c == C_BUILT ? built_new(n) : NULL;
-	if (c == C_TIMED)
-		st.f = cbf_new_timed(SUM_XXH3, cbf_size_for(n, BITS), K, 1, 0);
-	else if (c == C_EVICTED || c == C_FRESH)
+	if (c == C_EVICTED || c == C_FRESH)
 		st.f = cbf_new(SUM_XXH3, cbf_size_for(n, BITS), K, 1);
 	if (c == C_BUCKETS2 || c == C_BUCKETS4) {
 		struct buckets *bs = st.bs;
@@ -506,8 +488,6 @@ run(enum cand c, const struct key *keys, size_t n, const struct event *ev,
 				tab_add(t, keys, ev[e].key);
 			else if (st.b != NULL)
 				built_add(st.b, keys, ev[e].key);
-			else if (c == C_TIMED)
-				cbf_add_until(f, &kk->k, kk->until);
 			else if (c == C_BUCKETS2 || c == C_BUCKETS4)
 				cbf_add(bucket_of(bs, bucket_until(bs,
 				    kk->stored, kk->until), false)->f, &kk->k);
@@ -523,8 +503,6 @@ run(enum cand c, const struct key *keys, size_t n, const struct event *ev,
 				tab_remove(t, keys, ev[e].key);
 			else if (st.b != NULL)
 				built_remove(st.b, keys, ev[e].key);
-			else if (c == C_TIMED)
-				cbf_remove(f, &kk->k);
 			else if (c == C_BUCKETS2 || c == C_BUCKETS4)
 				cbf_remove(bucket_of(bs, bucket_until(bs,
 				    kk->stored, kk->until), false)->f, &kk->k);
@@ -537,8 +515,6 @@ run(enum cand c, const struct key *keys, size_t n, const struct event *ev,
 			if (c == C_FRESH) {
 				cbf_remove(f, &kk->k);
 				change = true;
-			} else if (c == C_TIMED) {
-				cbf_lapse(f, &kk->k);
 			} else if (t != NULL) {
 				tab_remove(t, keys, ev[e].key);
 			} else if (st.b != NULL) {
@@ -632,19 +608,11 @@ time_ops(enum cand c, const struct key *keys, size_t n, struct result *r)
 		tab_free(t);
 		return;
 	}
-	struct cbf *f = c == C_TIMED ?
-	    cbf_new_timed(SUM_XXH3, cbf_size_for(n, BITS), K, 1, 0) :
-	    cbf_new(SUM_XXH3, cbf_size_for(n, BITS), K, 1);
+	struct cbf *f = cbf_new(SUM_XXH3, cbf_size_for(n, BITS), K, 1);
 	t0 = clock_ns();
-	for (size_t i = 0; i < n; i++) {
-		if (c == C_TIMED)
-			cbf_add_until(f, &keys[i].k, keys[i].until);
-		else
-			cbf_add(f, &keys[i].k);
-	}
+	for (size_t i = 0; i < n; i++)
+		cbf_add(f, &keys[i].k);
 	r->ns_add = (clock_ns() - t0) / (double)n;
-	if (c == C_TIMED)
-		memcpy(f->until_pub, f->until, f->m * sizeof(uint16_t));
 	t0 = clock_ns();
 	for (size_t i = 0; i < n; i++) {
 		make_key(0x4000000000000000ull + i, &probe);

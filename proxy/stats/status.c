@@ -168,7 +168,8 @@ json_peers(struct evbuffer *out, struct peers *ps)
 		json_str(out, sp->host);
 		evbuffer_add_printf(out, ",\"port\":%u,\"type\":\"%s\","
 		    "\"up\":%s,\"has_summary\":%s,\"epoch\":%llu,"
-		    "\"sequence\":%llu,\"entries\":%llu,\"fill\":%.17g,"
+		    "\"sequence\":%llu,\"entries\":%llu,\"memory\":%llu,"
+		    "\"fill\":%.17g,"
 		    "\"fpr\":%.17g,\"age_s\":%.3f,\"rtt_s\":%.6f,"
 		    "\"remote_hits\":%llu,\"false_hits\":%llu,"
 		    "\"false_rate\":%.6f,\"downs\":%llu,\"messages\":%llu,"
@@ -177,7 +178,8 @@ json_peers(struct evbuffer *out, struct peers *ps)
 		    "squid-digest" : "sumcache", pv.up ? "true" : "false",
 		    pv.has_summary ? "true" : "false",
 		    (unsigned long long)pv.epoch, (unsigned long long)pv.seq,
-		    (unsigned long long)pv.entries, pv.fill, pv.fpr, pv.age_s,
+		    (unsigned long long)pv.entries,
+		    (unsigned long long)pv.memory, pv.fill, pv.fpr, pv.age_s,
 		    pv.rtt_s, (unsigned long long)pv.count.remote_hits,
 		    (unsigned long long)pv.count.false_hits, pv.false_rate,
 		    (unsigned long long)pv.count.downs,
