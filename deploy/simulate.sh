@@ -19,6 +19,8 @@
 #   3. threshold, warming: 8 proxies, 20,000 requests each over 20,000
 #      objects, 64 MB a proxy: auto and 1 % to 10 %, against ICP
 #   4. bits per entry, on the churning trace of 2: 8, 16, 32 at 1 %,
+#      claims while fresh (a Bloom filter's bits; a timed summary's
+#      table has 18 bits of fingerprint a key whatever the option),
 #      filters sized for each proxy's mean object (sumcache sizes for
 #      2 KB objects, which gives these 9 KB objects several times the
 #      bits), the summaries' false positives against the Bloom formula
@@ -76,7 +78,7 @@ rows churning "$out/threshold.csv" --proxies 8 \
 rows warming "$out/warming.csv" --proxies 8 --modes icp,summary \
   --cache 64MB --thresholds auto,1,2,5,10 <(trace 160000 8 20000)
 rows churning "$out/bits.csv" --proxies 8 --modes summary --bits 8,16,32 \
-  --thresholds 1 --filter-for mean <(trace 1600000 8)
+  --claims fresh --thresholds 1 --filter-for mean <(trace 1600000 8)
 
 # the columns of a sumcache-sim CSV, by name, as awk variables
 table() {  # table FILE AWK-PROGRAM
@@ -88,16 +90,21 @@ table() {  # table FILE AWK-PROGRAM
 echo
 echo "Proxies (the daemon's defaults: threshold auto, 16 bits per entry);"
 echo "churning: cache 10 % of each proxy's infinite cache; warming: 64 MB a proxy"
-printf '%7s %-9s %-8s %7s %7s %7s %12s %11s %9s %9s %7s\n' proxies trace \
-  mode local remote total msgs/request bytes/req falsehits falsemiss ratio
+echo "peers held: the bytes a node holds of its peers' summaries (mean over"
+echo "the publications), and per key they claim"
+printf '%7s %-9s %-8s %7s %7s %7s %12s %11s %9s %9s %7s %11s %9s\n' proxies \
+  trace mode local remote total msgs/request bytes/req falsehits falsemiss \
+  ratio 'peers held' B/key
 table "$out/proxies.csv" '
   { key = v("trace") v("proxies"); m[key, v("mode")] = v("messages_per_request") }
   v("mode") == "summary" { r = m[key, "summary"] > 0 ? m[key, "icp"] / m[key, "summary"] : 0 }
-  { printf "%7d %-9s %-8s %6.2f%% %6.2f%% %6.2f%% %12.4f %11.1f %8.3f%% %8.3f%% %7s\n",
+  { sum = v("mode") == "summary"
+    printf "%7d %-9s %-8s %6.2f%% %6.2f%% %6.2f%% %12.4f %11.1f %8.3f%% %8.3f%% %7s %8.1f MB %9s\n",
       v("proxies"), v("trace"), v("mode"), v("local_hit_pct"), v("remote_hit_pct"),
       v("total_hit_pct"), v("messages_per_request"), v("bytes_per_request"),
       v("false_hit_pct"), v("false_miss_pct"),
-      (v("mode") == "summary" ? sprintf("%.1fx", r) : "") }'
+      (sum ? sprintf("%.1fx", r) : ""), v("peer_memory_per_node_bytes") / 1e6,
+      (sum ? sprintf("%.2f", v("peer_bytes_per_key")) : "") }'
 
 thresholds() {  # thresholds FILE
   printf '%-10s %7s %7s %7s %9s %9s %12s %11s %7s\n' run local remote total \

@@ -127,6 +127,43 @@ Test(cuckoo, a_claim_ends_at_its_deadline_with_no_message)
 	ck_copy_free(&c);
 }
 
+/* A code that a shift takes to 0 empties its slot at the node and at the
+ * peer alike, with no message: no message may carry a slot with no
+ * deadline (a copy refuses one), and the sums still agree. The key is
+ * then neither found nor claimed; a twin is not taken for it. */
+Test(cuckoo, a_code_a_shift_takes_to_0_empties_its_slot_on_both_sides)
+{
+	uint64_t t0 = 1000;
+	struct ck_table *t = ck_new(16, t0);
+	struct ck_copy *c = ck_copy_new(16);
+	struct sumkey k, other;
+
+	test_key(11, &k);
+	test_key(12, &other);
+	/* 1,024.3 s ahead: a code of exactly one shift's units */
+	cr_assert_eq(ck_add(t, &k, t0 + CK_SHIFT_MS + 300), 0);
+	cr_assert_eq(ck_add(t, &other, t0 + 2 * CK_SHIFT_MS + 300), 0);
+	cr_assert_eq(send(t, c, t0, NULL), 0);
+	cr_assert_eq(c->keys, 2);
+	cr_assert(ck_copy_contains(c, &k, CK_SHIFT_MS - 1));
+	/* the base moves on: k's code comes to 0 */
+	cr_assert_eq(ck_shift(t, t0 + CK_SHIFT_MS + 100), 1);
+	cr_assert_eq(t->keys, 1, "its slot emptied at the node");
+	cr_assert_not(ck_contains(t, &k, t0 + CK_SHIFT_MS + 100));
+	cr_assert_not(ck_remove(t, &k, t0 + CK_SHIFT_MS + 300),
+	    "nothing left to remove, and no other slot taken for it");
+	cr_assert_eq(t->keys, 1);
+	bool full;
+	cr_assert_eq(send(t, c, t0 + CK_SHIFT_MS + 100, &full), 0);
+	cr_assert_not(full);
+	cr_assert_eq(c->keys, 1, "and at the peer, by the shift alone");
+	cr_assert_eq(c->sum, t->pub_sum);
+	cr_assert_not(ck_copy_contains(c, &k, CK_SHIFT_MS + 100));
+	cr_assert(ck_copy_contains(c, &other, CK_SHIFT_MS + 100));
+	ck_free(&t);
+	ck_copy_free(&c);
+}
+
 Test(cuckoo, the_base_shifts_on_both_sides_and_far_deadlines_come_in_range)
 {
 	uint64_t n = 5000, t0 = 0, *until = calloc(n, sizeof(*until));

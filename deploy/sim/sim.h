@@ -142,6 +142,8 @@ struct stats {
 	uint64_t samples;
 	uint64_t mean_entries_sum, mean_entries_n;
 	double bits_sum;                  /* m at each publication */
+	double view_bytes_sum;            /* what a peer holds of the
+	                                   * sender, at each arrival */
 	double seconds;
 };
 

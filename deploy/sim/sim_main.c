@@ -69,7 +69,8 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 		printf("%s,%u,%s,%u,%u,%" PRIu64 ",%.4f,%.4f,%.4f,%.4f,%.4f,"
 		    "%.5f,%.2f,%.5f,%" PRIu64 ",%" PRIu64 ",%.0f,%.6f,%.6f,"
 		    "%.6f,%.6f,%.2f,%.4f,%.1f,%" PRIu64 ",%g,%" PRIu64 ",%"
-		    PRIu64 ",%.4f,%.4f,%.0f,%.0f,%" PRIu64 ",%" PRIu64 ",%d,%d,%s\n",
+		    PRIu64 ",%.4f,%.4f,%.0f,%.0f,%" PRIu64 ",%" PRIu64 ",%d,%d,%s,"
+		    "%.0f,%.2f\n",
 		    mode_names[p->mode], p->proxies, thr, sum ? p->bits : 0,
 		    sum ? p->k : 0, st->requests,
 		    pct(st->local_hits, st->requests),
@@ -92,7 +93,12 @@ print_row(const struct params *p, const struct stats *st, bool csv)
 		    pct(st->owner_hits, st->requests), dups, copies,
 		    st->origin_after[0], st->origin_after[1],
 		    mode_hashed(p->mode) ? (int)p->admit_hits : -1,
-		    p->membership, sum ? pub_claims_name(p->claims) : "");
+		    p->membership, sum ? pub_claims_name(p->claims) : "",
+		    /* a node holds the other proxies' summaries */
+		    st->mean_entries_n ? st->view_bytes_sum /
+		    (double)st->mean_entries_n * (p->proxies - 1) : 0,
+		    st->mean_entries_sum ? st->view_bytes_sum /
+		    (double)st->mean_entries_sum : 0);
 		return;
 	}
 	char what[64];
@@ -132,7 +138,7 @@ static const char csv_header[] =
     "effective_bits_per_entry,rebuilds,delay_s,origin_requests,"
     "capacity_misses,owner_requests_per_request,owner_hit_pct,"
     "duplicate_copies,copies,origin_after_join,origin_after_leave,admit,"
-    "membership,claims\n";
+    "membership,claims,peer_memory_per_node_bytes,peer_bytes_per_key\n";
 
 /* percentages of requests, except the three false-positive rates, which
  * are of summary probes */

@@ -78,6 +78,7 @@ arrive(struct sim *s, unsigned i, const struct publication *pub, double at)
 		die("a summary did not decode to what was published");
 	x->arrived++;
 	x->pub_fpr = pub_fpr(pub);
+	s->st.view_bytes_sum += (double)psum_bytes(x->view);
 	probe_absent(s, x);
 	const struct ghost *g;
 	for (; (g = fifo_head(&x->ghosts)) != NULL && g->pubs < x->arrived;

@@ -118,30 +118,41 @@ script(const uint8_t *data, size_t size)
 			if (until[id] == 0 && ck_add(t, &k, later) == 0)
 				until[id] = later;
 			break;
+		/* a key not found is one a shift emptied, its code come to
+		 * 0: the table must not claim it */
 		case 1:
 			if (until[id] != 0) {
-				if (!ck_remove(t, &k, until[id]))
+				if (!ck_remove(t, &k, until[id]) &&
+				    ck_contains(t, &k, now))
 					abort();
 				until[id] = 0;
 			}
 			break;
 		case 2:
 			if (until[id] != 0) {
-				if (!ck_retime(t, &k, until[id], later))
+				if (ck_retime(t, &k, until[id], later)) {
+					until[id] = later;
+					break;
+				}
+				if (ck_contains(t, &k, now))
 					abort();
-				until[id] = later;
+				/* as the publisher does: in afresh */
+				until[id] = ck_add(t, &k, later) == 0 ?
+				    later : 0;
 			}
 			break;
 		case 3: {
 			now += 37000ull * data[i + 1];
-			if (ck_shift(t, now) > 0)
-				for (unsigned j = 0; j < KEYS; j++) {
-					struct sumkey kj = key_of(j);
-					if (until[j] != 0 && until[j] > now &&
-					    !ck_retime(t, &kj, until[j],
-					    until[j]))
-						abort();
-				}
+			/* the publisher's walk: a deadline come within range
+			 * gets its exact code, its slot found by the top */
+			uint64_t n = ck_shift(t, now);
+			for (unsigned j = 0; n > 0 && j < KEYS; j++) {
+				struct sumkey kj = key_of(j);
+				if (until[j] != 0 &&
+				    ck_came_within(t, n, until[j]) &&
+				    !ck_retime(t, &kj, UINT64_MAX, until[j]))
+					abort();
+			}
 			struct sum_buf b = {0};
 			uint64_t sent, sum;
 			bool full;

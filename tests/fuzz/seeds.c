@@ -174,10 +174,10 @@ main(int argc, char **argv)
 	struct cbf *f = cbf_new(SUM_SQUID_MD5, 8ull * digest_mask_size(cap, 5),
 	    4, 1);
 	for (int i = 0; i < 80; i++) {
-		char url[64];
+		char u[64];
 		struct sumkey k;
-		int n = snprintf(url, sizeof(url), "http://seed.test/o/%d", i);
-		if (sumkey_make(md5, SUM_METHOD_GET, url, (size_t)n, &k) == 0)
+		int n = snprintf(u, sizeof(u), "http://seed.test/o/%d", i);
+		if (sumkey_make(md5, SUM_METHOD_GET, u, (size_t)n, &k) == 0)
 			cbf_add(f, &k);
 	}
 	if (digest_build(f, cap, 5, &d) != 0)
