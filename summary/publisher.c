@@ -126,7 +126,7 @@ count(struct publisher *p, struct claim *c)
 	count_in(p, false, c);
 	if (p->rebuilding && has_next(p))
 		count_in(p, true, c);
-	p->changes++;
+	p->changes += timed(p);  /* a filter of bits counts its own */
 }
 
 /* c's deadline was was_ms (UINT64_MAX: its code the top, beyond the

@@ -438,18 +438,29 @@ black_hole(int *port)
 	return fd;
 }
 
+/* One node whose peer z never speaks (*hole: its socket), so that every
+ * refusal a test counts is one of its own, none from start-up traffic;
+ * key: the cluster key, to sign in z's name. */
+static struct node *
+node_with_silent_peer(char *key, size_t keylen, int *hole)
+{
+	/* the cluster keeps its options: they outlive this call */
+	static char zpeer[64];
+	static const char *opts[] = {zpeer, NULL};
+	int zport;
+
+	*hole = black_hole(&zport);
+	snprintf(zpeer, sizeof(zpeer), "peer=z 127.0.0.1:%d", zport);
+	cluster_start(&CE, &CL, 1, opts, NULL);
+	read_key(key, keylen);
+	return &CL.nodes[0];
+}
+
 Test(peers, hostile_messages_are_refused_and_change_nothing)
 {
-	char key[128], series[128], zpeer[64];
-	int zport, hole = black_hole(&zport);
-
-	/* one node whose peer z never speaks: every refusal counted below
-	 * is one of ours, none from start-up traffic */
-	snprintf(zpeer, sizeof(zpeer), "peer=z 127.0.0.1:%d", zport);
-	const char *opts[] = {zpeer, NULL};
-	cluster_start(&CE, &CL, 1, opts, NULL);
-	struct node *b = &CL.nodes[0];
-	read_key(key, sizeof(key));
+	char key[128], series[128];
+	int hole;
+	struct node *b = node_with_silent_peer(key, sizeof(key), &hole);
 	const char *reasons[] = {"old", "duplicate", "bad_mac", "not_peer",
 	    "too_big", "malformed"};
 	double before[6];
@@ -546,14 +557,9 @@ Test(peers, hostile_messages_are_refused_and_change_nothing)
  * of the peer stays. */
 Test(peers, a_peer_of_an_older_version_is_refused_and_told_why)
 {
-	char key[128], zpeer[64];
-	int zport, hole = black_hole(&zport);
-
-	snprintf(zpeer, sizeof(zpeer), "peer=z 127.0.0.1:%d", zport);
-	const char *opts[] = {zpeer, NULL};
-	cluster_start(&CE, &CL, 1, opts, NULL);
-	struct node *b = &CL.nodes[0];
-	read_key(key, sizeof(key));
+	char key[128];
+	int hole;
+	struct node *b = node_with_silent_peer(key, sizeof(key), &hole);
 	double before = rejected(b, "version");
 	struct sum_buf good = {0};
 	make_full("z", 1000, 1000, 77, key, &good);
