@@ -14,7 +14,7 @@
  * CK_LOAD). A key is in one slot of its two buckets; a peer believes it
  * while a slot there has its fingerprint and a code not yet passed.
  *
- * Against the timed counting filter it replaces (16 cells a key, two
+ * Against the timed counting filter it replaced (16 cells a key, two
  * bytes of deadline each): a peer holds 30 bits a slot, 3.95 bytes a key
  * at CK_LOAD, not 32; a slot belongs to one key, so a departed key
  * leaves no deadline behind for others; 18 bits of fingerprint keep

@@ -427,11 +427,11 @@ psum_apply_timed(struct psum *p, const struct sum_msg *msg,
 /*
  * Bytes below the size of a full summary of f: encoding a full one is
  * O(m), so it is only built when the delta is not already smaller. The
- * set cells are n positions that hashing spreads over m; their Rice
+ * set bits are n positions that hashing spreads over m; their Rice
  * list costs at least n (log2((m - n) / n) + 0.9) bits at its best
  * parameter (the sum of n (r + 1) and the gaps' quotients, over r), and
  * more; a full may be the raw array instead, m / 8 bytes. (A floor of
- * one bit a cell, a first version, had the daemon build a full for most
+ * one bit a position, a first version, had the daemon build a full for most
  * of its deltas under placement hash: 6 % of its own CPU.)
  */
 static size_t

@@ -66,8 +66,9 @@ void psum_free(struct psum **p);
 
 /* Whether p claims key at now_ms on our clock (the clock of the
  * sum_clock its messages came with; plain bits ignore it): every one of
- * the key's cells set, and for a timed summary, each cell's deadline
- * still ahead of the sender's clock as we reckon it. */
+ * the key's bits set, or for a timed summary, a slot of the key's
+ * fingerprint whose deadline is still ahead of the sender's clock as we
+ * reckon it. */
 bool psum_contains(const struct psum *p, const struct sumkey *key,
     uint64_t now_ms);
 /* Fraction of bits (slots) set, and the false-positive rate it implies:
