@@ -66,9 +66,11 @@
 #define CK_BUCKET_BYTES 15      /* CK_BUCKET x CK_SLOT_BITS / 8 */
 #define CK_LOAD 0.95
 #define CK_KICKS 500
-/* Largest table a peer may announce: 2^26 buckets (960 MiB held), 255M
- * keys at CK_LOAD. */
-#define CK_MAX_BUCKETS (1ull << 26)
+/* Largest table a peer may announce, and this node makes: 2^23 buckets,
+ * 31.9M keys at CK_LOAD in 120 MiB held (a peer's header names the size,
+ * so this bounds what one trusted peer can make us allocate; the timed
+ * cells took 128 MiB for 4M keys). */
+#define CK_MAX_BUCKETS (1ull << 23)
 
 /* The shift of DL_FORM in ms: a base lasts this long. */
 #define CK_SHIFT_MS (DL_FORM.shift * DL_FORM.unit_ms)

@@ -371,12 +371,17 @@ pub_expire(struct publisher *p, uint64_t now_ms)
 }
 
 /* More keys than the filter was sized for, or (timed) a key the table
- * had no room for. */
+ * had no room for, unless it is as large as it may be (then the keys
+ * it refuses are counted in its saturations, and not claimed). */
 static bool
 wants_growth(const struct publisher *p)
 {
-	return !p->conf.fixed_size && (entries(p) > p->capacity ||
-	    (timed(p) && p->table->full_adds > 0));
+	if (p->conf.fixed_size)
+		return false;
+	if (!timed(p))
+		return entries(p) > p->capacity;
+	return p->table->nb < table_buckets(p, UINT64_MAX / 2) &&
+	    (entries(p) > p->capacity || p->table->full_adds > 0);
 }
 
 bool

@@ -307,3 +307,42 @@ Test(timed, a_summary_too_large_to_hold_is_refused)
 	cr_assert_eq(st.m, 4096, "max_bits caps the slots");
 	pub_free(&p);
 }
+
+/* A table already as large as max_bits allows is not rebuilt when it
+ * fills (a rebuild at the same size would follow every refused add): the
+ * keys it has no room for are counted, and the rest stay claimed. */
+Test(timed, a_table_at_its_largest_is_not_rebuilt_when_full)
+{
+	struct pub_conf c = {
+		.claims = PUB_CLAIMS_TIMED, .scheme = SUM_XXH3,
+		.bits_per_entry = 16, .k = 4, .threshold = 0.01,
+		.expected_objects = 1000, .max_bits = 64,
+	};
+	struct publisher *p = pub_new(&c, 1, T0);
+	struct pub_stats st;
+	struct sumkey k;
+
+	cr_assert_not_null(p);
+	for (uint64_t i = 0; i < 200; i++) {
+		test_key(100 + i, &k);
+		cr_assert(pub_added(p, &k, T0 + 600000, T0));
+	}
+	pub_stats(p, &st);
+	cr_assert_eq(st.m, 64);
+	cr_assert_gt(st.saturations, 0, "keys it had no room for");
+	cr_assert_leq(st.entries, 64);
+	cr_assert_eq(st.entries + st.saturations, 200);
+	cr_assert_not(pub_wants_rebuild(p, T0), "no larger table to build");
+	pub_free(&p);
+
+	/* below its largest, the same fills ask for growth */
+	c.max_bits = 0;
+	c.expected_objects = 50;
+	p = pub_new(&c, 1, T0);
+	for (uint64_t i = 0; i < 200 && !pub_wants_rebuild(p, T0); i++) {
+		test_key(100 + i, &k);
+		cr_assert(pub_added(p, &k, T0 + 600000, T0));
+	}
+	cr_assert(pub_wants_rebuild(p, T0));
+	pub_free(&p);
+}
