@@ -1,5 +1,14 @@
 /*
  * See cuckoo.h.
+ *
+ * One file, one job: the table's format. The node's table and a peer's
+ * copy are its two sides, and they share everything that makes the
+ * format (where a key lives, a slot's content, the shift that empties a
+ * code come to 0, the contents' bits on the wire, the checksum's term);
+ * a copy that read one of them differently from the table would believe
+ * other claims than the node made. Split in two, those eight helpers
+ * would have to leave this file for a private header both include; kept
+ * here, static, the format is read in one place.
  */
 #include "cuckoo.h"
 

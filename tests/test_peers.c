@@ -2,6 +2,10 @@
  * Summary Cache between real sumcache processes on loopback: publication,
  * summary-directed forwarding, dead peers and hostile peer messages.
  * Which claims a miss follows, and false hits, are test_peer_claims.c's.
+ * One file because its tests share the means of speaking as a peer (a
+ * Summary signed with the cluster key, posted from a chosen address, a
+ * node whose peer never speaks); the next test of another subject that
+ * needs them should take them to a harness file of their own first.
  */
 #define _GNU_SOURCE /* memmem */
 #include <arpa/inet.h>
