@@ -27,7 +27,6 @@
 struct event;
 struct event_base;
 struct evdns_base;
-struct evconnlistener;
 struct bufferevent;
 struct evbuffer;
 struct evbuffer_cb_entry;
@@ -88,7 +87,8 @@ struct server_conf_src {
  * any other worker runs, and at a reload, by home while every other
  * worker is stopped between two events (server.c: pause_workers); any
  * worker reads them at any time, but these:
- *   draining, open_conns    atomic
+ *   draining, open_conns,   atomic
+ *   conns_peak
  *   others_running          home's alone
  *   pause                   its lock
  * The objects it points to guard themselves, each saying how in its
@@ -121,6 +121,7 @@ struct node {
 	struct status *status;   /* samples for /sumcache/status */
 	unsigned max_connections;    /* clients and tunnels (accept.c) */
 	_Atomic unsigned open_conns; /* of every worker, now */
+	_Atomic unsigned conns_peak; /* the most open_conns has been */
 	int body_fd_ceiling;         /* memfd bodies below this (bodyfd.c) */
 	unsigned curl_pool;          /* origin connections kept (accept.c) */
 	struct budget *budget;       /* in-flight copies, heap trims */
@@ -139,7 +140,8 @@ struct node {
 	atomic_bool draining;
 	char via[160];   /* "1.1 node_name" */
 	char peer_source[80]; /* CURLOPT_INTERFACE for peers, or "" */
-	struct metrics_node gauges; /* max_connections, conn_mem_bound */
+	struct metrics_node gauges; /* max_connections, conn_mem_bound (the
+	                             * peak is conns_peak's, when read) */
 	unsigned nworkers;
 	struct worker **workers; /* nworkers of them; [0] is home */
 	struct worker *home;     /* the node's own loop (server_init) */
@@ -166,7 +168,7 @@ struct worker {
 	struct evdns_base *dns;
 	struct curlev *curl;     /* origin and peer transfers */
 	struct metrics m;
-	struct evconnlistener *listener;
+	struct event *listen_ev;     /* its listening socket's (accept.c) */
 	struct event *accept_retry;  /* a paused listener tries again */
 	uint64_t accept_paused_ms;   /* when it paused; 0 = accepting */
 	uint64_t accept_pause_logged_ms; /* the last pause's log line */
@@ -204,6 +206,8 @@ struct client {
 	bool head_started;    /* bytes of a next request have arrived */
 	bool in_loop;         /* in the parse loop or feeding a body */
 	bool dead;            /* freed while in_loop: free on loop exit */
+	bool slot_moved;      /* its slot of max_connections goes on with
+	                       * its socket (client_detach) */
 	bool body_deadline;   /* the body's timer is not re-armed per read */
 	bool bulk;            /* its socket runs at LOOP_PRIO_BULK */
 	bool served;          /* a transaction of it has finished */

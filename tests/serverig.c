@@ -65,7 +65,8 @@ srig_start(struct srig *r, const char *const *ovr)
 	cr_assert(bufferevent_pair_new(r->s.home->base, 0, pair) == 0);
 	struct sockaddr_in from = {.sin_family = AF_INET,
 	    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	client_attach(r->s.home, pair[1], (struct sockaddr *)&from);
+	cr_assert(accept_slot_take(&r->s));
+	cr_assert(client_attach(r->s.home, pair[1], (struct sockaddr *)&from));
 	r->user = pair[0];
 	bufferevent_enable(r->user, EV_READ | EV_WRITE);
 }

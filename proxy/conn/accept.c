@@ -13,6 +13,14 @@
  * a close, or until one may go (a grace period ends, or a keep-alive
  * connection goes idle: looked at every CLIENT_HEAD_GRACE_MS).
  *
+ * The bound is exact with several workers too: each has a listener of its
+ * own (SO_REUSEPORT) and accepts when it likes, so a connection's slot is
+ * taken (a compare-and-swap on the node's count) before accept() is
+ * called, as HAProxy does, and given back if accept() finds none waiting.
+ * Counted after accept() instead (libevent's evconnlistener accepts first
+ * and tells after), two workers at the last slot both took it, and each
+ * later accept that made room for itself kept the node one over.
+ *
  * When accept() fails for want of descriptors or memory anyway (other
  * descriptors are open, or a smaller limit elsewhere), an idle connection
  * is closed the same way, or else the listener pauses until a close or
@@ -29,6 +37,7 @@
  * descriptor numbers the rest may need (bodyfd.c): a full cache never
  * starves accept().
  */
+#define _GNU_SOURCE /* accept4 */
 #include "accept.h"
 
 #include <errno.h>
@@ -36,10 +45,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/event.h>
-#include <event2/listener.h>
 
+#include "budget.h"
 #include "client.h"
 #include "curlev.h"
 #include "inbox.h"
@@ -52,6 +63,9 @@
  * resolver's socket, its libcurl multi's */
 #define WORKER_FDS 8
 #define RETRY_MS 1000
+/* connections accepted in one wake-up at most: the loop serves its
+ * clients between the batches of a burst */
+#define ACCEPT_BATCH 64
 /* descriptor shortage met again within this is the same episode: one log
  * line for it */
 #define EPISODE_MS 10000
@@ -66,6 +80,35 @@ open_conns(const struct worker *s)
 {
 	return atomic_load_explicit(&s->node->open_conns,
 	    memory_order_relaxed);
+}
+
+bool
+accept_slot_take(struct node *n)
+{
+	unsigned open = atomic_load_explicit(&n->open_conns,
+	    memory_order_relaxed);
+
+	do {
+		if (open >= n->max_connections)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(&n->open_conns, &open,
+	    open + 1, memory_order_relaxed, memory_order_relaxed));
+	unsigned peak = atomic_load_explicit(&n->conns_peak,
+	    memory_order_relaxed);
+	while (open + 1 > peak && !atomic_compare_exchange_weak_explicit(
+	    &n->conns_peak, &peak, open + 1, memory_order_relaxed,
+	    memory_order_relaxed))
+		;
+	budget_conns(n->budget, open + 1);
+	return true;
+}
+
+/* A slot taken for a connection that did not come (or could not be
+ * served): the budget is told at the next take or close. */
+static void
+slot_give_back(struct node *n)
+{
+	atomic_fetch_sub_explicit(&n->open_conns, 1, memory_order_relaxed);
 }
 
 static void resume_listener(struct worker *s);
@@ -193,7 +236,7 @@ pause_listener(struct worker *s, const char *why, uint64_t retry_ms)
 			    open_conns(s));
 		}
 	}
-	evconnlistener_disable(s->listener);
+	event_del(s->listen_ev);
 	evtimer_add(s->accept_retry, &tv);
 }
 
@@ -210,55 +253,73 @@ resume_listener(struct worker *s)
 		    (unsigned long long)paused);
 	s->accept_paused_ms = 0;
 	evtimer_del(s->accept_retry);
-	evconnlistener_enable(s->listener);
+	event_add(s->listen_ev, NULL);
 }
 
+/* accept() failed for want of descriptors or memory (other descriptors
+ * are open, or a smaller limit elsewhere): an idle connection's descriptor
+ * lets the waiting one in, or the listener pauses. */
 static void
-on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
-    int salen, void *arg)
+short_of_descriptors(struct worker *s, int err)
 {
-	struct worker *s = SC_CAST(struct worker, arg, WORKER_MAGIC);
-
-	(void)l;
-	(void)salen;
-	client_accept(s, fd, sa);
-	/* the next accept needs a free slot: an idle connection gives up
-	 * its own, else accepting waits for a close, or for one to idle */
-	uint64_t retry_ms;
-	if (open_conns(s) >= s->node->max_connections &&
-	    !make_room(s, &retry_ms)) {
-		METRIC_INC(s->m.connection_limit_reached);
-		pause_listener(s, "max_connections reached, none idle",
-		    retry_ms);
-	}
-}
-
-static void
-on_accept_error(struct evconnlistener *l, void *arg)
-{
-	struct worker *s = SC_CAST(struct worker, arg, WORKER_MAGIC);
-	int err = EVUTIL_SOCKET_ERROR();
-
-	(void)l;
-	METRIC_INC(s->m.accept_errors);
-	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
-		return; /* it died in the backlog: the next one is fine */
-	/* an idle connection's descriptor lets the waiting one in (the
-	 * listening socket stays readable, so accept runs again) */
 	uint64_t retry_ms;
 	bool here = make_room(s, &retry_ms);
+
 	if (here || s->node->nworkers > 1) {
 		/* closed here, or asked of the other workers */
 		uint64_t now = mono_ms();
 		if (now - s->accept_short_ms > EPISODE_MS)
 			fprintf(stderr, "sumcache: accept: %s: closing idle "
 			    "connections to make room (%u open)\n",
-			    evutil_socket_error_to_string(err), open_conns(s));
+			    strerror(err), open_conns(s));
 		s->accept_short_ms = now;
 	}
 	if (!here)
-		pause_listener(s, evutil_socket_error_to_string(err),
+		pause_listener(s, strerror(err),
 		    retry_ms < RETRY_MS ? retry_ms : RETRY_MS);
+}
+
+/* The listening socket is readable: a slot first, then accept(). At the
+ * limit an idle connection gives up its slot, else accepting waits for a
+ * close, or for one to idle. */
+static void
+on_readable(evutil_socket_t lfd, short what, void *arg)
+{
+	struct worker *s = SC_CAST(struct worker, arg, WORKER_MAGIC);
+
+	(void)what;
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
+		uint64_t retry_ms;
+		if (!accept_slot_take(s->node)) {
+			if (make_room(s, &retry_ms))
+				continue;
+			METRIC_INC(s->m.connection_limit_reached);
+			pause_listener(s, "max_connections reached, none idle",
+			    retry_ms);
+			return;
+		}
+		struct sockaddr_storage ss;
+		socklen_t len = sizeof(ss);
+		int fd = accept4(lfd, (struct sockaddr *)&ss, &len,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			if (!client_accept(s, fd, (struct sockaddr *)&ss))
+				slot_give_back(s->node);
+			continue;
+		}
+		int err = errno;
+		slot_give_back(s->node);
+		if (err == EAGAIN || err == EWOULDBLOCK)
+			return;
+		/* it died in the backlog: the next one is fine */
+		if (err == EINTR || err == ECONNABORTED)
+			continue;
+		METRIC_INC(s->m.accept_errors);
+		if (err == EMFILE || err == ENFILE || err == ENOBUFS ||
+		    err == ENOMEM)
+			short_of_descriptors(s, err);
+		return;
+	}
 }
 
 static void
@@ -279,7 +340,7 @@ on_retry(evutil_socket_t fd, short what, void *arg)
 	}
 	/* descriptors may be free again: try; a failure pauses again */
 	s->accept_paused_ms = 0;
-	evconnlistener_enable(s->listener);
+	event_add(s->listen_ev, NULL);
 }
 
 int
@@ -332,23 +393,31 @@ int
 accept_start(struct worker *s)
 {
 	struct node *n = s->node;
+	int one = 1;
+
 	s->accept_retry = evtimer_new(s->base, on_retry, s);
 	if (s->accept_retry == NULL)
 		return -1;
 	/* a listener each: the kernel spreads the connections over the
 	 * workers (SO_REUSEPORT) */
-	unsigned flags = LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
-	    LEV_OPT_CLOSE_ON_EXEC;
-	if (n->nworkers > 1)
-		flags |= LEV_OPT_REUSEABLE_PORT;
-	s->listener = evconnlistener_new_bind(s->base, on_accept, s, flags,
-	    1024, (struct sockaddr *)&n->listen_addr, n->listen_len);
-	if (s->listener == NULL) {
+	int fd = socket(n->listen_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+	    sizeof(one)) < 0 || (n->nworkers > 1 && setsockopt(fd, SOL_SOCKET,
+	    SO_REUSEPORT, &one, sizeof(one)) < 0) ||
+	    bind(fd, (struct sockaddr *)&n->listen_addr,
+	    (socklen_t)n->listen_len) < 0 || listen(fd, 1024) < 0 ||
+	    (s->listen_ev = event_new(s->base, fd, EV_READ | EV_PERSIST,
+	    on_readable, s)) == NULL || event_add(s->listen_ev, NULL) < 0) {
 		fprintf(stderr, "sumcache: cannot listen on %s: %s\n",
 		    n->conf.http_listen, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		if (s->listen_ev != NULL)
+			event_free(s->listen_ev);
+		s->listen_ev = NULL;
 		return -1;
 	}
-	evconnlistener_set_error_cb(s->listener, on_accept_error);
 	return 0;
 }
 
@@ -368,16 +437,18 @@ accept_stop(struct worker *s)
 {
 	if (s->accept_retry != NULL)
 		evtimer_del(s->accept_retry);
-	if (s->listener != NULL)
-		evconnlistener_disable(s->listener);
+	if (s->listen_ev != NULL)
+		event_del(s->listen_ev);
 }
 
 void
 accept_free(struct worker *s)
 {
-	if (s->listener)
-		evconnlistener_free(s->listener);
-	s->listener = NULL;
+	if (s->listen_ev != NULL) {
+		close(event_get_fd(s->listen_ev));
+		event_free(s->listen_ev);
+	}
+	s->listen_ev = NULL;
 	if (s->accept_retry)
 		event_free(s->accept_retry);
 	s->accept_retry = NULL;

@@ -5,6 +5,7 @@
 #ifndef ACCEPT_H
 #define ACCEPT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct node;
@@ -19,6 +20,12 @@ struct worker;
  * reason on stderr when the limit cannot hold the configured connections.
  */
 int accept_plan(struct node *n, unsigned workers);
+
+/* One connection's slot of max_connections, taken before it is accepted
+ * (false at the limit): the connection gives it back when it closes. The
+ * listeners take theirs so; the unit tests' rig, for a connection it
+ * attaches. */
+bool accept_slot_take(struct node *n);
 
 /* Listens on http_listen. 0, or -1 with the reason on stderr. */
 int accept_start(struct worker *s);

@@ -124,7 +124,9 @@ client_free(struct client *c)
 	else
 		oldest_is(s, c->prev);
 	METRIC_ADD(s->m.active_clients, -1);
-	budget_conns(n->budget, atomic_fetch_sub(&n->open_conns, 1) - 1);
+	if (!c->slot_moved)
+		budget_conns(n->budget,
+		    atomic_fetch_sub(&n->open_conns, 1) - 1);
 	c->magic = 0;
 	free(c);
 	accept_conn_closed(s);
@@ -522,7 +524,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 	client_reject(c, t, 408, "request head not received in time");
 }
 
-void
+bool
 client_accept(struct worker *s, evutil_socket_t fd, const struct sockaddr *sa)
 {
 	/* responses go out as soon as they are queued: with Nagle on, the
@@ -533,9 +535,9 @@ client_accept(struct worker *s, evutil_socket_t fd, const struct sockaddr *sa)
 	    BEV_OPT_CLOSE_ON_FREE);
 	if (bev == NULL) {
 		evutil_closesocket(fd);
-		return;
+		return false;
 	}
-	client_attach(s, bev, sa);
+	return client_attach(s, bev, sa);
 }
 
 /* c reads and writes through bev from now on: its socket's, or the TLS
@@ -562,7 +564,7 @@ use_bev(struct client *c, struct bufferevent *bev)
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
 }
 
-void
+bool
 client_attach(struct worker *s, struct bufferevent *bev,
     const struct sockaddr *sa)
 {
@@ -573,7 +575,7 @@ client_attach(struct worker *s, struct bufferevent *bev,
 	    NULL) {
 		bufferevent_free(bev);
 		free(c);
-		return;
+		return false;
 	}
 	c->magic = CLIENT_MAGIC;
 	c->w = s;
@@ -603,10 +605,10 @@ client_attach(struct worker *s, struct bufferevent *bev,
 	s->clients = c;
 	METRIC_INC(s->m.client_connections);
 	METRIC_INC(s->m.active_clients);
-	budget_conns(n->budget, atomic_fetch_add(&n->open_conns, 1) + 1);
 	use_bev(c, bev);
 	/* a connection that never sends a byte is closed quietly */
 	timer_set(c, n->conf.header_timeout_ms);
+	return true;
 }
 
 int
@@ -648,6 +650,7 @@ client_detach(struct client *c)
 	/* nothing of c may be reached from the socket once c is gone */
 	c->bev = NULL;
 	bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+	c->slot_moved = true;
 	client_free(c);
 	return bev;
 }

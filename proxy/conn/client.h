@@ -57,14 +57,16 @@ struct client_ops {
  */
 size_t client_buffers_bound(const struct http_limits *l);
 
-/* A connection accepted on fd, from sa: it is served from now on (on
- * ENOMEM fd is closed). */
-void client_accept(struct worker *s, evutil_socket_t fd,
+/* A connection accepted on fd, from sa, in the slot of max_connections
+ * its caller took (accept_slot_take): it is served from now on, and
+ * gives the slot back when it closes. false on ENOMEM: fd is closed and
+ * the slot is still the caller's. */
+bool client_accept(struct worker *s, evutil_socket_t fd,
     const struct sockaddr *sa);
 /* The same over bev, which the connection takes (freed on ENOMEM):
  * client_accept's second half, and how the unit tests serve a request
  * over a bufferevent pair, without a socket. */
-void client_attach(struct worker *s, struct bufferevent *bev,
+bool client_attach(struct worker *s, struct bufferevent *bev,
     const struct sockaddr *sa);
 
 /* The client's output buffer; what is added is counted in t->bytes_out by
@@ -121,7 +123,8 @@ void client_body_resume(struct client *c);
  * and stops reading when it holds enough. */
 enum body_feed client_feed_body(struct client *c);
 
-/* Hands the socket to a tunnel; frees the client and its transaction. */
+/* Hands the socket, and its slot of max_connections, to a tunnel; frees
+ * the client and its transaction. */
 struct bufferevent *client_detach(struct client *c);
 
 /* c's bytes pass through a TLS session for host (conn/tls.c) from now

@@ -274,9 +274,8 @@ tunnel_start(struct txn *t, enum squid_code *code, const char **why)
 	url_host(&u, host, sizeof(host));
 	uint16_t port = u.port;
 	url_clear(&u);
-	tn->side[0] = client_detach(t->c); /* frees t */
+	tn->side[0] = client_detach(t->c); /* frees t; its slot is tn's */
 	s->ntunnels++;
-	atomic_fetch_add(&s->node->open_conns, 1);
 	METRIC_INC(s->m.tunnels);
 	tn->next = s->tunnels;
 	if (s->tunnels)

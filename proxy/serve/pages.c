@@ -106,7 +106,10 @@ pages_metrics_view(struct worker *s, struct metrics_view *v)
 		    curlev_stats(n->workers[i]->curl).excess;
 	}
 	v->own = &v->taken.own;
-	v->node = &n->gauges;
+	v->taken.node = n->gauges;
+	v->taken.node.connections_peak = atomic_load_explicit(&n->conns_peak,
+	    memory_order_relaxed);
+	v->node = &v->taken.node;
 	v->store = &v->taken.store;
 	v->budget = &v->taken.budget;
 	v->digest = n->digest != NULL ? &v->taken.digest : NULL;

@@ -33,6 +33,8 @@
 	    "Times accepting paused at max_connections")                      \
 	X(MAX_CONNECTIONS, gauge, "sumcache_max_connections", "",             \
 	    "Client connections and tunnels allowed at once")                 \
+	X(CONN_PEAK, gauge, "sumcache_connections_peak", "",                  \
+	    "The most client connections and tunnels open at once since start") \
 	X(CONN_MEM_BOUND, gauge, "sumcache_connection_memory_bound_bytes", "", \
 	    "The most memory one connection can hold (proxy/README.md, Reliability)")  \
 	X(IDLE_CLOSED, counter, "sumcache_idle_connections_closed_total", "", \

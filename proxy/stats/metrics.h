@@ -71,6 +71,7 @@ struct store_stats;
 	X(OWN, accept_errors, ACCEPT_ERRORS, NULL, NULL)                     \
 	X(OWN, connection_limit_reached, CONN_LIMIT_REACHED, NULL, NULL)     \
 	X(NODE, max_connections, MAX_CONNECTIONS, NULL, NULL)                \
+	X(NODE, connections_peak, CONN_PEAK, NULL, NULL)                     \
 	X(NODE, conn_mem_bound, CONN_MEM_BOUND, NULL, NULL)                  \
 	X(OWN, idle_closed_at_limit, IDLE_CLOSED, NULL, NULL)                \
 	X(OWN, client_denied, CLIENT_DENIED, NULL, NULL)                     \
@@ -212,6 +213,7 @@ uint64_t metrics_requests(const struct metrics *m);
 /* The node's gauges: what a worker would only copy. */
 struct metrics_node {
 	uint64_t max_connections;
+	uint64_t connections_peak; /* node->conns_peak when read */
 	uint64_t conn_mem_bound;
 };
 
@@ -229,6 +231,7 @@ struct metrics_view {
 		struct leaves_stats leaves;
 		struct disk_stats disk;
 		struct metrics own;   /* the workers' summed */
+		struct metrics_node node;
 	} taken;
 	const struct metrics *own;
 	const struct metrics_node *node;
