@@ -480,7 +480,7 @@ on_rebuild_step(evutil_socket_t fd, short what, void *arg)
 static void
 maybe_rebuild(struct peers *ps)
 {
-	if (pub_wants_rebuild(ps->pub, wall_ms())) {
+	if (pub_wants_rebuild(ps->pub)) {
 		pub_rebuild_begin(ps->pub, wall_us(), wall_ms());
 		home_soon(ps, ps->rebuild_ev, &ps->rebuild_asked);
 	}

@@ -41,7 +41,7 @@ cbf_size_for_fpr(uint64_t n, double p, unsigned *k)
 }
 
 struct cbf *
-cbf_new(enum sum_scheme scheme, uint64_t m, unsigned k, uint64_t epoch)
+cbf_new(enum sum_scheme scheme, uint64_t m, unsigned k)
 {
 	if (m < 64 || k < 1 || k > CBF_MAX_K ||
 	    (scheme == SUM_SQUID_MD5 && k != SUM_SQUID_K) ||
@@ -61,7 +61,6 @@ cbf_new(enum sum_scheme scheme, uint64_t m, unsigned k, uint64_t epoch)
 	f->scheme = scheme;
 	f->m = m;
 	f->k = k;
-	f->epoch = epoch;
 	return f;
 }
 

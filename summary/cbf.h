@@ -20,7 +20,6 @@ struct cbf {
 	enum sum_scheme scheme;
 	unsigned k;
 	uint64_t m;           /* counters, and bits in the projection */
-	uint64_t epoch;       /* changes whenever m, k or scheme change */
 	uint8_t *counters;    /* 4 bits each, two per byte, low nibble even */
 	uint64_t *bits;       /* projection: bit set while counter > 0 */
 	uint64_t *published;  /* projection as last published */
@@ -39,8 +38,7 @@ uint64_t cbf_size_for_fpr(uint64_t n, double p, unsigned *k);
 
 /* New empty filter; NULL on ENOMEM or bad parameters (squid-md5 needs
  * k = 4; 1 <= k <= CBF_MAX_K; m >= 64). */
-struct cbf *cbf_new(enum sum_scheme scheme, uint64_t m, unsigned k,
-    uint64_t epoch);
+struct cbf *cbf_new(enum sum_scheme scheme, uint64_t m, unsigned k);
 void cbf_free(struct cbf **f);
 /* Bytes f holds: counters, projection, and the projection published. */
 size_t cbf_bytes(const struct cbf *f);

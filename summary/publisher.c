@@ -203,9 +203,9 @@ shift(struct publisher *p, uint64_t now_ms)
 
 /* A filter of bits for p's policy. */
 static struct cbf *
-filter_new(const struct publisher *p, uint64_t m, uint64_t epoch)
+filter_new(const struct publisher *p, uint64_t m)
 {
-	return cbf_new(p->conf.scheme, m, p->conf.k, epoch);
+	return cbf_new(p->conf.scheme, m, p->conf.k);
 }
 
 uint64_t
@@ -249,14 +249,14 @@ table_buckets(const struct publisher *p, uint64_t objects)
  * on ENOMEM. */
 static bool
 make_filter(struct publisher *p, bool next, uint64_t objects,
-    uint64_t epoch, uint64_t now_ms)
+    uint64_t now_ms)
 {
 	if (timed(p)) {
 		struct ck_table *t = ck_new(table_buckets(p, objects), now_ms);
 		*(next ? &p->table_next : &p->table) = t;
 		return t != NULL;
 	}
-	struct cbf *f = filter_new(p, filter_bits(p, objects), epoch);
+	struct cbf *f = filter_new(p, filter_bits(p, objects));
 	*(next ? &p->next : &p->local) = f;
 	return f != NULL;
 }
@@ -272,7 +272,7 @@ pub_new(const struct pub_conf *c, uint64_t now_us, uint64_t now_ms)
 	p->capacity = c->expected_objects;
 	p->epoch = now_us;
 	p->claims = claims_new();
-	if (!make_filter(p, false, c->expected_objects, now_us, now_ms) ||
+	if (!make_filter(p, false, c->expected_objects, now_ms) ||
 	    p->claims == NULL) {
 		pub_free(&p);
 		return NULL;
@@ -385,9 +385,8 @@ wants_growth(const struct publisher *p)
 }
 
 bool
-pub_wants_rebuild(const struct publisher *p, uint64_t now_ms)
+pub_wants_rebuild(const struct publisher *p)
 {
-	(void)now_ms;
 	return !p->rebuilding && wants_growth(p);
 }
 
@@ -408,7 +407,7 @@ pub_rebuild_begin(struct publisher *p, uint64_t now_us, uint64_t now_ms)
 
 	p->next_epoch = now_us > p->epoch ? now_us : p->epoch + 1;
 	/* asked once per growth, even when there is no memory for it */
-	p->capacity = make_filter(p, true, cap, p->next_epoch, now_ms) ? cap :
+	p->capacity = make_filter(p, true, cap, now_ms) ? cap :
 	    2 * p->capacity;
 	p->rebuilding = true;
 	p->walk_at = 0;

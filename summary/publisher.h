@@ -216,7 +216,7 @@ uint64_t pub_margin_ms(const struct publisher *p);
 /* Growth: the caller starts a rebuild when it is wanted, calls
  * pub_rebuild_step until it returns true (with adds, removes and expiry
  * between the calls), then ends it. */
-bool pub_wants_rebuild(const struct publisher *p, uint64_t now_ms);
+bool pub_wants_rebuild(const struct publisher *p);
 bool pub_rebuilding(const struct publisher *p);
 void pub_rebuild_begin(struct publisher *p, uint64_t now_us,
     uint64_t now_ms);

@@ -21,7 +21,7 @@ static struct sum_buf
 build(uint32_t capacity, uint8_t bpe)
 {
 	struct cbf *f = cbf_new(SUM_SQUID_MD5,
-	    (uint64_t)digest_mask_size(capacity, bpe) * 8, 4, 1);
+	    (uint64_t)digest_mask_size(capacity, bpe) * 8, 4);
 	struct sum_buf b = {0};
 	struct sumkey k;
 
@@ -110,12 +110,12 @@ Test(digest, squid_receiver_checks)
 
 Test(digest, build_refuses_mismatched_filters)
 {
-	struct cbf *f = cbf_new(SUM_XXH3, 8000, 4, 1);
+	struct cbf *f = cbf_new(SUM_XXH3, 8000, 4);
 	struct sum_buf b = {0};
 
 	cr_assert_eq(digest_build(f, 1000, 8, &b), SUM_ERR_PARAMS);
 	cbf_free(&f);
-	f = cbf_new(SUM_SQUID_MD5, 8008, 4, 1);
+	f = cbf_new(SUM_SQUID_MD5, 8008, 4);
 	cr_assert_eq(digest_build(f, 1000, 8, &b), SUM_ERR_PARAMS);
 	cbf_free(&f);
 }

@@ -201,7 +201,7 @@ Test(timed, the_base_moves_on_with_no_message)
 	 * a minute at a time is enough here */
 	for (uint64_t t = T0; t < T0 + 40 * 60000; t += 60000) {
 		pub_expire(p, t);
-		cr_assert(!pub_wants_rebuild(p, t));
+		cr_assert(!pub_wants_rebuild(p));
 		cr_assert(psum_contains(view, &near, L0 + (t - T0)));
 	}
 	cr_assert(!psum_contains(view, &near, L0 + 40 * 60000),
@@ -332,17 +332,17 @@ Test(timed, a_table_at_its_largest_is_not_rebuilt_when_full)
 	cr_assert_gt(st.saturations, 0, "keys it had no room for");
 	cr_assert_leq(st.entries, 64);
 	cr_assert_eq(st.entries + st.saturations, 200);
-	cr_assert_not(pub_wants_rebuild(p, T0), "no larger table to build");
+	cr_assert_not(pub_wants_rebuild(p), "no larger table to build");
 	pub_free(&p);
 
 	/* below its largest, the same fills ask for growth */
 	c.max_bits = 0;
 	c.expected_objects = 50;
 	p = pub_new(&c, 1, T0);
-	for (uint64_t i = 0; i < 200 && !pub_wants_rebuild(p, T0); i++) {
+	for (uint64_t i = 0; i < 200 && !pub_wants_rebuild(p); i++) {
 		test_key(100 + i, &k);
 		cr_assert(pub_added(p, &k, T0 + 600000, T0));
 	}
-	cr_assert(pub_wants_rebuild(p, T0));
+	cr_assert(pub_wants_rebuild(p));
 	pub_free(&p);
 }

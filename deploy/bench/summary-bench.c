@@ -177,7 +177,7 @@ main(int argc, char **argv)
 	double adds[5];
 	for (int r = 0; r < 5; r++) {
 		cbf_free(&f);
-		f = cbf_new(SUM_XXH3, cbf_size_for(n, 16), 4, 1);
+		f = cbf_new(SUM_XXH3, cbf_size_for(n, 16), 4);
 		memset(f->counters, 0, (size_t)(f->m + 1) / 2); /* fault in */
 		double t0 = now();
 		for (uint64_t i = 0; i < n; i++)

@@ -126,7 +126,7 @@ store(struct sim *s, unsigned i, uint32_t obj, double expires, double now)
 		map_del(&s->ghost, gk);
 		s->e[v].pub_seq = 0;
 	}
-	if (pub_wants_rebuild(x->pub, trace_ms(now)))
+	if (pub_wants_rebuild(x->pub))
 		rebuild(s, i, now);
 	else if (pub_threshold_reached(x->pub, receivers(s), trace_ms(now)))
 		publish(s, i, now);

@@ -172,7 +172,7 @@ main(int argc, char **argv)
 	uint32_t cap = 100;
 	struct sum_buf d = {0};
 	struct cbf *f = cbf_new(SUM_SQUID_MD5, 8ull * digest_mask_size(cap, 5),
-	    4, 1);
+	    4);
 	for (int i = 0; i < 80; i++) {
 		char u[64];
 		struct sumkey k;

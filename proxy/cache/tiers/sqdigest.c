@@ -77,7 +77,7 @@ sqdigest_new(struct tiers *tr, uint32_t capacity, uint32_t period_ms)
 	d->capacity = capacity;
 	d->period_s = period_ms / 1000 ? period_ms / 1000 : 1;
 	uint64_t m = 8ull * digest_mask_size(capacity, SQDIGEST_BITS_PER_ENTRY);
-	d->f = cbf_new(SUM_SQUID_MD5, m, SUM_SQUID_K, 0);
+	d->f = cbf_new(SUM_SQUID_MD5, m, SUM_SQUID_K);
 	d->md5 = sumkey_hasher_new(SUM_SQUID_MD5);
 	d->claims = claims_new();
 	struct tiers_observer ob = {.added = on_added, .removed = on_removed,
