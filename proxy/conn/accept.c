@@ -82,33 +82,51 @@ open_conns(const struct worker *s)
 	    memory_order_relaxed);
 }
 
-bool
-accept_slot_take(struct node *n)
+/* Takes a slot: the node's count with it, or 0 at the limit. */
+static unsigned
+slot_take(struct node *n)
 {
 	unsigned open = atomic_load_explicit(&n->open_conns,
 	    memory_order_relaxed);
 
 	do {
 		if (open >= n->max_connections)
-			return false;
+			return 0;
 	} while (!atomic_compare_exchange_weak_explicit(&n->open_conns, &open,
 	    open + 1, memory_order_relaxed, memory_order_relaxed));
-	unsigned peak = atomic_load_explicit(&n->conns_peak,
-	    memory_order_relaxed);
-	while (open + 1 > peak && !atomic_compare_exchange_weak_explicit(
-	    &n->conns_peak, &peak, open + 1, memory_order_relaxed,
-	    memory_order_relaxed))
-		;
-	budget_conns(n->budget, open + 1);
-	return true;
+	return open + 1;
 }
 
-/* A slot taken for a connection that did not come (or could not be
- * served): the budget is told at the next take or close. */
+bool
+accept_slot_take(struct node *n)
+{
+	return slot_take(n) != 0;
+}
+
+/* A slot taken for a connection that did not come (accept() found none
+ * waiting), or could not be served. */
 static void
 slot_give_back(struct node *n)
 {
 	atomic_fetch_sub_explicit(&n->open_conns, 1, memory_order_relaxed);
+}
+
+/* A connection came in the slot that made the count open: the peak and
+ * the memory budget see it. (Seen at the take, the peak counted the slot
+ * each batch of accepts takes to find none waiting. Another worker's such
+ * take may be in open still: with several workers the peak may count
+ * one of each, and never passes max_connections.) */
+static void
+slot_filled(struct node *n, unsigned open)
+{
+	unsigned peak = atomic_load_explicit(&n->conns_peak,
+	    memory_order_relaxed);
+
+	while (open > peak && !atomic_compare_exchange_weak_explicit(
+	    &n->conns_peak, &peak, open, memory_order_relaxed,
+	    memory_order_relaxed))
+		;
+	budget_conns(n->budget, open);
 }
 
 static void resume_listener(struct worker *s);
@@ -280,17 +298,23 @@ short_of_descriptors(struct worker *s, int err)
 }
 
 /* The listening socket is readable: a slot first, then accept(). At the
- * limit an idle connection gives up its slot, else accepting waits for a
- * close, or for one to idle. */
+ * limit an idle connection gives up its slot for a newcomer, else
+ * accepting waits for a close, or for one to idle. A newcomer is known to
+ * wait only until one is accepted: past it, at the limit, nobody is
+ * closed on a guess (the socket wakes the loop again if one waits). */
 static void
 on_readable(evutil_socket_t lfd, short what, void *arg)
 {
 	struct worker *s = SC_CAST(struct worker, arg, WORKER_MAGIC);
+	bool waiting = true;
 
 	(void)what;
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
 		uint64_t retry_ms;
-		if (!accept_slot_take(s->node)) {
+		unsigned open = slot_take(s->node);
+		if (open == 0) {
+			if (!waiting)
+				return;
 			if (make_room(s, &retry_ms))
 				continue;
 			METRIC_INC(s->m.connection_limit_reached);
@@ -303,6 +327,8 @@ on_readable(evutil_socket_t lfd, short what, void *arg)
 		int fd = accept4(lfd, (struct sockaddr *)&ss, &len,
 		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd >= 0) {
+			waiting = false;
+			slot_filled(s->node, open);
 			if (!client_accept(s, fd, (struct sockaddr *)&ss))
 				slot_give_back(s->node);
 			continue;
@@ -402,7 +428,10 @@ accept_start(struct worker *s)
 	 * workers (SO_REUSEPORT) */
 	int fd = socket(n->listen_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
 	    SOCK_CLOEXEC, 0);
+	/* accepted sockets inherit SO_KEEPALIVE: a client gone without a
+	 * word is found by the kernel, as libevent's listener had it */
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+	    sizeof(one)) < 0 || setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one,
 	    sizeof(one)) < 0 || (n->nworkers > 1 && setsockopt(fd, SOL_SOCKET,
 	    SO_REUSEPORT, &one, sizeof(one)) < 0) ||
 	    bind(fd, (struct sockaddr *)&n->listen_addr,
