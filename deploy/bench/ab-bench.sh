@@ -4,7 +4,8 @@
 # path is measured against what it replaced, not against a figure taken
 # on another day:
 #   - 1 KB hits and 1 KB misses (no-store) through each build, memory
-#     tier only, as hit-bench runs them;
+#     tier only, as hit-bench runs them, and 1 KB hits on a new
+#     connection each (wrk's "Connection: close": the accept path);
 #   - req/s, p99 and CPU seconds per 10,000 requests of each, medians of
 #     ROUNDS rounds, and this tree's over the other's.
 # REV is built in build-ab/REV (Release, no tests). wrk runs on CPU 0;
@@ -63,7 +64,7 @@ for port in $NEW_PORT $OLD_PORT; do
   bench_warm ab-bench "$port" "$origin/1k.bin"
 done
 
-# run NAME PORT URL PID -> "name rps p50ms p99ms cpu_s_per_10k"
+# run NAME PORT URL PID [WRK-ARG...] -> "name rps p50ms p99ms cpu_s_per_10k"
 run() {
   local t0 t1 out
   cat >"$work/req.lua" <<EOL
@@ -71,7 +72,7 @@ init = function(args) wrk.path = "$3" end
 EOL
   t0=$(bench_ticks "$4")
   out=$(taskset -c 0 wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency \
-    -s "$work/req.lua" "http://127.0.0.1:$2" 2>&1)
+    "${@:5}" -s "$work/req.lua" "http://127.0.0.1:$2" 2>&1)
   t1=$(bench_ticks "$4")
   wrk_line "$1" <<<"$out" | awk -v dt=$((t1 - t0)) -v hz="$BENCH_HZ" '
     { printf "%s %s %s %s %.3f\n", $1, $2, $3, $4, (dt / hz) / ($5 / 10000) }'
@@ -82,12 +83,15 @@ for r in $(seq "$ROUNDS"); do
   echo "round $r/$ROUNDS" >&2
   # the order alternates, so neither build always runs second
   if [ $((r % 2)) = 1 ]; then order="new old"; else order="old new"; fi
-  for w in hit1k miss1k; do
-    url="$origin/1k.bin"
+  for w in hit1k close1k miss1k; do
+    url="$origin/1k.bin" extra=()
     [ "$w" = miss1k ] && url="$origin/nostore/1k.bin"
+    [ "$w" = close1k ] && extra=(-H "Connection: close")
     for who in $order; do
-      if [ "$who" = new ]; then run "${w}_new" "$NEW_PORT" "$url" "$new_pid"
-      else run "${w}_old" "$OLD_PORT" "$url" "$old_pid"; fi >>"$results"
+      if [ "$who" = new ]; then
+        run "${w}_new" "$NEW_PORT" "$url" "$new_pid" "${extra[@]}"
+      else run "${w}_old" "$OLD_PORT" "$url" "$old_pid" "${extra[@]}"; fi \
+        >>"$results"
     done
   done
 done
@@ -99,12 +103,12 @@ awk -v rounds="$ROUNDS" -v dur="$DURATION" -v conns="$CONNS" -v rev="$rev" \
   END {
     printf "ab-bench: this tree (new) against %s (old), %d interleaved rounds, wrk -t1 -c%d -d%ds, medians\n\n", rev, rounds, conns, dur
     printf "%-12s %10s %9s %12s   %s\n", "run", "req/s", "p99 ms", "CPU s/10k", "req/s by round"
-    split("hit1k_new hit1k_old miss1k_new miss1k_old", k, " ")
-    for (i = 1; i <= 4; i++)
+    split("hit1k_new hit1k_old close1k_new close1k_old miss1k_new miss1k_old", k, " ")
+    for (i = 1; i <= 6; i++)
       printf "%-12s %10.0f %9.3f %12.3f  %s\n", k[i], median(rps[k[i]]), median(p99[k[i]]), median(cpu[k[i]]), each[k[i]]
     printf "\n%-8s %12s %16s\n", "new/old", "req/s", "CPU per request"
-    split("hit1k miss1k", w, " ")
-    for (i = 1; i <= 2; i++)
+    split("hit1k close1k miss1k", w, " ")
+    for (i = 1; i <= 3; i++)
       printf "%-8s %12.3f %16.3f\n", w[i], median(rps[w[i] "_new"]) / median(rps[w[i] "_old"]), median(cpu[w[i] "_new"]) / median(cpu[w[i] "_old"])
   }' "$results"
 echo
