@@ -1,7 +1,8 @@
 /*
  * Faults a node must absorb without a wrong answer or a lost client, end
  * to end on the real binary: a peer that floods its answers, lies in its
- * summary or stalls; a burst of new clients at max_connections; a client
+ * summary or stalls; a burst of new clients at max_connections, and four
+ * workers woken by one at the last slot; a client
  * that leaves; a cache whose heap it no longer needs. The disk damaged
  * while the node runs is test_damage.c's; an origin failing under
  * collapsed forwarding is test_collapse.c's; an invalidation replayed
@@ -111,6 +112,34 @@ Test(faults, a_burst_of_new_clients_at_the_limit_is_answered_not_dropped)
 	cr_expect_eq(answered + refused, N);
 	cr_expect_geq(proxy_metric(&CE, "sumcache_connection_limit_reached_"
 	    "total"), 1);
+}
+
+/* Four workers, each on a listener of its own, woken at once by a burst
+ * while one slot is left: one of them may take it. Each takes a slot
+ * before it accepts; when they counted after, each accepted one and the
+ * node stayed over by as many for as long as newcomers kept coming (each
+ * accept closed one idle connection to make room for itself). */
+Test(faults, workers_woken_at_once_at_the_last_slot_take_it_once)
+{
+	enum { MAX = 8, HELD = MAX - 1, BURST = 12 };
+	const char *opts[] = {"workers=4", "max_connections=8", NULL};
+	int fd[HELD + BURST];
+
+	proxy_start(&CE, opts);
+	cr_assert_eq(proxy_metric(&CE, "sumcache_max_connections"), MAX);
+	/* seven held, then twelve more within the new ones' grace: none
+	 * may be closed to make room until it ends */
+	for (int i = 0; i < HELD + BURST; i++)
+		fd[i] = harness_connect(CE.pport);
+	double peak = proxy_metric(&CE, "sumcache_connections_peak");
+	cr_expect_eq(peak, MAX, "at most %g open at once, max_connections %d",
+	    peak, MAX);
+	fprintf(stderr, "figure: 4 workers at the last slot, %d newcomers: "
+	    "at most %g of %d open at once, %g closed to make room\n", BURST,
+	    peak, MAX, proxy_metric(&CE,
+	    "sumcache_idle_connections_closed_total"));
+	for (int i = 0; i < HELD + BURST; i++)
+		close(fd[i]);
 }
 
 /* An idle keep-alive connection gives its slot to a new client; one that

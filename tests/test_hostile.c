@@ -263,33 +263,6 @@ Test(hostile, low_descriptor_limit_neither_spins_nor_locks_clients_out,
 	env_stop(&E);
 }
 
-/* Four workers, each on a listener of its own, woken at once by a burst
- * while one slot is left: one of them may take it. Each takes a slot
- * before it accepts; when they counted after, each accepted one and the
- * node stayed over by as many for as long as newcomers kept coming (each
- * accept closed one idle connection to make room for itself). */
-Test(hostile, workers_woken_at_once_at_the_last_slot_take_it_once,
-    .timeout = 60)
-{
-	const char *opts[] = {"workers=4", "max_connections=8", NULL};
-
-	env_start(&E, opts);
-	cr_assert_eq(proxy_metric(&E, "sumcache_max_connections"), 8);
-	/* seven held, then twelve more within the new ones' grace: none
-	 * may be closed to make room until it ends */
-	int *held = open_idle(E.pport, 7);
-	int *burst = open_idle(E.pport, 12);
-	double peak = proxy_metric(&E, "sumcache_connections_peak");
-	cr_expect_eq(peak, 8, "at most %g open at once, max_connections 8",
-	    peak);
-	fprintf(stderr, "figure: 4 workers at the last slot, 12 newcomers: "
-	    "at most %g of 8 open at once, %g closed to make room\n", peak,
-	    proxy_metric(&E, "sumcache_idle_connections_closed_total"));
-	close_all(held, 7);
-	close_all(burst, 12);
-	env_stop(&E);
-}
-
 Test(hostile, descriptors_running_out_after_start_close_idle_ones,
     .timeout = 120)
 {
