@@ -201,13 +201,6 @@ shift(struct publisher *p, uint64_t now_ms)
 	}
 }
 
-/* A filter of bits for p's policy. */
-static struct cbf *
-filter_new(const struct publisher *p, uint64_t m)
-{
-	return cbf_new(p->conf.scheme, m, p->conf.k);
-}
-
 uint64_t
 pub_expected_objects(uint64_t cache_bytes, uint64_t object_bytes)
 {
@@ -256,7 +249,8 @@ make_filter(struct publisher *p, bool next, uint64_t objects,
 		*(next ? &p->table_next : &p->table) = t;
 		return t != NULL;
 	}
-	struct cbf *f = filter_new(p, filter_bits(p, objects));
+	struct cbf *f = cbf_new(p->conf.scheme, filter_bits(p, objects),
+	    p->conf.k);
 	*(next ? &p->next : &p->local) = f;
 	return f != NULL;
 }
